@@ -1,0 +1,50 @@
+// pipit: the command-line entry point. Dispatches `pipit <command> ...` to the registered subcommands.
+#include <cstdio>
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+
+namespace pipit::cli {
+
+std::vector<Command>& commands() {
+  static std::vector<Command> c;
+  return c;
+}
+
+int fail(const Args& args, const std::string& msg) {
+  std::fprintf(stderr, "pipit %s: error: %s\n", args.command().c_str(), msg.c_str());
+  return 1;
+}
+
+}  // namespace pipit::cli
+
+static void print_help() {
+  std::printf("pipit %s: LLM and VLM inference on CPUs, from one file.\n\nusage: pipit <command> [options]\n\n",
+              PIPIT_VERSION);
+  auto cmds = pipit::cli::commands();
+  std::sort(cmds.begin(), cmds.end(), [](auto& a, auto& b) { return std::strcmp(a.name, b.name) < 0; });
+  for (auto& c : cmds) std::printf("  %-10s %s\n", c.name, c.summary);
+  std::printf("\nRun `pipit <command> --help` for its options.\n");
+}
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help")) {
+    print_help();
+    return argc < 2 ? 1 : 0;
+  }
+  if (!std::strcmp(argv[1], "--version")) {
+    std::printf("pipit %s\n", PIPIT_VERSION);
+    return 0;
+  }
+  for (auto& c : pipit::cli::commands()) {
+    if (std::strcmp(c.name, argv[1]) == 0) {
+      pipit::cli::Args args(c.name, std::vector<std::string>(argv + 2, argv + argc));
+      return c.fn(args);
+    }
+  }
+  std::fprintf(stderr, "pipit: error: unknown command '%s' (see pipit --help)\n", argv[1]);
+  return 1;
+}

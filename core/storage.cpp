@@ -1,0 +1,114 @@
+// Heap, mmap and arena storages.
+#include "core/storage.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace pipit {
+
+std::shared_ptr<HeapStorage> HeapStorage::make(size_t size) {
+  auto s = std::shared_ptr<HeapStorage>(new HeapStorage());
+  size_t rounded = (size + kAlign - 1) / kAlign * kAlign;
+  if (rounded == 0) rounded = kAlign;
+  void* p = std::aligned_alloc(kAlign, rounded);
+  PIPIT_ASSERT(p != nullptr, "out of memory allocating {} bytes", rounded);
+  std::memset(p, 0, rounded);
+  s->data_ = static_cast<uint8_t*>(p);
+  s->size_ = size;
+  return s;
+}
+
+HeapStorage::~HeapStorage() { std::free(data_); }
+
+Result<std::shared_ptr<MmapStorage>> MmapStorage::open(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Error::io("[mmap] cannot open '{}': {}", path, std::strerror(errno));
+  struct stat st{};
+  if (fstat(fd, &st) != 0) {
+    int e = errno;
+    ::close(fd);
+    return Error::io("[mmap] cannot stat '{}': {}", path, std::strerror(e));
+  }
+  if (S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    return Error::io("[mmap] '{}' is a directory, expected a file", path);
+  }
+  auto s = std::shared_ptr<MmapStorage>(new MmapStorage());
+  s->path_ = path;
+  s->size_ = size_t(st.st_size);
+  if (s->size_ > 0) {
+    void* p = mmap(nullptr, s->size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      int e = errno;
+      ::close(fd);
+      return Error::io("[mmap] cannot map '{}': {}", path, std::strerror(e));
+    }
+    s->data_ = static_cast<uint8_t*>(p);
+  }
+  ::close(fd);
+  return s;
+}
+
+MmapStorage::~MmapStorage() {
+  if (data_) munmap(data_, size_);
+}
+
+Arena::Arena(size_t initial_bytes) { chunks_.push_back(HeapStorage::make(initial_bytes)); }
+
+uint8_t* Arena::alloc(size_t bytes, std::shared_ptr<Storage>* owner) {
+  bytes = (bytes + kAlign - 1) / kAlign * kAlign;
+  if (used_ + bytes > chunks_.back()->size()) {
+    chunks_.push_back(HeapStorage::make(std::max(bytes, chunks_.back()->size())));
+    used_ = 0;
+  }
+  uint8_t* p = chunks_.back()->data() + used_;
+  used_ += bytes;
+  total_used_ += bytes;
+  if (total_used_ > high_water_) high_water_ = total_used_;
+  if (owner) *owner = chunks_.back();
+  return p;
+}
+
+void Arena::reset() {
+  if (chunks_.size() > 1) {  // grow to one chunk that fits the whole high-water pass
+    chunks_.clear();
+    chunks_.push_back(HeapStorage::make(high_water_ + high_water_ / 8));
+  }
+  used_ = 0;
+  total_used_ = 0;
+}
+
+size_t Arena::capacity() const {
+  size_t c = 0;
+  for (auto& ch : chunks_) c += ch->size();
+  return c;
+}
+
+Result<std::string> read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return Error::io("cannot open '{}': {}", path, std::strerror(errno));
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  if (f.bad()) return Error::io("error reading '{}'", path);
+  return ss.str();
+}
+
+bool file_exists(const std::string& path) {
+  struct stat st{};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool is_directory(const std::string& path) {
+  struct stat st{};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+}  // namespace pipit

@@ -1,0 +1,69 @@
+// Where tensor bytes live: the heap (owned buffers), a read-only file mapping (weights, used in place), or an
+// arena (activations, bump-allocated and reset once per forward pass so the decode loop never calls malloc).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace pipit {
+
+constexpr size_t kAlign = 64;  // every buffer and every tensor in a .pipit file starts on a 64-byte boundary
+
+class Storage {
+ public:
+  virtual ~Storage() = default;
+  uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ protected:
+  uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// A 64-byte aligned, zero-initialised heap buffer.
+class HeapStorage : public Storage {
+ public:
+  static std::shared_ptr<HeapStorage> make(size_t size);
+  ~HeapStorage() override;
+};
+
+// A read-only memory mapping of a whole file. Pages are loaded on first touch; nothing is copied.
+class MmapStorage : public Storage {
+ public:
+  static Result<std::shared_ptr<MmapStorage>> open(const std::string& path);
+  ~MmapStorage() override;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Bump allocator for activations. alloc() is a pointer increment; reset() rewinds. When a pass needs more than the
+// current chunk, a new chunk is added, and the next reset() merges everything into one chunk of the high-water size,
+// so after the first pass of a given size no allocation happens.
+class Arena {
+ public:
+  explicit Arena(size_t initial_bytes = 1 << 20);
+  uint8_t* alloc(size_t bytes, std::shared_ptr<Storage>* owner);
+  void reset();
+  size_t high_water() const { return high_water_; }
+  size_t capacity() const;
+
+ private:
+  std::vector<std::shared_ptr<HeapStorage>> chunks_;
+  size_t used_ = 0;         // bytes used in chunks_.back()
+  size_t total_used_ = 0;   // bytes used across all chunks this pass
+  size_t high_water_ = 0;
+};
+
+// Whole-file read helper for small files (configs, tokenizer.json).
+Result<std::string> read_file(const std::string& path);
+bool file_exists(const std::string& path);
+bool is_directory(const std::string& path);
+
+}  // namespace pipit

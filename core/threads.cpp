@@ -1,0 +1,96 @@
+// Thread pool implementation: generation counter + spin-then-sleep workers.
+#include "core/threads.h"
+
+#include <fstream>
+#include <set>
+#include <string>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define PIPIT_PAUSE() _mm_pause()
+#elif defined(__aarch64__)
+#define PIPIT_PAUSE() asm volatile("yield")
+#else
+#define PIPIT_PAUSE() do {} while (0)
+#endif
+
+namespace pipit {
+
+namespace {
+constexpr int kSpinIters = 1 << 16;
+}
+
+ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
+  for (int i = 1; i < n_threads_; ++i) threads_.emplace_back([this, i] { worker(i); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stop_.store(true);
+    generation_.fetch_add(1);
+  }
+  cv_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+void ThreadPool::run(JobRef job, int nth) {
+  if (nth < 0 || nth > n_threads_) nth = n_threads_;
+  if (nth == 1) {
+    job(0, 1);
+    return;
+  }
+  job_ = &job;
+  job_nth_ = nth;
+  pending_.store(n_threads_ - 1, std::memory_order_relaxed);
+  {
+    // The lock orders the generation bump with sleepers checking it (no lost wake-up).
+    std::lock_guard<std::mutex> lk(mu_);
+    generation_.fetch_add(1, std::memory_order_release);
+  }
+  if (sleepers_.load() > 0) cv_.notify_all();
+  job(0, nth);
+  while (pending_.load(std::memory_order_acquire) != 0) PIPIT_PAUSE();
+  job_ = nullptr;
+}
+
+void ThreadPool::worker(int ith) {
+  uint64_t seen = 0;
+  for (;;) {
+    uint64_t g = generation_.load(std::memory_order_acquire);
+    for (int spin = 0; g == seen && spin < kSpinIters; ++spin) {
+      PIPIT_PAUSE();
+      g = generation_.load(std::memory_order_acquire);
+    }
+    if (g == seen) {
+      std::unique_lock<std::mutex> lk(mu_);
+      sleepers_.fetch_add(1);
+      cv_.wait(lk, [&] { return generation_.load() != seen; });
+      sleepers_.fetch_sub(1);
+      g = generation_.load();
+    }
+    seen = g;
+    if (stop_.load()) return;
+    if (ith < job_nth_) (*job_)(ith, job_nth_);
+    pending_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+}
+
+int ThreadPool::default_threads() {
+  // Count distinct (physical id, core id) pairs in /proc/cpuinfo; hyper-threads share a core's SIMD units.
+  std::ifstream f("/proc/cpuinfo");
+  std::set<std::pair<int, int>> cores;
+  std::string line;
+  int phys = 0;
+  while (std::getline(f, line)) {
+    auto val = [&] { return std::atoi(line.substr(line.find(':') + 1).c_str()); };
+    if (line.rfind("physical id", 0) == 0) phys = val();
+    if (line.rfind("core id", 0) == 0) cores.insert({phys, val()});
+  }
+  int n = int(cores.size());
+  int logical = int(std::thread::hardware_concurrency());
+  if (n <= 0 || n > logical) n = logical;
+  return n > 0 ? n : 1;
+}
+
+}  // namespace pipit

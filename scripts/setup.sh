@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs every Debian package pipit's build, tests and benchmarks need. Idempotent: re-running installs nothing new.
+# Usage: sudo bash scripts/setup.sh   (or as root)
+set -euo pipefail
+
+PKGS=(
+  build-essential g++ clang-14 lld-14 libclang-rt-14-dev cmake ninja-build ccache pkg-config git
+  libgtest-dev libgmock-dev libbenchmark-dev
+  nlohmann-json3-dev libcpp-httplib-dev libpcre2-dev libutf8proc-dev libstb-dev
+  g++-aarch64-linux-gnu qemu-user
+  ocl-icd-opencl-dev pocl-opencl-icd
+  python3 python3-numpy python3-torch python3-pil
+  curl
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  echo "[setup] installing: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "[setup] all packages present"
+fi
