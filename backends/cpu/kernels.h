@@ -1,0 +1,88 @@
+// The kernel table: one function pointer per (op, dtype), filled once at start-up from the CPU's features
+// (dispatch.cpp). ref/ holds the scalar versions — the spec every SIMD variant is tested against.
+// Kernels work on raw pointers over a row range so that ops.cpp can split work across threads; they never allocate.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/cpu.h"
+#include "core/dtype.h"
+
+namespace pipit {
+
+// Activations quantized on the fly for integer matmuls (w8a8, w4a8): int8 per block of 32 with an f32 scale and the
+// sum of the block's int8 values (lets kernels fold q4's "-8" offset and unsigned x signed dot products).
+struct BlockQ8Act {
+  float d;
+  int32_t sum;
+  int8_t qs[kQBlock];
+};
+static_assert(sizeof(BlockQ8Act) == 40);
+
+// y[m, n] = sum_k x[m, k] * w[n, k] for m in [0, M), n in [n0, n1).
+// x: M rows of K activations (f32 rows, or BlockQ8Act rows for quantized weights), row stride x_stride bytes.
+// w: weight rows of K elements in the weight dtype, row stride w_stride bytes. y: f32, row stride y_stride bytes.
+struct MatmulArgs {
+  const void* x;
+  int64_t x_stride;
+  const void* w;
+  int64_t w_stride;
+  float* y;
+  int64_t y_stride;
+  int64_t M, K;
+};
+using MatmulFn = void (*)(const MatmulArgs& a, int64_t n0, int64_t n1);
+
+// Quantize M rows of K floats (K % 32 == 0) into BlockQ8Act rows.
+using QuantizeActFn = void (*)(const float* x, int64_t x_stride, BlockQ8Act* y, int64_t M, int64_t K);
+
+// Element-wise / row kernels on contiguous f32 rows of n elements.
+using RmsNormFn = void (*)(const float* x, const float* w, float* y, int64_t n, float eps, float w_offset);
+using SwigluFn = void (*)(const float* gate, const float* up, float* y, int64_t n);   // silu(gate) * up
+using GegluFn = void (*)(const float* gate, const float* up, float* y, int64_t n);    // gelu_tanh(gate) * up
+using AddFn = void (*)(const float* a, const float* b, float* y, int64_t n);
+using ScaleFn = void (*)(float* x, float s, int64_t n);
+using SoftmaxFn = void (*)(float* x, int64_t n);  // in place, max-subtracted
+// Row conversion to f32 (embedding lookup, dequantization): n elements of dtype -> f32.
+using ToF32Fn = void (*)(const void* src, float* dst, int64_t n);
+using FromF32Fn = void (*)(const float* src, void* dst, int64_t n);
+
+// Attention for one query row over keys/values: out = softmax(scale * q . K^T [+ mask]) V.
+// K/V rows are head_dim elements of kv_dtype (f32 or f16), stride kv_stride bytes between consecutive positions.
+// Keys [k0, k1) are visible. When softcap > 0, scores become softcap * tanh(score / softcap).
+struct AttnRowArgs {
+  const float* q;
+  const void* k;
+  const void* v;
+  int64_t kv_stride;
+  float* out;
+  float* scratch;  // k1 floats
+  int64_t head_dim, k0, k1;
+  float scale, softcap;
+};
+using AttnRowFn = void (*)(const AttnRowArgs& a);
+
+struct Kernels {
+  std::string name;  // "ref", "avx2", "avx512", "neon", "dotprod", "i8mm"
+  MatmulFn matmul[int(DType::kCount)] = {};
+  QuantizeActFn quantize_act = nullptr;
+  RmsNormFn rms_norm = nullptr;
+  SwigluFn swiglu = nullptr;
+  GegluFn geglu = nullptr;
+  AddFn add = nullptr;
+  ScaleFn scale = nullptr;
+  SoftmaxFn softmax = nullptr;
+  ToF32Fn to_f32[int(DType::kCount)] = {};
+  FromF32Fn from_f32[int(DType::kCount)] = {};
+  AttnRowFn attn_row[int(DType::kCount)] = {};  // indexed by kv dtype
+};
+
+// The table for this CPU (PIPIT_CPU_MAX_ISA caps it). Built once.
+const Kernels& kernels();
+// A table for an explicit feature set: tests build one per ISA level the machine supports.
+Kernels make_kernels(const CpuFeatures& f);
+// Scalar reference table.
+const Kernels& ref_kernels();
+
+}  // namespace pipit

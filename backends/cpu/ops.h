@@ -1,0 +1,65 @@
+// The eager op API that models call. Each op checks shapes and dtypes (PIPIT_ASSERT: a mismatch here is a bug in a
+// model, files are validated at load), allocates its output from the context's arena, and splits the work across
+// the thread pool, calling kernels from the dispatch table. Activations are f32.
+#pragma once
+
+#include <functional>
+#include <span>
+#include <string>
+
+#include "backends/cpu/kernels.h"
+#include "core/tensor.h"
+#include "core/threads.h"
+
+namespace pipit {
+
+// Everything an op needs: where activations go, who runs them, which kernels, and the debug hook that sees every
+// named intermediate (parity tests and `--dump` use it).
+struct Ctx {
+  Arena* arena;
+  ThreadPool* pool;
+  const Kernels* k;
+  std::function<void(const std::string& name, int layer, const Tensor& t)> on_tensor;
+
+  Tensor name(const Tensor& t, const char* n, int layer = -1) {
+    if (on_tensor) on_tensor(n, layer, t);
+    return t;
+  }
+  Tensor alloc(DType dt, const std::vector<int64_t>& shape) { return Tensor::arena(*arena, dt, shape); }
+};
+
+// y = x @ w^T (+ bias). x: [n_tokens, K] f32; w: [N, K] in any weight dtype; bias: [N] f32/bf16/f16 or undefined.
+Tensor linear(Ctx& ctx, const Tensor& x, const Tensor& w, const Tensor& bias = Tensor());
+// Rows of `table` ([n_vocab, n_embd], any dtype) for each id, as f32 [n_ids, n_embd].
+Tensor embedding(Ctx& ctx, const Tensor& table, std::span<const int32_t> ids);
+// RMSNorm over the last dim, weight any float dtype: y = norm(x) * (w_offset + w).
+Tensor rms_norm(Ctx& ctx, const Tensor& x, const Tensor& w, float eps, float w_offset = 0.0f);
+// In-place RMSNorm of every head_dim row of x ([n_tokens, n_head, head_dim]): Qwen3/Gemma3 q_norm / k_norm.
+void rms_norm_heads_(Ctx& ctx, Tensor& x, const Tensor& w, float eps, float w_offset = 0.0f);
+Tensor swiglu(Ctx& ctx, const Tensor& gate, const Tensor& up);  // silu(gate) * up
+Tensor geglu(Ctx& ctx, const Tensor& gate, const Tensor& up);   // gelu_tanh(gate) * up
+void add_(Ctx& ctx, Tensor& x, const Tensor& y);                // x += y (same shape)
+void scale_(Ctx& ctx, Tensor& x, float s);
+Tensor to_f32(Ctx& ctx, const Tensor& x);                       // any dtype -> f32 copy (contiguous)
+
+// RoPE with HF's rotate_half convention on x [n_tokens, n_head, head_dim], in place. `inv_freq` has rot_dim/2
+// entries (rot_dim <= head_dim: partial rotary leaves the tail untouched); angle = pos * inv_freq[i] * (1 / attn
+// factor applied by the caller via cos/sin scale `mscale`).
+void rope_(Ctx& ctx, Tensor& x, std::span<const int32_t> pos, std::span<const float> inv_freq, float mscale = 1.0f);
+
+// Causal attention of q [n_tokens, n_head, head_dim] against cached keys/values of one sequence.
+// k_cache/v_cache: [n_ctx, n_head_kv, head_dim] (f32 or f16). Query i sees cache positions
+// [max(0, pos[i] - window + 1), pos[i]] (window <= 0: no window). GQA: head h reads kv head h / (n_head / n_head_kv).
+struct AttnParams {
+  float scale;
+  float softcap = 0.0f;
+  int window = 0;
+};
+// Writes into `out` ([n_tokens, n_head, head_dim] f32, may be a view into a larger batch output).
+void attention(Ctx& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, std::span<const int32_t> pos,
+               const AttnParams& p, Tensor& out);
+
+// Writes rows of src ([n_tokens, n_head_kv, head_dim] f32) into dst cache rows at positions pos (converting dtype).
+void store_kv(Ctx& ctx, const Tensor& src, Tensor& dst, std::span<const int32_t> pos);
+
+}  // namespace pipit

@@ -1,0 +1,70 @@
+// Reference attention for one query row: scores = scale * q . k_j for visible keys j, optional tanh soft-cap,
+// softmax, then out = sum_j p_j v_j. K/V rows are f32 or f16 (the KV cache dtype).
+#include <cmath>
+
+#include "backends/cpu/ref/ref.h"
+
+namespace pipit::ref {
+
+namespace {
+
+template <class Load>
+void attn_row(const AttnRowArgs& a, Load load) {
+  const int64_t n = a.k1 - a.k0;
+  float* s = a.scratch;
+  const uint8_t* kb = static_cast<const uint8_t*>(a.k);
+  const uint8_t* vb = static_cast<const uint8_t*>(a.v);
+  for (int64_t j = 0; j < n; ++j) {  // scores
+    const uint8_t* k = kb + (a.k0 + j) * a.kv_stride;
+    float dot = 0.0f;
+    for (int64_t d = 0; d < a.head_dim; ++d) dot += a.q[d] * load(k, d);
+    float sc = dot * a.scale;
+    if (a.softcap > 0.0f) sc = a.softcap * std::tanh(sc / a.softcap);
+    s[j] = sc;
+  }
+  softmax(s, n);
+  for (int64_t d = 0; d < a.head_dim; ++d) a.out[d] = 0.0f;
+  for (int64_t j = 0; j < n; ++j) {  // weighted values
+    const uint8_t* v = vb + (a.k0 + j) * a.kv_stride;
+    for (int64_t d = 0; d < a.head_dim; ++d) a.out[d] += s[j] * load(v, d);
+  }
+}
+
+}  // namespace
+
+void attn_row_f32(const AttnRowArgs& a) {
+  attn_row(a, [](const uint8_t* p, int64_t d) { return reinterpret_cast<const float*>(p)[d]; });
+}
+void attn_row_f16(const AttnRowArgs& a) {
+  attn_row(a, [](const uint8_t* p, int64_t d) { return f16_to_f32(reinterpret_cast<const f16_t*>(p)[d]); });
+}
+
+void fill(Kernels& k) {
+  k.name = "ref";
+  k.matmul[int(DType::F32)] = matmul_f32;
+  k.matmul[int(DType::F16)] = matmul_f16;
+  k.matmul[int(DType::BF16)] = matmul_bf16;
+  k.matmul[int(DType::Q8_0)] = matmul_q8_0;
+  k.matmul[int(DType::Q4_0)] = matmul_q4_0;
+  k.quantize_act = quantize_act;
+  k.rms_norm = rms_norm;
+  k.swiglu = swiglu;
+  k.geglu = geglu;
+  k.add = add;
+  k.scale = scale;
+  k.softmax = softmax;
+  k.to_f32[int(DType::F32)] = f32_to_f32;
+  k.to_f32[int(DType::F16)] = f16_to_f32_row;
+  k.to_f32[int(DType::BF16)] = bf16_to_f32_row;
+  k.to_f32[int(DType::Q8_0)] = q8_0_to_f32;
+  k.to_f32[int(DType::Q4_0)] = q4_0_to_f32;
+  k.from_f32[int(DType::F32)] = f32_from_f32;
+  k.from_f32[int(DType::F16)] = f16_from_f32_row;
+  k.from_f32[int(DType::BF16)] = bf16_from_f32_row;
+  k.from_f32[int(DType::Q8_0)] = q8_0_from_f32;
+  k.from_f32[int(DType::Q4_0)] = q4_0_from_f32;
+  k.attn_row[int(DType::F32)] = attn_row_f32;
+  k.attn_row[int(DType::F16)] = attn_row_f16;
+}
+
+}  // namespace pipit::ref

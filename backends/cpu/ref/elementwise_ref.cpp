@@ -1,0 +1,50 @@
+// Reference row kernels: RMSNorm, gated activations, add, scale, softmax.
+#include <cmath>
+
+#include "backends/cpu/ref/ref.h"
+
+namespace pipit::ref {
+
+// reference: HF LlamaRMSNorm — y = x / sqrt(mean(x^2) + eps) * (w_offset + w); Gemma uses w_offset = 1.
+void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps, float w_offset) {
+  float ss = 0.0f;
+  for (int64_t i = 0; i < n; ++i) ss += x[i] * x[i];
+  const float r = 1.0f / std::sqrt(ss / float(n) + eps);
+  for (int64_t i = 0; i < n; ++i) y[i] = (x[i] * r) * (w_offset + w[i]);
+}
+
+// silu(g) * u with silu(g) = g / (1 + exp(-g))
+void swiglu(const float* gate, const float* up, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
+// gelu_pytorch_tanh(g) * u: 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3)))
+void geglu(const float* gate, const float* up, float* y, int64_t n) {
+  const float c = 0.7978845608028654f;  // sqrt(2/pi)
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    y[i] = 0.5f * g * (1.0f + std::tanh(c * (g + 0.044715f * g * g * g))) * up[i];
+  }
+}
+
+void add(const float* a, const float* b, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
+}
+
+void scale(float* x, float s, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] *= s;
+}
+
+void softmax(float* x, int64_t n) {
+  float mx = -INFINITY;
+  for (int64_t i = 0; i < n; ++i) mx = std::fmax(mx, x[i]);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - mx);
+    sum += x[i];
+  }
+  const float inv = 1.0f / sum;
+  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+}  // namespace pipit::ref

@@ -1,0 +1,69 @@
+// Reference matmuls: y[m, n] = sum_k x[m, k] * w[n, k], accumulated in f32 in index order.
+// Quantized weights use integer dot products per block of 32: y += (d_w * d_a) * sum_i(w_i * a_i).
+#include "backends/cpu/ref/ref.h"
+
+namespace pipit::ref {
+
+namespace {
+
+template <class Load>
+void matmul_float(const MatmulArgs& a, int64_t n0, int64_t n1, Load load) {
+  for (int64_t m = 0; m < a.M; ++m) {
+    const float* x = reinterpret_cast<const float*>(static_cast<const uint8_t*>(a.x) + m * a.x_stride);
+    float* y = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(a.y) + m * a.y_stride);
+    for (int64_t n = n0; n < n1; ++n) {
+      const uint8_t* w = static_cast<const uint8_t*>(a.w) + n * a.w_stride;
+      float acc = 0.0f;
+      for (int64_t k = 0; k < a.K; ++k) acc += x[k] * load(w, k);
+      y[n] = acc;
+    }
+  }
+}
+
+template <class Block, class Dot>
+void matmul_quant(const MatmulArgs& a, int64_t n0, int64_t n1, Dot dot) {
+  const int64_t nb = a.K / kQBlock;
+  for (int64_t m = 0; m < a.M; ++m) {
+    const auto* x = reinterpret_cast<const BlockQ8Act*>(static_cast<const uint8_t*>(a.x) + m * a.x_stride);
+    float* y = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(a.y) + m * a.y_stride);
+    for (int64_t n = n0; n < n1; ++n) {
+      const auto* w = reinterpret_cast<const Block*>(static_cast<const uint8_t*>(a.w) + n * a.w_stride);
+      float acc = 0.0f;
+      for (int64_t b = 0; b < nb; ++b) acc += f16_to_f32(w[b].d) * x[b].d * float(dot(w[b], x[b]));
+      y[n] = acc;
+    }
+  }
+}
+
+}  // namespace
+
+void matmul_f32(const MatmulArgs& a, int64_t n0, int64_t n1) {
+  matmul_float(a, n0, n1, [](const uint8_t* w, int64_t k) { return reinterpret_cast<const float*>(w)[k]; });
+}
+void matmul_f16(const MatmulArgs& a, int64_t n0, int64_t n1) {
+  matmul_float(a, n0, n1, [](const uint8_t* w, int64_t k) { return f16_to_f32(reinterpret_cast<const f16_t*>(w)[k]); });
+}
+void matmul_bf16(const MatmulArgs& a, int64_t n0, int64_t n1) {
+  matmul_float(a, n0, n1,
+               [](const uint8_t* w, int64_t k) { return bf16_to_f32(reinterpret_cast<const bf16_t*>(w)[k]); });
+}
+
+int32_t dot_q8_0_block(const BlockQ8_0& w, const BlockQ8Act& a) {
+  int32_t s = 0;
+  for (int i = 0; i < kQBlock; ++i) s += int32_t(w.qs[i]) * int32_t(a.qs[i]);
+  return s;
+}
+
+int32_t dot_q4_0_block(const BlockQ4_0& w, const BlockQ8Act& a) {
+  int32_t s = 0;
+  for (int j = 0; j < kQBlock / 2; ++j) {
+    s += (int32_t(w.qs[j] & 0x0f) - 8) * int32_t(a.qs[j]);           // low nibble: weight j
+    s += (int32_t(w.qs[j] >> 4) - 8) * int32_t(a.qs[j + kQBlock / 2]);  // high nibble: weight j + 16
+  }
+  return s;
+}
+
+void matmul_q8_0(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul_quant<BlockQ8_0>(a, n0, n1, dot_q8_0_block); }
+void matmul_q4_0(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul_quant<BlockQ4_0>(a, n0, n1, dot_q4_0_block); }
+
+}  // namespace pipit::ref

@@ -1,0 +1,114 @@
+// Shared decoder blocks (attention, MLP, output head).
+#include "models/blocks.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace pipit {
+
+Result<AttnWeights> load_attn(const WeightSource& w, const std::string& p, const AttnConfig& c, bool need_qkv_bias,
+                              bool need_qk_norm) {
+  AttnWeights a;
+  const int64_t nq = c.n_head * c.head_dim, nkv = c.n_head_kv * c.head_dim;
+  PIPIT_ASSIGN_OR_RETURN(a.q, w.get(p + "q_proj.weight", {nq, c.n_embd}));
+  PIPIT_ASSIGN_OR_RETURN(a.k, w.get(p + "k_proj.weight", {nkv, c.n_embd}));
+  PIPIT_ASSIGN_OR_RETURN(a.v, w.get(p + "v_proj.weight", {nkv, c.n_embd}));
+  PIPIT_ASSIGN_OR_RETURN(a.o, w.get(p + "o_proj.weight", {c.n_embd, nq}));
+  if (need_qkv_bias) {
+    PIPIT_ASSIGN_OR_RETURN(a.q_bias, w.get(p + "q_proj.bias", {nq}));
+    PIPIT_ASSIGN_OR_RETURN(a.k_bias, w.get(p + "k_proj.bias", {nkv}));
+    PIPIT_ASSIGN_OR_RETURN(a.v_bias, w.get(p + "v_proj.bias", {nkv}));
+  } else {
+    PIPIT_ASSIGN_OR_RETURN(a.q_bias, w.get_optional(p + "q_proj.bias", {nq}));
+    PIPIT_ASSIGN_OR_RETURN(a.k_bias, w.get_optional(p + "k_proj.bias", {nkv}));
+    PIPIT_ASSIGN_OR_RETURN(a.v_bias, w.get_optional(p + "v_proj.bias", {nkv}));
+  }
+  PIPIT_ASSIGN_OR_RETURN(a.o_bias, w.get_optional(p + "o_proj.bias", {c.n_embd}));
+  if (need_qk_norm) {
+    PIPIT_ASSIGN_OR_RETURN(a.q_norm, w.get(p + "q_norm.weight", {c.head_dim}));
+    PIPIT_ASSIGN_OR_RETURN(a.k_norm, w.get(p + "k_norm.weight", {c.head_dim}));
+  }
+  return a;
+}
+
+Result<MlpWeights> load_mlp(const WeightSource& w, const std::string& p, int64_t n_embd, int64_t n_ff) {
+  MlpWeights m;
+  PIPIT_ASSIGN_OR_RETURN(m.gate, w.get(p + "gate_proj.weight", {n_ff, n_embd}));
+  PIPIT_ASSIGN_OR_RETURN(m.up, w.get(p + "up_proj.weight", {n_ff, n_embd}));
+  PIPIT_ASSIGN_OR_RETURN(m.down, w.get(p + "down_proj.weight", {n_embd, n_ff}));
+  return m;
+}
+
+Tensor self_attention(Ctx& ctx, const Tensor& x, const AttnWeights& w, const AttnConfig& c, const RopeSpec* rope,
+                      const Batch& batch, KvCache& kv, int layer) {
+  const int64_t n = x.dim(0);
+  Tensor q = ctx.name(linear(ctx, x, w.q, w.q_bias), "q", layer).reshape({n, c.n_head, c.head_dim});
+  Tensor k = ctx.name(linear(ctx, x, w.k, w.k_bias), "k", layer).reshape({n, c.n_head_kv, c.head_dim});
+  Tensor v = ctx.name(linear(ctx, x, w.v, w.v_bias), "v", layer).reshape({n, c.n_head_kv, c.head_dim});
+  if (w.q_norm.defined()) {
+    rms_norm_heads_(ctx, q, w.q_norm, c.norm_eps, c.norm_offset);
+    rms_norm_heads_(ctx, k, w.k_norm, c.norm_eps, c.norm_offset);
+  }
+  if (rope) {
+    rope_(ctx, q, batch.pos, rope->inv_freq, rope->attention_factor);
+    rope_(ctx, k, batch.pos, rope->inv_freq, rope->attention_factor);
+  }
+  ctx.name(q, "q_rope", layer);
+  ctx.name(k, "k_rope", layer);
+  Tensor out = ctx.alloc(DType::F32, {n, c.n_head, c.head_dim});
+  AttnParams ap{c.scale, c.softcap, c.window};
+  for (const auto& s : batch.seqs) {
+    std::span<const int32_t> pos(batch.pos.data() + s.begin, size_t(s.n));
+    Tensor kc = kv.k(layer, s.slot), vc = kv.v(layer, s.slot);
+    store_kv(ctx, k.slice(0, s.begin, s.begin + s.n), kc, pos);
+    store_kv(ctx, v.slice(0, s.begin, s.begin + s.n), vc, pos);
+    Tensor o = out.slice(0, s.begin, s.begin + s.n);
+    attention(ctx, q.slice(0, s.begin, s.begin + s.n), kc, vc, pos, ap, o);
+  }
+  ctx.name(out, "attn_out", layer);
+  return linear(ctx, out.reshape({n, c.n_head * c.head_dim}), w.o, w.o_bias);
+}
+
+Tensor gated_mlp(Ctx& ctx, const Tensor& x, const MlpWeights& w, MlpAct act) {
+  Tensor g = linear(ctx, x, w.gate);
+  Tensor u = linear(ctx, x, w.up);
+  Tensor h = act == MlpAct::kSilu ? swiglu(ctx, g, u) : geglu(ctx, g, u);
+  return linear(ctx, h, w.down);
+}
+
+Tensor output_logits(Ctx& ctx, const Tensor& x, const Tensor& norm, float eps, float norm_offset, const Tensor& head,
+                     const Batch& batch, float final_softcap) {
+  const int64_t n_embd = x.dim(1), n_out = int64_t(batch.logits_rows.size());
+  Tensor sel = ctx.alloc(DType::F32, {n_out, n_embd});
+  for (int64_t i = 0; i < n_out; ++i)
+    std::memcpy(sel.row_ptr(i), x.row_ptr(batch.logits_rows[size_t(i)]), size_t(n_embd) * 4);
+  Tensor h = ctx.name(rms_norm(ctx, sel, norm, eps, norm_offset), "final_norm");
+  Tensor logits = linear(ctx, h, head);
+  if (final_softcap > 0.0f) {
+    float* p = logits.ptr<float>();
+    for (int64_t i = 0; i < logits.numel(); ++i) p[i] = std::tanh(p[i] / final_softcap) * final_softcap;
+  }
+  return logits;
+}
+
+Status check_dims(const char* arch, int64_t n_embd, int64_t n_head, int64_t n_head_kv, int64_t head_dim, int64_t n_ff,
+                  int64_t n_layer, int64_t n_vocab) {
+  if (n_embd <= 0 || n_head <= 0 || n_head_kv <= 0 || head_dim <= 0 || n_ff <= 0 || n_layer <= 0 || n_vocab <= 0)
+    return Error::invalid_argument("[{}] config sizes must be positive (hidden {}, heads {}/{}, head_dim {}, "
+                                   "intermediate {}, layers {}, vocab {})",
+                                   arch, n_embd, n_head, n_head_kv, head_dim, n_ff, n_layer, n_vocab);
+  if (n_head % n_head_kv)
+    return Error::invalid_argument("[{}] num_attention_heads {} is not a multiple of num_key_value_heads {}", arch,
+                                   n_head, n_head_kv);
+  if (head_dim % 2) return Error::invalid_argument("[{}] head_dim {} must be even for RoPE", arch, head_dim);
+  return Status::ok();
+}
+
+void fill_common_info(ModelInfo& info, const HfConfig& cfg) {
+  info.arch = cfg.model_type();
+  info.max_ctx = cfg.get_int_or("max_position_embeddings", 4096);
+  for (auto id : cfg.get_int_list("eos_token_id")) info.eos_ids.push_back(int32_t(id));
+  info.bos_id = int32_t(cfg.get_int_or("bos_token_id", -1));
+}
+
+}  // namespace pipit

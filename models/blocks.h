@@ -1,0 +1,55 @@
+// Building blocks shared by the decoder families: self-attention over the KV cache (GQA, optional qkv bias,
+// q/k RMSNorm, RoPE, sliding window, soft-cap), the gated MLP, and the output head. Model files compose these so
+// their forward() reads like the HF modeling code.
+#pragma once
+
+#include <string>
+
+#include "models/model.h"
+#include "models/rope.h"
+
+namespace pipit {
+
+struct AttnWeights {
+  Tensor q, k, v, o;                 // [n_head*head_dim, n_embd], [n_head_kv*head_dim, n_embd] x2, [n_embd, n_head*head_dim]
+  Tensor q_bias, k_bias, v_bias;     // optional (Qwen2)
+  Tensor o_bias;                     // optional
+  Tensor q_norm, k_norm;             // optional [head_dim] (Qwen3, Gemma3)
+};
+
+struct AttnConfig {
+  int64_t n_embd, n_head, n_head_kv, head_dim;
+  float scale;                  // usually head_dim^-0.5
+  float norm_eps = 1e-6f;       // for q_norm / k_norm
+  float norm_offset = 0.0f;     // 1 for Gemma's (1 + w) norms
+  int window = 0;               // sliding window (0: full causal)
+  float softcap = 0.0f;         // attention logit soft-capping (0: off)
+};
+
+struct MlpWeights {
+  Tensor gate, up, down;  // [n_ff, n_embd] x2, [n_embd, n_ff]
+};
+enum class MlpAct { kSilu, kGeluTanh };
+
+// Loads "<prefix>q_proj.weight" etc. Biases/norms are loaded when present (and required when `need_*` is set).
+Result<AttnWeights> load_attn(const WeightSource& w, const std::string& prefix, const AttnConfig& c, bool need_qkv_bias,
+                              bool need_qk_norm);
+Result<MlpWeights> load_mlp(const WeightSource& w, const std::string& prefix, int64_t n_embd, int64_t n_ff);
+
+// x: [n_tokens, n_embd] (already normed). rope may be null (NoPE layers). Returns the o_proj output.
+Tensor self_attention(Ctx& ctx, const Tensor& x, const AttnWeights& w, const AttnConfig& c, const RopeSpec* rope,
+                      const Batch& batch, KvCache& kv, int layer);
+Tensor gated_mlp(Ctx& ctx, const Tensor& x, const MlpWeights& w, MlpAct act);
+
+// Final norm on the rows the batch wants logits for, then the output projection: [n_rows, n_vocab].
+Tensor output_logits(Ctx& ctx, const Tensor& x, const Tensor& norm, float eps, float norm_offset, const Tensor& head,
+                     const Batch& batch, float final_softcap = 0.0f);
+
+// Common validation: positive sizes, head counts that divide.
+Status check_dims(const char* arch, int64_t n_embd, int64_t n_head, int64_t n_head_kv, int64_t head_dim, int64_t n_ff,
+                  int64_t n_layer, int64_t n_vocab);
+
+// The tokens' ids as a span (for embedding lookups) and eos/bos from config + generation_config.
+void fill_common_info(ModelInfo& info, const HfConfig& cfg);
+
+}  // namespace pipit

@@ -1,0 +1,88 @@
+// Model registry, weight lookup with shape checks, batches and the KV cache.
+#include "models/model.h"
+
+#include <map>
+
+namespace pipit {
+
+namespace {
+std::map<std::string, ModelFactory>& registry() {
+  static std::map<std::string, ModelFactory> r;
+  return r;
+}
+bool is_weight_dtype(DType t) { return t != DType::I32 && t != DType::I8; }
+}  // namespace
+
+Result<Tensor> WeightSource::get(const std::string& name, const std::vector<int64_t>& shape) const {
+  if (!has(name)) return Error::not_found("[load] missing tensor '{}' (expected shape {})", name, shape_to_string(shape));
+  PIPIT_ASSIGN_OR_RETURN(Tensor t, find(name));
+  if (t.shape() != shape)
+    return Error::format("[load] {}: shape {}, expected {}", name, t.shape_str(), shape_to_string(shape));
+  if (!is_weight_dtype(t.dtype()))
+    return Error::format("[load] {}: dtype {} is not a weight dtype (f32, f16, bf16, q8_0, q4_0)", name,
+                         dtype_name(t.dtype()));
+  if (dtype_is_quantized(t.dtype()) && shape.size() != 2)
+    return Error::format("[load] {}: quantized dtype {} on a {}-d tensor", name, dtype_name(t.dtype()), shape.size());
+  return t;
+}
+
+Result<Tensor> WeightSource::get_optional(const std::string& name, const std::vector<int64_t>& shape) const {
+  if (!has(name)) return Tensor();
+  return get(name, shape);
+}
+
+Batch Batch::single(std::span<const int32_t> tokens, int32_t pos0, int slot, bool all_logits) {
+  Batch b;
+  b.tokens.assign(tokens.begin(), tokens.end());
+  for (size_t i = 0; i < tokens.size(); ++i) b.pos.push_back(pos0 + int32_t(i));
+  b.seqs.push_back({slot, 0, int64_t(tokens.size())});
+  if (all_logits) {
+    for (size_t i = 0; i < tokens.size(); ++i) b.logits_rows.push_back(int64_t(i));
+  } else if (!tokens.empty()) {
+    b.logits_rows.push_back(int64_t(tokens.size()) - 1);
+  }
+  return b;
+}
+
+KvCache::KvCache(const KvCacheSpec& spec, int n_slot, int n_ctx, DType dtype)
+    : n_slot_(n_slot), n_ctx_(n_ctx), dtype_(dtype) {
+  for (int l = 0; l < spec.n_layer; ++l)
+    for (int s = 0; s < n_slot; ++s) {
+      k_.push_back(Tensor::empty(dtype, {n_ctx, spec.n_head_kv, spec.head_dim}));
+      v_.push_back(Tensor::empty(dtype, {n_ctx, spec.n_head_kv, spec.head_dim}));
+    }
+}
+
+size_t KvCache::bytes() const {
+  size_t b = 0;
+  for (auto& t : k_) b += t.nbytes();
+  for (auto& t : v_) b += t.nbytes();
+  return b;
+}
+
+void register_model(const char* model_type, ModelFactory f) { registry()[model_type] = f; }
+
+ModelFactory find_model(const std::string& model_type) {
+  auto it = registry().find(model_type);
+  return it == registry().end() ? nullptr : it->second;
+}
+
+std::vector<std::string> registered_models() {
+  std::vector<std::string> v;
+  for (auto& [k, f] : registry()) v.push_back(k);
+  return v;
+}
+
+Result<std::unique_ptr<Model>> create_model(const HfConfig& cfg, const WeightSource& w) {
+  const std::string mt = cfg.model_type();
+  ModelFactory f = find_model(mt);
+  if (!f) {
+    std::string list;
+    for (auto& m : registered_models()) list += (list.empty() ? "" : ", ") + m;
+    if (mt.empty()) return Error::unsupported("[load] config.json has no model_type (supported: {})", list);
+    return Error::unsupported("[load] unknown model_type '{}' (supported: {})", mt, list);
+  }
+  return f(cfg, w);
+}
+
+}  // namespace pipit

@@ -1,0 +1,105 @@
+// What every model implements, and what the runtime hands it: a Batch of tokens from one or more sequences, a
+// KvCache with one slot per sequence, and a WeightSource of tensors under their HF names (whatever file they came
+// from: safetensors, .pipit or GGUF).
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/ops.h"
+#include "core/status.h"
+#include "core/tensor.h"
+#include "models/hf_config.h"
+
+namespace pipit {
+
+// Tensors by HF name. get() checks the shape (and that the dtype is a weight dtype) and names the tensor in errors.
+class WeightSource {
+ public:
+  virtual ~WeightSource() = default;
+  virtual bool has(const std::string& name) const = 0;
+  virtual Result<Tensor> find(const std::string& name) const = 0;  // no checks
+  Result<Tensor> get(const std::string& name, const std::vector<int64_t>& shape) const;
+  // Optional tensor: undefined Tensor when absent, error when present with the wrong shape.
+  Result<Tensor> get_optional(const std::string& name, const std::vector<int64_t>& shape) const;
+};
+
+// A batch: tokens of several sequences concatenated. Sequence s owns tokens [begin, begin + n) and KV slot `slot`;
+// pos[i] is token i's position in its sequence. `logits_rows` lists the token indices whose logits are wanted,
+// in output order (usually the last token of each sequence; all tokens for `pipit logits`).
+struct Batch {
+  struct Seq {
+    int slot;
+    int64_t begin, n;
+  };
+  std::vector<int32_t> tokens;
+  std::vector<int32_t> pos;
+  std::vector<Seq> seqs;
+  std::vector<int64_t> logits_rows;
+
+  int64_t n_tokens() const { return int64_t(tokens.size()); }
+  // One sequence in slot `slot`, tokens at positions pos0.., logits for the last token (or all).
+  static Batch single(std::span<const int32_t> tokens, int32_t pos0, int slot = 0, bool all_logits = false);
+};
+
+struct KvCacheSpec {
+  int n_layer, n_head_kv, head_dim;
+};
+
+// K and V per layer and slot: [n_ctx, n_head_kv, head_dim] each, in f32 or f16.
+class KvCache {
+ public:
+  KvCache(const KvCacheSpec& spec, int n_slot, int n_ctx, DType dtype);
+  Tensor k(int layer, int slot) const { return k_[size_t(layer) * n_slot_ + slot]; }
+  Tensor v(int layer, int slot) const { return v_[size_t(layer) * n_slot_ + slot]; }
+  int n_ctx() const { return n_ctx_; }
+  int n_slot() const { return n_slot_; }
+  DType dtype() const { return dtype_; }
+  size_t bytes() const;
+
+ private:
+  int n_slot_, n_ctx_;
+  DType dtype_;
+  std::vector<Tensor> k_, v_;
+};
+
+// Facts about a loaded model the runtime needs.
+struct ModelInfo {
+  std::string arch;        // HF model_type
+  int64_t n_vocab = 0, n_embd = 0, n_layer = 0, max_ctx = 0;
+  KvCacheSpec kv{};
+  std::vector<int32_t> eos_ids;
+  int32_t bos_id = -1;
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  const ModelInfo& info() const { return info_; }
+  ModelInfo& mutable_info() { return info_; }  // the loader merges generation_config.json into it
+  // Runs the batch, appends its keys/values to `kv`, and writes f32 logits [logits_rows.size(), n_vocab].
+  virtual Status forward(Ctx& ctx, const Batch& batch, KvCache& kv, Tensor* logits) = 0;
+
+ protected:
+  ModelInfo info_;
+};
+
+using ModelFactory = Result<std::unique_ptr<Model>> (*)(const HfConfig& cfg, const WeightSource& w);
+
+// Registry from HF model_type to implementation; each model file registers itself.
+void register_model(const char* model_type, ModelFactory f);
+ModelFactory find_model(const std::string& model_type);
+std::vector<std::string> registered_models();
+
+struct ModelRegistrar {
+  ModelRegistrar(const char* model_type, ModelFactory f) { register_model(model_type, f); }
+};
+#define PIPIT_REGISTER_MODEL(model_type, factory) \
+  static ::pipit::ModelRegistrar PIPIT_CONCAT(_pipit_model_, __LINE__)(model_type, factory)
+
+// Creates the model for cfg.model_type() (error names unknown types and lists the supported ones).
+Result<std::unique_ptr<Model>> create_model(const HfConfig& cfg, const WeightSource& w);
+
+}  // namespace pipit

@@ -1,0 +1,49 @@
+// RoPE inverse frequencies, in float32 as HF computes them.
+#include "models/rope.h"
+
+#include <cmath>
+
+namespace pipit {
+
+Result<RopeSpec> rope_from_config(const HfConfig& cfg, int64_t rot_dim, const char* theta_key, bool with_scaling) {
+  RopeSpec r;
+  const double theta = cfg.get_float_or(theta_key, 10000.0);
+  if (rot_dim <= 0 || rot_dim % 2) return Error::invalid_argument("[rope] rotary dimension {} must be even", rot_dim);
+  // HF: 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim)), computed in float32
+  for (int64_t i = 0; i < rot_dim; i += 2) {
+    float expo = float(i) / float(rot_dim);
+    r.inv_freq.push_back(1.0f / std::pow(float(theta), expo));
+  }
+  if (!with_scaling || !cfg.has("rope_scaling")) return r;
+  const auto& s = cfg.json()["rope_scaling"];
+  if (!s.is_object()) return Error::invalid_argument("[rope] rope_scaling must be an object or null");
+  HfConfig sc(s);
+  std::string type = sc.get_string_or("rope_type", sc.get_string_or("type", "default"));
+  if (type == "default") return r;
+  if (type == "linear") {
+    PIPIT_ASSIGN_OR_RETURN(double factor, sc.get_float("factor"));
+    for (auto& f : r.inv_freq) f = f / float(factor);
+    return r;
+  }
+  if (type == "llama3") {
+    PIPIT_ASSIGN_OR_RETURN(double factor, sc.get_float("factor"));
+    PIPIT_ASSIGN_OR_RETURN(double low, sc.get_float("low_freq_factor"));
+    PIPIT_ASSIGN_OR_RETURN(double high, sc.get_float("high_freq_factor"));
+    PIPIT_ASSIGN_OR_RETURN(int64_t old_ctx, sc.get_int("original_max_position_embeddings"));
+    const float low_wavelen = float(old_ctx) / float(low), high_wavelen = float(old_ctx) / float(high);
+    const float pi = 3.14159265358979323846f;
+    for (auto& f : r.inv_freq) {
+      const float wavelen = 2 * pi / f;
+      // long wavelengths are scaled by 1/factor, short ones kept, the band between smoothly interpolated
+      float scaled = wavelen > low_wavelen ? f / float(factor) : f;
+      const float smooth = (float(old_ctx) / wavelen - float(low)) / float(high - low);
+      const float smoothed = (1 - smooth) * scaled / float(factor) + smooth * scaled;
+      const bool medium = !(wavelen < high_wavelen) && !(wavelen > low_wavelen);
+      f = medium ? smoothed : scaled;
+    }
+    return r;
+  }
+  return Error::unsupported("[rope] rope_scaling type '{}' is not supported (default, linear, llama3 are)", type);
+}
+
+}  // namespace pipit

@@ -1,0 +1,44 @@
+// Opens what a user points `-m` at and returns a runnable model: an HF checkpoint directory (config.json +
+// safetensors, tokenizer files optional), and — as the converter lands — a .pipit or .gguf file.
+// Weights stay memory-mapped; nothing is copied.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "models/model.h"
+
+namespace pipit {
+
+class Tokenizer;
+
+struct LoadedModel {
+  std::shared_ptr<WeightSource> weights;  // owns the mappings the model's tensors point into
+  std::unique_ptr<Model> model;
+  std::shared_ptr<Tokenizer> tokenizer;   // null when the checkpoint has no tokenizer files
+  HfConfig config;
+  nlohmann::json generation_config = nlohmann::json::object();
+  std::string path;
+};
+
+struct LoadOptions {
+  bool need_tokenizer = false;  // error when the checkpoint has no tokenizer
+};
+
+Result<LoadedModel> load_model(const std::string& path, const LoadOptions& opt = {});
+
+// A WeightSource over an in-memory map of tensors (safetensors set, tests).
+class MapWeightSource : public WeightSource {
+ public:
+  explicit MapWeightSource(std::map<std::string, Tensor> t) : tensors_(std::move(t)) {}
+  bool has(const std::string& name) const override { return tensors_.count(name) != 0; }
+  Result<Tensor> find(const std::string& name) const override;
+  const std::map<std::string, Tensor>& tensors() const { return tensors_; }
+
+ private:
+  std::map<std::string, Tensor> tensors_;
+};
+
+}  // namespace pipit

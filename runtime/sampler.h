@@ -1,0 +1,40 @@
+// Sampling: greedy, temperature, top-k, top-p, min-p, repetition / presence / frequency penalties, seeded RNG.
+// Order as in llama.cpp and HF: penalties -> temperature -> top-k -> top-p -> min-p -> draw.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <span>
+#include <vector>
+
+namespace pipit {
+
+struct SamplerParams {
+  float temperature = 0.8f;  // <= 0: greedy (argmax)
+  int top_k = 40;            // <= 0: off
+  float top_p = 0.95f;       // >= 1: off
+  float min_p = 0.05f;       // <= 0: off
+  float repetition_penalty = 1.0f;  // HF style: logit / p if > 0 else logit * p, for tokens seen
+  float presence_penalty = 0.0f;    // OpenAI style: minus once per seen token
+  float frequency_penalty = 0.0f;   // OpenAI style: minus per occurrence
+  int penalty_last_n = 256;         // how much history the penalties look at
+  uint64_t seed = 0xC0FFEE;
+};
+
+class Sampler {
+ public:
+  explicit Sampler(const SamplerParams& p) : p_(p), rng_(p.seed) {}
+  // Picks a token from logits (n_vocab floats); `history` is every token so far (prompt + generated).
+  int32_t sample(std::span<const float> logits, std::span<const int32_t> history);
+  const SamplerParams& params() const { return p_; }
+
+ private:
+  SamplerParams p_;
+  std::mt19937_64 rng_;
+  std::vector<float> work_;
+  std::vector<std::pair<float, int32_t>> cand_;
+};
+
+int32_t argmax(std::span<const float> x);
+
+}  // namespace pipit
