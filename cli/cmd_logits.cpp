@@ -1,0 +1,47 @@
+// `pipit logits`: one forward pass over input_ids from a safetensors file, logits written to another — the
+// debugging tool every parity check uses.
+#include <cstdio>
+
+#include "cli/command.h"
+#include "cli/common.h"
+#include "format/safetensors.h"
+
+namespace pipit::cli {
+
+namespace {
+
+int cmd_logits(Args& a) {
+  add_model_options(a);
+  a.option({"--input"}, "safetensors with I32 input_ids [1, T]");
+  a.option({"--output"}, "safetensors to write F32 logits [1, T, n_vocab]");
+  if (auto st = a.parse(); !st) return fail(a, st.message());
+  if (a.help() || !a.has("-m") || !a.has("--input") || !a.has("--output")) {
+    std::printf("usage: pipit logits -m MODEL --input IN.safetensors --output OUT.safetensors\n%s", a.usage().c_str());
+    return a.help() ? 0 : 1;
+  }
+  auto in = SafetensorsFile::open(a.get("--input"));
+  if (!in) return fail(a, in.status().message());
+  auto ids_t = in->get("input_ids");
+  if (!ids_t) return fail(a, "--input " + a.get("--input") + " has no tensor 'input_ids'");
+  if (ids_t->dtype() != DType::I32 || ids_t->ndim() != 2 || ids_t->dim(0) != 1 || ids_t->dim(1) < 1)
+    return fail(a, "input_ids must be I32 [1, T], got " + ids_t->describe());
+  std::vector<int32_t> ids(ids_t->ptr<int32_t>(), ids_t->ptr<int32_t>() + ids_t->numel());
+
+  auto lm = load_model(a.get("-m"));
+  if (!lm) return fail(a, lm.status().message());
+  auto so = session_options(a);
+  if (!so) return fail(a, so.status().message());
+  if (so->n_ctx == 0) so->n_ctx = int(std::max<int64_t>(int64_t(ids.size()), default_ctx(*lm->model, 0)));
+  Session s(*lm->model, *so);
+  auto logits = s.eval(ids, /*all_logits=*/true);
+  if (!logits) return fail(a, logits.status().message());
+  Tensor out = logits->reshape({1, int64_t(ids.size()), lm->model->info().n_vocab});
+  if (auto st = write_safetensors(a.get("--output"), {{"logits", out}}); !st) return fail(a, st.message());
+  return 0;
+}
+
+}  // namespace
+
+PIPIT_REGISTER_COMMAND("logits", "one forward pass: input_ids (safetensors) -> logits (safetensors)", cmd_logits);
+
+}  // namespace pipit::cli

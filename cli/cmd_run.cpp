@@ -1,0 +1,90 @@
+// `pipit run`: generate a continuation of a prompt (through the model's chat template when it has one), streamed
+// to stdout as it is produced; load time and speeds go to stderr.
+#include <chrono>
+#include <cstdio>
+
+#include "cli/command.h"
+#include "cli/common.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace pipit::cli {
+
+namespace {
+
+int cmd_run(Args& a) {
+  add_model_options(a);
+  add_sampling_options(a);
+  a.option({"-p", "--prompt"}, "prompt text");
+  a.option({"-f", "--file"}, "read the prompt from a file");
+  a.option({"-s", "--system"}, "system message (chat template only)");
+  a.flag({"--no-template"}, "feed the prompt raw, without the chat template");
+  a.flag({"--no-echo"}, "raw mode: do not print the prompt before the continuation");
+  if (auto st = a.parse(); !st) return fail(a, st.message());
+  if (a.help() || !a.has("-m") || (!a.has("-p") && !a.has("-f"))) {
+    std::printf("usage: pipit run -m MODEL -p PROMPT [options]\n%s", a.usage().c_str());
+    return a.help() ? 0 : 1;
+  }
+  std::string prompt = a.get("-p");
+  if (a.has("-f")) {
+    auto t = read_file(a.get("-f"));
+    if (!t) return fail(a, t.status().message());
+    prompt = *t;
+  }
+  auto so = session_options(a);
+  if (!so) return fail(a, so.status().message());
+  auto gp = generate_params(a);
+  if (!gp) return fail(a, gp.status().message());
+
+  auto t0 = std::chrono::steady_clock::now();
+  auto lm = load_model(a.get("-m"), LoadOptions{.need_tokenizer = true});
+  if (!lm) return fail(a, lm.status().message());
+  const Tokenizer& tok = *lm->tokenizer;
+  const double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+
+  const bool use_template = !a.get_flag("--no-template") && !tok.config().chat_template.empty();
+  Result<std::vector<int32_t>> ids = std::vector<int32_t>{};
+  if (use_template) {
+    nlohmann::json msgs = nlohmann::json::array();
+    if (a.has("-s")) msgs.push_back({{"role", "system"}, {"content", a.get("-s")}});
+    msgs.push_back({{"role", "user"}, {"content", prompt}});
+    auto text = apply_chat_template(tok, msgs, /*add_generation_prompt=*/true);
+    if (!text) return fail(a, text.status().message());
+    ids = tok.encode(*text, /*add_special_tokens=*/false);
+  } else {
+    ids = tok.encode(prompt, /*add_special_tokens=*/true);
+  }
+  if (!ids) return fail(a, ids.status().message());
+  if (ids->empty()) return fail(a, "the prompt is empty after tokenization");
+
+  Session s(*lm->model, *so);
+  if (int64_t(ids->size()) >= s.n_ctx())
+    return fail(a, fmt("the prompt has {} tokens, which does not fit the context of {} (use -c to raise it)",
+                       ids->size(), s.n_ctx()));
+  if (!use_template && !a.get_flag("--no-echo")) {
+    std::fputs(tok.decode(*ids, /*skip_special_tokens=*/true).c_str(), stdout);
+    std::fflush(stdout);
+  }
+  auto res = generate(s, &tok, *ids, *gp, [](const std::string& piece, int32_t) {
+    std::fputs(piece.c_str(), stdout);
+    std::fflush(stdout);
+    return true;
+  });
+  std::fputs("\n", stdout);
+  if (!res) return fail(a, res.status().message());
+  const double pp = res->prompt_ms > 0 ? res->n_prompt * 1000.0 / res->prompt_ms : 0;
+  const size_t n_dec = res->tokens.size() > 1 ? res->tokens.size() - 1 : 0;
+  const double tg = res->gen_ms > 0 ? double(n_dec) * 1000.0 / res->gen_ms : 0;
+  std::fprintf(stderr,
+               "\n[pipit] load %.1f ms | prompt %d tokens, %.1f tok/s | generated %zu tokens, %.1f tok/s | "
+               "threads %d | kernels %s | stop: %s\n",
+               load_ms, res->n_prompt, pp, res->tokens.size(), tg, s.pool().size(), kernels().name.c_str(),
+               stop_reason_name(res->reason));
+  return 0;
+}
+
+}  // namespace
+
+PIPIT_REGISTER_COMMAND("run", "generate text from a prompt", cmd_run);
+
+}  // namespace pipit::cli

@@ -1,0 +1,41 @@
+// Generation loop: prefill the prompt, then sample token by token until max_tokens, an EOS id, a stop string,
+// or the callback asks to stop. Text reaches the callback as valid UTF-8 pieces; text that could be the start of
+// a stop string is held back until it is known not to be one (so a stop string never leaks into the output).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "runtime/sampler.h"
+#include "runtime/session.h"
+
+namespace pipit {
+
+class Tokenizer;
+
+struct GenerateParams {
+  int max_tokens = 256;
+  SamplerParams sampler;
+  std::vector<std::string> stop;     // stop strings (not included in the output)
+  std::vector<int32_t> eos_ids;      // stop tokens (default: the model's)
+  bool ignore_eos = false;
+};
+
+enum class StopReason { kLength, kEos, kStopString, kCallback, kContext };
+const char* stop_reason_name(StopReason r);  // "length", "stop", ... (OpenAI finish_reason values)
+
+struct GenerateResult {
+  std::vector<int32_t> tokens;  // generated ids (EOS excluded)
+  std::string text;             // their text (stop string excluded)
+  StopReason reason = StopReason::kLength;
+  int n_prompt = 0;
+  double prompt_ms = 0, gen_ms = 0;  // prefill time; decode time for tokens after the first
+};
+
+// on_text(piece, token) returns false to stop. `tok` may be null (then no text, no stop strings).
+Result<GenerateResult> generate(Session& s, const Tokenizer* tok, std::span<const int32_t> prompt,
+                                const GenerateParams& p,
+                                const std::function<bool(const std::string& piece, int32_t token)>& on_text = {});
+
+}  // namespace pipit

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The test command: builds pipit (Release) and runs every test — x86 natively, then the aarch64 build under
+# qemu-aarch64 -cpu max (kernels and model goldens). Test data: PIPIT_TESTDATA (default ../shared/testdata).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TESTDATA="${PIPIT_TESTDATA:-$(cd .. && pwd)/shared/testdata}"
+JOBS="${JOBS:-$(nproc)}"
+
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DPIPIT_TESTDATA="$TESTDATA"
+cmake --build build -j "$JOBS"
+ctest --test-dir build --output-on-failure -j "$JOBS" --timeout 900
+
+if [ "${PIPIT_SKIP_ARM:-0}" != "1" ] && [ -x scripts/test_arm.sh ]; then
+  PIPIT_TESTDATA="$TESTDATA" bash scripts/test_arm.sh
+fi
+echo "[test] all tests passed"
