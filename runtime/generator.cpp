@@ -1,12 +1,10 @@
-// The generation loop.
+// The generation loop and the text stream (detokenization + stop strings).
 #include "runtime/generator.h"
 
 #include <algorithm>
 #include <chrono>
 
-#ifdef PIPIT_WITH_TOKENIZER
-#include "tokenizer/tokenizer.h"
-#endif
+#include "tokenizer/tokenizer.h"  // declarations only; used when PIPIT_WITH_TOKENIZER
 
 namespace pipit {
 
@@ -40,63 +38,87 @@ size_t held_suffix(const std::string& text, const std::vector<std::string>& stop
 
 }  // namespace
 
+TextStream::TextStream(const Tokenizer* tok, std::span<const int32_t> prompt, std::vector<std::string> stop) {
+  for (auto& s : stop)
+    if (!s.empty()) stop_.push_back(std::move(s));
+#ifdef PIPIT_WITH_TOKENIZER
+  if (tok) {
+    dec_ = std::make_unique<StreamDecoder>(*tok, /*skip_special_tokens=*/true);
+    for (int32_t id : prompt) dec_->push(id);  // prime; the prompt's text is not output
+  }
+#endif
+}
+
+TextStream::~TextStream() = default;
+
+TextStream::Step TextStream::push(int32_t token) {
+  Step st{"", false};
+#ifdef PIPIT_WITH_TOKENIZER
+  if (dec_) pending_ += dec_->push(token);
+#endif
+  size_t cut = std::string::npos;
+  for (auto& s : stop_) cut = std::min(cut, pending_.find(s));
+  if (cut != std::string::npos) {
+    st.text = pending_.substr(0, cut);
+    st.stopped = true;
+    pending_.clear();
+    return st;
+  }
+  const size_t keep = held_suffix(pending_, stop_);
+  st.text = pending_.substr(0, pending_.size() - keep);
+  pending_.erase(0, st.text.size());
+  return st;
+}
+
+std::string TextStream::finish() {
+#ifdef PIPIT_WITH_TOKENIZER
+  if (dec_) pending_ += dec_->flush();
+#endif
+  std::string out;
+  out.swap(pending_);
+  return out;
+}
+
+bool is_eos(const GenerateParams& p, const Model& m, int32_t token) {
+  if (p.ignore_eos) return false;
+  const auto& eos = p.eos_ids.empty() ? m.info().eos_ids : p.eos_ids;
+  return std::find(eos.begin(), eos.end(), token) != eos.end();
+}
+
 Result<GenerateResult> generate(Session& s, const Tokenizer* tok, std::span<const int32_t> prompt,
                                 const GenerateParams& p,
                                 const std::function<bool(const std::string&, int32_t)>& on_text) {
   GenerateResult res;
   res.n_prompt = int(prompt.size());
   std::vector<int32_t> history(prompt.begin(), prompt.end());
-  const auto& eos = p.eos_ids.empty() ? s.model().info().eos_ids : p.eos_ids;
-  std::vector<std::string> stop;
-  for (auto& x : p.stop)
-    if (!x.empty()) stop.push_back(x);
   Sampler sampler(p.sampler);
-#ifdef PIPIT_WITH_TOKENIZER
-  std::unique_ptr<StreamDecoder> dec = tok ? std::make_unique<StreamDecoder>(*tok, true) : nullptr;
-  // prime with the prompt so the first generated piece decodes as it would after the prompt (leading-space rules)
-  if (dec) {
-    for (int32_t id : prompt) dec->push(id);
-  }
-#endif
-  std::string pending;  // decoded text not yet handed to the callback (may hold a stop-string prefix)
+  TextStream text(tok, prompt, p.stop);
+  const int64_t V = s.model().info().n_vocab;
+
   auto t0 = Clock::now();
   auto r = s.eval(prompt);
   if (!r.is_ok()) return r.status();
   res.prompt_ms = ms_since(t0);
   auto t1 = Clock::now();
+  bool ended_early = false;  // stop string or callback: no trailing text
   for (int i = 0; i < p.max_tokens; ++i) {
-    const int64_t V = s.model().info().n_vocab;
-    int32_t next = sampler.sample(std::span<const float>(r->ptr<float>(), size_t(V)), history);
-    if (!p.ignore_eos && std::find(eos.begin(), eos.end(), next) != eos.end()) {
+    const int32_t next = sampler.sample(std::span<const float>(r->ptr<float>(), size_t(V)), history);
+    if (is_eos(p, s.model(), next)) {
       res.reason = StopReason::kEos;
       break;
     }
     res.tokens.push_back(next);
     history.push_back(next);
-    std::string piece;
-#ifdef PIPIT_WITH_TOKENIZER
-    if (dec) piece = dec->push(next);
-#endif
-    pending += piece;
-    bool stopped = false;
-    if (!stop.empty()) {
-      size_t best = std::string::npos;
-      for (auto& st : stop) best = std::min(best, pending.find(st));
-      if (best != std::string::npos) {
-        pending.resize(best);
-        stopped = true;
-      }
-    }
-    size_t keep = stopped ? 0 : held_suffix(pending, stop);
-    std::string out = pending.substr(0, pending.size() - keep);
-    pending.erase(0, out.size());
-    res.text += out;
-    if (on_text && !on_text(out, next)) {
+    auto step = text.push(next);
+    res.text += step.text;
+    if (on_text && !on_text(step.text, next)) {
       res.reason = StopReason::kCallback;
+      ended_early = true;
       break;
     }
-    if (stopped) {
+    if (step.stopped) {
       res.reason = StopReason::kStopString;
+      ended_early = true;
       break;
     }
     if (i + 1 == p.max_tokens) break;
@@ -107,12 +129,10 @@ Result<GenerateResult> generate(Session& s, const Tokenizer* tok, std::span<cons
     r = s.eval(std::span<const int32_t>(&next, 1));
     if (!r.is_ok()) return r.status();
   }
-  if (res.reason != StopReason::kStopString && res.reason != StopReason::kCallback) {
-#ifdef PIPIT_WITH_TOKENIZER
-    if (dec) pending += dec->flush();
-#endif
-    res.text += pending;
-    if (on_text && !pending.empty()) on_text(pending, -1);
+  if (!ended_early) {
+    std::string tail = text.finish();
+    res.text += tail;
+    if (on_text && !tail.empty()) on_text(tail, -1);
   }
   res.gen_ms = ms_since(t1);
   return res;

@@ -1,9 +1,10 @@
-// Generation loop: prefill the prompt, then sample token by token until max_tokens, an EOS id, a stop string,
-// or the callback asks to stop. Text reaches the callback as valid UTF-8 pieces; text that could be the start of
-// a stop string is held back until it is known not to be one (so a stop string never leaks into the output).
+// Generation: prefill the prompt, then sample token by token until max_tokens, an EOS id, a stop string, or the
+// callback asks to stop. Text reaches the callback as valid UTF-8 pieces; text that could be the start of a stop
+// string is held back until it is known not to be one (so a stop string never leaks into the output).
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 namespace pipit {
 
 class Tokenizer;
+class StreamDecoder;
 
 struct GenerateParams {
   int max_tokens = 256;
@@ -23,15 +25,37 @@ struct GenerateParams {
 };
 
 enum class StopReason { kLength, kEos, kStopString, kCallback, kContext };
-const char* stop_reason_name(StopReason r);  // "length", "stop", ... (OpenAI finish_reason values)
+const char* stop_reason_name(StopReason r);  // OpenAI finish_reason values: "length", "stop", ...
 
 struct GenerateResult {
   std::vector<int32_t> tokens;  // generated ids (EOS excluded)
   std::string text;             // their text (stop string excluded)
   StopReason reason = StopReason::kLength;
   int n_prompt = 0;
-  double prompt_ms = 0, gen_ms = 0;  // prefill time; decode time for tokens after the first
+  double prompt_ms = 0, gen_ms = 0;  // prefill time; decode time after the first token
 };
+
+// Turns generated tokens into output text: incremental UTF-8-safe detokenization (primed with the prompt so
+// leading-space rules apply as they would to the whole sequence) plus stop-string detection and hold-back.
+class TextStream {
+ public:
+  TextStream(const Tokenizer* tok, std::span<const int32_t> prompt, std::vector<std::string> stop);
+  ~TextStream();
+  struct Step {
+    std::string text;  // safe to emit now
+    bool stopped;      // a stop string was found (text ends before it)
+  };
+  Step push(int32_t token);
+  std::string finish();  // held-back text at the end of generation (not after a stop)
+
+ private:
+  std::unique_ptr<StreamDecoder> dec_;
+  std::vector<std::string> stop_;
+  std::string pending_;
+};
+
+// Decides whether a sampled token ends generation (EOS).
+bool is_eos(const GenerateParams& p, const Model& m, int32_t token);
 
 // on_text(piece, token) returns false to stop. `tok` may be null (then no text, no stop strings).
 Result<GenerateResult> generate(Session& s, const Tokenizer* tok, std::span<const int32_t> prompt,

@@ -11,6 +11,8 @@ PKGS=(
   ocl-icd-opencl-dev pocl-opencl-icd
   python3 python3-numpy python3-torch python3-pil
   curl
+  # aarch64 builds of the libraries the tokenizer links (Debian multiarch), for the Arm build tested under qemu
+  libpcre2-dev:arm64 libutf8proc-dev:arm64
 )
 
 missing=()
@@ -18,8 +20,11 @@ for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 
+SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  $SUDO dpkg --add-architecture arm64
+fi
 if ((${#missing[@]})); then
-  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   echo "[setup] installing: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
