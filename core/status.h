@@ -13,7 +13,7 @@
 
 namespace pipit {
 
-enum class Code { kOk = 0, kInvalidArgument, kNotFound, kIo, kFormat, kUnsupported, kOutOfRange, kInternal, kCancelled };
+enum class Code { kOk = 0, kInvalidArgument, kNotFound, kIo, kFormat, kUnsupported, kOutOfRange, kInternal, kCancelled, kUnavailable };
 
 // Minimal "{}" formatter (g++ 12 has no std::format). Each "{}" takes the next argument via operator<<.
 namespace detail {
@@ -66,6 +66,7 @@ struct Error {
   PIPIT_ERROR_CTOR(out_of_range, Code::kOutOfRange)
   PIPIT_ERROR_CTOR(internal, Code::kInternal)
   PIPIT_ERROR_CTOR(cancelled, Code::kCancelled)
+  PIPIT_ERROR_CTOR(unavailable, Code::kUnavailable)
 #undef PIPIT_ERROR_CTOR
 };
 

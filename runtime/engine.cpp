@@ -1,0 +1,251 @@
+// Engine: the continuous-batching loop.
+#include "runtime/engine.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace pipit {
+
+struct Engine::Seq {
+  uint64_t id;
+  int slot = -1;
+  EngineRequest req;
+  std::vector<int32_t> history;  // prompt + generated
+  int64_t n_done = 0;            // tokens of history already in the KV cache
+  bool decoding = false;         // prompt fully processed; history.back() is the token to feed next
+  std::unique_ptr<Sampler> sampler;
+  std::unique_ptr<TextStream> text;
+  GenerateResult res;
+  std::chrono::steady_clock::time_point t0, t1;
+};
+
+Engine::Engine(Model& model, const Tokenizer* tok, const EngineOptions& opt)
+    : model_(model),
+      tok_(tok),
+      opt_(opt),
+      n_ctx_(default_ctx(model, opt.n_ctx)),
+      pool_(std::make_shared<ThreadPool>(opt.n_threads > 0 ? opt.n_threads : ThreadPool::default_threads())),
+      arena_(size_t(1) << 22),
+      kv_(model.info().kv, std::max(1, opt.n_slots), n_ctx_, opt.kv_dtype),
+      slot_used_(size_t(std::max(1, opt.n_slots)), false) {
+  opt_.n_slots = std::max(1, opt_.n_slots);
+  opt_.n_batch = std::max(1, opt_.n_batch);
+  ctx_.arena = &arena_;
+  ctx_.pool = pool_.get();
+  ctx_.k = &kernels();
+  thread_ = std::thread([this] { loop(); });
+}
+
+Engine::~Engine() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+  // fail whatever never ran
+  for (auto& s : queue_)
+    if (s->req.on_done) s->req.on_done(Error::cancelled("[engine] shutting down"));
+  for (auto& s : active_)
+    if (s->req.on_done) s->req.on_done(Error::cancelled("[engine] shutting down"));
+}
+
+Result<uint64_t> Engine::submit(EngineRequest r) {
+  if (r.prompt.empty()) return Error::invalid_argument("[engine] empty prompt");
+  if (r.params.max_tokens < 1) return Error::invalid_argument("[engine] max_tokens must be >= 1");
+  const int64_t V = model_.info().n_vocab;
+  for (int32_t t : r.prompt)
+    if (t < 0 || t >= V) return Error::invalid_argument("[engine] token id {} outside the vocabulary [0, {})", t, V);
+  if (int64_t(r.prompt.size()) >= n_ctx_)
+    return Error::out_of_range("[engine] the prompt has {} tokens; the context holds {} (prompt + answer)",
+                               r.prompt.size(), n_ctx_);
+  auto s = std::make_unique<Seq>();
+  s->history = r.prompt;
+  s->res.n_prompt = int(r.prompt.size());
+  s->sampler = std::make_unique<Sampler>(r.params.sampler);
+  s->text = std::make_unique<TextStream>(tok_, r.prompt, r.params.stop);
+  s->req = std::move(r);
+  std::lock_guard<std::mutex> lk(mu_);
+  if (int(queue_.size()) >= opt_.max_queue)
+    return Error::unavailable("[engine] {} requests are already waiting; try again later", queue_.size());
+  s->id = next_id_++;
+  const uint64_t id = s->id;
+  queue_.push_back(std::move(s));
+  cv_.notify_all();
+  return id;
+}
+
+void Engine::cancel(uint64_t id) {
+  std::lock_guard<std::mutex> lk(mu_);
+  cancelled_.push_back(id);
+  cv_.notify_all();
+}
+
+Engine::Stats Engine::stats() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  Stats s = stats_;
+  s.active = int(active_.size());
+  s.queued = int(queue_.size());
+  return s;
+}
+
+void Engine::finish(Seq& s, Result<GenerateResult> r) {
+  if (r.is_ok() && s.decoding) r->gen_ms = std::chrono::duration<double, std::milli>(
+                                              std::chrono::steady_clock::now() - s.t1).count();
+  if (s.req.on_done) s.req.on_done(r);
+  std::lock_guard<std::mutex> lk(mu_);
+  slot_used_[size_t(s.slot)] = false;
+  stats_.completed++;
+}
+
+void Engine::loop() {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lk(mu_);
+      cv_.wait(lk, [&] { return stop_ || !active_.empty() || !queue_.empty(); });
+      if (stop_) return;
+      // cancellations: queued ones finish now, active ones below
+      for (uint64_t id : cancelled_) {
+        for (auto it = queue_.begin(); it != queue_.end(); ++it)
+          if ((*it)->id == id) {
+            auto s = std::move(*it);
+            queue_.erase(it);
+            lk.unlock();
+            s->res.reason = StopReason::kCallback;
+            if (s->req.on_done) s->req.on_done(s->res);
+            lk.lock();
+            break;
+          }
+      }
+      // admit waiting requests into free slots
+      while (!queue_.empty()) {
+        auto free = std::find(slot_used_.begin(), slot_used_.end(), false);
+        if (free == slot_used_.end()) break;
+        auto s = std::move(queue_.front());
+        queue_.pop_front();
+        s->slot = int(free - slot_used_.begin());
+        *free = true;
+        s->t0 = std::chrono::steady_clock::now();
+        active_.push_back(std::move(s));
+      }
+    }
+    // active cancellations
+    std::vector<uint64_t> cancel;
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      cancel.swap(cancelled_);
+    }
+    for (uint64_t id : cancel) {
+      auto it = std::find_if(active_.begin(), active_.end(), [&](auto& s) { return s->id == id; });
+      if (it != active_.end()) {
+        (*it)->res.reason = StopReason::kCallback;
+        finish(**it, (*it)->res);
+        active_.erase(it);
+      }
+    }
+    if (!active_.empty()) step();
+  }
+}
+
+bool Engine::step() {
+  // Pack the batch: every decoding sequence contributes its next token; prefilling sequences share what is left of
+  // the n_batch budget, oldest first.
+  Batch b;
+  struct Part {
+    Seq* s;
+    int64_t n;
+    bool wants_logits;
+  };
+  std::vector<Part> parts;
+  int64_t budget = opt_.n_batch;
+  for (auto& up : active_) {
+    Seq& s = *up;
+    int64_t n = 0;
+    if (s.decoding) {
+      n = 1;
+    } else {
+      n = std::min<int64_t>(int64_t(s.history.size()) - s.n_done, std::max<int64_t>(budget, 0));
+      if (n <= 0) continue;
+    }
+    budget -= n;
+    Batch::Seq bs{s.slot, b.n_tokens(), n};
+    for (int64_t i = 0; i < n; ++i) {
+      b.tokens.push_back(s.history[size_t(s.n_done + i)]);
+      b.pos.push_back(int32_t(s.n_done + i));
+    }
+    const bool wants = s.n_done + n == int64_t(s.history.size());
+    if (wants) b.logits_rows.push_back(bs.begin + n - 1);
+    b.seqs.push_back(bs);
+    parts.push_back({&s, n, wants});
+  }
+  if (parts.empty()) return false;
+
+  arena_.reset();
+  Tensor logits;
+  Status st = model_.forward(ctx_, b, kv_, &logits);
+  const int64_t V = model_.info().n_vocab;
+  std::vector<Seq*> done;
+  int64_t row = 0;
+  for (auto& p : parts) {
+    Seq& s = *p.s;
+    if (!st.is_ok()) {
+      finish(s, st);
+      done.push_back(&s);
+      continue;
+    }
+    s.n_done += p.n;
+    if (!p.wants_logits) continue;
+    const float* l = logits.ptr<float>() + row++ * V;
+    if (!s.decoding) {
+      s.decoding = true;
+      s.t1 = std::chrono::steady_clock::now();
+      s.res.prompt_ms = std::chrono::duration<double, std::milli>(s.t1 - s.t0).count();
+    }
+    const int32_t next = s.sampler->sample(std::span<const float>(l, size_t(V)), s.history);
+    bool end = false;
+    if (is_eos(s.req.params, model_, next)) {
+      s.res.reason = StopReason::kEos;
+      end = true;
+      std::string tail = s.text->finish();
+      s.res.text += tail;
+      if (!tail.empty() && s.req.on_token) s.req.on_token(tail, -1);
+    } else {
+      s.res.tokens.push_back(next);
+      s.history.push_back(next);
+      {
+        std::lock_guard<std::mutex> lk(mu_);
+        stats_.tokens_generated++;
+      }
+      auto step = s.text->push(next);
+      s.res.text += step.text;
+      if (s.req.on_token && !s.req.on_token(step.text, next)) {
+        s.res.reason = StopReason::kCallback;
+        end = true;
+      } else if (step.stopped) {
+        s.res.reason = StopReason::kStopString;
+        end = true;
+      } else if (int(s.res.tokens.size()) >= s.req.params.max_tokens) {
+        s.res.reason = StopReason::kLength;
+        end = true;
+      } else if (int64_t(s.history.size()) >= n_ctx_) {
+        s.res.reason = StopReason::kContext;
+        end = true;
+      }
+      if (end && s.res.reason != StopReason::kStopString && s.res.reason != StopReason::kCallback) {
+        std::string tail = s.text->finish();
+        s.res.text += tail;
+        if (!tail.empty() && s.req.on_token) s.req.on_token(tail, -1);
+      }
+    }
+    if (end) {
+      finish(s, s.res);
+      done.push_back(&s);
+    }
+  }
+  active_.erase(std::remove_if(active_.begin(), active_.end(),
+                               [&](auto& up) { return std::find(done.begin(), done.end(), up.get()) != done.end(); }),
+                active_.end());
+  return true;
+}
+
+}  // namespace pipit

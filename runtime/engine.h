@@ -1,0 +1,88 @@
+// Engine: serves many generation requests at once from one loaded model (continuous batching).
+// Each running request owns a KV cache slot. Every step, the decode tokens of all running requests and a chunk of
+// one waiting prompt are packed into a single forward pass, so throughput grows with the number of clients and a
+// new request starts without waiting for others to finish. A request's tokens depend only on its own prompt and
+// sampler seed, never on what else runs. Thread-safe: submit()/cancel() from any thread; callbacks run on the
+// engine's thread and must be quick.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "runtime/generator.h"
+
+namespace pipit {
+
+struct EngineOptions {
+  int n_slots = 4;      // concurrent sequences
+  int n_ctx = 0;        // per slot; 0: min(model max, 4096)
+  int n_batch = 512;    // tokens per forward pass
+  int n_threads = 0;
+  int max_queue = 64;   // requests waiting for a slot; beyond that submit() fails with kUnavailable
+  DType kv_dtype = DType::F32;
+};
+
+struct EngineRequest {
+  std::vector<int32_t> prompt;
+  GenerateParams params;
+  // Called with each piece of text (may be empty) and its token; return false to cancel the request.
+  std::function<bool(const std::string& piece, int32_t token)> on_token;
+  // Called exactly once at the end, on success (with the reason) or failure.
+  std::function<void(const Result<GenerateResult>& r)> on_done;
+};
+
+class Engine {
+ public:
+  Engine(Model& model, const Tokenizer* tok, const EngineOptions& opt);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Queues a request. Errors: empty prompt, prompt too long for a slot's context (kOutOfRange), queue full
+  // (kUnavailable). On success on_done will be called exactly once.
+  Result<uint64_t> submit(EngineRequest r);
+  void cancel(uint64_t id);  // no-op when already finished
+
+  struct Stats {
+    int active = 0, queued = 0;
+    uint64_t completed = 0, tokens_generated = 0;
+  };
+  Stats stats() const;
+  int n_ctx() const { return n_ctx_; }
+  int n_slots() const { return opt_.n_slots; }
+
+ private:
+  struct Seq;
+  void loop();
+  bool step();  // one forward pass; false when idle
+  void finish(Seq& s, Result<GenerateResult> r);
+
+  Model& model_;
+  const Tokenizer* tok_;
+  EngineOptions opt_;
+  int n_ctx_;
+  std::shared_ptr<ThreadPool> pool_;
+  Arena arena_;
+  KvCache kv_;
+  Ctx ctx_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::unique_ptr<Seq>> queue_;
+  std::vector<std::unique_ptr<Seq>> active_;
+  std::vector<uint64_t> cancelled_;
+  std::vector<bool> slot_used_;
+  uint64_t next_id_ = 1;
+  Stats stats_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace pipit
