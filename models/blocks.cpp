@@ -56,12 +56,14 @@ Tensor self_attention(Ctx& ctx, const Tensor& x, const AttnWeights& w, const Att
   ctx.name(q, "q_rope", layer);
   ctx.name(k, "k_rope", layer);
   Tensor out = ctx.alloc(DType::F32, {n, c.n_head, c.head_dim});
-  AttnParams ap{c.scale, c.softcap, c.window};
+  const bool ring = kv.is_ring(layer);  // a sliding-window layer's bounded cache
+  PIPIT_ASSERT(!ring || c.window > 0, "layer {} has a ring cache but no sliding window", layer);
+  AttnParams ap{c.scale, c.softcap, c.window, ring};
   for (const auto& s : batch.seqs) {
     std::span<const int32_t> pos(batch.pos.data() + s.begin, size_t(s.n));
     Tensor kc = kv.k(layer, s.slot), vc = kv.v(layer, s.slot);
-    store_kv(ctx, k.slice(0, s.begin, s.begin + s.n), kc, pos);
-    store_kv(ctx, v.slice(0, s.begin, s.begin + s.n), vc, pos);
+    store_kv(ctx, k.slice(0, s.begin, s.begin + s.n), kc, pos, ring);
+    store_kv(ctx, v.slice(0, s.begin, s.begin + s.n), vc, pos, ring);
     Tensor o = out.slice(0, s.begin, s.begin + s.n);
     attention(ctx, q.slice(0, s.begin, s.begin + s.n), kc, vc, pos, ap, o);
   }

@@ -1,6 +1,7 @@
 // Model registry, weight lookup with shape checks, batches and the KV cache.
 #include "models/model.h"
 
+#include <algorithm>
 #include <map>
 
 namespace pipit {
@@ -44,13 +45,30 @@ Batch Batch::single(std::span<const int32_t> tokens, int32_t pos0, int slot, boo
   return b;
 }
 
-KvCache::KvCache(const KvCacheSpec& spec, int n_slot, int n_ctx, DType dtype)
-    : n_slot_(n_slot), n_ctx_(n_ctx), dtype_(dtype) {
-  for (int l = 0; l < spec.n_layer; ++l)
-    for (int s = 0; s < n_slot; ++s) {
-      k_.push_back(Tensor::empty(dtype, {n_ctx, spec.n_head_kv, spec.head_dim}));
-      v_.push_back(Tensor::empty(dtype, {n_ctx, spec.n_head_kv, spec.head_dim}));
+KvCache::KvCache(const KvCacheSpec& spec, int n_slot, int n_ctx, DType dtype, int n_batch)
+    : n_slot_(n_slot), n_ctx_(n_ctx), max_chunk_(n_ctx), dtype_(dtype) {
+  for (int l = 0; l < spec.n_layer; ++l) {
+    const int w = size_t(l) < spec.window.size() ? std::max(0, spec.window[size_t(l)]) : 0;
+    int rows = n_ctx;
+    if (w > 0 && n_batch > 0 && int64_t(w) + n_batch < n_ctx) {
+      rows = w + n_batch;
+      max_chunk_ = std::min(max_chunk_, rows - w + 1);  // the chunk's first query sees w - 1 older keys
     }
+    rows_.push_back(rows);
+    window_.push_back(w);
+    for (int s = 0; s < n_slot; ++s) {
+      k_.push_back(Tensor::empty(dtype, {rows, spec.n_head_kv, spec.head_dim}));
+      v_.push_back(Tensor::empty(dtype, {rows, spec.n_head_kv, spec.head_dim}));
+    }
+  }
+}
+
+int KvCache::min_rewind(int n_past) const {
+  // After positions up to n_past - 1, a ring of R rows holds [n_past - R, n_past); a query at n needs [n - w + 1, n).
+  int lo = 0;
+  for (size_t l = 0; l < rows_.size(); ++l)
+    if (rows_[l] < n_ctx_) lo = std::max(lo, n_past - rows_[l] + window_[l] - 1);
+  return std::min(lo, n_past);
 }
 
 size_t KvCache::bytes() const {

@@ -46,22 +46,34 @@ struct Batch {
 
 struct KvCacheSpec {
   int n_layer, n_head_kv, head_dim;
+  std::vector<int> window = {};  // per layer: sliding window (0, or no entry: full context)
 };
 
-// K and V per layer and slot: [n_ctx, n_head_kv, head_dim] each, in f32 or f16.
+// K and V per layer and slot: [n_rows, n_head_kv, head_dim] each, in f32 or f16. A full-context layer has n_ctx rows
+// (position p at row p). A sliding-window layer keeps a ring of window + n_batch rows (position p at row
+// p % n_rows): a forward adds at most n_batch tokens per sequence, so its first query still finds its whole window.
 class KvCache {
  public:
-  KvCache(const KvCacheSpec& spec, int n_slot, int n_ctx, DType dtype);
+  // n_batch <= 0 (or a ring that would not be smaller than n_ctx) keeps the layer at n_ctx rows.
+  KvCache(const KvCacheSpec& spec, int n_slot, int n_ctx, DType dtype, int n_batch = 0);
   Tensor k(int layer, int slot) const { return k_[size_t(layer) * n_slot_ + slot]; }
   Tensor v(int layer, int slot) const { return v_[size_t(layer) * n_slot_ + slot]; }
-  int n_ctx() const { return n_ctx_; }
+  int n_ctx() const { return n_ctx_; }  // positions 0 .. n_ctx - 1
   int n_slot() const { return n_slot_; }
+  int n_rows(int layer) const { return rows_[size_t(layer)]; }
+  bool is_ring(int layer) const { return rows_[size_t(layer)] < n_ctx_; }
+  // Tokens one sequence may add in one forward (n_ctx without rings).
+  int max_chunk() const { return max_chunk_; }
+  // The smallest n a sequence holding positions [0, n_past) can be cut back to (Session::truncate) while every ring
+  // still holds the window its next query needs; below it the sequence must be recomputed from 0.
+  int min_rewind(int n_past) const;
   DType dtype() const { return dtype_; }
   size_t bytes() const;
 
  private:
-  int n_slot_, n_ctx_;
+  int n_slot_, n_ctx_, max_chunk_;
   DType dtype_;
+  std::vector<int> rows_, window_;  // per layer
   std::vector<Tensor> k_, v_;
 };
 

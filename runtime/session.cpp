@@ -18,7 +18,7 @@ Session::Session(Model& model, const SessionOptions& opt, std::shared_ptr<Thread
       pool_(pool ? std::move(pool)
                  : std::make_shared<ThreadPool>(opt.n_threads > 0 ? opt.n_threads : ThreadPool::default_threads())),
       arena_(size_t(1) << 22),
-      kv_(model.info().kv, 1, default_ctx(model, opt.n_ctx), opt.kv_dtype) {
+      kv_(model.info().kv, 1, default_ctx(model, opt.n_ctx), opt.kv_dtype, std::max(1, opt.n_batch)) {
   ctx_.arena = &arena_;
   ctx_.pool = pool_.get();
   ctx_.k = &kernels();

@@ -27,8 +27,9 @@ class Session {
   // The returned tensor stays valid until the next eval(). Errors when the context would overflow.
   Result<Tensor> eval(std::span<const int32_t> tokens, bool all_logits = false);
   void reset() { n_past_ = 0; }
-  // Forget everything after position n (n <= n_past): for re-using a shared prompt prefix.
-  void truncate(int n) { n_past_ = std::min(n_past_, n); }
+  // Forget everything after position n (n <= n_past): for re-using a shared prompt prefix. When a sliding-window
+  // ring no longer holds the keys position n needs, the session starts over instead: check n_past() after.
+  void truncate(int n) { n_past_ = n < kv_.min_rewind(n_past_) ? 0 : std::min(n_past_, n); }
 
   int n_past() const { return n_past_; }
   int n_ctx() const { return kv_.n_ctx(); }

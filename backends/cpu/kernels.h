@@ -51,15 +51,18 @@ using FromF32Fn = void (*)(const float* src, void* dst, int64_t n);
 // Attention for one query row over keys/values: out = softmax(scale * q . K^T [+ mask]) V.
 // K/V rows are head_dim elements of kv_dtype (f32 or f16), stride kv_stride bytes between consecutive positions.
 // Keys [k0, k1) are visible. When softcap > 0, scores become softcap * tanh(score / softcap).
+// ring > 0: the keys wrap around a ring buffer of `ring` rows: key j is at row j for j < ring and at row j - ring
+// after (k0 < ring < k1 <= k0 + ring), i.e. two contiguous segments [k0, ring) then [0, k1 - ring), in that order.
 struct AttnRowArgs {
   const float* q;
   const void* k;
   const void* v;
   int64_t kv_stride;
   float* out;
-  float* scratch;  // k1 floats
+  float* scratch;  // k1 - k0 floats
   int64_t head_dim, k0, k1;
   float scale, softcap;
+  int64_t ring = 0;
 };
 using AttnRowFn = void (*)(const AttnRowArgs& a);
 

@@ -2,6 +2,7 @@
 // Matmuls split the weight's output rows (N) so each thread streams distinct weight bytes — what decode needs.
 #include "backends/cpu/ops.h"
 
+#include <climits>
 #include <cmath>
 
 namespace pipit {
@@ -146,13 +147,13 @@ void rope_(Ctx& ctx, Tensor& x, std::span<const int32_t> pos, std::span<const fl
   }
 }
 
-void store_kv(Ctx& ctx, const Tensor& src, Tensor& dst, std::span<const int32_t> pos) {
+void store_kv(Ctx& ctx, const Tensor& src, Tensor& dst, std::span<const int32_t> pos, bool ring) {
   PIPIT_ASSERT(src.ndim() == 3 && dst.ndim() == 3 && src.dim(1) == dst.dim(1) && src.dim(2) == dst.dim(2));
-  const int64_t row = src.dim(1) * src.dim(2);
+  const int64_t row = src.dim(1) * src.dim(2), n_rows = dst.dim(0);
   auto conv = ctx.k->from_f32[int(dst.dtype())];
   for (size_t t = 0; t < pos.size(); ++t) {
-    PIPIT_ASSERT(pos[t] >= 0 && pos[t] < dst.dim(0), "position {} outside the KV cache of {}", pos[t], dst.dim(0));
-    conv(src.ptr<float>() + int64_t(t) * row, dst.data() + pos[t] * dst.stride(0), row);
+    PIPIT_ASSERT(pos[t] >= 0 && (ring || pos[t] < n_rows), "position {} outside the KV cache of {}", pos[t], n_rows);
+    conv(src.ptr<float>() + int64_t(t) * row, dst.data() + (pos[t] % n_rows) * dst.stride(0), row);
   }
 }
 
@@ -161,12 +162,17 @@ void attention(Ctx& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v
   PIPIT_ASSERT(q.ndim() == 3 && q.is_contiguous() && k_cache.ndim() == 3 && k_cache.dtype() == v_cache.dtype());
   const int64_t n_tokens = q.dim(0), n_head = q.dim(1), hd = q.dim(2), n_head_kv = k_cache.dim(1);
   PIPIT_ASSERT(k_cache.dim(2) == hd && n_head % n_head_kv == 0);
-  const int64_t group = n_head / n_head_kv;
+  const int64_t group = n_head / n_head_kv, n_rows = k_cache.dim(0);
   PIPIT_ASSERT(out.shape() == q.shape() && out.is_contiguous());
-  int32_t max_pos = 0;
-  for (auto x : pos) max_pos = std::max(max_pos, x);
+  PIPIT_ASSERT(!p.ring || (p.window > 0 && p.window <= n_rows), "ring of {} rows for window {}", n_rows, p.window);
+  int32_t min_pos = INT32_MAX, max_pos = 0;
+  for (auto x : pos) min_pos = std::min(min_pos, x), max_pos = std::max(max_pos, x);
+  // a ring must not have overwritten what the chunk's earliest query sees
+  PIPIT_ASSERT(!p.ring || pos.empty() || int64_t(max_pos) - std::max(0, min_pos - p.window + 1) < n_rows,
+               "chunk of positions {}..{} overflows a ring of {} rows (window {})", min_pos, max_pos, n_rows, p.window);
+  const int64_t max_keys = p.window > 0 ? std::min<int64_t>(max_pos + 1, p.window) : max_pos + 1;
   const int nth = ctx.pool->size();
-  Tensor scratch = ctx.alloc(DType::F32, {nth, max_pos + 1});
+  Tensor scratch = ctx.alloc(DType::F32, {nth, max_keys});
   auto fn = ctx.k->attn_row[int(k_cache.dtype())];
   const int64_t esz = dtype_elem_stride(k_cache.dtype());
   const int64_t total = n_tokens * n_head;
@@ -179,10 +185,16 @@ void attention(Ctx& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v
       a.v = v_cache.data() + kvh * hd * esz;
       a.kv_stride = k_cache.stride(0);
       a.out = out.ptr<float>() + i * hd;
-      a.scratch = scratch.ptr<float>() + int64_t(ith) * (max_pos + 1);
+      a.scratch = scratch.ptr<float>() + int64_t(ith) * max_keys;
       a.head_dim = hd;
       a.k1 = pos[t] + 1;
       a.k0 = p.window > 0 ? std::max<int64_t>(0, a.k1 - p.window) : 0;
+      if (p.ring) {  // positions -> ring rows; the range wraps at most once since it is no longer than the ring
+        const int64_t n = a.k1 - a.k0;
+        a.k0 %= n_rows;
+        a.k1 = a.k0 + n;
+        a.ring = a.k1 > n_rows ? n_rows : 0;
+      }
       a.scale = p.scale;
       a.softcap = p.softcap;
       fn(a);

@@ -48,18 +48,22 @@ Tensor to_f32(Ctx& ctx, const Tensor& x);                       // any dtype -> 
 void rope_(Ctx& ctx, Tensor& x, std::span<const int32_t> pos, std::span<const float> inv_freq, float mscale = 1.0f);
 
 // Causal attention of q [n_tokens, n_head, head_dim] against cached keys/values of one sequence.
-// k_cache/v_cache: [n_ctx, n_head_kv, head_dim] (f32 or f16). Query i sees cache positions
+// k_cache/v_cache: [n_rows, n_head_kv, head_dim] (f32 or f16). Query i sees cache positions
 // [max(0, pos[i] - window + 1), pos[i]] (window <= 0: no window). GQA: head h reads kv head h / (n_head / n_head_kv).
+// ring: the cache is a sliding-window ring (needs window > 0): position p is at row p % n_rows, and every position a
+// query sees must still be there (the caller bounds the chunk; see KvCache).
 struct AttnParams {
   float scale;
   float softcap = 0.0f;
   int window = 0;
+  bool ring = false;
 };
 // Writes into `out` ([n_tokens, n_head, head_dim] f32, may be a view into a larger batch output).
 void attention(Ctx& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, std::span<const int32_t> pos,
                const AttnParams& p, Tensor& out);
 
-// Writes rows of src ([n_tokens, n_head_kv, head_dim] f32) into dst cache rows at positions pos (converting dtype).
-void store_kv(Ctx& ctx, const Tensor& src, Tensor& dst, std::span<const int32_t> pos);
+// Writes rows of src ([n_tokens, n_head_kv, head_dim] f32) into dst cache rows at positions pos (converting dtype);
+// ring: at rows pos % dst.dim(0).
+void store_kv(Ctx& ctx, const Tensor& src, Tensor& dst, std::span<const int32_t> pos, bool ring = false);
 
 }  // namespace pipit

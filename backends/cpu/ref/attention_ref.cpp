@@ -14,8 +14,10 @@ void attn_row(const AttnRowArgs& a, Load load) {
   float* s = a.scratch;
   const uint8_t* kb = static_cast<const uint8_t*>(a.k);
   const uint8_t* vb = static_cast<const uint8_t*>(a.v);
+  // row of the j-th visible key: a wrapped ring continues at row 0
+  auto row = [&](int64_t j) { return a.ring > 0 && a.k0 + j >= a.ring ? a.k0 + j - a.ring : a.k0 + j; };
   for (int64_t j = 0; j < n; ++j) {  // scores
-    const uint8_t* k = kb + (a.k0 + j) * a.kv_stride;
+    const uint8_t* k = kb + row(j) * a.kv_stride;
     float dot = 0.0f;
     for (int64_t d = 0; d < a.head_dim; ++d) dot += a.q[d] * load(k, d);
     float sc = dot * a.scale;
@@ -25,7 +27,7 @@ void attn_row(const AttnRowArgs& a, Load load) {
   softmax(s, n);
   for (int64_t d = 0; d < a.head_dim; ++d) a.out[d] = 0.0f;
   for (int64_t j = 0; j < n; ++j) {  // weighted values
-    const uint8_t* v = vb + (a.k0 + j) * a.kv_stride;
+    const uint8_t* v = vb + row(j) * a.kv_stride;
     for (int64_t d = 0; d < a.head_dim; ++d) a.out[d] += s[j] * load(v, d);
   }
 }
