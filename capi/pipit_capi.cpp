@@ -1,0 +1,247 @@
+// The C API over the C++ runtime: every entry point catches everything, maps Status codes to pipit_status and
+// keeps the message in a thread-local last-error string.
+#include "pipit/pipit.h"
+
+#include <cstring>
+#include <memory>
+#include <new>
+#include <string>
+
+#include "runtime/generator.h"
+#include "runtime/loader.h"
+#include "runtime/session.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+struct pipit_model {
+  pipit::LoadedModel lm;
+};
+
+struct pipit_session {
+  pipit_model* model;
+  std::unique_ptr<pipit::Session> s;
+  std::vector<int32_t> history;  // tokens in the KV cache, in order
+};
+
+namespace {
+
+thread_local std::string g_last_error;
+
+pipit_status to_status(const pipit::Status& st) {
+  g_last_error = st.message();
+  switch (st.code()) {
+    case pipit::Code::kOk: return PIPIT_OK;
+    case pipit::Code::kInvalidArgument: return PIPIT_ERR_INVALID_ARGUMENT;
+    case pipit::Code::kNotFound: return PIPIT_ERR_NOT_FOUND;
+    case pipit::Code::kIo: return PIPIT_ERR_IO;
+    case pipit::Code::kFormat: return PIPIT_ERR_FORMAT;
+    case pipit::Code::kUnsupported: return PIPIT_ERR_UNSUPPORTED;
+    case pipit::Code::kOutOfRange: return PIPIT_ERR_OUT_OF_RANGE;
+    case pipit::Code::kCancelled: return PIPIT_ERR_CANCELLED;
+    case pipit::Code::kUnavailable: return PIPIT_ERR_UNAVAILABLE;
+    default: return PIPIT_ERR_INTERNAL;
+  }
+}
+
+pipit_status fail(pipit_status s, const std::string& msg) {
+  g_last_error = msg;
+  return s;
+}
+
+// Runs f, turning any escaping exception into PIPIT_ERR_INTERNAL (nothing may unwind into C).
+template <class F>
+pipit_status guard(F&& f) {
+  g_last_error.clear();
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+    return fail(PIPIT_ERR_INTERNAL, "out of memory");
+  } catch (const std::exception& e) {
+    return fail(PIPIT_ERR_INTERNAL, std::string("internal error: ") + e.what());
+  } catch (...) {
+    return fail(PIPIT_ERR_INTERNAL, "internal error");
+  }
+}
+
+pipit_status write_string(const std::string& s, char* buf, size_t cap, size_t* len_out) {
+  if (len_out) *len_out = s.size();
+  if (!buf || cap < s.size() + 1) return fail(PIPIT_ERR_BUFFER_TOO_SMALL, "buffer too small for the result");
+  std::memcpy(buf, s.data(), s.size());
+  buf[s.size()] = '\0';
+  return PIPIT_OK;
+}
+
+// Feeds `ids` to the session, reusing the cached prefix they share with what is already in the KV cache.
+void sync_prefix(pipit_session* s, const std::vector<int32_t>& ids, size_t* reused) {
+  size_t n = 0;
+  while (n < ids.size() && n < s->history.size() && ids[n] == s->history[n]) ++n;
+  if (n == ids.size() && n > 0) --n;  // re-evaluate at least the last token to get fresh logits
+  s->s->truncate(int(n));
+  s->history.resize(n);
+  *reused = n;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* pipit_last_error(void) { return g_last_error.c_str(); }
+const char* pipit_version(void) { return PIPIT_VERSION; }
+
+pipit_status pipit_model_load(const char* path, const pipit_model_options* options, pipit_model** out) {
+  return guard([&] {
+    if (!path || !out) return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_model_load: path and out must not be NULL");
+    *out = nullptr;
+    auto lm = pipit::load_model(path, pipit::LoadOptions{.need_tokenizer = true});
+    if (!lm) return to_status(lm.status());
+    *out = new pipit_model{std::move(lm).value()};
+    return PIPIT_OK;
+  });
+}
+
+void pipit_model_destroy(pipit_model* model) { delete model; }
+
+int32_t pipit_model_n_vocab(const pipit_model* model) { return model ? int32_t(model->lm.model->info().n_vocab) : 0; }
+int32_t pipit_model_n_ctx_max(const pipit_model* model) {
+  return model ? int32_t(model->lm.model->info().max_ctx) : 0;
+}
+
+pipit_status pipit_tokenize(const pipit_model* model, const char* text, size_t text_len, int32_t add_special,
+                            int32_t* ids, size_t capacity, size_t* n_out) {
+  return guard([&] {
+    if (!model || (!text && text_len)) return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_tokenize: NULL argument");
+    auto r = model->lm.tokenizer->encode(std::string_view(text ? text : "", text_len), add_special != 0);
+    if (!r) return to_status(r.status());
+    if (n_out) *n_out = r->size();
+    if (r->size() > capacity || (!ids && !r->empty()))
+      return fail(PIPIT_ERR_BUFFER_TOO_SMALL, "pipit_tokenize: " + std::to_string(r->size()) + " ids, capacity " +
+                                                  std::to_string(capacity));
+    std::copy(r->begin(), r->end(), ids);
+    return PIPIT_OK;
+  });
+}
+
+pipit_status pipit_detokenize(const pipit_model* model, const int32_t* ids, size_t n_ids, int32_t skip_special,
+                              char* buf, size_t capacity, size_t* len_out) {
+  return guard([&] {
+    if (!model || (!ids && n_ids)) return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_detokenize: NULL argument");
+    const int32_t V = model->lm.tokenizer->vocab_size();
+    for (size_t i = 0; i < n_ids; ++i)
+      if (ids[i] < 0 || ids[i] >= V)
+        return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_detokenize: id " + std::to_string(ids[i]) + " out of range");
+    std::string s = model->lm.tokenizer->decode(std::span<const int32_t>(ids, n_ids), skip_special != 0);
+    return write_string(s, buf, capacity, len_out);
+  });
+}
+
+pipit_status pipit_chat_template_apply(const pipit_model* model, const char* messages_json,
+                                       int32_t add_generation_prompt, char* buf, size_t capacity, size_t* len_out) {
+  return guard([&] {
+    if (!model || !messages_json) return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_chat_template_apply: NULL argument");
+    auto j = nlohmann::json::parse(messages_json, nullptr, false);
+    if (j.is_discarded() || !j.is_array())
+      return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_chat_template_apply: messages must be a JSON array");
+    auto r = pipit::apply_chat_template(*model->lm.tokenizer, j, add_generation_prompt != 0);
+    if (!r) return to_status(r.status());
+    return write_string(*r, buf, capacity, len_out);
+  });
+}
+
+pipit_status pipit_session_create(pipit_model* model, const pipit_session_options* options, pipit_session** out) {
+  return guard([&] {
+    if (!model || !out) return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_create: NULL argument");
+    pipit::SessionOptions so;
+    if (options) {
+      if (options->n_ctx < 0 || options->n_threads < 0)
+        return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_create: n_ctx and n_threads must be >= 0");
+      so.n_ctx = options->n_ctx;
+      so.n_threads = options->n_threads;
+      so.kv_dtype = options->kv_f16 ? pipit::DType::F16 : pipit::DType::F32;
+    }
+    auto* s = new pipit_session{model, std::make_unique<pipit::Session>(*model->lm.model, so), {}};
+    *out = s;
+    return PIPIT_OK;
+  });
+}
+
+void pipit_session_destroy(pipit_session* session) { delete session; }
+
+pipit_status pipit_session_reset(pipit_session* session) {
+  return guard([&] {
+    if (!session) return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_reset: NULL session");
+    session->s->reset();
+    session->history.clear();
+    return PIPIT_OK;
+  });
+}
+
+void pipit_generate_options_default(pipit_generate_options* o) {
+  if (!o) return;
+  pipit::SamplerParams d;
+  *o = pipit_generate_options{256, d.temperature, d.top_k, d.top_p, d.min_p, d.repetition_penalty, d.seed, nullptr, 0};
+}
+
+pipit_status pipit_session_generate(pipit_session* session, const char* prompt, int32_t use_chat_template,
+                                    const pipit_generate_options* options, pipit_token_callback callback,
+                                    void* user) {
+  return guard([&] {
+    if (!session || !prompt) return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_generate: NULL argument");
+    pipit_generate_options o;
+    pipit_generate_options_default(&o);
+    if (options) o = *options;
+    if (o.max_tokens < 0) return fail(PIPIT_ERR_INVALID_ARGUMENT, "max_tokens must be >= 0");
+    pipit::GenerateParams gp;
+    gp.max_tokens = o.max_tokens;
+    gp.sampler = pipit::SamplerParams{o.temperature, o.top_k, o.top_p, o.min_p, o.repeat_penalty, 0, 0, 256, o.seed};
+    for (size_t i = 0; i < o.n_stop; ++i)
+      if (o.stop && o.stop[i]) gp.stop.push_back(o.stop[i]);
+    const pipit::Tokenizer& tok = *session->model->lm.tokenizer;
+
+    std::vector<int32_t> full;  // the whole token sequence this call wants in the context
+    if (use_chat_template) {
+      auto j = nlohmann::json::parse(prompt, nullptr, false);
+      if (j.is_discarded() || !j.is_array())
+        return fail(PIPIT_ERR_INVALID_ARGUMENT, "with use_chat_template, prompt must be a JSON array of messages");
+      auto text = pipit::apply_chat_template(tok, j, true);
+      if (!text) return to_status(text.status());
+      auto ids = tok.encode(*text, false);
+      if (!ids) return to_status(ids.status());
+      full = std::move(*ids);
+    } else {
+      auto ids = tok.encode(prompt, session->history.empty());
+      if (!ids) return to_status(ids.status());
+      full = session->history;
+      full.insert(full.end(), ids->begin(), ids->end());
+    }
+    if (full.empty()) return fail(PIPIT_ERR_INVALID_ARGUMENT, "the prompt is empty");
+    if (int64_t(full.size()) >= session->s->n_ctx())
+      return fail(PIPIT_ERR_OUT_OF_RANGE, "the conversation has " + std::to_string(full.size()) +
+                                              " tokens, which does not fit the context of " +
+                                              std::to_string(session->s->n_ctx()));
+    size_t reused = 0;
+    sync_prefix(session, full, &reused);
+    std::vector<int32_t> rest(full.begin() + long(reused), full.end());
+    auto res = pipit::generate(*session->s, &tok, rest, gp, [&](const std::string& piece, int32_t token) {
+      return callback ? callback(piece.c_str(), piece.size(), token, user) != 0 : true;
+    });
+    if (!res) {
+      session->s->reset();
+      session->history.clear();
+      return to_status(res.status());
+    }
+    // the KV cache holds `full` and the generated tokens that were fed back (all but possibly the last)
+    session->history = full;
+    session->history.insert(session->history.end(), res->tokens.begin(), res->tokens.end());
+    session->history.resize(size_t(session->s->n_past()));
+    return PIPIT_OK;
+  });
+}
+
+pipit_status pipit_session_attach_image(pipit_session* session, const char* path) {
+  return guard([&] {
+    if (!session || !path) return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_attach_image: NULL argument");
+    return fail(PIPIT_ERR_UNSUPPORTED, "this model has no vision tower; images are not supported");
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,111 @@
+/* pipit C API — the only public, stable header.
+ *
+ * Load a model once (pipit_model_load), share it between threads, and create one session per conversation.
+ * Every function returns a pipit_status; on failure pipit_last_error() gives a message for the calling thread.
+ * Handles are opaque. No C++ exception crosses this boundary. Strings are UTF-8.
+ *
+ *   pipit_model* m; pipit_session* s;
+ *   if (pipit_model_load("model.pipit", NULL, &m) != PIPIT_OK) { puts(pipit_last_error()); return 1; }
+ *   pipit_session_create(m, NULL, &s);
+ *   pipit_session_generate(s, "Once upon a time", 0, NULL, on_token, NULL);
+ *   pipit_session_destroy(s); pipit_model_destroy(m);
+ */
+#ifndef PIPIT_PIPIT_H
+#define PIPIT_PIPIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PIPIT_API_VERSION 1
+
+typedef enum pipit_status {
+  PIPIT_OK = 0,
+  PIPIT_ERR_INVALID_ARGUMENT = 1,
+  PIPIT_ERR_NOT_FOUND = 2,
+  PIPIT_ERR_IO = 3,
+  PIPIT_ERR_FORMAT = 4,
+  PIPIT_ERR_UNSUPPORTED = 5,
+  PIPIT_ERR_OUT_OF_RANGE = 6, /* e.g. prompt longer than the context */
+  PIPIT_ERR_INTERNAL = 7,
+  PIPIT_ERR_CANCELLED = 8,
+  PIPIT_ERR_UNAVAILABLE = 9,
+  PIPIT_ERR_BUFFER_TOO_SMALL = 10 /* the *_out size tells how much is needed */
+} pipit_status;
+
+typedef struct pipit_model pipit_model;
+typedef struct pipit_session pipit_session;
+
+/* Message for the last failure on this thread ("" when none). Valid until the next pipit call on this thread. */
+const char* pipit_last_error(void);
+const char* pipit_version(void);
+
+/* ---- models ---- */
+typedef struct pipit_model_options {
+  int32_t reserved; /* set to 0; future options */
+} pipit_model_options;
+
+/* path: HF checkpoint directory, .pipit or .gguf file. options may be NULL. */
+pipit_status pipit_model_load(const char* path, const pipit_model_options* options, pipit_model** out);
+void pipit_model_destroy(pipit_model* model);
+int32_t pipit_model_n_vocab(const pipit_model* model);
+int32_t pipit_model_n_ctx_max(const pipit_model* model);
+
+/* ---- tokenizer and chat template (thread-safe) ---- */
+/* Writes up to `capacity` ids; *n_out receives the count needed (PIPIT_ERR_BUFFER_TOO_SMALL when > capacity). */
+pipit_status pipit_tokenize(const pipit_model* model, const char* text, size_t text_len, int32_t add_special,
+                            int32_t* ids, size_t capacity, size_t* n_out);
+/* Writes a NUL-terminated string; *len_out receives its length without the NUL. */
+pipit_status pipit_detokenize(const pipit_model* model, const int32_t* ids, size_t n_ids, int32_t skip_special,
+                              char* buf, size_t capacity, size_t* len_out);
+/* messages_json: a JSON array of {"role": ..., "content": ...}. */
+pipit_status pipit_chat_template_apply(const pipit_model* model, const char* messages_json,
+                                       int32_t add_generation_prompt, char* buf, size_t capacity, size_t* len_out);
+
+/* ---- sessions (one per conversation; a session is used by one thread at a time) ---- */
+typedef struct pipit_session_options {
+  int32_t n_ctx;     /* 0: min(model max, 4096) */
+  int32_t n_threads; /* 0: physical cores */
+  int32_t kv_f16;    /* 1: f16 KV cache */
+} pipit_session_options;
+
+pipit_status pipit_session_create(pipit_model* model, const pipit_session_options* options, pipit_session** out);
+void pipit_session_destroy(pipit_session* session);
+/* Forget the conversation (KV cache and history). */
+pipit_status pipit_session_reset(pipit_session* session);
+
+typedef struct pipit_generate_options {
+  int32_t max_tokens;   /* default 256 */
+  float temperature;    /* default 0.8; 0 = greedy */
+  int32_t top_k;        /* default 40; 0 = off */
+  float top_p;          /* default 0.95 */
+  float min_p;          /* default 0.05 */
+  float repeat_penalty; /* default 1.0 */
+  uint64_t seed;
+  const char* const* stop; /* stop strings */
+  size_t n_stop;
+} pipit_generate_options;
+void pipit_generate_options_default(pipit_generate_options* o);
+
+/* Called for each piece of generated text (valid UTF-8, may be empty). Return 0 to stop generating. */
+typedef int32_t (*pipit_token_callback)(const char* piece, size_t len, int32_t token, void* user);
+
+/* Generates a continuation of the conversation so far plus `prompt`:
+ *  use_chat_template = 0: prompt is raw text appended to the session (BOS added at the start of a session);
+ *  use_chat_template = 1: prompt is a JSON array of messages (the whole conversation); it is rendered with the
+ *  model's chat template and the KV cache is reused for the part shared with the previous call.
+ * options and callback may be NULL. */
+pipit_status pipit_session_generate(pipit_session* session, const char* prompt, int32_t use_chat_template,
+                                    const pipit_generate_options* options, pipit_token_callback callback, void* user);
+
+/* Attaches an image (file path) for the next chat generation. PIPIT_ERR_UNSUPPORTED for text-only models. */
+pipit_status pipit_session_attach_image(pipit_session* session, const char* path);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PIPIT_PIPIT_H */
