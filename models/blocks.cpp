@@ -93,6 +93,19 @@ Tensor output_logits(Ctx& ctx, const Tensor& x, const Tensor& norm, float eps, f
   return logits;
 }
 
+Status check_batch_fits(const char* arch, const Batch& batch, const KvCache& kv) {
+  for (const auto& s : batch.seqs) {
+    if (s.n > kv.max_chunk())
+      return Error::invalid_argument("[{}] a sequence adds {} tokens in one forward; the sliding-window KV cache "
+                                     "takes at most {} (its n_batch)", arch, s.n, kv.max_chunk());
+    for (int64_t i = s.begin; i < s.begin + s.n; ++i)
+      if (batch.pos[size_t(i)] < 0 || batch.pos[size_t(i)] >= kv.n_ctx())
+        return Error::out_of_range("[{}] position {} outside the context of {}", arch, batch.pos[size_t(i)],
+                                   kv.n_ctx());
+  }
+  return Status::ok();
+}
+
 Status check_dims(const char* arch, int64_t n_embd, int64_t n_head, int64_t n_head_kv, int64_t head_dim, int64_t n_ff,
                   int64_t n_layer, int64_t n_vocab) {
   if (n_embd <= 0 || n_head <= 0 || n_head_kv <= 0 || head_dim <= 0 || n_ff <= 0 || n_layer <= 0 || n_vocab <= 0)

@@ -45,6 +45,10 @@ Tensor gated_mlp(Ctx& ctx, const Tensor& x, const MlpWeights& w, MlpAct act);
 Tensor output_logits(Ctx& ctx, const Tensor& x, const Tensor& norm, float eps, float norm_offset, const Tensor& head,
                      const Batch& batch, float final_softcap = 0.0f);
 
+// Errors when a sequence of the batch adds more tokens at once than the cache's sliding-window rings can take
+// (KvCache::max_chunk), or runs past the context.
+Status check_batch_fits(const char* arch, const Batch& batch, const KvCache& kv);
+
 // Common validation: positive sizes, head counts that divide.
 Status check_dims(const char* arch, int64_t n_embd, int64_t n_head, int64_t n_head_kv, int64_t head_dim, int64_t n_ff,
                   int64_t n_layer, int64_t n_vocab);

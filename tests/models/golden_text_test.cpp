@@ -112,7 +112,7 @@ TEST_P(GoldenText, BatchPrompts) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Text, GoldenText, ::testing::Values("llama", "qwen2", "qwen3", "stories260k"));
+INSTANTIATE_TEST_SUITE_P(Text, GoldenText, ::testing::Values("llama", "qwen2", "qwen3", "stories260k", "gemma3_text"));
 
 }  // namespace
 }  // namespace pipit
