@@ -1,0 +1,267 @@
+// BPE model: parsing vocab/merges and the merge loop. The loop is HF's: symbols in a linked list, candidate merges
+// in a heap ordered by (rank, position), stale heap entries skipped when popped; words already seen in this
+// encode call come from a cache. Reference: tokenizers/src/models/bpe/{model,word,serialization}.rs (v0.22).
+#include "tokenizer/bpe.h"
+
+#include <cstdio>
+#include <queue>
+
+#include "tokenizer/json_fields.h"
+#include "tokenizer/unicode.h"
+
+namespace pipit::tok {
+
+// ---- cache ----
+
+const int32_t* BpeCache::find(std::string_view word, size_t* n) const {
+  auto it = map_.find(word);
+  if (it == map_.end()) return nullptr;
+  *n = it->second.second;
+  return pool_.data() + it->second.first;
+}
+
+void BpeCache::put(std::string_view word, const int32_t* ids, size_t n) {
+  constexpr size_t kMaxWord = 256, kMaxEntries = 1 << 18;  // HF caches words shorter than 256 bytes too
+  if (word.size() >= kMaxWord || map_.size() >= kMaxEntries) return;
+  uint32_t off = static_cast<uint32_t>(pool_.size());
+  pool_.insert(pool_.end(), ids, ids + n);
+  map_.emplace(std::string(word), std::make_pair(off, static_cast<uint32_t>(n)));
+}
+
+// ---- merge table ----
+
+static inline uint64_t mix64(uint64_t k) {
+  k ^= k >> 33;
+  k *= 0xff51afd7ed558ccdull;
+  k ^= k >> 33;
+  return k;
+}
+
+const Bpe::MergeSlot* Bpe::find_merge(int32_t a, int32_t b) const {
+  if (merges_.empty()) return nullptr;
+  uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
+  for (size_t i = mix64(key) & merges_mask_;; i = (i + 1) & merges_mask_) {
+    const MergeSlot& s = merges_[i];
+    if (s.key == key) return &s;
+    if (s.key == kEmpty) return nullptr;
+  }
+}
+
+void Bpe::insert_merge(int32_t a, int32_t b, uint32_t rank, int32_t new_id) {
+  uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
+  for (size_t i = mix64(key) & merges_mask_;; i = (i + 1) & merges_mask_) {
+    MergeSlot& s = merges_[i];
+    if (s.key == key || s.key == kEmpty) {  // a repeated pair keeps the later rank, as HF's map collect does
+      s = {key, rank, new_id};
+      return;
+    }
+  }
+}
+
+// ---- parsing ----
+
+Result<std::unique_ptr<Bpe>> Bpe::parse(const json& j, const std::string& where) {
+  JsonFields f(j, where + " (BPE)");
+  std::unique_ptr<Bpe> m(new Bpe());
+  PIPIT_ASSIGN_OR_RETURN(const json* vocab, f.required("vocab"));
+  if (!vocab->is_object()) return f.error("field 'vocab' must be an object {token: id}");
+  m->vocab_.reserve(vocab->size());
+  int32_t max_id = -1;
+  for (auto it = vocab->begin(); it != vocab->end(); ++it) {
+    if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > INT32_MAX)
+      return f.error(fmt("vocab entry '{}' has id {}, expected a non-negative integer", it.key(), it->dump()));
+    int32_t id = static_cast<int32_t>(it->get<int64_t>());
+    m->vocab_[it.key()] = id;
+    max_id = std::max(max_id, id);
+  }
+  m->vocab_r_.assign(static_cast<size_t>(max_id + 1), nullptr);
+  for (auto& [tok, id] : m->vocab_) m->vocab_r_[id] = &tok;
+
+  PIPIT_ASSIGN_OR_RETURN(auto unk, f.opt_str("unk_token"));
+  if (unk) {
+    m->unk_token_ = *unk;
+    m->unk_id_ = m->token_to_id(*unk);
+  }
+  PIPIT_ASSIGN_OR_RETURN(auto prefix, f.opt_str("continuing_subword_prefix"));
+  PIPIT_ASSIGN_OR_RETURN(auto suffix, f.opt_str("end_of_word_suffix"));
+  m->prefix_ = prefix.value_or("");
+  m->suffix_ = suffix.value_or("");
+  PIPIT_ASSIGN_OR_RETURN(m->fuse_unk_, f.boolean("fuse_unk", false));
+  PIPIT_ASSIGN_OR_RETURN(m->byte_fallback_, f.boolean("byte_fallback", false));
+  PIPIT_ASSIGN_OR_RETURN(m->ignore_merges_, f.boolean("ignore_merges", false));
+  if (const json* d = f.find("dropout")) {
+    // Dropout randomizes merges (training only); inference runs without it.
+    if (!d->is_number()) return f.error("field 'dropout' must be a number or null");
+  }
+  for (int b = 0; b < 256; ++b) {
+    char name[8];
+    std::snprintf(name, sizeof(name), "<0x%02X>", b);
+    auto id = m->token_to_id(name);
+    m->byte_ids_[b] = id ? *id : -1;
+  }
+
+  PIPIT_ASSIGN_OR_RETURN(const json* merges, f.array("merges"));
+  size_t cap = 16;
+  while (cap < merges->size() * 2) cap <<= 1;
+  m->merges_.assign(cap, MergeSlot{kEmpty, 0, 0});
+  m->merges_mask_ = cap - 1;
+  uint32_t rank = 0;
+  for (size_t i = 0; i < merges->size(); ++i) {
+    const json& e = (*merges)[i];
+    std::string a, b;
+    if (e.is_string()) {  // legacy "a b"
+      const std::string& s = e.get_ref<const std::string&>();
+      if (s.rfind("#version", 0) == 0) continue;
+      size_t sp = s.find(' ');
+      if (sp == std::string::npos || s.find(' ', sp + 1) != std::string::npos)
+        return f.error(fmt("merges[{}] is '{}', expected two tokens separated by one space", i, s));
+      a = s.substr(0, sp);
+      b = s.substr(sp + 1);
+    } else if (e.is_array() && e.size() == 2 && e[0].is_string() && e[1].is_string()) {
+      a = e[0].get<std::string>();
+      b = e[1].get<std::string>();
+    } else {
+      return f.error(fmt("merges[{}] must be \"a b\" or [\"a\", \"b\"]", i));
+    }
+    auto ia = m->token_to_id(a), ib = m->token_to_id(b);
+    if (!ia) return f.error(fmt("merges[{}]: token '{}' is not in the vocab", i, a));
+    if (!ib) return f.error(fmt("merges[{}]: token '{}' is not in the vocab", i, b));
+    if (b.size() < m->prefix_.size()) return f.error(fmt("merges[{}]: token '{}' lacks the subword prefix", i, b));
+    std::string merged = a + b.substr(m->prefix_.size());
+    auto inew = m->token_to_id(merged);
+    if (!inew) return f.error(fmt("merges[{}]: merged token '{}' is not in the vocab", i, merged));
+    m->insert_merge(*ia, *ib, rank++, *inew);
+  }
+  PIPIT_TRY(f.finish());
+  return m;
+}
+
+std::optional<int32_t> Bpe::token_to_id(std::string_view token) const {
+  auto it = vocab_.find(token);
+  if (it == vocab_.end()) return std::nullopt;
+  return it->second;
+}
+
+const std::string* Bpe::id_to_token(int32_t id) const {
+  if (id < 0 || static_cast<size_t>(id) >= vocab_r_.size()) return nullptr;
+  return vocab_r_[id];
+}
+
+// ---- tokenization ----
+
+namespace {
+
+struct Symbol {
+  int32_t id;
+  int32_t prev, next;
+  bool alive;
+};
+
+struct Candidate {
+  uint32_t rank;
+  uint32_t pos;
+  int32_t new_id;
+  // std::priority_queue pops the largest: make the lowest rank, then the leftmost position, the largest.
+  bool operator<(const Candidate& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
+};
+
+}  // namespace
+
+Status Bpe::merge_word(std::string_view w, std::vector<int32_t>& ids) const {
+  std::vector<Symbol> sym;
+  sym.reserve(w.size());
+  auto add = [&](int32_t id) {
+    int32_t n = static_cast<int32_t>(sym.size());
+    if (n > 0) sym.back().next = n;
+    sym.push_back({id, n - 1, -1, true});
+  };
+  int32_t pending_unk = -1;  // an unk id not yet added (fused with the following unknown chars)
+  std::string piece;
+  size_t i = 0;
+  while (i < w.size()) {
+    size_t start = i;
+    utf8_next(w, i);
+    std::string_view ch = w.substr(start, i - start);
+    std::string_view s = ch;
+    if ((start > 0 && !prefix_.empty()) || (i == w.size() && !suffix_.empty())) {
+      piece.assign(start > 0 ? prefix_ : std::string());
+      piece += ch;
+      if (i == w.size()) piece += suffix_;
+      s = piece;
+    }
+    auto it = vocab_.find(s);
+    if (it != vocab_.end()) {
+      if (pending_unk >= 0) add(pending_unk), pending_unk = -1;
+      add(it->second);
+      continue;
+    }
+    if (byte_fallback_) {
+      bool all = true;
+      for (unsigned char b : s) all = all && byte_ids_[b] >= 0;
+      if (all) {  // HF adds the bytes without flushing a pending unk first
+        for (unsigned char b : s) add(byte_ids_[b]);
+        continue;
+      }
+    }
+    if (unk_token_) {
+      if (!unk_id_) return Error::invalid_argument("[tokenizer] unk token '{}' is not in the vocab", *unk_token_);
+      if (pending_unk >= 0 && !fuse_unk_) add(pending_unk);
+      pending_unk = *unk_id_;
+    }
+    // No unk token: the character is dropped, as HF does.
+  }
+  if (pending_unk >= 0) add(pending_unk);
+
+  std::priority_queue<Candidate> queue;
+  for (size_t k = 0; k + 1 < sym.size(); ++k) {
+    if (const MergeSlot* m = find_merge(sym[k].id, sym[k + 1].id))
+      queue.push({m->rank, static_cast<uint32_t>(k), m->new_id});
+  }
+  while (!queue.empty()) {
+    Candidate top = queue.top();
+    queue.pop();
+    Symbol& cur = sym[top.pos];
+    if (!cur.alive || cur.next < 0) continue;
+    Symbol& right = sym[cur.next];
+    const MergeSlot* m = find_merge(cur.id, right.id);
+    if (!m || m->new_id != top.new_id) continue;  // stale entry
+    cur.id = top.new_id;
+    right.alive = false;
+    cur.next = right.next;
+    if (cur.next >= 0) sym[cur.next].prev = static_cast<int32_t>(top.pos);
+    if (cur.prev >= 0) {
+      if (const MergeSlot* pm = find_merge(sym[cur.prev].id, cur.id))
+        queue.push({pm->rank, static_cast<uint32_t>(cur.prev), pm->new_id});
+    }
+    if (cur.next >= 0) {
+      if (const MergeSlot* nm = find_merge(cur.id, sym[cur.next].id)) queue.push({nm->rank, top.pos, nm->new_id});
+    }
+  }
+  for (const Symbol& s : sym)
+    if (s.alive) ids.push_back(s.id);
+  return Status::ok();
+}
+
+Status Bpe::tokenize(std::string_view word, std::vector<int32_t>& out, BpeCache* cache) const {
+  if (word.empty()) return Status::ok();
+  if (ignore_merges_) {
+    auto it = vocab_.find(word);
+    if (it != vocab_.end()) {
+      out.push_back(it->second);
+      return Status::ok();
+    }
+  }
+  if (cache) {
+    size_t n = 0;
+    if (const int32_t* ids = cache->find(word, &n)) {
+      out.insert(out.end(), ids, ids + n);
+      return Status::ok();
+    }
+  }
+  size_t before = out.size();
+  PIPIT_TRY(merge_word(word, out));
+  if (cache) cache->put(word, out.data() + before, out.size() - before);
+  return Status::ok();
+}
+
+}  // namespace pipit::tok

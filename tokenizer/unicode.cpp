@@ -1,0 +1,246 @@
+// UTF-8 validation and lossy repair, the character classes HF `tokenizers` relies on, and Unicode normalization
+// through utf8proc. Everything here works on code points; byte-level concerns stay in the callers.
+#include "tokenizer/unicode.h"
+
+#include <cstdlib>
+
+#include <utf8proc.h>
+
+namespace pipit::tok {
+
+void utf8_append(std::string& out, uint32_t cp) {
+  if (cp < 0x80) {
+    out.push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
+}
+
+namespace {
+
+// Length of the valid prefix of the sequence starting at s[i] (Unicode table 3-7), and its full length when
+// complete. Returns {consumed, complete}: consumed >= 1 always.
+struct SeqCheck { size_t consumed; bool complete; };
+
+SeqCheck check_seq(std::string_view s, size_t i) {
+  auto b = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  unsigned char c = b(0);
+  if (c < 0x80) return {1, true};
+  size_t need;
+  unsigned char lo = 0x80, hi = 0xBF;  // range of the second byte
+  if (c >= 0xC2 && c <= 0xDF) { need = 2; }
+  else if (c == 0xE0) { need = 3; lo = 0xA0; }
+  else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) { need = 3; }
+  else if (c == 0xED) { need = 3; hi = 0x9F; }
+  else if (c == 0xF0) { need = 4; lo = 0x90; }
+  else if (c >= 0xF1 && c <= 0xF3) { need = 4; }
+  else if (c == 0xF4) { need = 4; hi = 0x8F; }
+  else return {1, false};
+  size_t k = 1;
+  for (; k < need; ++k) {
+    if (i + k >= s.size()) return {k, false};
+    unsigned char x = b(k);
+    unsigned char l = k == 1 ? lo : 0x80, h = k == 1 ? hi : 0xBF;
+    if (x < l || x > h) return {k, false};
+  }
+  return {need, true};
+}
+
+}  // namespace
+
+bool utf8_valid(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    // ASCII fast path, 8 bytes at a time.
+    while (i + 8 <= s.size()) {
+      uint64_t w;
+      __builtin_memcpy(&w, s.data() + i, 8);
+      if (w & 0x8080808080808080ull) break;
+      i += 8;
+    }
+    if (i >= s.size()) break;
+    SeqCheck r = check_seq(s, i);
+    if (!r.complete) return false;
+    i += r.consumed;
+  }
+  return true;
+}
+
+std::string utf8_lossy(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  size_t i = 0;
+  while (i < s.size()) {
+    SeqCheck r = check_seq(s, i);
+    if (r.complete) out.append(s.substr(i, r.consumed));
+    else utf8_append(out, kReplacementChar);
+    i += r.consumed;
+  }
+  return out;
+}
+
+size_t utf8_incomplete_tail(std::string_view s) {
+  // A sequence is at most 4 bytes: look for a lead byte among the last 3.
+  for (size_t k = 1; k <= 3 && k <= s.size(); ++k) {
+    size_t i = s.size() - k;
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if ((c & 0xC0) == 0x80) continue;
+    SeqCheck r = check_seq(s, i);
+    return (!r.complete && i + r.consumed == s.size()) ? k : 0;
+  }
+  return 0;
+}
+
+bool is_whitespace(uint32_t c) {
+  if (c < 0x80) return c == ' ' || (c >= 0x09 && c <= 0x0D);
+  switch (c) {
+    case 0x85: case 0xA0: case 0x1680: case 0x2028: case 0x2029: case 0x202F: case 0x205F: case 0x3000:
+      return true;
+    default:
+      return c >= 0x2000 && c <= 0x200A;
+  }
+}
+
+static utf8proc_category_t category(uint32_t c) { return utf8proc_category(static_cast<utf8proc_int32_t>(c)); }
+
+bool is_numeric(uint32_t c) {
+  if (c < 0x80) return c >= '0' && c <= '9';
+  auto k = category(c);
+  return k == UTF8PROC_CATEGORY_ND || k == UTF8PROC_CATEGORY_NL || k == UTF8PROC_CATEGORY_NO;
+}
+
+bool is_punctuation(uint32_t c) {
+  if (c < 0x80) return (c >= 0x21 && c <= 0x2F) || (c >= 0x3A && c <= 0x40) || (c >= 0x5B && c <= 0x60) ||
+                        (c >= 0x7B && c <= 0x7E);
+  auto k = category(c);
+  return k >= UTF8PROC_CATEGORY_PC && k <= UTF8PROC_CATEGORY_PO;
+}
+
+bool is_letter(uint32_t c) {
+  if (c < 0x80) return (c | 0x20) >= 'a' && (c | 0x20) <= 'z';
+  auto k = category(c);
+  return k >= UTF8PROC_CATEGORY_LU && k <= UTF8PROC_CATEGORY_LO;
+}
+
+bool is_number(uint32_t c) { return is_numeric(c); }
+
+bool is_word_char(uint32_t c) {
+  if (c < 0x80) return c == '_' || (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
+  if (c == 0x200C || c == 0x200D) return true;  // Join_Control
+  auto k = category(c);
+  return (k >= UTF8PROC_CATEGORY_LU && k <= UTF8PROC_CATEGORY_ND) || k == UTF8PROC_CATEGORY_NL ||
+         k == UTF8PROC_CATEGORY_PC;
+}
+
+namespace {
+
+Result<std::string> utf8proc_run(std::string_view s, int options) {
+  utf8proc_uint8_t* out = nullptr;
+  utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()),
+                                    static_cast<utf8proc_ssize_t>(s.size()), &out,
+                                    static_cast<utf8proc_option_t>(options));
+  if (n < 0) {
+    return Error::invalid_argument("[tokenizer] unicode normalization failed: {}", utf8proc_errmsg(n));
+  }
+  std::string r(reinterpret_cast<char*>(out), static_cast<size_t>(n));
+  std::free(out);
+  return r;
+}
+
+// A code point that no neighbour can change under NFC: a starter (ccc 0) that cannot be the second element of a
+// composition (Hangul V/T jamo are composed algorithmically, so they are excluded by range).
+bool nfc_boundary(uint32_t c) {
+  if (c < 0x300) return true;  // below the first combining mark nothing composes backward
+  if (c >= 0x1160 && c <= 0x11FF) return false;
+  const utf8proc_property_t* p = utf8proc_get_property(static_cast<utf8proc_int32_t>(c));
+  if (p->combining_class != 0) return false;
+  return p->comb_index == UINT16_MAX || p->comb_index < 0x8000;
+}
+
+// A boundary code point that NFC leaves unchanged on its own: no canonical decomposition at all.
+bool nfc_inert(uint32_t c) {
+  if (c < 0xC0) return true;
+  const utf8proc_property_t* p = utf8proc_get_property(static_cast<utf8proc_int32_t>(c));
+  return p->decomp_seqindex == UINT16_MAX || p->decomp_type != 0;
+}
+
+// NFC of `s`, cut into chunks at boundary code points (NFC of a concatenation split before a boundary is the
+// concatenation of the NFCs); chunks of one inert code point are copied, the rest go through utf8proc.
+Result<std::string> nfc(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  size_t i = 0;
+  while (i < s.size()) {
+    size_t start = i;
+    uint32_t c = utf8_next(s, i);
+    bool single_ok = nfc_inert(c) && nfc_boundary(c);
+    // Extend the chunk over the following non-boundary code points.
+    while (i < s.size()) {
+      size_t j = i;
+      uint32_t d = utf8_next(s, j);
+      if (nfc_boundary(d)) break;
+      single_ok = false;
+      i = j;
+    }
+    if (single_ok) {
+      out.append(s.substr(start, i - start));
+    } else {
+      PIPIT_ASSIGN_OR_RETURN(std::string part, utf8proc_run(s.substr(start, i - start),
+                                                            UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+      out += part;
+    }
+  }
+  return out;
+}
+
+bool is_ascii(std::string_view s) {
+  for (char ch : s)
+    if (static_cast<unsigned char>(ch) >= 0x80) return false;
+  return true;
+}
+
+}  // namespace
+
+Result<std::string> normalize_form(std::string_view s, NormForm form) {
+  if (is_ascii(s)) return std::string(s);
+  switch (form) {
+    case NormForm::kNFC: return nfc(s);
+    case NormForm::kNFD: return utf8proc_run(s, UTF8PROC_STABLE | UTF8PROC_DECOMPOSE);
+    case NormForm::kNFKC: return utf8proc_run(s, UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT);
+    case NormForm::kNFKD: return utf8proc_run(s, UTF8PROC_STABLE | UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT);
+  }
+  return std::string(s);
+}
+
+std::string to_lower(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  size_t i = 0;
+  while (i < s.size()) {
+    unsigned char b = static_cast<unsigned char>(s[i]);
+    if (b < 0x80) {
+      out.push_back(static_cast<char>(b >= 'A' && b <= 'Z' ? b + 32 : b));
+      ++i;
+      continue;
+    }
+    uint32_t c = utf8_next(s, i);
+    if (c == 0x130) {  // the one unconditional multi-character lowercase mapping: İ -> i + combining dot above
+      out += "i\xCC\x87";
+      continue;
+    }
+    utf8_append(out, static_cast<uint32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(c))));
+  }
+  return out;
+}
+
+}  // namespace pipit::tok
