@@ -17,7 +17,8 @@ struct LlamaLayer {
 class LlamaModel : public Model {
  public:
   Status load(const HfConfig& cfg, const WeightSource& w, const LlamaOptions& opt) {
-    const char* arch = "llama";
+    const std::string model_type = cfg.model_type();
+    const char* arch = model_type.c_str();
     PIPIT_ASSIGN_OR_RETURN(int64_t n_embd, cfg.get_int("hidden_size"));
     PIPIT_ASSIGN_OR_RETURN(int64_t n_layer, cfg.get_int("num_hidden_layers"));
     PIPIT_ASSIGN_OR_RETURN(int64_t n_head, cfg.get_int("num_attention_heads"));
@@ -27,6 +28,10 @@ class LlamaModel : public Model {
     const int64_t head_dim = cfg.get_int_or("head_dim", n_head > 0 ? n_embd / n_head : 0);
     PIPIT_TRY(check_dims(arch, n_embd, n_head, n_head_kv, head_dim, n_ff, n_layer, n_vocab));
     eps_ = float(cfg.get_float_or("rms_norm_eps", 1e-6));
+    if (cfg.get_bool_or("mlp_bias", false)) return Error::unsupported("[{}] mlp_bias = true is not supported", arch);
+    if (!opt.use_rope.empty() && int64_t(opt.use_rope.size()) != n_layer)
+      return Error::invalid_argument("[{}] {} per-layer RoPE flags for {} layers", arch, opt.use_rope.size(), n_layer);
+    use_rope_ = opt.use_rope.empty() ? std::vector<bool>(size_t(n_layer), true) : opt.use_rope;
 
     attn_ = AttnConfig{n_embd, n_head, n_head_kv, head_dim, 1.0f / std::sqrt(float(head_dim)), eps_};
     PIPIT_ASSIGN_OR_RETURN(rope_, rope_from_config(cfg, head_dim));
@@ -61,7 +66,8 @@ class LlamaModel : public Model {
     for (int il = 0; il < int(layers_.size()); ++il) {
       const LlamaLayer& L = layers_[size_t(il)];
       Tensor h = ctx.name(rms_norm(ctx, x, L.attn_norm, eps_), "attn_norm", il);
-      Tensor a = ctx.name(self_attention(ctx, h, L.attn, attn_, &rope_, batch, kv, il), "attn_proj", il);
+      const RopeSpec* rope = use_rope_[size_t(il)] ? &rope_ : nullptr;
+      Tensor a = ctx.name(self_attention(ctx, h, L.attn, attn_, rope, batch, kv, il), "attn_proj", il);
       add_(ctx, x, a);
       h = ctx.name(rms_norm(ctx, x, L.ffn_norm, eps_), "ffn_norm", il);
       Tensor m = ctx.name(gated_mlp(ctx, h, L.mlp, MlpAct::kSilu), "ffn_out", il);
@@ -76,6 +82,7 @@ class LlamaModel : public Model {
   float eps_ = 1e-6f;
   AttnConfig attn_{};
   RopeSpec rope_;
+  std::vector<bool> use_rope_;  // per layer
   Tensor tok_embd_, out_norm_, output_;
   std::vector<LlamaLayer> layers_;
 };

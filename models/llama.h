@@ -3,13 +3,16 @@
 // this same graph with those options, so their files only parse their config and set the options.
 #pragma once
 
+#include <vector>
+
 #include "models/blocks.h"
 
 namespace pipit {
 
 struct LlamaOptions {
-  bool qkv_bias = false;  // Qwen2
-  bool qk_norm = false;   // Qwen3
+  bool qkv_bias = false;      // Qwen2
+  bool qk_norm = false;       // Qwen3
+  std::vector<bool> use_rope;  // SmolLM3: per layer, false = no RoPE (NoPE); empty: RoPE everywhere
 };
 
 Result<std::unique_ptr<Model>> make_llama_like(const HfConfig& cfg, const WeightSource& w, const LlamaOptions& opt);

@@ -112,7 +112,8 @@ TEST_P(GoldenText, BatchPrompts) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Text, GoldenText, ::testing::Values("llama", "qwen2", "qwen3", "stories260k", "gemma3_text"));
+INSTANTIATE_TEST_SUITE_P(Text, GoldenText, ::testing::Values("llama", "qwen2", "qwen3", "stories260k", "gemma3_text",
+                                                        "smollm3"));
 
 }  // namespace
 }  // namespace pipit
