@@ -113,7 +113,7 @@ TEST_P(GoldenText, BatchPrompts) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Text, GoldenText, ::testing::Values("llama", "qwen2", "qwen3", "stories260k", "gemma3_text",
-                                                        "smollm3"));
+                                                        "smollm3", "qwen3_moe"));
 
 }  // namespace
 }  // namespace pipit

@@ -1,0 +1,34 @@
+// Sparse mixture-of-experts MLP (Qwen3-MoE, and later MoE families): a linear router scores every expert, each
+// token keeps its top-k experts, and each expert — a gated MLP — runs only on the tokens routed to it, so a forward
+// touches (and pages in from the mmap'd file) only the experts its tokens use.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "models/blocks.h"
+
+namespace pipit {
+
+struct MoeWeights {
+  Tensor router;                    // [n_expert, n_embd]   (HF: mlp.gate.weight)
+  std::vector<MlpWeights> experts;  // n_expert x {gate, up [n_ff_exp, n_embd], down [n_embd, n_ff_exp]}
+};
+
+struct MoeConfig {
+  int64_t n_expert = 0, n_expert_used = 0;  // num_experts, num_experts_per_tok
+  bool norm_topk_prob = false;              // renormalise the kept probabilities to sum to 1
+  MlpAct act = MlpAct::kSilu;
+};
+
+// Loads "<prefix>gate.weight" and "<prefix>experts.{e}.{gate,up,down}_proj.weight"; a missing expert tensor is an
+// error that names it.
+Result<MoeWeights> load_moe(const WeightSource& w, const std::string& prefix, int64_t n_embd, int64_t n_ff_exp,
+                            int64_t n_expert);
+
+// x: [n_tokens, n_embd] (already normed) -> [n_tokens, n_embd].
+// reference: HF Qwen3MoeSparseMoeBlock: softmax over all experts in f32 -> top-k -> optional renormalisation ->
+// sum over the kept experts (in expert order) of weight * expert(x).
+Tensor moe_mlp(Ctx& ctx, const Tensor& x, const MoeWeights& w, const MoeConfig& c, int layer = -1);
+
+}  // namespace pipit
