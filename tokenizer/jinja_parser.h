@@ -1,0 +1,21 @@
+// Jinja parser: template source -> syntax tree (jinja_ast.h), with Jinja2's grammar and operator precedence
+// (jinja2/parser.py). Statements: if/elif/else, for (tuple targets, `if` filter, else, recursive), set (incl.
+// `ns.attr` and block set with filters), macro, call, filter, with, break/continue (the loopcontrols extension),
+// raw, and transformers' {% generation %}. Syntax errors name the template line.
+#pragma once
+
+#include <memory>
+#include <string_view>
+
+#include "core/status.h"
+#include "tokenizer/jinja_ast.h"
+
+namespace pipit::jinja {
+
+// Nesting limits keep hostile templates from exhausting the stack.
+constexpr int kMaxExprDepth = 100;
+constexpr int kMaxBlockDepth = 100;
+
+Result<std::shared_ptr<const Program>> parse_template(std::string_view source);
+
+}  // namespace pipit::jinja
