@@ -42,8 +42,16 @@ inline const ByteLevelAlphabet& byte_level_alphabet() {
 // Maps every byte of `s` to its alphabet character, appending to `out`.
 inline void byte_level_encode(std::string_view s, std::string& out) {
   const auto& a = byte_level_alphabet();
-  out.reserve(out.size() + s.size() * 2);
-  for (unsigned char b : s) out += a.utf8[b];
+  size_t n = out.size();
+  out.resize(n + s.size() * 2);  // every alphabet character is 1 or 2 bytes
+  char* p = out.data() + n;
+  for (unsigned char b : s) {
+    const std::string& u = a.utf8[b];
+    p[0] = u[0];
+    if (u.size() == 2) p[1] = u[1];
+    p += u.size();
+  }
+  out.resize(static_cast<size_t>(p - out.data()));
 }
 
 }  // namespace pipit::tok

@@ -6,7 +6,9 @@
 namespace pipit::tok {
 
 Result<std::string> JsonFields::one_char(const char* key) {
-  PIPIT_ASSIGN_OR_RETURN(std::string s, str(key));
+  Result<std::string> r = str(key);
+  if (!r) return r.status();
+  const std::string& s = *r;
   size_t n = s.empty() ? 0 : utf8_seq_len(static_cast<unsigned char>(s.front()));
   if (s.empty() || n != s.size()) return error(fmt("field '{}' must be a single character, got '{}'", key, s));
   return s;

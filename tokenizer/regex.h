@@ -26,9 +26,13 @@ class Regex {
   Regex(const Regex&) = delete;
   Regex& operator=(const Regex&) = delete;
 
-  // `pattern` in Oniguruma (Ruby) syntax, as HF `tokenizers` compiles it: \s, \S, \h and \H are translated to
-  // their Oniguruma meaning (\s includes U+0085; \h is a hex digit).
-  static Result<std::unique_ptr<Regex>> compile(std::string_view pattern);
+  enum class Engine {
+    kAuto,   // the hand-written matcher when the pattern is GPT-2's, Llama-3's or Qwen2's, else PCRE2
+    kPcre2,  // always PCRE2 (tests compare the two)
+  };
+  // `pattern` in Oniguruma (Ruby) syntax, as HF `tokenizers` compiles it; see onig_to_pcre2.
+  static Result<std::unique_ptr<Regex>> compile(std::string_view pattern, Engine engine = Engine::kAuto);
+  bool uses_fast_path() const { return fast_ != 0; }
   // Appends the [start, end) of every non-overlapping match, left to right (empty matches right after a
   // match are skipped, as Rust's find_iter does). `text` must be valid UTF-8.
   Status find_all(std::string_view text, std::vector<std::pair<size_t, size_t>>& out) const;
@@ -36,9 +40,12 @@ class Regex {
  private:
   Regex() = default;
   void* code_ = nullptr;  // pcre2_code_8*
+  int fast_ = 0;          // a FastPattern (regex_fast.h) other than kNone, or 0
 };
 
-// Translation of an Oniguruma pattern into PCRE2 syntax (exposed for tests).
+// Translation of an Oniguruma pattern into PCRE2 syntax (exposed for tests): \p{X}, \w, \d and \s become
+// PCRE2 classes completed with the code points HF's newer Unicode tables add (unicode_props.h); \s includes
+// U+0085; \h is a hex digit.
 std::string onig_to_pcre2(std::string_view pattern);
 
 // HF SplitPattern / ReplacePattern: {"String": "..."} (a literal) or {"Regex": "..."}.
