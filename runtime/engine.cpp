@@ -26,7 +26,7 @@ Engine::Engine(Model& model, const Tokenizer* tok, const EngineOptions& opt)
       n_ctx_(default_ctx(model, opt.n_ctx)),
       pool_(std::make_shared<ThreadPool>(opt.n_threads > 0 ? opt.n_threads : ThreadPool::default_threads())),
       arena_(size_t(1) << 22),
-      kv_(model.info().kv, std::max(1, opt.n_slots), n_ctx_, opt.kv_dtype),
+      kv_(model.info().kv, std::max(1, opt.n_slots), n_ctx_, opt.kv_dtype, std::max(1, opt.n_batch)),
       slot_used_(size_t(std::max(1, opt.n_slots)), false) {
   opt_.n_slots = std::max(1, opt_.n_slots);
   opt_.n_batch = std::max(1, opt_.n_batch);
