@@ -80,6 +80,15 @@ TEST_F(Gemma3Long, RingPrefillMatchesGolden) {
   }
 }
 
+// The same ring with an f16 KV cache: within f16 rounding of the golden.
+TEST_F(Gemma3Long, RingWithF16Cache) {
+  auto ids = g_.ids("input_ids");
+  Session s(*lm_.model, SessionOptions{.n_ctx = 64, .n_threads = 1, .n_batch = 3, .kv_dtype = DType::F16});
+  auto r = s.eval(ids, true);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  EXPECT_LE(test::max_abs_diff(r->ptr<float>(), g_.logits("logits"), r->numel()).max_abs, 1e-2);
+}
+
 // Decode one token at a time (a ring of window + 1 rows) well past the window: greedy ids and logits as the golden.
 TEST_F(Gemma3Long, GreedyTokenByTokenPastWindow) {
   auto ids = g_.ids("input_ids");
