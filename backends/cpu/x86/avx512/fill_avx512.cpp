@@ -1,8 +1,35 @@
-// AVX-512 (F/BW/VL/DQ, with VNNI and BF16 where present) kernels: registers the ones this folder implements.
+// AVX-512 (F/BW/VL/DQ, with VNNI where present) kernels: registers the ones this folder implements. Without
+// AVX512-VNNI the quantized matmuls stay AVX2's (maddubs); the f32 identity conversions and the weight quantizers
+// stay ref's (plain copies / converter-only).
 #include "backends/cpu/isa.h"
+#include "backends/cpu/x86/avx512/kernels_avx512.h"
 
 namespace pipit::avx512 {
 
-void fill(Kernels& k, const CpuFeatures& f) { k.name = "avx512"; }
+void fill(Kernels& k, const CpuFeatures& f) {
+  k.name = "avx512";
+  k.matmul[int(DType::F32)] = matmul_f32;
+  k.matmul[int(DType::F16)] = matmul_f16;
+  k.matmul[int(DType::BF16)] = matmul_bf16;
+  if (f.avx512vnni) {
+    k.matmul[int(DType::Q8_0)] = matmul_q8_0;
+    k.matmul[int(DType::Q4_0)] = matmul_q4_0;
+  }
+  k.quantize_act = quantize_act;
+  k.rms_norm = rms_norm;
+  k.swiglu = swiglu;
+  k.geglu = geglu;
+  k.add = add;
+  k.scale = scale;
+  k.softmax = softmax;
+  k.to_f32[int(DType::F16)] = f16_to_f32_row;
+  k.to_f32[int(DType::BF16)] = bf16_to_f32_row;
+  k.to_f32[int(DType::Q8_0)] = q8_0_to_f32;
+  k.to_f32[int(DType::Q4_0)] = q4_0_to_f32;
+  k.from_f32[int(DType::F16)] = f16_from_f32_row;
+  k.from_f32[int(DType::BF16)] = bf16_from_f32_row;
+  k.attn_row[int(DType::F32)] = attn_row_f32;
+  k.attn_row[int(DType::F16)] = attn_row_f16;
+}
 
 }  // namespace pipit::avx512

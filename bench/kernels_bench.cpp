@@ -1,0 +1,144 @@
+// Kernel micro-benchmarks: every ISA level this CPU runs, and ref, on one thread.
+//   GEMV (decode, M = 1) for f32 / f16 / bf16 / q8_0 / q4_0 weights at K = N = 1024, 2048, 4096: GB/s of weights.
+//   Small GEMM (prefill, M = 32) at K = N = 1024, 2048: GFLOP/s (2 M N K per call).
+//   Row kernels (rms_norm, swiglu, softmax, quantize_act at n = 4096) and attn_row (head_dim 128, 1024 keys).
+// Quantized matmuls take pre-quantized activations (quantize_act has its own case).
+// Run: build/kernels_bench --benchmark_filter=gemv   (names: <op>/<isa>/<dtype>/K=N=<n>[/M=<m>])
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/kernels.h"
+#include "core/cpu.h"
+
+namespace pipit {
+namespace {
+
+std::vector<std::pair<std::string, const Kernels*>> tables() {
+  static std::vector<Kernels> store;
+  std::vector<std::string> isas = {"scalar"};
+#if defined(__x86_64__)
+  if (cpu_features_capped("avx2").x86_avx2()) isas.push_back("avx2");
+  if (cpu_features_capped("avx512").x86_avx512()) isas.push_back("avx512");
+#elif defined(__aarch64__)
+  isas.push_back("neon");
+  if (cpu_features_capped("dotprod").dotprod) isas.push_back("dotprod");
+  if (cpu_features_capped("i8mm").i8mm) isas.push_back("i8mm");
+#endif
+  store.reserve(isas.size());
+  std::vector<std::pair<std::string, const Kernels*>> out;
+  for (const auto& isa : isas) {
+    store.push_back(isa == "scalar" ? ref_kernels() : make_kernels(cpu_features_capped(isa)));
+    out.emplace_back(isa == "scalar" ? "ref" : isa, &store.back());
+  }
+  return out;
+}
+
+std::vector<float> random_floats(size_t n, uint32_t seed) {
+  std::mt19937 g(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = u(g);
+  return v;
+}
+
+// y = x W^T with N x K weights of dtype t, M rows of x.
+void bm_matmul(benchmark::State& st, const Kernels* k, DType t, int64_t M, int64_t K, int64_t N) {
+  const int64_t row = dtype_row_bytes(t, K);
+  std::vector<uint8_t> w(size_t(row * N));
+  {
+    auto wf = random_floats(size_t(K * N), 1);
+    for (int64_t n = 0; n < N; ++n) ref_kernels().from_f32[int(t)](&wf[size_t(n * K)], &w[size_t(n * row)], K);
+  }
+  auto xf = random_floats(size_t(M * K), 2);
+  std::vector<BlockQ8Act> xq;
+  MatmulArgs a{xf.data(), K * 4, w.data(), row, nullptr, N * 4, M, K};
+  if (dtype_is_quantized(t)) {
+    xq.resize(size_t(M * K / kQBlock));
+    k->quantize_act(xf.data(), K * 4, xq.data(), M, K);
+    a.x = xq.data();
+    a.x_stride = K / kQBlock * int64_t(sizeof(BlockQ8Act));
+  }
+  std::vector<float> y(size_t(M * N));
+  a.y = y.data();
+  for (auto _ : st) {
+    k->matmul[int(t)](a, 0, N);
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  st.counters["GB/s"] = benchmark::Counter(double(row * N), benchmark::Counter::kIsIterationInvariantRate,
+                                           benchmark::Counter::kIs1000);
+  st.counters["GFLOP/s"] = benchmark::Counter(2.0 * M * N * K * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void bm_rows(benchmark::State& st, const Kernels* k, const std::string& op) {
+  const int64_t n = 4096;
+  auto a = random_floats(size_t(n), 3), b = random_floats(size_t(n), 4);
+  std::vector<float> y(static_cast<size_t>(n));
+  std::vector<BlockQ8Act> q(size_t(n / kQBlock));
+  for (auto _ : st) {
+    if (op == "rms_norm") k->rms_norm(a.data(), b.data(), y.data(), n, 1e-6f, 0.0f);
+    if (op == "swiglu") k->swiglu(a.data(), b.data(), y.data(), n);
+    if (op == "softmax") {
+      y = a;
+      k->softmax(y.data(), n);
+    }
+    if (op == "quantize_act") k->quantize_act(a.data(), n * 4, q.data(), 1, n);
+    benchmark::DoNotOptimize(y.data());
+    benchmark::DoNotOptimize(q.data());
+  }
+  st.counters["elem/s"] = benchmark::Counter(double(n), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void bm_attn(benchmark::State& st, const Kernels* k, DType kv) {
+  const int64_t hd = 128, n = 1024, esz = kv == DType::F32 ? 4 : 2;
+  std::vector<uint8_t> kb(size_t(n * hd * esz)), vb(size_t(n * hd * esz));
+  auto kf = random_floats(size_t(n * hd), 5), vf = random_floats(size_t(n * hd), 6), q = random_floats(size_t(hd), 7);
+  ref_kernels().from_f32[int(kv)](kf.data(), kb.data(), n * hd);
+  ref_kernels().from_f32[int(kv)](vf.data(), vb.data(), n * hd);
+  std::vector<float> out(static_cast<size_t>(hd)), scratch(static_cast<size_t>(n));
+  AttnRowArgs a{q.data(), kb.data(), vb.data(), hd * esz, out.data(), scratch.data(), hd, 0, n, 0.088f, 0.0f};
+  for (auto _ : st) {
+    k->attn_row[int(kv)](a);
+    benchmark::DoNotOptimize(out.data());
+  }
+  st.counters["GB/s"] = benchmark::Counter(double(2 * n * hd * esz), benchmark::Counter::kIsIterationInvariantRate,
+                                           benchmark::Counter::kIs1000);
+}
+
+void register_all() {
+  const DType dts[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0};
+  for (auto& [isa, k] : tables()) {
+    for (DType t : dts)
+      for (int64_t n : {1024, 2048, 4096}) {
+        const std::string name = "gemv/" + isa + "/" + std::string(dtype_name(t)) + "/K=N=" + std::to_string(n);
+        benchmark::RegisterBenchmark(name.c_str(), bm_matmul, k, t, int64_t(1), n, n)->Unit(benchmark::kMicrosecond);
+      }
+    for (DType t : dts)
+      for (int64_t n : {1024, 2048}) {
+        const std::string name = "gemm/" + isa + "/" + std::string(dtype_name(t)) + "/K=N=" + std::to_string(n) + "/M=32";
+        benchmark::RegisterBenchmark(name.c_str(), bm_matmul, k, t, int64_t(32), n, n)->Unit(benchmark::kMillisecond);
+      }
+    for (const char* op : {"rms_norm", "swiglu", "softmax", "quantize_act"})
+      benchmark::RegisterBenchmark(("row/" + isa + "/" + op + "/n=4096").c_str(), bm_rows, k, std::string(op))
+          ->Unit(benchmark::kMicrosecond);
+    for (DType kv : {DType::F32, DType::F16})
+      benchmark::RegisterBenchmark(("attn_row/" + isa + "/" + std::string(dtype_name(kv)) + "/hd=128/keys=1024").c_str(),
+                                   bm_attn, k, kv)
+          ->Unit(benchmark::kMicrosecond);
+  }
+}
+
+}  // namespace
+}  // namespace pipit
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  pipit::register_all();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
