@@ -136,8 +136,17 @@ std::string onig_to_pcre2(std::string_view p) {
         cls = translate_class(hf_escape_class('w'), "\\p{L}\\p{Nl}\\p{M}\\p{Nd}\\p{Pc}", d == 'W');
       } else if (d == 'd' || d == 'D') {
         cls = translate_class(hf_escape_class('d'), "\\p{Nd}", d == 'D');
-      } else if (d == 's' || d == 'S') {
-        cls = translate_class(hf_escape_class('s'), "\\s\\x{85}", d == 'S');
+      } else if (d == 's' || d == 'S') {  // PCRE2's \s differs (U+0085, U+180E): spell HF's set out
+        const generated::HfProperty* sp = hf_escape_class('s');
+        std::string body;
+        for (size_t r = 0; r < sp->n_ranges; ++r) {
+          append_cp(body, sp->ranges[r].first);
+          if (sp->ranges[r].last > sp->ranges[r].first) {
+            body += "-";
+            append_cp(body, sp->ranges[r].last);
+          }
+        }
+        cls = ClassText{body, d == 'S'};
       } else if (d == 'h' || d == 'H') {  // Oniguruma: hexadecimal digit
         cls = ClassText{"0-9a-fA-F", d == 'H'};
       }

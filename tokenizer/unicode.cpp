@@ -30,7 +30,7 @@ namespace {
 
 // Length of the valid prefix of the sequence starting at s[i] (Unicode table 3-7), and its full length when
 // complete. Returns {consumed, complete}: consumed >= 1 always.
-struct SeqCheck { size_t consumed; bool complete; };
+struct SeqCheck { size_t consumed; bool complete; bool truncated = false; };
 
 SeqCheck check_seq(std::string_view s, size_t i) {
   auto b = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
@@ -48,7 +48,7 @@ SeqCheck check_seq(std::string_view s, size_t i) {
   else return {1, false};
   size_t k = 1;
   for (; k < need; ++k) {
-    if (i + k >= s.size()) return {k, false};
+    if (i + k >= s.size()) return {k, false, true};
     unsigned char x = b(k);
     unsigned char l = k == 1 ? lo : 0x80, h = k == 1 ? hi : 0xBF;
     if (x < l || x > h) return {k, false};
@@ -95,8 +95,7 @@ size_t utf8_incomplete_tail(std::string_view s) {
     size_t i = s.size() - k;
     unsigned char c = static_cast<unsigned char>(s[i]);
     if ((c & 0xC0) == 0x80) continue;
-    SeqCheck r = check_seq(s, i);
-    return (!r.complete && i + r.consumed == s.size()) ? k : 0;
+    return check_seq(s, i).truncated ? k : 0;
   }
   return 0;
 }
