@@ -9,7 +9,7 @@ PKGS=(
   nlohmann-json3-dev libcpp-httplib-dev libpcre2-dev libutf8proc-dev libstb-dev
   g++-aarch64-linux-gnu qemu-user
   ocl-icd-opencl-dev pocl-opencl-icd
-  python3 python3-numpy python3-torch python3-pil
+  python3 python3-numpy python3-torch python3-pil python3-jinja2
   curl
   # aarch64 builds of the libraries the tokenizer links (Debian multiarch), for the Arm build tested under qemu
   libpcre2-dev:arm64 libutf8proc-dev:arm64

@@ -41,6 +41,8 @@ Result<bool> apply_test(Interp& in, std::string_view name, const Value& v, CallA
 
 // ---- jinja_globals.cpp: range, dict, namespace, cycler, joiner, raise_exception, strftime_now ----
 const Value* find_global(std::string_view name);
+// Tests pin strftime_now's clock to `epoch_seconds`, read as UTC; a negative value restores the local clock.
+void set_clock_for_testing(int64_t epoch_seconds);
 
 // Argument helpers shared by the builtins.
 Result<int64_t> arg_int(const Value* v, int64_t def, std::string_view what);

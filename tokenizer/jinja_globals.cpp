@@ -1,5 +1,6 @@
 // Global functions a chat template can call: Jinja2's range, dict, namespace, joiner, cycler, and the two that
 // transformers adds, raise_exception(msg) and strftime_now(format) (local time, like datetime.now().strftime).
+#include <atomic>
 #include <ctime>
 #include <map>
 
@@ -9,6 +10,8 @@
 namespace pipit::jinja {
 
 namespace {
+
+std::atomic<int64_t> g_fixed_now{-1};
 
 Result<Value> g_range(Interp& in, CallArgs& a) {
   if (a.pos.empty() || a.pos.size() > 3) return Error::invalid_argument("range expected 1 to 3 arguments, got {}", a.pos.size());
@@ -73,9 +76,14 @@ Result<Value> g_raise_exception(Interp&, CallArgs& a) {
 Result<Value> g_strftime_now(Interp&, CallArgs& a) {
   const Value* f = a.get(0, "format");
   if (!f || !f->is_string()) return Error::invalid_argument("strftime_now() needs a format string");
-  std::time_t now = std::time(nullptr);
   std::tm tm{};
-  localtime_r(&now, &tm);
+  if (int64_t fixed = g_fixed_now.load(); fixed >= 0) {
+    std::time_t t = static_cast<std::time_t>(fixed);
+    gmtime_r(&t, &tm);
+  } else {
+    std::time_t now = std::time(nullptr);
+    localtime_r(&now, &tm);
+  }
   char buf[512];
   size_t n = std::strftime(buf, sizeof buf, f->str().c_str(), &tm);
   if (n == 0 && !f->str().empty()) return Error::invalid_argument("strftime_now: format too long or invalid");
@@ -106,6 +114,8 @@ Value native(const char* name, Result<Value> (*fn)(Interp&, CallArgs&)) {
 }
 
 }  // namespace
+
+void set_clock_for_testing(int64_t epoch_seconds) { g_fixed_now.store(epoch_seconds); }
 
 const Value* find_global(std::string_view name) {
   static const std::map<std::string_view, Value> kGlobals = {

@@ -391,7 +391,10 @@ Result<Value> call_str_method(Interp& in, const std::string& s, std::string_view
     }
     return Value::string(std::move(out));
   }
-  if (name == "format") return str_format(s, a);
+  if (name == "format") {
+    a.kw_used.assign(a.kw.size(), true);
+    return str_format(s, a);
+  }
   if (name.substr(0, 2) == "is") {
     if (s.empty()) return Value::boolean(false);
     bool all = true, any_cased = false, any_upper = false, any_lower = false;

@@ -44,6 +44,9 @@ Status unsupported(std::string_view op, const Value& a, const Value& b) {
 
 Result<Value> repeat(const Value& seq, int64_t n, Interp& in) {
   if (n < 0) n = 0;
+  size_t unit = seq.is_string() ? seq.str().size() : seq.items().size();
+  if (unit > 0 && static_cast<uint64_t>(n) > (uint64_t{1} << 40) / unit)  // the product would overflow: surely too big
+    return Error::out_of_range("'*' would build a sequence of {} x {} elements", unit, n);
   if (seq.is_string()) {
     PIPIT_TRY(in.check_size(seq.str().size() * static_cast<size_t>(n)));
     std::string s;

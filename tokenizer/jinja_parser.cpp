@@ -51,6 +51,14 @@ class Parser {
     next();
     return n;
   }
+  // Left-nested chains (a + b + c, a.b.c, x|f|g) deepen the tree by one per link: count them against the same
+  // limit as parentheses, so evaluating and freeing the tree never recurses too deeply.
+  Status deeper(int& added) {
+    ++expr_depth_;
+    ++added;
+    if (expr_depth_ > kMaxExprDepth) return fail(cur(), "expression nested too deeply");
+    return Status::ok();
+  }
   ExprPtr node(ExprKind k, int line) {
     auto e = std::make_unique<Expr>();
     e->kind = k;
@@ -400,7 +408,9 @@ Result<ExprPtr> Parser::parse_tuple(bool simplified, bool with_condexpr, std::st
 
 Result<ExprPtr> Parser::parse_condexpr() {
   PIPIT_ASSIGN_OR_RETURN(ExprPtr e, parse_or());
+  int added = 0;
   while (is_name("if")) {
+    PIPIT_TRY(deeper(added));
     int line = cur().line;
     next();
     ExprPtr c = node(ExprKind::kCond, line);
@@ -411,30 +421,37 @@ Result<ExprPtr> Parser::parse_condexpr() {
     c->a = std::move(e);
     e = std::move(c);
   }
+  expr_depth_ -= added;
   return e;
 }
 
 Result<ExprPtr> Parser::parse_or() {
   PIPIT_ASSIGN_OR_RETURN(ExprPtr e, parse_and());
+  int added = 0;
   while (is_name("or")) {
+    PIPIT_TRY(deeper(added));
     ExprPtr n = node(ExprKind::kOr, cur().line);
     next();
     n->a = std::move(e);
     PIPIT_ASSIGN_OR_RETURN(n->b, parse_and());
     e = std::move(n);
   }
+  expr_depth_ -= added;
   return e;
 }
 
 Result<ExprPtr> Parser::parse_and() {
   PIPIT_ASSIGN_OR_RETURN(ExprPtr e, parse_not());
+  int added = 0;
   while (is_name("and")) {
+    PIPIT_TRY(deeper(added));
     ExprPtr n = node(ExprKind::kAnd, cur().line);
     next();
     n->a = std::move(e);
     PIPIT_ASSIGN_OR_RETURN(n->b, parse_not());
     e = std::move(n);
   }
+  expr_depth_ -= added;
   return e;
 }
 
@@ -484,7 +501,9 @@ Result<ExprPtr> Parser::parse_compare() {
 
 Result<ExprPtr> Parser::parse_math1() {
   PIPIT_ASSIGN_OR_RETURN(ExprPtr e, parse_concat());
+  int added = 0;
   while (is_op("+") || is_op("-")) {
+    PIPIT_TRY(deeper(added));
     ExprPtr n = node(ExprKind::kBinary, cur().line);
     n->name = cur().text;
     next();
@@ -492,6 +511,7 @@ Result<ExprPtr> Parser::parse_math1() {
     PIPIT_ASSIGN_OR_RETURN(n->b, parse_concat());
     e = std::move(n);
   }
+  expr_depth_ -= added;
   return e;
 }
 
@@ -509,7 +529,9 @@ Result<ExprPtr> Parser::parse_concat() {
 
 Result<ExprPtr> Parser::parse_math2() {
   PIPIT_ASSIGN_OR_RETURN(ExprPtr e, parse_pow());
+  int added = 0;
   while (is_op("*") || is_op("/") || is_op("//") || is_op("%")) {
+    PIPIT_TRY(deeper(added));
     ExprPtr n = node(ExprKind::kBinary, cur().line);
     n->name = cur().text;
     next();
@@ -517,12 +539,15 @@ Result<ExprPtr> Parser::parse_math2() {
     PIPIT_ASSIGN_OR_RETURN(n->b, parse_pow());
     e = std::move(n);
   }
+  expr_depth_ -= added;
   return e;
 }
 
 Result<ExprPtr> Parser::parse_pow() {
   PIPIT_ASSIGN_OR_RETURN(ExprPtr e, parse_unary(true));
+  int added = 0;
   while (is_op("**")) {
+    PIPIT_TRY(deeper(added));
     ExprPtr n = node(ExprKind::kBinary, cur().line);
     n->name = "**";
     next();
@@ -530,6 +555,7 @@ Result<ExprPtr> Parser::parse_pow() {
     PIPIT_ASSIGN_OR_RETURN(n->b, parse_unary(true));
     e = std::move(n);
   }
+  expr_depth_ -= added;
   return e;
 }
 
@@ -611,7 +637,9 @@ Result<ExprPtr> Parser::parse_primary() {
 }
 
 Result<ExprPtr> Parser::parse_postfix(ExprPtr e) {
+  int added = 0;
   while (true) {
+    if (is_op(".") || is_op("[") || is_op("(")) PIPIT_TRY(deeper(added));
     if (is_op(".") || is_op("[")) {
       PIPIT_ASSIGN_OR_RETURN(e, parse_subscript(std::move(e)));
     } else if (is_op("(")) {
@@ -620,13 +648,16 @@ Result<ExprPtr> Parser::parse_postfix(ExprPtr e) {
       PIPIT_TRY(parse_call_args(*call));
       e = std::move(call);
     } else {
+      expr_depth_ -= added;
       return e;
     }
   }
 }
 
 Result<ExprPtr> Parser::parse_filter_expr(ExprPtr e) {
+  int added = 0;
   while (true) {
+    if (is_op("|") || is_name("is") || is_op("(")) PIPIT_TRY(deeper(added));
     if (is_op("|")) {
       PIPIT_ASSIGN_OR_RETURN(e, parse_filter(std::move(e), false));
     } else if (is_name("is")) {
@@ -637,6 +668,7 @@ Result<ExprPtr> Parser::parse_filter_expr(ExprPtr e) {
       PIPIT_TRY(parse_call_args(*call));
       e = std::move(call);
     } else {
+      expr_depth_ -= added;
       return e;
     }
   }
@@ -742,7 +774,9 @@ Status Parser::parse_call_args(Expr& call) {
 }
 
 Result<ExprPtr> Parser::parse_filter(ExprPtr e, bool start_inline) {
+  int added = 0;
   while (is_op("|") || start_inline) {
+    PIPIT_TRY(deeper(added));
     if (!start_inline) next();
     start_inline = false;
     ExprPtr f = node(ExprKind::kFilter, cur().line);
@@ -755,6 +789,7 @@ Result<ExprPtr> Parser::parse_filter(ExprPtr e, bool start_inline) {
     f->a = std::move(e);
     e = std::move(f);
   }
+  expr_depth_ -= added;
   return e;
 }
 

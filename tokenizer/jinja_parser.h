@@ -13,7 +13,7 @@
 namespace pipit::jinja {
 
 // Nesting limits keep hostile templates from exhausting the stack.
-constexpr int kMaxExprDepth = 100;
+constexpr int kMaxExprDepth = 200;  // parentheses + chain links (a + b + c, a.b.c, x|f|g) along one path
 constexpr int kMaxBlockDepth = 100;
 
 Result<std::shared_ptr<const Program>> parse_template(std::string_view source);
