@@ -1,10 +1,11 @@
-// Model loading from an HF directory (more sources plug in here).
+// Model loading: whatever open_checkpoint reads (HF directory with safetensors or PyTorch files, .pipit, .gguf)
+// becomes a WeightSource over HF names; the model, the tokenizer and the generation defaults come from it.
 #include "runtime/loader.h"
 
 #include <algorithm>
 
 #include "core/storage.h"
-#include "format/safetensors.h"
+#include "convert/checkpoint.h"
 #ifdef PIPIT_WITH_TOKENIZER
 #include "tokenizer/tokenizer.h"
 #endif
@@ -29,37 +30,60 @@ void merge_generation_config(LoadedModel& lm) {
   if (info.bos_id < 0) info.bos_id = int32_t(g.get_int_or("bos_token_id", -1));
 }
 
-Result<LoadedModel> load_hf_dir(const std::string& dir, const LoadOptions& opt) {
-  LoadedModel lm;
-  lm.path = dir;
-  const std::string cfg_path = dir + "/config.json";
-  if (!file_exists(cfg_path)) return Error::not_found("[load] {}: no config.json (is this a HF checkpoint directory?)", dir);
-  PIPIT_ASSIGN_OR_RETURN(lm.config, HfConfig::load(cfg_path));
-  if (file_exists(dir + "/generation_config.json")) {
-    PIPIT_ASSIGN_OR_RETURN(std::string g, read_file(dir + "/generation_config.json"));
-    auto j = nlohmann::json::parse(g, nullptr, false);
-    if (!j.is_discarded() && j.is_object()) lm.generation_config = j;
-  }
-  PIPIT_ASSIGN_OR_RETURN(auto set, SafetensorsSet::open_dir(dir));
-  lm.weights = std::make_shared<MapWeightSource>(set.tensors());
-  PIPIT_ASSIGN_OR_RETURN(lm.model, create_model(lm.config, *lm.weights));
-  merge_generation_config(lm);
+// The tokenizer from the checkpoint's texts: tokenizer.json + tokenizer_config.json, and a chat_template.jinja when
+// tokenizer_config.json has no template (newer HF checkpoints keep it there).
+Status load_tokenizer(const Checkpoint& c, LoadedModel& lm) {
 #ifdef PIPIT_WITH_TOKENIZER
-  if (file_exists(dir + "/tokenizer.json")) {
-    PIPIT_ASSIGN_OR_RETURN(lm.tokenizer, Tokenizer::load_dir(dir));
+  if (c.format != "pipit" && c.format != "gguf" && is_directory(c.path)) {
+    if (file_exists(c.path + "/tokenizer.json")) {
+      PIPIT_ASSIGN_OR_RETURN(lm.tokenizer, Tokenizer::load_dir(c.path));
+    }
+    return Status::ok();
   }
+  auto tj = c.texts.find("tokenizer");
+  if (tj == c.texts.end()) return Status::ok();
+  std::string cfg = c.texts.count("tokenizer_config") ? c.texts.at("tokenizer_config") : "";
+  if (auto ct = c.texts.find("chat_template"); ct != c.texts.end()) {
+    auto j = nlohmann::json::parse(cfg.empty() ? "{}" : cfg, nullptr, false);
+    if (j.is_object() && !j.contains("chat_template")) {
+      j["chat_template"] = ct->second;
+      cfg = j.dump();
+    }
+  }
+  auto t = Tokenizer::load(tj->second, cfg);
+  if (!t) return t.status().with_context("[load] " + c.path);
+  lm.tokenizer = std::move(t).value();
+#else
+  (void)c;
+  (void)lm;
 #endif
-  if (opt.need_tokenizer && !lm.tokenizer)
-    return Error::not_found("[load] {}: no tokenizer.json; this command needs a tokenizer", dir);
-  return lm;
+  return Status::ok();
 }
 
 }  // namespace
 
 Result<LoadedModel> load_model(const std::string& path, const LoadOptions& opt) {
-  if (is_directory(path)) return load_hf_dir(path, opt);
-  if (!file_exists(path)) return Error::not_found("[load] '{}': no such file or directory", path);
-  return Error::unsupported("[load] '{}': expected a HF checkpoint directory (config.json + *.safetensors)", path);
+  PIPIT_ASSIGN_OR_RETURN(Checkpoint c, open_checkpoint(path));
+  LoadedModel lm;
+  lm.path = path;
+  lm.config = HfConfig(c.config);
+  lm.generation_config = c.generation_config.is_object() ? c.generation_config : nlohmann::json::object();
+  if (auto pp = c.texts.find("preprocessor_config"); pp != c.texts.end()) {  // image processor of a VLM
+    auto j = nlohmann::json::parse(pp->second, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) return Error::format("[load] {}: preprocessor_config.json is not a JSON object", path);
+    lm.preprocessor_config = std::move(j);
+  }
+  lm.weights = std::make_shared<MapWeightSource>(std::move(c.tensors));
+  PIPIT_ASSIGN_OR_RETURN(lm.model, create_model(lm.config, *lm.weights));
+  merge_generation_config(lm);
+  PIPIT_TRY(load_tokenizer(c, lm));
+  if (opt.need_tokenizer && !lm.tokenizer) {
+    if (!c.tokenizer_error.empty())
+      return Error::unsupported("[load] {}: this command needs a tokenizer, and the file's could not be read: {}",
+                                path, c.tokenizer_error);
+    return Error::not_found("[load] {}: no tokenizer (tokenizer.json); this command needs one", path);
+  }
+  return lm;
 }
 
 }  // namespace pipit

@@ -1,6 +1,6 @@
 // Opens what a user points `-m` at and returns a runnable model: an HF checkpoint directory (config.json +
-// safetensors, tokenizer files optional), and — as the converter lands — a .pipit or .gguf file.
-// Weights stay memory-mapped; nothing is copied.
+// safetensors or pytorch_model.bin, tokenizer files optional), a .pipit file or a .gguf file (read in place).
+// Weights stay memory-mapped; nothing is copied (except llama-arch GGUF q/k rows, which are un-permuted).
 #pragma once
 
 #include <memory>
@@ -20,6 +20,7 @@ struct LoadedModel {
   std::shared_ptr<Tokenizer> tokenizer;   // null when the checkpoint has no tokenizer files
   HfConfig config;
   nlohmann::json generation_config = nlohmann::json::object();
+  nlohmann::json preprocessor_config;     // preprocessor_config.json of a vision-language model (null when absent)
   std::string path;
 };
 

@@ -1,0 +1,169 @@
+// `pipit inspect FILE`: what is inside a .pipit file (header, config summary, recipe, tensors), a .gguf (metadata,
+// tensors), a .safetensors file or an HF directory. `--load` also loads the model and reports the time and resident
+// memory it took (the zero-copy check).
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+
+#include "cli/command.h"
+#include "convert/checkpoint.h"
+#include "core/storage.h"
+#include "format/gguf.h"
+#include "format/pipit_format.h"
+#include "format/safetensors.h"
+#include "runtime/loader.h"
+
+namespace pipit::cli {
+
+namespace {
+
+std::string mb(double bytes) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.2f MB", bytes / 1e6);
+  return b;
+}
+
+// Resident set size of this process in bytes (Linux /proc), 0 when unknown.
+double rss_bytes() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) * 1024;
+  return 0;
+}
+
+void print_config(const nlohmann::json& c) {
+  HfConfig cfg(c);
+  std::printf("arch: %s  hidden %lld, layers %lld, heads %lld/%lld, head_dim %lld, ff %lld, vocab %lld%s\n",
+              cfg.model_type().c_str(), (long long)cfg.get_int_or("hidden_size", 0),
+              (long long)cfg.get_int_or("num_hidden_layers", 0), (long long)cfg.get_int_or("num_attention_heads", 0),
+              (long long)cfg.get_int_or("num_key_value_heads", cfg.get_int_or("num_attention_heads", 0)),
+              (long long)cfg.get_int_or("head_dim", 0), (long long)cfg.get_int_or("intermediate_size", 0),
+              (long long)cfg.get_int_or("vocab_size", 0), cfg.get_bool_or("tie_word_embeddings", false) ? ", tied" : "");
+}
+
+void print_tensor_table(const std::vector<std::tuple<std::string, std::string, std::string, uint64_t>>& rows,
+                        bool all) {
+  std::map<std::string, std::pair<int, uint64_t>> by_type;
+  uint64_t total = 0;
+  std::printf("tensors (%zu):\n", rows.size());
+  size_t shown = 0;
+  for (auto& [name, dtype, shape, bytes] : rows) {
+    by_type[dtype].first++;
+    by_type[dtype].second += bytes;
+    total += bytes;
+    if (all || shown < 40) {
+      std::printf("  %-52s %-6s %-18s %12llu\n", name.c_str(), dtype.c_str(), shape.c_str(), (unsigned long long)bytes);
+      ++shown;
+    }
+  }
+  if (shown < rows.size()) std::printf("  ... %zu more (--all lists every tensor)\n", rows.size() - shown);
+  for (auto& [t, v] : by_type) std::printf("  %-6s %5d tensors  %s\n", t.c_str(), v.first, mb(double(v.second)).c_str());
+  std::printf("  total  %s\n", mb(double(total)).c_str());
+}
+
+int inspect_pipit(const std::string& path, bool all) {
+  auto f = PipitFile::open(path);
+  if (!f) {
+    std::fprintf(stderr, "pipit inspect: error: %s\n", f.status().message().c_str());
+    return 1;
+  }
+  const auto& h = f->header();
+  std::printf("file: %s (%s), .pipit version %u, data at byte %llu\n", path.c_str(), mb(double(f->file_size())).c_str(),
+              f->version(), (unsigned long long)f->data_offset());
+  if (h.contains("generator")) std::printf("generator: %s\n", h["generator"].dump().c_str());
+  print_config(f->config());
+  for (const char* k : {"tokenizer", "tokenizer_config", "chat_template", "preprocessor_config", "processor_config"})
+    if (auto t = f->text(k)) std::printf("%s: %zu bytes\n", k, t->size());
+  if (h.contains("generation_config")) std::printf("generation_config: %s\n", h["generation_config"].dump().c_str());
+  if (h.contains("quantization")) {
+    const auto& q = h["quantization"];
+    std::printf("quantization: quant %s, target %s, layout %s, source %s\n", q.value("quant", "?").c_str(),
+                q.value("target", "?").c_str(), q.value("layout", "?").c_str(), q.value("source_format", "?").c_str());
+    if (q.contains("rules") && q["rules"].is_array())
+      for (auto& r : q["rules"]) std::printf("  rule: %s\n", r.is_string() ? r.get<std::string>().c_str() : "?");
+    if (q.contains("fallbacks") && q["fallbacks"].is_array())
+      for (auto& fb : q["fallbacks"]) std::printf("  fallback: %s\n", fb.dump().c_str());
+  }
+  std::vector<std::tuple<std::string, std::string, std::string, uint64_t>> rows;
+  for (auto& e : f->entries())
+    rows.emplace_back(e.name, std::string(dtype_name(e.dtype)), shape_to_string(e.shape), e.nbytes);
+  print_tensor_table(rows, all);
+  return 0;
+}
+
+int inspect_gguf(const std::string& path, bool all) {
+  auto f = GgufFile::open(path);
+  if (!f) {
+    std::fprintf(stderr, "pipit inspect: error: %s\n", f.status().message().c_str());
+    return 1;
+  }
+  std::printf("file: %s, GGUF version %u, alignment %llu, data at byte %llu\n", path.c_str(), f->version(),
+              (unsigned long long)f->alignment(), (unsigned long long)f->data_offset());
+  std::printf("metadata (%zu):\n", f->metadata().size());
+  for (auto& [k, v] : f->metadata()) std::printf("  %-44s %s\n", k.c_str(), v.to_string().c_str());
+  std::vector<std::tuple<std::string, std::string, std::string, uint64_t>> rows;
+  for (auto& t : f->tensors()) {
+    const GgmlTypeInfo* ti = ggml_type_info(t.type);
+    rows.emplace_back(t.name, ti ? ti->name : "?", shape_to_string(t.shape()), t.nbytes);
+  }
+  print_tensor_table(rows, all);
+  return 0;
+}
+
+int inspect_checkpoint(const std::string& path, bool all) {
+  auto c = open_checkpoint(path);
+  if (!c) {
+    std::fprintf(stderr, "pipit inspect: error: %s\n", c.status().message().c_str());
+    return 1;
+  }
+  std::printf("checkpoint: %s (%s)\n", path.c_str(), c->format.c_str());
+  print_config(c->config);
+  for (auto& [k, v] : c->texts) std::printf("%s: %zu bytes\n", k.c_str(), v.size());
+  for (auto& n : c->notes) std::printf("note: %s\n", n.c_str());
+  std::vector<std::tuple<std::string, std::string, std::string, uint64_t>> rows;
+  for (auto& [name, t] : c->tensors) rows.emplace_back(name, std::string(dtype_name(t.dtype())), t.shape_str(), t.nbytes());
+  print_tensor_table(rows, all);
+  return 0;
+}
+
+int cmd_inspect(Args& a) {
+  a.flag({"--all"}, "list every tensor");
+  a.flag({"--load"}, "also load the model; report load time and resident memory");
+  if (auto st = a.parse(); !st) return fail(a, st.message());
+  if (a.help() || a.positionals().size() != 1) {
+    std::printf("usage: pipit inspect FILE [--all] [--load]\nFILE: .pipit, .gguf, .safetensors or a HF directory\n%s",
+                a.usage().c_str());
+    return a.help() ? 0 : 1;
+  }
+  const std::string path = a.positionals()[0];
+  const bool all = a.get_flag("--all");
+  if (a.get_flag("--load")) {
+    const double rss0 = rss_bytes();
+    const auto t0 = std::chrono::steady_clock::now();
+    auto lm = load_model(path);
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!lm) return fail(a, lm.status().message());
+    const double rss1 = rss_bytes();
+    double fsize = 0;
+    if (file_exists(path)) {
+      std::ifstream f(path, std::ios::binary | std::ios::ate);
+      fsize = double(f.tellg());
+    }
+    std::printf("load: %.3f s; resident memory %s before, %s after: +%s", secs, mb(rss0).c_str(), mb(rss1).c_str(),
+                mb(rss1 - rss0).c_str());
+    if (fsize > 0) std::printf(" = %.2f%% of the %s file", 100 * (rss1 - rss0) / fsize, mb(fsize).c_str());
+    std::printf("\n");
+    return 0;
+  }
+  if (is_pipit_file(path)) return inspect_pipit(path, all);
+  if (is_gguf_file(path)) return inspect_gguf(path, all);
+  return inspect_checkpoint(path, all);
+}
+
+}  // namespace
+
+PIPIT_REGISTER_COMMAND("inspect", "what is inside a .pipit / .gguf / safetensors checkpoint", cmd_inspect);
+
+}  // namespace pipit::cli

@@ -1,0 +1,33 @@
+// GGUF -> the HF view of a checkpoint: llama.cpp tensor names and metadata mapped to HF names and an HF config.json
+// for the llama, qwen2 and qwen3 architectures, and the GGUF vocabulary turned into an HF tokenizer.json.
+//
+// Layout differences undone here:
+//  - llama.cpp's convert_hf_to_gguf.py permutes the rows of q_proj / k_proj (weights and biases) of llama-arch
+//    models so its RoPE can rotate adjacent pairs: within each head, HF row j*(head_dim/2) + i becomes GGUF row 2i + j.
+//    We apply the inverse (a row copy, the only tensors not used in place) so HF's rotate_half RoPE applies.
+//    qwen2 / qwen3 are stored unpermuted (llama.cpp runs them with NEOX-style RoPE).
+//  - Llama 3 RoPE scaling is stored as a `rope_freqs` tensor of per-frequency factors instead of config values; the
+//    HF rope_scaling (llama3: factor, low/high_freq_factor, original_max_position_embeddings) is recovered from it and
+//    checked to reproduce every factor.
+// Tensors of types F32, F16, BF16, Q8_0 and Q4_0 are views of the mapped file (Q8_0 / Q4_0 bytes are pipit's q8_0 /
+// q4_0); any other type is an error naming it.
+#pragma once
+
+#include <string>
+
+#include "convert/checkpoint.h"
+#include "format/gguf.h"
+
+namespace pipit {
+
+Result<Checkpoint> import_gguf(const GgufFile& f);
+Result<Checkpoint> open_gguf_checkpoint(const std::string& path);
+
+// The HF tokenizer.json and tokenizer_config.json texts for the vocabulary in a GGUF file
+// (tokenizer.ggml.model "gpt2": byte-level BPE; "llama": SentencePiece-style BPE with byte fallback).
+struct HfTokenizerTexts {
+  std::string tokenizer_json, tokenizer_config_json;
+};
+Result<HfTokenizerTexts> gguf_tokenizer_to_hf(const GgufFile& f);
+
+}  // namespace pipit

@@ -1,0 +1,60 @@
+// Quantization recipes: which dtype each tensor gets. A recipe is an ordered list of rules (tensor-name glob ->
+// dtype, first match wins); user rules from a JSON file come first, then the defaults for the requested --quant:
+//   1. 1-D tensors (norms, biases)                      -> f32
+//   2. the output head (lm_head, or the embedding when tied) -> q8_0 under q4, else the requested type
+//   3. the token embedding (untied)                     -> the requested float type; under q8/q4 it stays 16-bit
+//                                                          (bf16 when the source is bf16, else f16)
+//   4. everything else                                  -> the requested type
+// "auto" keeps every tensor's source dtype (GGUF Q8_0/Q4_0 stay as they are: no requantization).
+// A quantized dtype needs a 2-D tensor whose input (last) dimension is a multiple of 32; a tensor that is not falls
+// back to 16-bit (as rule 3) and the fallback is reported — e.g. stories260k's down_proj with an input of 172.
+//
+// Recipe file format (JSON): {"rules": [{"pattern": "model.layers.*.mlp.down_proj.weight", "dtype": "q8"}, ...]}
+// dtype: f32, f16, bf16, q8 (= q8_0), q4 (= q4_0), or "source" (keep the source dtype). Globs: '*' any run of
+// characters (dots included), '?' one character.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "convert/checkpoint.h"
+#include "core/dtype.h"
+#include "core/status.h"
+
+namespace pipit {
+
+struct RecipeRule {
+  std::string pattern;
+  std::string dtype;  // canonical: f32 f16 bf16 q8_0 q4_0 source
+};
+
+struct Recipe {
+  std::vector<RecipeRule> rules;
+  static Result<Recipe> parse(const std::string& json_text, const std::string& origin);
+  static Result<Recipe> load(const std::string& path);
+};
+
+bool glob_match(std::string_view pattern, std::string_view name);
+
+// "q8" -> "q8_0", "q4" -> "q4_0", "f32"... unchanged, "auto"; error for anything else.
+Result<std::string> canonical_quant(const std::string& s);
+
+struct TensorPlan {
+  std::string name;
+  DType src = DType::F32, dst = DType::F32;
+  std::vector<int64_t> shape;
+  std::string rule;      // which rule decided
+  std::string fallback;  // why the wanted dtype could not be used ("" when it could)
+  std::string wanted;    // dtype the rule asked for
+};
+
+// One plan per tensor of `c`, in name order. `quant` is canonical ("auto", "f32", ..., "q4_0").
+Result<std::vector<TensorPlan>> plan_conversion(const Checkpoint& c, const std::string& quant, const Recipe& user);
+
+// The default rules for `quant`, as lines for the file header and `pipit inspect`.
+std::vector<std::string> default_rule_descriptions(const std::string& quant);
+
+}  // namespace pipit

@@ -1,0 +1,101 @@
+// GGUF reader (llama.cpp's model file), versions 2 and 3, little-endian. Parses the metadata and the tensor
+// directory with every length, count and offset checked against the file size; tensor bytes stay in the mapping.
+// Mapping llama.cpp names and metadata to HF ones is convert/gguf_import's job; this file only knows the bytes.
+//
+// Bytes, in order (reference: llama.cpp ggml/include/gguf.h, docs/gguf.md):
+//   u32 magic "GGUF" (47 47 55 46), u32 version (2 or 3), u64 n_tensors, u64 n_kv
+//   n_kv times: string key, u32 value type, value
+//       string = u64 length + bytes (no terminator); types: 0 u8, 1 i8, 2 u16, 3 i16, 4 u32, 5 i32, 6 f32,
+//       7 bool (1 byte), 8 string, 9 array (u32 element type, u64 count, elements), 10 u64, 11 i64, 12 f64
+//   n_tensors times: string name, u32 n_dims (1..4), u64 ne[n_dims] (ne[0] is the innermost, contiguous dim),
+//       u32 ggml type, u64 offset (from the start of the data section, a multiple of the alignment)
+//   padding to `general.alignment` (u32 metadata, default 32), then the data section.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "core/tensor.h"
+
+namespace pipit {
+
+enum class GgufType : uint32_t {
+  kU8 = 0, kI8 = 1, kU16 = 2, kI16 = 3, kU32 = 4, kI32 = 5, kF32 = 6, kBool = 7, kString = 8, kArray = 9,
+  kU64 = 10, kI64 = 11, kF64 = 12,
+};
+const char* gguf_type_name(GgufType t);
+
+// One metadata value. Integers keep their value in `i` (signed) or `u` (unsigned) per type; arrays hold elements.
+struct GgufValue {
+  GgufType type = GgufType::kU8;
+  int64_t i = 0;
+  uint64_t u = 0;
+  double f = 0;
+  std::string s;
+  GgufType elem_type = GgufType::kU8;  // arrays
+  std::vector<GgufValue> arr;
+
+  bool is_int() const;
+  bool is_number() const { return is_int() || type == GgufType::kF32 || type == GgufType::kF64; }
+  int64_t as_int() const;     // integers and bools (callers check is_int())
+  double as_double() const;   // any number
+  std::string to_string(size_t max_items = 8) const;  // for `pipit inspect`
+};
+
+// ggml tensor types by id, with block geometry so sizes of types pipit does not run can still be checked.
+struct GgmlTypeInfo {
+  uint32_t id;
+  const char* name;
+  int block_elems, block_bytes;
+};
+const GgmlTypeInfo* ggml_type_info(uint32_t id);  // null for unknown ids
+constexpr uint32_t kGgmlF32 = 0, kGgmlF16 = 1, kGgmlQ4_0 = 2, kGgmlQ8_0 = 8, kGgmlBF16 = 30;
+// The pipit dtype of a ggml type (F32, F16, BF16, Q8_0, Q4_0); false for the rest.
+bool ggml_to_dtype(uint32_t ggml_type, DType* out);
+
+struct GgufTensorInfo {
+  std::string name;
+  uint32_t type = 0;
+  std::vector<uint64_t> ne;  // GGUF order: ne[0] innermost
+  uint64_t offset = 0;       // from the data section
+  uint64_t nbytes = 0;
+  std::vector<int64_t> shape() const;  // pipit order (outermost first)
+};
+
+class GgufFile {
+ public:
+  static Result<GgufFile> open(const std::string& path);
+  static Result<GgufFile> parse(const uint8_t* data, size_t size, std::shared_ptr<Storage> owner,
+                                const std::string& name);
+
+  uint32_t version() const { return version_; }
+  uint64_t alignment() const { return alignment_; }
+  uint64_t data_offset() const { return data_offset_; }
+  const std::vector<std::pair<std::string, GgufValue>>& metadata() const { return kv_; }
+  const GgufValue* find(const std::string& key) const;
+  const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
+  const GgufTensorInfo* find_tensor(const std::string& name) const;
+  // A view of the tensor's bytes for the types pipit runs (F32, F16, BF16, Q8_0, Q4_0); an error naming the type
+  // (e.g. "Q4_K is not supported") otherwise.
+  Result<Tensor> tensor(const GgufTensorInfo& t) const;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  uint32_t version_ = 0;
+  uint64_t alignment_ = 32, data_offset_ = 0;
+  const uint8_t* data_ = nullptr;
+  std::shared_ptr<Storage> owner_;
+  std::vector<std::pair<std::string, GgufValue>> kv_;
+  std::map<std::string, size_t> kv_index_;
+  std::vector<GgufTensorInfo> tensors_;
+  std::map<std::string, size_t> tensor_index_;
+};
+
+bool is_gguf_file(const std::string& path);
+
+}  // namespace pipit

@@ -1,0 +1,278 @@
+// .pipit reader (bounds-checked, zero-copy views into the mapping) and streaming writer. The layout is documented
+// at the top of pipit_format.h.
+#include "format/pipit_format.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include <unistd.h>
+
+#include "core/storage.h"
+
+namespace pipit {
+
+namespace {
+
+uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+uint32_t read_u32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+uint64_t read_u64(const uint8_t* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+
+const char* const kTextKeys[] = {"tokenizer", "tokenizer_config", "preprocessor_config", "processor_config",
+                                 "chat_template"};
+
+// One entry of the "tensors" array, every field checked.
+Result<PipitTensorEntry> parse_entry(const nlohmann::json& j, size_t index, uint64_t data_bytes,
+                                     const std::string& ctx) {
+  const std::string ectx = fmt("{}: tensors[{}]", ctx, index);
+  if (!j.is_object()) return Error::format("{}: expected an object", ectx);
+  for (const char* k : {"name", "dtype", "shape", "offset", "nbytes"})
+    if (!j.contains(k)) return Error::format("{}: missing '{}'", ectx, k);
+  if (!j["name"].is_string() || j["name"].get_ref<const std::string&>().empty())
+    return Error::format("{}: 'name' must be a non-empty string", ectx);
+  PipitTensorEntry e;
+  e.name = j["name"].get<std::string>();
+  const std::string tctx = fmt("{}: tensor '{}'", ctx, e.name);
+  if (!j["dtype"].is_string() || !dtype_from_name(j["dtype"].get_ref<const std::string&>(), &e.dtype))
+    return Error::format("{}: unknown dtype {} (expected f32, f16, bf16, i32, i8, q8_0, q4_0)", tctx,
+                         j["dtype"].dump());
+  const auto& js = j["shape"];
+  if (!js.is_array() || js.empty() || js.size() > size_t(kMaxDims))
+    return Error::format("{}: shape {} must be a list of 1 to {} dimensions", tctx, js.dump(), kMaxDims);
+  for (auto& d : js) {
+    if (!d.is_number_unsigned() || d.get<uint64_t>() > (uint64_t(1) << 40))
+      return Error::format("{}: shape {} has an entry that is not a dimension", tctx, js.dump());
+    e.shape.push_back(int64_t(d.get<uint64_t>()));
+  }
+  if (!j["offset"].is_number_unsigned() || !j["nbytes"].is_number_unsigned())
+    return Error::format("{}: offset and nbytes must be non-negative integers", tctx);
+  e.offset = j["offset"].get<uint64_t>();
+  e.nbytes = j["nbytes"].get<uint64_t>();
+  auto want = pipit_tensor_bytes(e.dtype, e.shape);
+  if (!want) return want.status().with_context(tctx);
+  if (*want != e.nbytes)
+    return Error::format("{}: nbytes {} but dtype {} and shape {} need {} (the header lies about sizes)", tctx,
+                         e.nbytes, dtype_name(e.dtype), shape_to_string(e.shape), *want);
+  if (e.offset % kAlign)
+    return Error::format("{}: offset {} is not a multiple of {}", tctx, e.offset, kAlign);
+  if (e.offset > data_bytes || e.nbytes > data_bytes - e.offset)
+    return Error::format("{}: bytes [{}, {}) lie outside the data section of {} bytes (truncated file?)", tctx,
+                         e.offset, e.offset + e.nbytes, data_bytes);
+  return e;
+}
+
+}  // namespace
+
+Result<uint64_t> pipit_tensor_bytes(DType dtype, const std::vector<int64_t>& shape) {
+  const auto& info = dtype_info(dtype);
+  if (shape.empty()) return Error::format("a tensor needs at least one dimension");
+  const int64_t last = shape.back();
+  if (last % info.block_elems)
+    return Error::format("dtype {} needs the last dimension to be a multiple of {}, shape is {}", info.name,
+                         info.block_elems, shape_to_string(shape));
+  uint64_t n = uint64_t(last / info.block_elems) * uint64_t(info.block_bytes);
+  for (size_t i = 0; i + 1 < shape.size(); ++i) {
+    const uint64_t d = uint64_t(shape[i]);
+    if (d && n > (uint64_t(1) << 50) / d) return Error::format("shape {} is too large", shape_to_string(shape));
+    n *= d;
+  }
+  if (n > (uint64_t(1) << 50)) return Error::format("shape {} is too large", shape_to_string(shape));
+  return n;
+}
+
+Result<PipitFile> PipitFile::open(const std::string& path) {
+  PIPIT_ASSIGN_OR_RETURN(auto map, MmapStorage::open(path));
+  const uint8_t* data = map->data();
+  const size_t size = map->size();
+  return parse(data, size, std::move(map), path);
+}
+
+Result<PipitFile> PipitFile::parse(const uint8_t* data, size_t size, std::shared_ptr<Storage> owner,
+                                   const std::string& name) {
+  const std::string ctx = "[pipit] " + name;
+  if (size < kPipitPreambleBytes)
+    return Error::format("{}: file is {} bytes, smaller than the {}-byte preamble (truncated?)", ctx, size,
+                         kPipitPreambleBytes);
+  if (std::memcmp(data, kPipitMagic, 8) != 0) return Error::format("{}: not a .pipit file (bad magic)", ctx);
+  PipitFile f;
+  f.path_ = name;
+  f.file_size_ = size;
+  f.version_ = read_u32(data + 8);
+  if (f.version_ != kPipitVersion)
+    return Error::unsupported("{}: format version {}, this pipit reads version {} (re-convert the model with this "
+                              "pipit, or use a newer pipit)",
+                              ctx, f.version_, kPipitVersion);
+  if (uint32_t flags = read_u32(data + 12); flags != 0)
+    return Error::unsupported("{}: unknown flags {} in the preamble", ctx, flags);
+  const uint64_t header_bytes = read_u64(data + 16);
+  const uint64_t data_offset = read_u64(data + 24);
+  const uint64_t data_bytes = read_u64(data + 32);
+  if (header_bytes > kPipitMaxHeaderBytes || header_bytes > size - kPipitPreambleBytes)
+    return Error::format("{}: header of {} bytes does not fit in the file of {} bytes (truncated?)", ctx,
+                         header_bytes, size);
+  if (data_offset % kAlign || data_offset < kPipitPreambleBytes + header_bytes)
+    return Error::format("{}: data offset {} must be a multiple of {} after the {}-byte header", ctx, data_offset,
+                         kAlign, header_bytes);
+  if (data_offset > size || data_bytes > size - data_offset)
+    return Error::format("{}: data section [{}, {}) ends past the end of the file ({} bytes; truncated?)", ctx,
+                         data_offset, data_offset + data_bytes, size);
+  f.data_offset_ = data_offset;
+
+  const char* hb = reinterpret_cast<const char*>(data) + kPipitPreambleBytes;
+  f.header_ = nlohmann::json::parse(hb, hb + header_bytes, nullptr, /*allow_exceptions=*/false);
+  if (f.header_.is_discarded() || !f.header_.is_object())
+    return Error::format("{}: the header is not a JSON object", ctx);
+  const auto& h = f.header_;
+  if (!h.contains("format") || h["format"] != "pipit") return Error::format("{}: header 'format' is not \"pipit\"", ctx);
+  if (!h.contains("version") || !h["version"].is_number_unsigned() || h["version"].get<uint64_t>() != f.version_)
+    return Error::format("{}: header 'version' disagrees with the preamble's {}", ctx, f.version_);
+  if (!h.contains("config") || !h["config"].is_object())
+    return Error::format("{}: header has no 'config' object", ctx);
+  if (h.contains("generation_config") && !h["generation_config"].is_object())
+    return Error::format("{}: 'generation_config' must be an object", ctx);
+  for (const char* k : kTextKeys)
+    if (h.contains(k) && !h[k].is_string()) return Error::format("{}: '{}' must be a string", ctx, k);
+  if (!h.contains("tensors") || !h["tensors"].is_array())
+    return Error::format("{}: header has no 'tensors' list", ctx);
+
+  const uint8_t* base = data + data_offset;
+  for (size_t i = 0; i < h["tensors"].size(); ++i) {
+    PIPIT_ASSIGN_OR_RETURN(PipitTensorEntry e, parse_entry(h["tensors"][i], i, data_bytes, ctx));
+    if (f.tensors_.count(e.name)) return Error::format("{}: tensor '{}' appears twice", ctx, e.name);
+    f.tensors_[e.name] = Tensor::from_data(e.dtype, e.shape, const_cast<uint8_t*>(base + e.offset), owner);
+    f.entries_.push_back(std::move(e));
+  }
+  // tensors must not overlap (a lying header could alias two weights)
+  std::vector<const PipitTensorEntry*> by_offset;
+  for (auto& e : f.entries_) by_offset.push_back(&e);
+  std::sort(by_offset.begin(), by_offset.end(), [](auto* a, auto* b) { return a->offset < b->offset; });
+  for (size_t i = 1; i < by_offset.size(); ++i) {
+    const auto* p = by_offset[i - 1];
+    if (by_offset[i]->offset < p->offset + p->nbytes)
+      return Error::format("{}: tensors '{}' and '{}' overlap", ctx, p->name, by_offset[i]->name);
+  }
+  return f;
+}
+
+std::optional<std::string> PipitFile::text(const std::string& key) const {
+  if (!header_.contains(key) || !header_[key].is_string()) return std::nullopt;
+  return header_[key].get<std::string>();
+}
+
+bool is_pipit_file(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return false;
+  char m[8] = {};
+  const bool ok = std::fread(m, 1, 8, f) == 8 && std::memcmp(m, kPipitMagic, 8) == 0;
+  std::fclose(f);
+  return ok;
+}
+
+// ---- writer ----
+
+Result<std::unique_ptr<PipitWriter>> PipitWriter::create(const std::string& path, nlohmann::json header,
+                                                         const std::vector<Spec>& tensors) {
+  std::unique_ptr<PipitWriter> w(new PipitWriter());
+  w->path_ = path;
+  w->tmp_path_ = path + ".tmp";
+  nlohmann::json dir = nlohmann::json::array();
+  uint64_t off = 0;
+  for (auto& s : tensors) {
+    auto nb = pipit_tensor_bytes(s.dtype, s.shape);
+    if (!nb) return nb.status().with_context("[pipit] writing tensor '" + s.name + "'");
+    PipitTensorEntry e{s.name, s.dtype, s.shape, off, *nb};
+    dir.push_back({{"name", e.name}, {"dtype", dtype_name(e.dtype)}, {"shape", e.shape}, {"offset", e.offset},
+                   {"nbytes", e.nbytes}});
+    off = align_up(off + e.nbytes, kAlign);
+    w->entries_.push_back(std::move(e));
+  }
+  w->data_bytes_ = w->entries_.empty() ? 0 : w->entries_.back().offset + w->entries_.back().nbytes;
+  header["format"] = "pipit";
+  header["version"] = kPipitVersion;
+  header["tensors"] = std::move(dir);
+  const std::string text = header.dump();
+  w->data_offset_ = align_up(kPipitPreambleBytes + text.size(), kAlign);
+
+  w->f_ = std::fopen(w->tmp_path_.c_str(), "wb");
+  if (!w->f_) return Error::io("[pipit] cannot create '{}': {}", w->tmp_path_, std::strerror(errno));
+  std::setvbuf(w->f_, nullptr, _IOFBF, size_t(1) << 20);
+  uint8_t pre[kPipitPreambleBytes] = {};
+  std::memcpy(pre, kPipitMagic, 8);
+  const uint32_t version = kPipitVersion, flags = 0;
+  const uint64_t hb = text.size();
+  std::memcpy(pre + 8, &version, 4);
+  std::memcpy(pre + 12, &flags, 4);
+  std::memcpy(pre + 16, &hb, 8);
+  std::memcpy(pre + 24, &w->data_offset_, 8);
+  std::memcpy(pre + 32, &w->data_bytes_, 8);
+  PIPIT_TRY(w->write_raw(pre, sizeof(pre)));
+  PIPIT_TRY(w->write_raw(text.data(), text.size()));
+  PIPIT_TRY(w->pad_to(w->data_offset_));
+  return w;
+}
+
+PipitWriter::~PipitWriter() {
+  if (f_) std::fclose(f_);
+  if (!finished_) ::unlink(tmp_path_.c_str());
+}
+
+Status PipitWriter::write_raw(const void* p, size_t n) {
+  if (n && std::fwrite(p, 1, n, f_) != n)
+    return Error::io("[pipit] error writing '{}': {}", tmp_path_, std::strerror(errno));
+  pos_ += n;
+  return Status::ok();
+}
+
+Status PipitWriter::pad_to(uint64_t file_pos) {
+  static const uint8_t kZeros[kAlign] = {};
+  PIPIT_ASSERT(file_pos >= pos_, "pad to {} at {}", file_pos, pos_);
+  while (pos_ < file_pos) PIPIT_TRY(write_raw(kZeros, std::min<uint64_t>(kAlign, file_pos - pos_)));
+  return Status::ok();
+}
+
+Status PipitWriter::append(size_t index, const void* bytes, size_t n) {
+  PIPIT_ASSERT(!finished_ && index < entries_.size());
+  PIPIT_ASSERT(index >= cur_, "tensor {} written after tensor {}", index, cur_);
+  while (cur_ < index) {  // move on: the current tensor must be complete
+    PIPIT_ASSERT(cur_written_ == entries_[cur_].nbytes, "tensor '{}' incomplete", entries_[cur_].name);
+    ++cur_;
+    cur_written_ = 0;
+  }
+  const auto& e = entries_[cur_];
+  PIPIT_ASSERT(cur_written_ + n <= e.nbytes, "tensor '{}': {} bytes written, {} expected", e.name, cur_written_ + n,
+               e.nbytes);
+  if (cur_written_ == 0) PIPIT_TRY(pad_to(data_offset_ + e.offset));
+  PIPIT_TRY(write_raw(bytes, n));
+  cur_written_ += n;
+  return Status::ok();
+}
+
+Status PipitWriter::finish() {
+  PIPIT_ASSERT(!finished_);
+  for (size_t i = cur_; i < entries_.size(); ++i) {
+    const uint64_t want = entries_[i].nbytes;
+    const uint64_t have = i == cur_ ? cur_written_ : 0;
+    PIPIT_ASSERT(have == want || want == 0, "tensor '{}' incomplete: {} of {} bytes", entries_[i].name, have, want);
+  }
+  PIPIT_TRY(pad_to(data_offset_ + data_bytes_));
+  if (std::fclose(f_) != 0) {
+    f_ = nullptr;
+    return Error::io("[pipit] error closing '{}': {}", tmp_path_, std::strerror(errno));
+  }
+  f_ = nullptr;
+  if (std::rename(tmp_path_.c_str(), path_.c_str()) != 0)
+    return Error::io("[pipit] cannot rename '{}' to '{}': {}", tmp_path_, path_, std::strerror(errno));
+  finished_ = true;
+  return Status::ok();
+}
+
+}  // namespace pipit

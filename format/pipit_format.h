@@ -1,0 +1,126 @@
+// The .pipit file: one self-contained, memory-mappable model file — weights, HF config, tokenizer files, generation
+// defaults, the quantization recipe — so a model is one path and loads with no copy (tensors are views of the
+// mapping). Design goals: zero-copy load, byte-identical output for the same input, every byte bounds-checked on
+// read. Non-goals: in-place editing, compression, big-endian hosts.
+//
+// Bytes, in order (integers little-endian):
+//   offset  size  field
+//   0       8     magic "PIPIT\0\r\n" (50 49 50 49 54 00 0d 0a; the CR LF catches text-mode transfers)
+//   8       4     u32 version = 1
+//   12      4     u32 flags = 0 (reserved; a reader rejects bits it does not know)
+//   16      8     u64 header_bytes: length of the JSON header
+//   24      8     u64 data_offset: start of the data section; a multiple of 64, >= 40 + header_bytes
+//   32      8     u64 data_bytes: length of the data section; the file holds at least data_offset + data_bytes bytes
+//   40      ...   the JSON header (UTF-8, header_bytes long), then zero bytes up to data_offset
+//   data_offset   tensor data, each tensor at a multiple of 64 from data_offset (hence 64-byte aligned in the file
+//                 and in the mapping), zero bytes between tensors; tensors appear in directory order
+//
+// The JSON header (keys in sorted order, as written by nlohmann::json):
+//   "format": "pipit", "version": 1 (same as the preamble), "generator": "pipit <version>",
+//   "arch": HF model_type,
+//   "config": the HF config.json object (models read their hyper-parameters from it),
+//   "generation_config": generation_config.json object (optional),
+//   "tokenizer", "tokenizer_config", "preprocessor_config", "processor_config", "chat_template":
+//       the text of the HF files tokenizer.json, tokenizer_config.json, ... (optional strings, kept byte for byte),
+//   "quantization": {"quant", "target", "layout", "rules": [...], "fallbacks": [...], "source_format"},
+//   "tensors": [{"name", "dtype", "shape", "offset", "nbytes"}, ...]
+//       name: the HF tensor name (models look tensors up by HF name); dtype: f32 f16 bf16 i32 i8 q8_0 q4_0;
+//       shape: 1..4 dims outermost-first (a Linear weight is [out, in]); offset: from data_offset;
+//       nbytes: exactly what dtype and shape need (q8_0 / q4_0 rows are whole blocks of 32 along the last dim,
+//       byte-identical to GGUF Q8_0 / Q4_0).
+// docs/format.md describes the same layout with the reasons behind it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+#include "core/tensor.h"
+
+namespace pipit {
+
+constexpr char kPipitMagic[8] = {'P', 'I', 'P', 'I', 'T', '\0', '\r', '\n'};
+constexpr uint32_t kPipitVersion = 1;
+constexpr size_t kPipitPreambleBytes = 40;
+constexpr uint64_t kPipitMaxHeaderBytes = uint64_t(1) << 30;
+
+struct PipitTensorEntry {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  uint64_t offset = 0;  // from the start of the data section
+  uint64_t nbytes = 0;
+};
+
+class PipitFile {
+ public:
+  static Result<PipitFile> open(const std::string& path);
+  // Parses bytes already in memory (`owner` keeps them alive); used by open() and by the fuzzer.
+  static Result<PipitFile> parse(const uint8_t* data, size_t size, std::shared_ptr<Storage> owner,
+                                 const std::string& name);
+
+  uint32_t version() const { return version_; }
+  uint64_t file_size() const { return file_size_; }
+  uint64_t data_offset() const { return data_offset_; }
+  const nlohmann::json& header() const { return header_; }
+  const nlohmann::json& config() const { return header_["config"]; }
+  // A text field of the header ("tokenizer", "tokenizer_config", ...), nullopt when absent.
+  std::optional<std::string> text(const std::string& key) const;
+  const std::vector<PipitTensorEntry>& entries() const { return entries_; }
+  const std::map<std::string, Tensor>& tensors() const { return tensors_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  uint32_t version_ = 0;
+  uint64_t file_size_ = 0, data_offset_ = 0;
+  nlohmann::json header_;
+  std::vector<PipitTensorEntry> entries_;
+  std::map<std::string, Tensor> tensors_;
+};
+
+// Bytes a tensor of this dtype and shape takes; error when the last dim is not whole blocks or the size overflows.
+Result<uint64_t> pipit_tensor_bytes(DType dtype, const std::vector<int64_t>& shape);
+
+// Streaming writer: the directory (names, dtypes, shapes) is fixed up front, so offsets are known before any data
+// is produced; then each tensor's bytes are appended in directory order, in as many pieces as the caller likes.
+// Writes to PATH.tmp and renames on finish(), so a failed conversion never leaves a half-written PATH.
+class PipitWriter {
+ public:
+  struct Spec {
+    std::string name;
+    DType dtype;
+    std::vector<int64_t> shape;
+  };
+  // `header` holds everything but "tensors", "format" and "version" (added here).
+  static Result<std::unique_ptr<PipitWriter>> create(const std::string& path, nlohmann::json header,
+                                                     const std::vector<Spec>& tensors);
+  ~PipitWriter();
+  // Appends bytes to tensor `index` (must be the current tensor, or the next one once the current is complete).
+  Status append(size_t index, const void* bytes, size_t n);
+  Status finish();
+  uint64_t total_bytes() const { return data_offset_ + data_bytes_; }
+
+ private:
+  PipitWriter() = default;
+  Status write_raw(const void* p, size_t n);
+  Status pad_to(uint64_t file_pos);
+  std::string path_, tmp_path_;
+  std::FILE* f_ = nullptr;
+  std::vector<PipitTensorEntry> entries_;
+  uint64_t data_offset_ = 0, data_bytes_ = 0, pos_ = 0;
+  size_t cur_ = 0;
+  uint64_t cur_written_ = 0;
+  bool finished_ = false;
+};
+
+// True when the first bytes of `path` are the .pipit magic.
+bool is_pipit_file(const std::string& path);
+
+}  // namespace pipit
