@@ -23,7 +23,7 @@
 
 namespace pipit {
 
-constexpr int kMaxDims = 4;
+constexpr int kMaxDims = 5;  // 5: Conv3d weights (Qwen2-VL patch embed [embed, 3, 2, 14, 14])
 
 class Tensor {
  public:

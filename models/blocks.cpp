@@ -49,7 +49,11 @@ Tensor self_attention(Ctx& ctx, const Tensor& x, const AttnWeights& w, const Att
     rms_norm_heads_(ctx, q, w.q_norm, c.norm_eps, c.norm_offset);
     rms_norm_heads_(ctx, k, w.k_norm, c.norm_eps, c.norm_offset);
   }
-  if (rope) {
+  if (rope && !rope->mrope_stream.empty() && !batch.mrope_pos.empty()) {  // M-RoPE positions after an image
+    PIPIT_ASSERT(batch.mrope_pos.size() == 3 * batch.tokens.size() && rope->attention_factor == 1.0f);
+    rope_multi_(ctx, q, batch.mrope_pos, rope->mrope_stream, rope->inv_freq);
+    rope_multi_(ctx, k, batch.mrope_pos, rope->mrope_stream, rope->inv_freq);
+  } else if (rope) {
     rope_(ctx, q, batch.pos, rope->inv_freq, rope->attention_factor);
     rope_(ctx, k, batch.pos, rope->inv_freq, rope->attention_factor);
   }
@@ -69,6 +73,20 @@ Tensor self_attention(Ctx& ctx, const Tensor& x, const AttnWeights& w, const Att
   }
   ctx.name(out, "attn_out", layer);
   return linear(ctx, out.reshape({n, c.n_head * c.head_dim}), w.o, w.o_bias);
+}
+
+Tensor input_embeddings(Ctx& ctx, const Tensor& tok_embd, const Batch& batch) {
+  Tensor x = embedding(ctx, tok_embd, batch.tokens);
+  if (batch.embd_row.empty()) return x;
+  PIPIT_ASSERT(batch.embd_row.size() == batch.tokens.size() && batch.embd.dtype() == DType::F32 &&
+               batch.embd.dim(-1) == x.dim(1), "embd {} for {} tokens", batch.embd.describe(), batch.tokens.size());
+  for (size_t i = 0; i < batch.embd_row.size(); ++i) {
+    const int32_t r = batch.embd_row[i];
+    if (r < 0) continue;
+    PIPIT_ASSERT(r < batch.embd.rows(), "embedding row {} of {}", r, batch.embd.rows());
+    std::memcpy(x.row_ptr(int64_t(i)), batch.embd.row_ptr(r), size_t(x.dim(1)) * 4);
+  }
+  return x;
 }
 
 Tensor gated_mlp(Ctx& ctx, const Tensor& x, const MlpWeights& w, MlpAct act) {

@@ -39,6 +39,8 @@ Result<MlpWeights> load_mlp(const WeightSource& w, const std::string& prefix, in
 // x: [n_tokens, n_embd] (already normed). rope may be null (NoPE layers). Returns the o_proj output.
 Tensor self_attention(Ctx& ctx, const Tensor& x, const AttnWeights& w, const AttnConfig& c, const RopeSpec* rope,
                       const Batch& batch, KvCache& kv, int layer);
+// Token embeddings of the batch with the rows of batch.embd spliced in where batch.embd_row says (image features).
+Tensor input_embeddings(Ctx& ctx, const Tensor& tok_embd, const Batch& batch);
 Tensor gated_mlp(Ctx& ctx, const Tensor& x, const MlpWeights& w, MlpAct act);
 
 // Final norm on the rows the batch wants logits for, then the output projection: [n_rows, n_vocab].

@@ -62,7 +62,7 @@ class LlamaModel : public Model {
   }
 
   Status forward(Ctx& ctx, const Batch& batch, KvCache& kv, Tensor* logits) override {
-    Tensor x = ctx.name(embedding(ctx, tok_embd_, batch.tokens), "embd");
+    Tensor x = ctx.name(input_embeddings(ctx, tok_embd_, batch), "embd");
     for (int il = 0; il < int(layers_.size()); ++il) {
       const LlamaLayer& L = layers_[size_t(il)];
       Tensor h = ctx.name(rms_norm(ctx, x, L.attn_norm, eps_), "attn_norm", il);

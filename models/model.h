@@ -38,6 +38,14 @@ struct Batch {
   std::vector<int32_t> pos;
   std::vector<Seq> seqs;
   std::vector<int64_t> logits_rows;
+  // Optional multimodal inputs (runtime/multimodal.h). Both empty for text: existing models ignore them.
+  // embd_row[i] >= 0: token i's input embedding is row embd_row[i] of `embd` ([rows, n_embd] f32, image features)
+  // instead of its token embedding.
+  Tensor embd;
+  std::vector<int32_t> embd_row;
+  // M-RoPE positions (Qwen2-VL): 3 streams (temporal, height, width) of n_tokens each, stream-major. They differ
+  // from `pos` (the KV row) after an image. Empty: every stream equals `pos`.
+  std::vector<int32_t> mrope_pos;
 
   int64_t n_tokens() const { return int64_t(tokens.size()); }
   // One sequence in slot `slot`, tokens at positions pos0.., logits for the last token (or all).
@@ -86,9 +94,13 @@ struct ModelInfo {
   int32_t bos_id = -1;
 };
 
+class VisionLanguageModel;
+
 class Model {
  public:
   virtual ~Model() = default;
+  // The image side of a vision-language model (models/vision/vision_model.h); null for text-only models.
+  virtual const VisionLanguageModel* vision() const { return nullptr; }
   const ModelInfo& info() const { return info_; }
   ModelInfo& mutable_info() { return info_; }  // the loader merges generation_config.json into it
   // Runs the batch, appends its keys/values to `kv`, and writes f32 logits [logits_rows.size(), n_vocab].

@@ -19,6 +19,21 @@ Result<RopeSpec> rope_from_config(const HfConfig& cfg, int64_t rot_dim, const ch
   if (!s.is_object()) return Error::invalid_argument("[rope] rope_scaling must be an object or null");
   HfConfig sc(s);
   std::string type = sc.get_string_or("rope_type", sc.get_string_or("type", "default"));
+  if (sc.has("mrope_section")) {  // Qwen2-VL: frequencies split into (t, h, w) sections
+    const auto& ms = sc.json()["mrope_section"];
+    int64_t total = 0;
+    if (!ms.is_array() || ms.size() != 3) return Error::invalid_argument("[rope] mrope_section must list 3 sizes");
+    for (size_t k = 0; k < 3; ++k) {
+      if (!ms[k].is_number_integer() || ms[k].get<int64_t>() < 0)
+        return Error::invalid_argument("[rope] mrope_section {} must hold non-negative integers", ms.dump());
+      for (int64_t i = 0; i < ms[k].get<int64_t>(); ++i) r.mrope_stream.push_back(uint8_t(k));
+      total += ms[k].get<int64_t>();
+    }
+    if (total != int64_t(r.inv_freq.size()))
+      return Error::invalid_argument("[rope] mrope_section {} sums to {}, expected rotary dim / 2 = {}", ms.dump(),
+                                     total, r.inv_freq.size());
+    if (type == "mrope") type = "default";  // HF maps the old "type": "mrope" to the default rope
+  }
   if (type == "default") return r;
   if (type == "linear") {
     PIPIT_ASSIGN_OR_RETURN(double factor, sc.get_float("factor"));

@@ -3,6 +3,7 @@
 // _compute_llama3_parameters).
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "models/hf_config.h"
@@ -12,6 +13,9 @@ namespace pipit {
 struct RopeSpec {
   std::vector<float> inv_freq;  // rot_dim / 2 entries
   float attention_factor = 1.0f;  // multiplies cos and sin
+  // M-RoPE (rope_scaling.mrope_section, Qwen2-VL): the position stream (0 = t, 1 = h, 2 = w) of each frequency;
+  // empty for plain RoPE. Used when a batch carries mrope_pos.
+  std::vector<uint8_t> mrope_stream;
 };
 
 // rot_dim: number of rotated dims of a head (head_dim * partial_rotary_factor). theta_key lets Gemma3 read

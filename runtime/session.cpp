@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "runtime/multimodal.h"
+
 namespace pipit {
 
 int default_ctx(const Model& model, int requested) {
@@ -25,6 +27,34 @@ Session::Session(Model& model, const SessionOptions& opt, std::shared_ptr<Thread
 }
 
 Result<Tensor> Session::eval(std::span<const int32_t> tokens, bool all_logits) {
+  return eval_chunks(tokens, all_logits, nullptr);
+}
+
+Result<Tensor> Session::eval(const MultimodalPrompt& mm, bool all_logits) {
+  const size_t n = mm.tokens.size();
+  if ((!mm.embd_row.empty() && mm.embd_row.size() != n) || (!mm.mrope_pos.empty() && mm.mrope_pos.size() != 3 * n))
+    return Error::invalid_argument("[eval] multimodal prompt of {} tokens has {} embedding rows and {} positions", n,
+                                   mm.embd_row.size(), mm.mrope_pos.size());
+  const int n0 = n_past_;
+  const int32_t delta0 = rope_delta_;
+  auto r = eval_chunks(mm.tokens, all_logits, &mm);
+  if (!r.is_ok()) return r;
+  for (const auto& sp : mm.image_spans)  // positions after each image continue from its largest one
+    images_.push_back({n0 + int(sp.begin), n0 + int(sp.end), delta0 + sp.delta_after});
+  if (!mm.mrope_pos.empty()) rope_delta_ = delta0 + mm.rope_delta;
+  return r;
+}
+
+void Session::truncate(int n) {
+  n = std::clamp(n, 0, n_past_);
+  for (const auto& sp : images_)
+    if (sp.begin < n && n < sp.end) n = sp.begin;  // never keep half an image
+  n_past_ = n < kv_.min_rewind(n_past_) ? 0 : n;
+  while (!images_.empty() && images_.back().end > n_past_) images_.pop_back();
+  rope_delta_ = images_.empty() ? 0 : images_.back().delta_after;
+}
+
+Result<Tensor> Session::eval_chunks(std::span<const int32_t> tokens, bool all_logits, const MultimodalPrompt* mm) {
   if (tokens.empty()) return Error::invalid_argument("[eval] no tokens to evaluate");
   if (int64_t(n_past_) + int64_t(tokens.size()) > kv_.n_ctx())
     return Error::out_of_range("[eval] {} tokens after {} already in the context exceed the context size {} "
@@ -33,13 +63,26 @@ Result<Tensor> Session::eval(std::span<const int32_t> tokens, bool all_logits) {
   const int64_t n_vocab = model_.info().n_vocab;
   for (int32_t t : tokens)
     if (t < 0 || t >= n_vocab) return Error::invalid_argument("[eval] token id {} outside the vocabulary [0, {})", t, n_vocab);
-  const int64_t chunk = std::max(1, opt_.n_batch);
+  const int64_t chunk = std::max(1, opt_.n_batch), n_all = int64_t(tokens.size());
+  const bool mrope = (mm && !mm->mrope_pos.empty()) || rope_delta_ != 0;
   if (all_logits) all_logits_.resize(tokens.size() * size_t(n_vocab));
   Tensor logits;
-  for (int64_t b = 0; b < int64_t(tokens.size()); b += chunk) {
-    const int64_t n = std::min<int64_t>(chunk, int64_t(tokens.size()) - b);
+  for (int64_t b = 0; b < n_all; b += chunk) {
+    const int64_t n = std::min<int64_t>(chunk, n_all - b);
     arena_.reset();
     Batch batch = Batch::single(tokens.subspan(size_t(b), size_t(n)), n_past_, 0, all_logits);
+    if (mm && !mm->embd_row.empty()) {
+      batch.embd = mm->embd;
+      batch.embd_row.assign(mm->embd_row.begin() + b, mm->embd_row.begin() + b + n);
+    }
+    if (mrope) {  // three streams: the prompt's own positions shifted to follow the context, or kv row + delta
+      batch.mrope_pos.resize(size_t(3 * n));
+      for (int64_t s = 0; s < 3; ++s)
+        for (int64_t i = 0; i < n; ++i)
+          batch.mrope_pos[size_t(s * n + i)] =
+              mm && !mm->mrope_pos.empty() ? n_past_ - int32_t(b) + rope_delta_ + mm->mrope_pos[size_t(s * n_all + b + i)]
+                                           : n_past_ + int32_t(i) + rope_delta_;
+    }
     PIPIT_TRY(model_.forward(ctx_, batch, kv_, &logits));
     n_past_ += int(n);
     if (all_logits) std::memcpy(all_logits_.data() + b * n_vocab, logits.data(), size_t(n * n_vocab) * 4);

@@ -12,6 +12,8 @@
 
 namespace pipit {
 
+struct MultimodalPrompt;  // runtime/multimodal.h
+
 struct SessionOptions {
   int n_ctx = 0;        // 0: min(model max_position_embeddings, 4096)
   int n_threads = 0;    // 0: physical cores
@@ -26,11 +28,17 @@ class Session {
   // Appends tokens and returns logits: [1, n_vocab] for the last token, or [n_tokens, n_vocab] when all_logits.
   // The returned tensor stays valid until the next eval(). Errors when the context would overflow.
   Result<Tensor> eval(std::span<const int32_t> tokens, bool all_logits = false);
-  void reset() { n_past_ = 0; }
+  // A prompt with images: their features replace the image tokens' embeddings, and for M-RoPE models (Qwen2-VL)
+  // its positions continue from the last one; the tokens evaluated after it keep that offset (rope_delta()).
+  Result<Tensor> eval(const MultimodalPrompt& prompt, bool all_logits = false);
+  void reset() { truncate(0); }
   // Forget everything after position n (n <= n_past): for re-using a shared prompt prefix. When a sliding-window
-  // ring no longer holds the keys position n needs, the session starts over instead: check n_past() after.
-  void truncate(int n) { n_past_ = n < kv_.min_rewind(n_past_) ? 0 : std::min(n_past_, n); }
+  // ring no longer holds the keys position n needs, or n falls inside an image, the session goes back further
+  // (to 0, or to the image's start): check n_past() after.
+  void truncate(int n);
 
+  // M-RoPE: the next token's position is n_past() + rope_delta() (0 until an image shifts it).
+  int32_t rope_delta() const { return rope_delta_; }
   int n_past() const { return n_past_; }
   int n_ctx() const { return kv_.n_ctx(); }
   Model& model() { return model_; }
@@ -47,6 +55,15 @@ class Session {
   Ctx ctx_;
   int n_past_ = 0;
   std::vector<float> all_logits_;  // gathered across chunks when all_logits
+  // M-RoPE bookkeeping: images' KV row spans, and from which row on which position offset applies
+  struct ImageSpan {
+    int begin, end;
+    int32_t delta_after;  // rope_delta for the tokens from `end` on
+  };
+  std::vector<ImageSpan> images_;
+  int32_t rope_delta_ = 0;
+
+  Result<Tensor> eval_chunks(std::span<const int32_t> tokens, bool all_logits, const MultimodalPrompt* mm);
 };
 
 int default_ctx(const Model& model, int requested);

@@ -64,12 +64,37 @@ Result<TokenizerConfig> parse_tokenizer_config(std::string_view text) {
   return c;
 }
 
-Result<std::shared_ptr<Tokenizer>> Tokenizer::load(std::string_view tokenizer_json,
-                                                   std::string_view tokenizer_config_json) {
+namespace {
+
+Result<std::shared_ptr<HfTokenizer>> load_hf(std::string_view tokenizer_json, std::string_view tokenizer_config_json) {
   PIPIT_ASSIGN_OR_RETURN(json j, parse_json(tokenizer_json, "tokenizer.json"));
   PIPIT_ASSIGN_OR_RETURN(std::shared_ptr<HfTokenizer> t, HfTokenizer::create(j));
   PIPIT_ASSIGN_OR_RETURN(TokenizerConfig cfg, parse_tokenizer_config(tokenizer_config_json));
   t->set_config(std::move(cfg));
+  return t;
+}
+
+// Newer checkpoints keep the template in chat_template.jinja (or a processor's chat_template.json).
+Status read_template_file(const std::string& dir, TokenizerConfig& cfg) {
+  namespace fs = std::filesystem;
+  std::string jinja = (fs::path(dir) / "chat_template.jinja").string();
+  std::string cjson = (fs::path(dir) / "chat_template.json").string();
+  if (file_exists(jinja)) {
+    PIPIT_ASSIGN_OR_RETURN(cfg.chat_template, read_file(jinja));
+  } else if (file_exists(cjson)) {
+    PIPIT_ASSIGN_OR_RETURN(std::string text, read_file(cjson));
+    PIPIT_ASSIGN_OR_RETURN(json j, parse_json(text, "chat_template.json"));
+    if (j.is_object() && j.contains("chat_template") && j["chat_template"].is_string())
+      cfg.chat_template = j["chat_template"].get<std::string>();
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<std::shared_ptr<Tokenizer>> Tokenizer::load(std::string_view tokenizer_json,
+                                                   std::string_view tokenizer_config_json) {
+  PIPIT_ASSIGN_OR_RETURN(std::shared_ptr<HfTokenizer> t, load_hf(tokenizer_json, tokenizer_config_json));
   return std::shared_ptr<Tokenizer>(std::move(t));
 }
 
@@ -83,25 +108,15 @@ Result<std::shared_ptr<Tokenizer>> Tokenizer::load_dir(const std::string& dir) {
   if (file_exists(cj)) {
     PIPIT_ASSIGN_OR_RETURN(cfg_text, read_file(cj));
   }
-  auto r = load(tok_text, cfg_text);
+  auto r = load_hf(tok_text, cfg_text);
   if (!r) return r.status().with_context(fmt("[tokenizer] {}", dir));
-  std::shared_ptr<Tokenizer> t = std::move(r).value();
-  // Newer checkpoints keep the template in chat_template.jinja (or a processor's chat_template.json).
+  std::shared_ptr<HfTokenizer> t = std::move(r).value();
   if (t->config().chat_template.empty() && t->config().chat_templates.empty()) {
-    std::string jinja = (fs::path(dir) / "chat_template.jinja").string();
-    std::string cjson = (fs::path(dir) / "chat_template.json").string();
     TokenizerConfig cfg = t->config();
-    if (file_exists(jinja)) {
-      PIPIT_ASSIGN_OR_RETURN(cfg.chat_template, read_file(jinja));
-    } else if (file_exists(cjson)) {
-      PIPIT_ASSIGN_OR_RETURN(std::string text, read_file(cjson));
-      PIPIT_ASSIGN_OR_RETURN(json j, parse_json(text, "chat_template.json"));
-      if (j.is_object() && j.contains("chat_template") && j["chat_template"].is_string())
-        cfg.chat_template = j["chat_template"].get<std::string>();
-    }
-    static_cast<HfTokenizer*>(t.get())->set_config(std::move(cfg));
+    PIPIT_TRY(read_template_file(dir, cfg).with_context(fmt("[tokenizer] {}", dir)));
+    t->set_config(std::move(cfg));
   }
-  return t;
+  return std::shared_ptr<Tokenizer>(std::move(t));
 }
 
 }  // namespace pipit

@@ -47,6 +47,24 @@ Tensor to_f32(Ctx& ctx, const Tensor& x);                       // any dtype -> 
 // factor applied by the caller via cos/sin scale `mscale`).
 void rope_(Ctx& ctx, Tensor& x, std::span<const int32_t> pos, std::span<const float> inv_freq, float mscale = 1.0f);
 
+// RoPE (rotate_half) where frequency i of token t turns by pos[stream[i] * n_tokens + t] * inv_freq[i]: `pos` holds
+// several position streams of n_tokens each, `stream` names the stream of every frequency. Qwen2-VL's M-RoPE uses
+// streams (t, h, w) split by mrope_section; its vision RoPE uses (h, w). With one stream this is rope_().
+void rope_multi_(Ctx& ctx, Tensor& x, std::span<const int32_t> pos, std::span<const uint8_t> stream,
+                 std::span<const float> inv_freq);
+
+// ---- vision encoder ops (backends/cpu/ops_vision.cpp) ----
+// LayerNorm over the last dim: y = (x - mean) / sqrt(var + eps) * w + b (biased variance, as torch).
+Tensor layer_norm(Ctx& ctx, const Tensor& x, const Tensor& w, const Tensor& b, float eps);
+void gelu_(Ctx& ctx, Tensor& x);        // exact erf GELU (torch nn.GELU()), in place
+void quick_gelu_(Ctx& ctx, Tensor& x);  // x * sigmoid(1.702 x) (CLIP, Qwen2-VL vision), in place
+// Bidirectional attention inside segments: query rows [cu[s], cu[s+1]) see exactly the key rows of their segment
+// (Qwen2-VL cu_seqlens, Qwen2.5-VL windows, one CLIP image). q: [n, n_head, head_dim]; k, v: [n, n_head_kv,
+// head_dim] f32 whose head rows are contiguous (rows may be strided); out: [n, n_head, head_dim] contiguous.
+// Memory: one row of scores per thread, never an n x n matrix.
+void attention_segments(Ctx& ctx, const Tensor& q, const Tensor& k, const Tensor& v, std::span<const int32_t> cu,
+                        float scale, Tensor& out);
+
 // Causal attention of q [n_tokens, n_head, head_dim] against cached keys/values of one sequence.
 // k_cache/v_cache: [n_rows, n_head_kv, head_dim] (f32 or f16). Query i sees cache positions
 // [max(0, pos[i] - window + 1), pos[i]] (window <= 0: no window). GQA: head h reads kv head h / (n_head / n_head_kv).

@@ -1,0 +1,89 @@
+// Qwen2-VL (and, with the other tower, Qwen2.5-VL): the Qwen2 decoder from models/llama.cpp, fed token embeddings
+// with image features spliced in at the <|image_pad|> tokens and rotated with M-RoPE positions (rope_scaling
+// mrope_section splits the frequencies into t/h/w sections). Both come from the Batch the runtime builds
+// (runtime/multimodal.cpp: get_rope_index). reference: HF modeling_qwen2_vl.py (Qwen2VLForConditionalGeneration).
+#include "models/qwen2_vl.h"
+
+#include "models/llama.h"
+#include "models/vision/qwen_vision.h"
+#include "models/vision/vision_model.h"
+
+namespace pipit {
+
+namespace {
+
+class Qwen2VLModel : public Model, public VisionLanguageModel {
+ public:
+  Status load(const HfConfig& cfg, const WeightSource& base, bool qwen2_5) {
+    const char* arch = qwen2_5 ? "qwen2_5_vl" : "qwen2_vl";
+    // Hub names (model.*, visual.*) or those of transformers >= 4.52 (model.language_model.*, model.visual.*)
+    AliasedWeights w(base, {{"model.", {"model.", "model.language_model."}}, {"visual.", {"visual.", "model.visual."}}});
+    const HfConfig tc = text_config_of(cfg);
+    const auto& rs = tc.json().contains("rope_scaling") ? tc.json()["rope_scaling"] : nlohmann::json();
+    if (!rs.is_object() || !rs.contains("mrope_section"))
+      return Error::invalid_argument("[{}] config has no rope_scaling.mrope_section", arch);
+    PIPIT_ASSIGN_OR_RETURN(lm_, make_llama_like(tc, w, LlamaOptions{.qkv_bias = true}));
+    PIPIT_ASSIGN_OR_RETURN(tower_, QwenVisionTower::load(cfg.sub("vision_config"), w, qwen2_5, lm_->info().n_embd));
+    info_ = lm_->info();
+    info_.arch = arch;
+    tokens_.image_token_id = int32_t(cfg.get_int_or("image_token_id", 151655));
+    tokens_.vision_start_id = int32_t(cfg.get_int_or("vision_start_token_id", 151652));
+    tokens_.vision_end_id = int32_t(cfg.get_int_or("vision_end_token_id", 151653));
+    tokens_.mrope = true;
+    tokens_.merge_size = tower_.merge_size();
+    for (int32_t id : {tokens_.image_token_id, tokens_.vision_start_id})
+      if (id < 0 || id >= info_.n_vocab)
+        return Error::invalid_argument("[{}] image token id {} outside the vocabulary of {}", arch, id, info_.n_vocab);
+    return Status::ok();
+  }
+
+  Status forward(Ctx& ctx, const Batch& batch, KvCache& kv, Tensor* logits) override {
+    return lm_->forward(ctx, batch, kv, logits);
+  }
+  const VisionLanguageModel* vision() const override { return this; }
+
+  ImageProcessorConfig default_processor() const override {
+    ImageProcessorConfig p;  // Qwen2VLImageProcessor defaults
+    p.kind = ImageProcessorConfig::Kind::kQwen2VL;
+    p.patch_size = tower_.patch_size();
+    p.merge_size = tower_.merge_size();
+    p.temporal_patch_size = tower_.temporal_patch_size();
+    return p;
+  }
+  Status check_processor(const ImageProcessorConfig& p) const override {
+    if (p.kind != ImageProcessorConfig::Kind::kQwen2VL || p.patch_size != tower_.patch_size() ||
+        p.merge_size != tower_.merge_size() || p.temporal_patch_size != tower_.temporal_patch_size())
+      return Error::invalid_argument("[{}] image processor (patch {}, merge {}, temporal {}) does not match the "
+                                     "vision tower (patch {}, merge {}, temporal {})", info_.arch, p.patch_size,
+                                     p.merge_size, p.temporal_patch_size, tower_.patch_size(), tower_.merge_size(),
+                                     tower_.temporal_patch_size());
+    return Status::ok();
+  }
+  int64_t n_image_tokens(const ProcessedImage& img) const override {
+    const int64_t m = tower_.merge_size();
+    return int64_t(img.grid_thw[0]) * img.grid_thw[1] * img.grid_thw[2] / (m * m);
+  }
+  Result<Tensor> encode_image(Ctx& ctx, const ProcessedImage& img) const override {
+    return tower_.encode(ctx, img.pixel_values, img.grid_thw);
+  }
+
+ private:
+  std::unique_ptr<Model> lm_;
+  QwenVisionTower tower_;
+};
+
+Result<std::unique_ptr<Model>> make_qwen2_vl(const HfConfig& cfg, const WeightSource& w) {
+  return make_qwen2_vl_family(cfg, w, /*qwen2_5=*/false);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Model>> make_qwen2_vl_family(const HfConfig& cfg, const WeightSource& w, bool qwen2_5) {
+  auto m = std::make_unique<Qwen2VLModel>();
+  PIPIT_TRY(m->load(cfg, w, qwen2_5));
+  return std::unique_ptr<Model>(std::move(m));
+}
+
+PIPIT_REGISTER_MODEL("qwen2_vl", make_qwen2_vl);
+
+}  // namespace pipit

@@ -1,0 +1,213 @@
+// Qwen2-VL and CLIP image preprocessing. reference: HF image_processing_qwen2_vl.py (smart_resize, _preprocess),
+// image_processing_clip.py + image_transforms.py (get_resize_output_image_size, center_crop, rescale, normalize).
+#include "models/vision/image_processor.h"
+
+#include <cfenv>
+#include <cmath>
+#include <cstring>
+
+namespace pipit {
+
+namespace {
+
+// Python round(): half to even (the default rounding mode of nearbyint).
+int64_t py_round(double x) { return int64_t(std::nearbyint(x)); }
+
+Status read_int(const nlohmann::json& j, const char* key, int64_t lo, int64_t hi, auto* out) {
+  if (!j.contains(key) || j[key].is_null()) return Status::ok();
+  const auto& v = j[key];
+  if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > hi)
+    return Error::invalid_argument("[image processor] {}: {} must be an integer in [{}, {}]", key, v.dump(), lo, hi);
+  *out = decltype(+*out)(v.get<int64_t>());
+  return Status::ok();
+}
+
+Status read_bool(const nlohmann::json& j, const char* key, bool* out) {
+  if (!j.contains(key) || j[key].is_null()) return Status::ok();
+  if (!j[key].is_boolean()) return Error::invalid_argument("[image processor] {}: {} must be a boolean", key, j[key].dump());
+  *out = j[key].get<bool>();
+  return Status::ok();
+}
+
+Status read_triple(const nlohmann::json& j, const char* key, bool positive, std::array<float, 3>* out) {
+  if (!j.contains(key) || j[key].is_null()) return Status::ok();
+  const auto& v = j[key];
+  if (v.is_number()) {  // one value for all channels
+    out->fill(float(v.get<double>()));
+  } else if (v.is_array() && v.size() == 3 && v[0].is_number() && v[1].is_number() && v[2].is_number()) {
+    for (size_t c = 0; c < 3; ++c) (*out)[c] = float(v[c].get<double>());  // HF: np.array(mean, dtype=float32)
+  } else {
+    return Error::invalid_argument("[image processor] {}: {} must be a number or 3 numbers", key, v.dump());
+  }
+  for (float f : *out)
+    if (!std::isfinite(f) || (positive && !(f > 0)))
+      return Error::invalid_argument("[image processor] {}: {} must be finite{}", key, v.dump(), positive ? " and > 0" : "");
+  return Status::ok();
+}
+
+// CHW float planes from 8-bit RGB: rescale (double multiply, cast to float) then normalize (float), as HF.
+void rescale_normalize(const Image& img, const ImageProcessorConfig& c, float* out) {
+  const size_t plane = size_t(img.width) * size_t(img.height);
+  for (size_t i = 0; i < plane; ++i)
+    for (int ch = 0; ch < 3; ++ch) {
+      const uint8_t u = img.rgb[i * 3 + size_t(ch)];
+      float v = c.do_rescale ? float(double(u) * c.rescale_factor) : float(u);
+      if (c.do_normalize) v = (v - c.mean[size_t(ch)]) / c.std[size_t(ch)];
+      out[size_t(ch) * plane + i] = v;
+    }
+}
+
+Result<ProcessedImage> preprocess_qwen(const Image& img, const ImageProcessorConfig& c) {
+  const int64_t p = c.patch_size, m = c.merge_size, tps = c.temporal_patch_size;
+  int64_t rh = img.height, rw = img.width;
+  if (c.do_resize) {
+    PIPIT_ASSIGN_OR_RETURN(auto hw, smart_resize(img.height, img.width, p * m, c.min_pixels, c.max_pixels));
+    rh = hw.first;
+    rw = hw.second;
+  }
+  if (rh % (p * m) || rw % (p * m))
+    return Error::invalid_argument("[image processor] image {}x{} is not a multiple of patch * merge = {} "
+                                   "(do_resize is off)", rw, rh, p * m);
+  const Image resized = (rh == img.height && rw == img.width) ? img : resize_image(img, int(rw), int(rh), c.resample);
+  std::vector<float> chw(size_t(3 * rh * rw));
+  rescale_normalize(resized, c, chw.data());
+
+  const int64_t gh = rh / p, gw = rw / p, cols = 3 * tps * p * p;
+  ProcessedImage out;
+  out.grid_thw = {1, int32_t(gh), int32_t(gw)};  // a still image: one temporal patch of tps identical frames
+  out.resized_height = int(rh);
+  out.resized_width = int(rw);
+  out.pixel_values = Tensor::empty(DType::F32, {gh * gw, cols});
+  float* dst = out.pixel_values.ptr<float>();
+  // rows: (block row, block col, row in block, col in block); columns: (channel, frame, py, px)
+  int64_t row = 0;
+  for (int64_t bh = 0; bh < gh / m; ++bh)
+    for (int64_t bw = 0; bw < gw / m; ++bw)
+      for (int64_t mh = 0; mh < m; ++mh)
+        for (int64_t mw = 0; mw < m; ++mw, ++row) {
+          const int64_t y0 = (bh * m + mh) * p, x0 = (bw * m + mw) * p;
+          float* r = dst + row * cols;
+          for (int64_t ch = 0; ch < 3; ++ch)
+            for (int64_t t = 0; t < tps; ++t)
+              for (int64_t py = 0; py < p; ++py) {
+                const float* src = chw.data() + (ch * rh + y0 + py) * rw + x0;
+                std::memcpy(r + ((ch * tps + t) * p + py) * p, src, size_t(p) * 4);
+              }
+        }
+  return out;
+}
+
+Result<ProcessedImage> preprocess_clip(const Image& img, const ImageProcessorConfig& c) {
+  Image cur = img;
+  if (c.do_resize) {
+    // get_resize_output_image_size(default_to_square=False): short side -> size, long side int()-truncated
+    const bool portrait = img.width <= img.height;
+    const int64_t short_side = portrait ? img.width : img.height, long_side = portrait ? img.height : img.width;
+    const int64_t new_long = int64_t(double(c.shortest_edge * long_side) / double(short_side));
+    if (new_long < 1) return Error::invalid_argument("[image processor] image {}x{} is too thin", img.width, img.height);
+    const int out_w = int(portrait ? c.shortest_edge : new_long), out_h = int(portrait ? new_long : c.shortest_edge);
+    if (out_w != cur.width || out_h != cur.height) cur = resize_image(cur, out_w, out_h, c.resample);
+  }
+  ProcessedImage out;
+  out.resized_height = cur.height;
+  out.resized_width = cur.width;
+  if (c.do_center_crop) {
+    // image_transforms.center_crop: top/left = (size - crop) // 2; an image smaller than the crop is zero-padded
+    const int ch = c.crop_height, cw = c.crop_width;
+    const int top = int(std::floor((cur.height - ch) / 2.0)), left = int(std::floor((cur.width - cw) / 2.0));
+    Image crop;
+    crop.width = cw;
+    crop.height = ch;
+    crop.rgb.assign(size_t(cw) * size_t(ch) * 3, 0);
+    for (int y = 0; y < ch; ++y)
+      for (int x = 0; x < cw; ++x) {
+        const int sy = top + y, sx = left + x;
+        if (sy >= 0 && sy < cur.height && sx >= 0 && sx < cur.width) std::memcpy(crop.px(x, y), cur.px(sx, sy), 3);
+      }
+    cur = std::move(crop);
+  }
+  out.pixel_values = Tensor::empty(DType::F32, {3, cur.height, cur.width});
+  rescale_normalize(cur, c, out.pixel_values.ptr<float>());
+  out.grid_thw = {1, 0, 0};
+  return out;
+}
+
+}  // namespace
+
+Result<std::pair<int64_t, int64_t>> smart_resize(int64_t height, int64_t width, int64_t factor, int64_t min_pixels,
+                                                 int64_t max_pixels) {
+  if (height < 1 || width < 1) return Error::invalid_argument("[image processor] empty image {}x{}", width, height);
+  if (double(std::max(height, width)) / double(std::min(height, width)) > 200)
+    return Error::invalid_argument("[image processor] image {}x{}: aspect ratio above 200 (HF's limit)", width, height);
+  if (std::fegetround() != FE_TONEAREST) std::fesetround(FE_TONEAREST);
+  int64_t h = std::max(factor, py_round(double(height) / double(factor)) * factor);
+  int64_t w = std::max(factor, py_round(double(width) / double(factor)) * factor);
+  if (h * w > max_pixels) {
+    const double beta = std::sqrt(double(height * width) / double(max_pixels));
+    h = std::max(factor, int64_t(std::floor(double(height) / beta / double(factor))) * factor);
+    w = std::max(factor, int64_t(std::floor(double(width) / beta / double(factor))) * factor);
+  } else if (h * w < min_pixels) {
+    const double beta = std::sqrt(double(min_pixels) / double(height * width));
+    h = int64_t(std::ceil(double(height) * beta / double(factor))) * factor;
+    w = int64_t(std::ceil(double(width) * beta / double(factor))) * factor;
+  }
+  return std::make_pair(h, w);
+}
+
+Result<ImageProcessorConfig> parse_image_processor(const nlohmann::json& pp, ImageProcessorConfig c) {
+  if (pp.is_null()) return c;
+  if (!pp.is_object()) return Error::invalid_argument("[image processor] preprocessor config must be a JSON object");
+  int64_t resample = int64_t(c.resample);
+  PIPIT_TRY(read_int(pp, "resample", 0, 5, &resample));
+  PIPIT_ASSIGN_OR_RETURN(c.resample, resample_filter_from_pil(int(resample)));
+  PIPIT_TRY(read_bool(pp, "do_resize", &c.do_resize));
+  PIPIT_TRY(read_bool(pp, "do_rescale", &c.do_rescale));
+  PIPIT_TRY(read_bool(pp, "do_normalize", &c.do_normalize));
+  PIPIT_TRY(read_bool(pp, "do_center_crop", &c.do_center_crop));
+  if (pp.contains("rescale_factor") && !pp["rescale_factor"].is_null()) {
+    if (!pp["rescale_factor"].is_number())
+      return Error::invalid_argument("[image processor] rescale_factor: {} must be a number", pp["rescale_factor"].dump());
+    c.rescale_factor = pp["rescale_factor"].get<double>();
+  }
+  PIPIT_TRY(read_triple(pp, "image_mean", false, &c.mean));
+  PIPIT_TRY(read_triple(pp, "image_std", true, &c.std));
+  const int64_t kBig = int64_t(1) << 40;
+  const nlohmann::json size = pp.contains("size") && pp["size"].is_object() ? pp["size"] : nlohmann::json::object();
+  if (c.kind == ImageProcessorConfig::Kind::kQwen2VL) {
+    // newer HF: size {shortest_edge: min_pixels, longest_edge: max_pixels}; min_pixels / max_pixels override it
+    PIPIT_TRY(read_int(size, "shortest_edge", 1, kBig, &c.min_pixels));
+    PIPIT_TRY(read_int(size, "longest_edge", 1, kBig, &c.max_pixels));
+    PIPIT_TRY(read_int(pp, "min_pixels", 1, kBig, &c.min_pixels));
+    PIPIT_TRY(read_int(pp, "max_pixels", 1, kBig, &c.max_pixels));
+    PIPIT_TRY(read_int(pp, "patch_size", 1, 1024, &c.patch_size));
+    PIPIT_TRY(read_int(pp, "merge_size", 1, 64, &c.merge_size));
+    PIPIT_TRY(read_int(pp, "temporal_patch_size", 1, 64, &c.temporal_patch_size));
+    if (c.min_pixels > c.max_pixels)
+      return Error::invalid_argument("[image processor] min_pixels {} > max_pixels {}", c.min_pixels, c.max_pixels);
+  } else {
+    if (size.contains("height") || size.contains("width"))
+      return Error::unsupported("[image processor] CLIP resize to a fixed height/width is not supported (only "
+                                "size.shortest_edge)");
+    PIPIT_TRY(read_int(size, "shortest_edge", 1, 1 << 16, &c.shortest_edge));
+    if (pp.contains("size") && pp["size"].is_number_integer()) PIPIT_TRY(read_int(pp, "size", 1, 1 << 16, &c.shortest_edge));
+    if (pp.contains("crop_size") && pp["crop_size"].is_object()) {
+      PIPIT_TRY(read_int(pp["crop_size"], "height", 1, 1 << 16, &c.crop_height));
+      PIPIT_TRY(read_int(pp["crop_size"], "width", 1, 1 << 16, &c.crop_width));
+    } else if (pp.contains("crop_size") && pp["crop_size"].is_number_integer()) {
+      PIPIT_TRY(read_int(pp, "crop_size", 1, 1 << 16, &c.crop_height));
+      c.crop_width = c.crop_height;
+    }
+    bool do_pad = false;
+    PIPIT_TRY(read_bool(pp, "do_pad", &do_pad));
+    if (do_pad) return Error::unsupported("[image processor] do_pad (pad to square) is not supported yet");
+  }
+  return c;
+}
+
+Result<ProcessedImage> preprocess_image(const Image& img, const ImageProcessorConfig& cfg) {
+  if (img.width < 1 || img.height < 1) return Error::invalid_argument("[image processor] empty image");
+  if (cfg.kind == ImageProcessorConfig::Kind::kQwen2VL) return preprocess_qwen(img, cfg);
+  return preprocess_clip(img, cfg);
+}
+
+}  // namespace pipit

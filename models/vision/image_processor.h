@@ -1,0 +1,54 @@
+// The HF image processors the vision-language models were trained with, exact to the slow (PIL) versions:
+//  - Qwen2VLImageProcessor (Qwen2-VL, Qwen2.5-VL): smart_resize to multiples of patch * merge within
+//    [min_pixels, max_pixels], PIL resize, rescale, normalize, the still image repeated temporal_patch_size times,
+//    then patches flattened in (t, h/m, w/m, m, m) row order with (c, t, py, px) columns;
+//  - CLIPImageProcessor (LLaVA): shortest edge to `size`, PIL resize, center crop, rescale, normalize.
+// Numerics as HF: uint8 resize, x * rescale_factor in double cast to float, (x - mean) / std in float.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include <nlohmann/json.hpp>
+
+#include "core/tensor.h"
+#include "models/vision/image.h"
+#include "models/vision/resample.h"
+
+namespace pipit {
+
+struct ImageProcessorConfig {
+  enum class Kind { kQwen2VL, kClip };
+  Kind kind = Kind::kQwen2VL;
+  ResampleFilter resample = ResampleFilter::kBicubic;
+  bool do_resize = true, do_rescale = true, do_normalize = true, do_center_crop = true;
+  double rescale_factor = 1.0 / 255.0;
+  std::array<float, 3> mean = {0.48145466f, 0.4578275f, 0.40821073f};  // OPENAI_CLIP_MEAN
+  std::array<float, 3> std = {0.26862954f, 0.26130258f, 0.27577711f};  // OPENAI_CLIP_STD
+  // Qwen2-VL
+  int64_t min_pixels = 56 * 56, max_pixels = 28 * 28 * 1280;
+  int patch_size = 14, merge_size = 2, temporal_patch_size = 2;
+  // CLIP
+  int shortest_edge = 224, crop_height = 224, crop_width = 224;
+};
+
+// Fields of a preprocessor_config.json over `base` (the model's defaults). Unknown fields are ignored; wrong types
+// and impossible values are errors.
+Result<ImageProcessorConfig> parse_image_processor(const nlohmann::json& pp, ImageProcessorConfig base);
+
+struct ProcessedImage {
+  // Qwen: [grid_t * grid_h * grid_w, 3 * temporal_patch * patch * patch]; CLIP: [3, crop_height, crop_width].
+  Tensor pixel_values;
+  std::array<int32_t, 3> grid_thw{};  // Qwen: (t, h, w) in patches. CLIP: (1, H / patch, W / patch)
+  int resized_height = 0, resized_width = 0;  // after resize (before the CLIP crop)
+};
+
+Result<ProcessedImage> preprocess_image(const Image& img, const ImageProcessorConfig& cfg);
+
+// HF's smart_resize: (height, width) rounded to multiples of `factor` with the area kept in [min_pixels,
+// max_pixels] and the aspect ratio about the same. Python round() (half to even) as HF. Errors for an aspect
+// ratio above 200 (as HF). Unlike older HF versions it never returns 0: tiny sides become `factor`.
+Result<std::pair<int64_t, int64_t>> smart_resize(int64_t height, int64_t width, int64_t factor, int64_t min_pixels,
+                                                 int64_t max_pixels);
+
+}  // namespace pipit

@@ -1,0 +1,234 @@
+// Qwen2-VL / Qwen2.5-VL vision towers (see qwen_vision.h).
+#include "models/vision/qwen_vision.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace pipit {
+
+namespace {
+
+// Every intermediate is f32 on the arena; the residual stream lives on the heap so the arena can be reset per block.
+Tensor heap_copy(const Tensor& t) {
+  Tensor h = Tensor::empty(DType::F32, t.shape());
+  std::memcpy(h.data(), t.data(), t.nbytes());
+  return h;
+}
+
+Tensor split_heads(Ctx& ctx, const Tensor& qkv, int64_t part, int64_t n_head, int64_t head_dim) {
+  const int64_t n = qkv.dim(0), width = n_head * head_dim;
+  Tensor out = ctx.alloc(DType::F32, {n, n_head, head_dim});
+  for (int64_t r = 0; r < n; ++r)
+    std::memcpy(out.ptr<float>() + r * width, qkv.ptr<float>() + r * 3 * width + part * width, size_t(width) * 4);
+  return out;
+}
+
+}  // namespace
+
+Result<QwenVisionTower> QwenVisionTower::load(const HfConfig& v, const WeightSource& w, bool v25, int64_t out_dim) {
+  const char* arch = v25 ? "qwen2_5_vl vision" : "qwen2_vl vision";
+  QwenVisionTower t;
+  t.v25_ = v25;
+  const int64_t depth = v.get_int_or("depth", 32);
+  t.n_embd_ = v25 ? v.get_int_or("hidden_size", 1280) : v.get_int_or("embed_dim", 1280);
+  t.n_head_ = v.get_int_or("num_heads", 16);
+  t.n_ff_ = v25 ? v.get_int_or("intermediate_size", 3420) : t.n_embd_ * v.get_int_or("mlp_ratio", 4);
+  t.out_dim_ = v25 ? v.get_int_or("out_hidden_size", out_dim) : v.get_int_or("hidden_size", out_dim);
+  t.patch_ = int(v.get_int_or("patch_size", v.get_int_or("spatial_patch_size", 14)));
+  t.merge_ = int(v.get_int_or("spatial_merge_size", 2));
+  t.tps_ = int(v.get_int_or("temporal_patch_size", 2));
+  t.in_ch_ = int(v.get_int_or("in_channels", v.get_int_or("in_chans", 3)));
+  t.window_ = int(v.get_int_or("window_size", 112));
+  if (depth < 1 || t.n_embd_ < 1 || t.n_head_ < 1 || t.n_ff_ < 1 || t.patch_ < 1 || t.merge_ < 1 || t.tps_ < 1 ||
+      t.n_embd_ % t.n_head_ || (t.n_embd_ / t.n_head_) % 4)
+    return Error::invalid_argument("[{}] bad sizes: depth {}, width {}, heads {}, mlp {}, patch {}, merge {}, "
+                                   "temporal patch {} (width / heads must be a multiple of 4)",
+                                   arch, depth, t.n_embd_, t.n_head_, t.n_ff_, t.patch_, t.merge_, t.tps_);
+  if (t.in_ch_ != 3) return Error::unsupported("[{}] {} input channels (3 supported)", arch, t.in_ch_);
+  if (t.out_dim_ != out_dim)
+    return Error::invalid_argument("[{}] merger output {} differs from the language model's hidden size {}", arch,
+                                   t.out_dim_, out_dim);
+  if (v25 && t.window_ / t.merge_ / t.patch_ < 1)
+    return Error::invalid_argument("[{}] window_size {} is smaller than merge * patch = {}", arch, t.window_,
+                                   t.merge_ * t.patch_);
+  t.head_dim_ = t.n_embd_ / t.n_head_;
+  const std::string act = v.get_string_or("hidden_act", v25 ? "silu" : "quick_gelu");
+  if (act == "quick_gelu") t.act_ = Act::kQuickGelu;
+  else if (act == "gelu") t.act_ = Act::kGelu;
+  else if (act == "silu") t.act_ = Act::kSilu;
+  else if (act == "gelu_pytorch_tanh") t.act_ = Act::kGeluTanh;
+  else return Error::unsupported("[{}] hidden_act '{}' (quick_gelu, gelu, silu, gelu_pytorch_tanh)", arch, act);
+  if (v25 && t.act_ != Act::kSilu && t.act_ != Act::kGeluTanh)
+    return Error::unsupported("[{}] hidden_act '{}' in a gated MLP (silu, gelu_pytorch_tanh)", arch, act);
+  t.full_attn_.assign(size_t(depth), !v25);
+  if (v25 && v.has("fullatt_block_indexes")) {
+    const auto& f = v.json()["fullatt_block_indexes"];
+    if (!f.is_array()) return Error::invalid_argument("[{}] fullatt_block_indexes must be a list", arch);
+    for (const auto& i : f) {
+      if (!i.is_number_integer() || i.get<int64_t>() < 0 || i.get<int64_t>() >= depth)
+        return Error::invalid_argument("[{}] fullatt_block_indexes {} outside [0, {})", arch, f.dump(), depth);
+      t.full_attn_[size_t(i.get<int64_t>())] = true;
+    }
+  }
+  // VisionRotaryEmbedding(head_dim / 2): inv_freq[i] = 1 / 10000^(2i / (head_dim / 2)), in float32 as HF;
+  // the first head_dim / 4 rotary frequencies turn with the patch row, the next head_dim / 4 with the column
+  const int64_t dim = t.head_dim_ / 2;
+  for (int stream = 0; stream < 2; ++stream)
+    for (int64_t i = 0; i < dim; i += 2) {
+      t.rope_freq_.push_back(1.0f / std::pow(10000.0f, float(i) / float(dim)));
+      t.rope_stream_.push_back(uint8_t(stream));
+    }
+
+  const int64_t E = t.n_embd_, K = int64_t(t.in_ch_) * t.tps_ * t.patch_ * t.patch_, M = E * t.merge_ * t.merge_;
+  PIPIT_ASSIGN_OR_RETURN(Tensor pw, w.get("visual.patch_embed.proj.weight", {E, t.in_ch_, t.tps_, t.patch_, t.patch_}));
+  t.patch_w_ = pw.reshape({E, K});
+  for (int64_t i = 0; i < depth; ++i) {
+    const std::string p = "visual.blocks." + std::to_string(i) + ".";
+    Block b;
+    PIPIT_ASSIGN_OR_RETURN(b.norm1_w, w.get(p + "norm1.weight", {E}));
+    PIPIT_ASSIGN_OR_RETURN(b.norm2_w, w.get(p + "norm2.weight", {E}));
+    if (!v25) {
+      PIPIT_ASSIGN_OR_RETURN(b.norm1_b, w.get(p + "norm1.bias", {E}));
+      PIPIT_ASSIGN_OR_RETURN(b.norm2_b, w.get(p + "norm2.bias", {E}));
+    }
+    PIPIT_ASSIGN_OR_RETURN(b.qkv_w, w.get(p + "attn.qkv.weight", {3 * E, E}));
+    PIPIT_ASSIGN_OR_RETURN(b.qkv_b, w.get(p + "attn.qkv.bias", {3 * E}));
+    PIPIT_ASSIGN_OR_RETURN(b.proj_w, w.get(p + "attn.proj.weight", {E, E}));
+    PIPIT_ASSIGN_OR_RETURN(b.proj_b, w.get(p + "attn.proj.bias", {E}));
+    if (v25) {
+      PIPIT_ASSIGN_OR_RETURN(b.gate_w, w.get(p + "mlp.gate_proj.weight", {t.n_ff_, E}));
+      PIPIT_ASSIGN_OR_RETURN(b.gate_b, w.get(p + "mlp.gate_proj.bias", {t.n_ff_}));
+      PIPIT_ASSIGN_OR_RETURN(b.up_w, w.get(p + "mlp.up_proj.weight", {t.n_ff_, E}));
+      PIPIT_ASSIGN_OR_RETURN(b.up_b, w.get(p + "mlp.up_proj.bias", {t.n_ff_}));
+      PIPIT_ASSIGN_OR_RETURN(b.down_w, w.get(p + "mlp.down_proj.weight", {E, t.n_ff_}));
+      PIPIT_ASSIGN_OR_RETURN(b.down_b, w.get(p + "mlp.down_proj.bias", {E}));
+    } else {
+      PIPIT_ASSIGN_OR_RETURN(b.fc1_w, w.get(p + "mlp.fc1.weight", {t.n_ff_, E}));
+      PIPIT_ASSIGN_OR_RETURN(b.fc1_b, w.get(p + "mlp.fc1.bias", {t.n_ff_}));
+      PIPIT_ASSIGN_OR_RETURN(b.fc2_w, w.get(p + "mlp.fc2.weight", {E, t.n_ff_}));
+      PIPIT_ASSIGN_OR_RETURN(b.fc2_b, w.get(p + "mlp.fc2.bias", {E}));
+    }
+    t.blocks_.push_back(std::move(b));
+  }
+  PIPIT_ASSIGN_OR_RETURN(t.merger_norm_w_, w.get("visual.merger.ln_q.weight", {E}));
+  if (!v25) {
+    PIPIT_ASSIGN_OR_RETURN(t.merger_norm_b_, w.get("visual.merger.ln_q.bias", {E}));
+  }
+  PIPIT_ASSIGN_OR_RETURN(t.merger_w0_, w.get("visual.merger.mlp.0.weight", {M, M}));
+  PIPIT_ASSIGN_OR_RETURN(t.merger_b0_, w.get("visual.merger.mlp.0.bias", {M}));
+  PIPIT_ASSIGN_OR_RETURN(t.merger_w2_, w.get("visual.merger.mlp.2.weight", {t.out_dim_, M}));
+  PIPIT_ASSIGN_OR_RETURN(t.merger_b2_, w.get("visual.merger.mlp.2.bias", {t.out_dim_}));
+  return t;
+}
+
+QwenVisionTower::Windows QwenVisionTower::window_index(std::array<int32_t, 3> grid) const {
+  // windows of vms x vms merged tokens tile the (h / m, w / m) grid from the top left; HF pads the grid to whole
+  // windows (a full extra window even when it divides) and drops the padding
+  const int vms = window_ / merge_ / patch_, unit = merge_ * merge_;
+  const int lh = grid[1] / merge_, lw = grid[2] / merge_;
+  const int nwh = (lh + vms - lh % vms) / vms, nww = (lw + vms - lw % vms) / vms;
+  Windows w;
+  w.cu.push_back(0);
+  for (int t = 0; t < grid[0]; ++t)
+    for (int wy = 0; wy < nwh; ++wy)
+      for (int wx = 0; wx < nww; ++wx) {
+        int count = 0;
+        for (int iy = 0; iy < vms; ++iy)
+          for (int ix = 0; ix < vms; ++ix) {
+            const int y = wy * vms + iy, x = wx * vms + ix;
+            if (y >= lh || x >= lw) continue;
+            w.index.push_back((t * lh + y) * lw + x);
+            ++count;
+          }
+        if (count > 0) w.cu.push_back(w.cu.back() + count * unit);  // empty windows: unique_consecutive drops them
+      }
+  return w;
+}
+
+Tensor QwenVisionTower::norm(Ctx& ctx, const Tensor& x, const Tensor& w, const Tensor& b) const {
+  return v25_ ? rms_norm(ctx, x, w, eps_) : layer_norm(ctx, x, w, b, eps_);
+}
+
+Tensor QwenVisionTower::mlp(Ctx& ctx, const Tensor& h, const Block& b) const {
+  if (v25_) {
+    Tensor g = linear(ctx, h, b.gate_w, b.gate_b), u = linear(ctx, h, b.up_w, b.up_b);
+    return linear(ctx, act_ == Act::kSilu ? swiglu(ctx, g, u) : geglu(ctx, g, u), b.down_w, b.down_b);
+  }
+  Tensor a = linear(ctx, h, b.fc1_w, b.fc1_b);
+  if (act_ == Act::kQuickGelu) quick_gelu_(ctx, a);
+  else if (act_ == Act::kGelu) gelu_(ctx, a);
+  else PIPIT_ASSERT(false, "activation {} in a plain MLP", int(act_));
+  return linear(ctx, a, b.fc2_w, b.fc2_b);
+}
+
+Result<Tensor> QwenVisionTower::encode(Ctx& ctx, const Tensor& pv, std::array<int32_t, 3> grid) const {
+  const int64_t t = grid[0], h = grid[1], w = grid[2], n = t * h * w, m = merge_, unit = m * m;
+  if (t < 1 || h < 1 || w < 1 || h % m || w % m)
+    return Error::invalid_argument("[vision] grid {}x{}x{}: sides must be positive multiples of {}", t, h, w, m);
+  if (pv.dtype() != DType::F32 || pv.ndim() != 2 || pv.dim(0) != n || pv.dim(1) != patch_w_.dim(1))
+    return Error::invalid_argument("[vision] pixel_values {}, expected f32 [{}, {}]", pv.describe(), n,
+                                   patch_w_.dim(1));
+  // patch (row, column) of every row, in the processor's (t, h/m, w/m, m, m) order
+  std::vector<int32_t> pos(size_t(2 * n));
+  for (int64_t r = 0; r < n; ++r) {
+    const int64_t i = r % (h * w), blk = i / unit, in = i % unit;
+    pos[size_t(r)] = int32_t(blk / (w / m) * m + in / m);
+    pos[size_t(n + r)] = int32_t(blk % (w / m) * m + in % m);
+  }
+  std::vector<int32_t> cu_full;  // each frame attends within itself
+  for (int64_t f = 0; f <= t; ++f) cu_full.push_back(int32_t(f * h * w));
+
+  Tensor x = heap_copy(ctx.name(linear(ctx, pv, patch_w_), "vision.patch_embed"));
+  Windows win;
+  if (v25_) {  // group the rows (4 patches per merged token) by window
+    win = window_index(grid);
+    Tensor xp = Tensor::empty(DType::F32, {n, n_embd_});
+    std::vector<int32_t> pp(pos.size());
+    for (int64_t g = 0; g < n / unit; ++g)
+      for (int64_t u = 0; u < unit; ++u) {
+        const int64_t dst = g * unit + u, src = int64_t(win.index[size_t(g)]) * unit + u;
+        std::memcpy(xp.row_ptr(dst), x.row_ptr(src), size_t(n_embd_) * 4);
+        pp[size_t(dst)] = pos[size_t(src)];
+        pp[size_t(n + dst)] = pos[size_t(n + src)];
+      }
+    x = xp;
+    pos.swap(pp);
+    ctx.name(x, "vision.patch_embed_windowed");
+  }
+  ctx.arena->reset();
+
+  const float scale = 1.0f / std::sqrt(float(head_dim_));
+  for (int il = 0; il < int(blocks_.size()); ++il) {
+    const Block& b = blocks_[size_t(il)];
+    Tensor hn = norm(ctx, x, b.norm1_w, b.norm1_b);
+    Tensor qkv = linear(ctx, hn, b.qkv_w, b.qkv_b);
+    Tensor q = split_heads(ctx, qkv, 0, n_head_, head_dim_), k = split_heads(ctx, qkv, 1, n_head_, head_dim_);
+    Tensor v = split_heads(ctx, qkv, 2, n_head_, head_dim_);
+    rope_multi_(ctx, q, pos, rope_stream_, rope_freq_);
+    rope_multi_(ctx, k, pos, rope_stream_, rope_freq_);
+    Tensor o = ctx.alloc(DType::F32, {n, n_head_, head_dim_});
+    attention_segments(ctx, q, k, v, full_attn_[size_t(il)] ? cu_full : win.cu, scale, o);
+    add_(ctx, x, linear(ctx, o.reshape({n, n_embd_}), b.proj_w, b.proj_b));
+    add_(ctx, x, mlp(ctx, norm(ctx, x, b.norm2_w, b.norm2_b), b));
+    ctx.name(x, "vision.block", il);
+    ctx.arena->reset();
+  }
+
+  // PatchMerger: norm, 2x2 neighbours side by side (consecutive rows), Linear, GELU, Linear
+  Tensor hm = norm(ctx, x, merger_norm_w_, merger_norm_b_).reshape({n / unit, n_embd_ * unit});
+  Tensor a = linear(ctx, hm, merger_w0_, merger_b0_);
+  gelu_(ctx, a);
+  Tensor merged = linear(ctx, a, merger_w2_, merger_b2_);
+  Tensor out = Tensor::empty(DType::F32, {n / unit, out_dim_});
+  if (v25_) {  // back to the processor's order
+    ctx.name(merged, "vision.merger_windowed");
+    for (int64_t g = 0; g < n / unit; ++g)
+      std::memcpy(out.row_ptr(win.index[size_t(g)]), merged.row_ptr(g), size_t(out_dim_) * 4);
+  } else {
+    std::memcpy(out.data(), merged.data(), out.nbytes());
+  }
+  ctx.arena->reset();
+  return out;
+}
+
+}  // namespace pipit

@@ -1,0 +1,65 @@
+// The Qwen2-VL and Qwen2.5-VL vision towers: Conv3d patch embedding (a matmul over flattened patches), blocks of
+// (norm, attention with 2-D RoPE over the patch grid, residual, norm, MLP, residual), and the PatchMerger that
+// concatenates each 2x2 group of patches and projects it to the language model's width.
+//  - Qwen2-VL: LayerNorm, fc1/act/fc2 MLP, full attention within each image.
+//  - Qwen2.5-VL: RMSNorm, SwiGLU MLP with biases; patches are permuted into windows of window_size pixels and
+//    most blocks attend within a window, the fullatt_block_indexes blocks within the whole image; the merger's
+//    output is permuted back.
+// reference: HF modeling_qwen2_vl.py (Qwen2VisionTransformerPretrainedModel), modeling_qwen2_5_vl.py
+// (Qwen2_5_VisionTransformerPretrainedModel.get_window_index).
+#pragma once
+
+#include <array>
+#include <vector>
+
+#include "models/model.h"
+
+namespace pipit {
+
+class QwenVisionTower {
+ public:
+  // vcfg: the "vision_config" object. v25: Qwen2.5-VL. out_dim: the language model's hidden size.
+  static Result<QwenVisionTower> load(const HfConfig& vcfg, const WeightSource& w, bool v25, int64_t out_dim);
+
+  // pixel_values [t * h * w, 3 * temporal_patch * patch * patch] of one image in the processor's row order; returns
+  // [t * h * w / merge^2, out_dim] on the heap. Resets ctx.arena after each block.
+  Result<Tensor> encode(Ctx& ctx, const Tensor& pixel_values, std::array<int32_t, 3> grid_thw) const;
+
+  int patch_size() const { return patch_; }
+  int merge_size() const { return merge_; }
+  int temporal_patch_size() const { return tps_; }
+
+  // Qwen2.5-VL: the window permutation of the merged tokens of one image and the window boundaries over patches
+  // (empty windows dropped, as HF's unique_consecutive does). Public for the golden tests.
+  struct Windows {
+    std::vector<int32_t> index;  // merged-token order after the permutation
+    std::vector<int32_t> cu;     // [0, ..., n_patches]
+  };
+  Windows window_index(std::array<int32_t, 3> grid_thw) const;
+
+ private:
+  enum class Act { kQuickGelu, kGelu, kSilu, kGeluTanh };
+  struct Block {
+    Tensor norm1_w, norm1_b, norm2_w, norm2_b;  // [n_embd]; biases only for LayerNorm (Qwen2-VL)
+    Tensor qkv_w, qkv_b, proj_w, proj_b;        // [3 n_embd, n_embd], [n_embd, n_embd]
+    Tensor fc1_w, fc1_b, fc2_w, fc2_b;          // Qwen2-VL MLP [n_ff, n_embd], [n_embd, n_ff]
+    Tensor gate_w, gate_b, up_w, up_b, down_w, down_b;  // Qwen2.5-VL SwiGLU
+  };
+  Tensor norm(Ctx& ctx, const Tensor& x, const Tensor& w, const Tensor& b) const;
+  Tensor mlp(Ctx& ctx, const Tensor& h, const Block& b) const;
+
+  bool v25_ = false;
+  int64_t n_embd_ = 0, n_head_ = 0, head_dim_ = 0, n_ff_ = 0, out_dim_ = 0;
+  int patch_ = 14, merge_ = 2, tps_ = 2, in_ch_ = 3, window_ = 0;
+  float eps_ = 1e-6f;
+  Act act_ = Act::kQuickGelu;
+  std::vector<bool> full_attn_;  // per block (Qwen2.5-VL)
+  std::vector<float> rope_freq_;    // head_dim / 2 rotary frequencies: (h freqs, w freqs)
+  std::vector<uint8_t> rope_stream_;  // 0: row position, 1: column position
+  Tensor patch_w_;  // [n_embd, 3 * tps * patch * patch] (the Conv3d kernel flattened)
+  std::vector<Block> blocks_;
+  Tensor merger_norm_w_, merger_norm_b_;  // [n_embd]
+  Tensor merger_w0_, merger_b0_, merger_w2_, merger_b2_;  // [4 n_embd, 4 n_embd], [out_dim, 4 n_embd]
+};
+
+}  // namespace pipit

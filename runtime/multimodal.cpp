@@ -1,0 +1,170 @@
+// Multimodal prompts: processor selection, image encoding, placeholder expansion and get_rope_index.
+// reference: HF processing_qwen2_vl.py / processing_llava.py (placeholder expansion), modeling_qwen2_vl.py
+// (Qwen2VLModel.get_rope_index).
+#include "runtime/multimodal.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/storage.h"
+#include "models/vision/vision_model.h"
+#include "runtime/loader.h"
+
+namespace pipit {
+
+namespace {
+
+Result<const VisionLanguageModel*> vision_of(const Model& m) {
+  const VisionLanguageModel* v = m.vision();
+  if (!v)
+    return Error::invalid_argument("[image] model '{}' is text-only and does not take images", m.info().arch);
+  return v;
+}
+
+}  // namespace
+
+Result<ImageProcessorConfig> image_processor_for(const Model& m, const nlohmann::json& pp, const ImageOptions& opt) {
+  PIPIT_ASSIGN_OR_RETURN(const VisionLanguageModel* v, vision_of(m));
+  PIPIT_ASSIGN_OR_RETURN(ImageProcessorConfig p, parse_image_processor(pp, v->default_processor()));
+  if (opt.max_pixels < 0) return Error::invalid_argument("[image] --image-max-pixels {} must be >= 0", opt.max_pixels);
+  if (opt.max_pixels > 0 && p.kind == ImageProcessorConfig::Kind::kQwen2VL) {
+    const int64_t factor = int64_t(p.patch_size) * p.merge_size;
+    if (opt.max_pixels < factor * factor)
+      return Error::invalid_argument("[image] --image-max-pixels {} is below one merged patch ({}x{} = {} pixels)",
+                                     opt.max_pixels, factor, factor, factor * factor);
+    p.max_pixels = std::min(p.max_pixels, opt.max_pixels);
+    p.min_pixels = std::min(p.min_pixels, p.max_pixels);
+  }
+  PIPIT_TRY(v->check_processor(p));
+  return p;
+}
+
+Result<nlohmann::json> preprocessor_config_of(const LoadedModel& lm) {
+  if (!lm.preprocessor_config.is_null()) return lm.preprocessor_config;
+  const std::string path = lm.path + "/preprocessor_config.json";
+  if (!is_directory(lm.path) || !file_exists(path)) return nlohmann::json();
+  PIPIT_ASSIGN_OR_RETURN(std::string text, read_file(path));
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return Error::format("[image] {}: not a JSON object", path);
+  return j;
+}
+
+Result<EncodedImage> encode_image(const Model& m, const ImageProcessorConfig& proc, const Image& img, ThreadPool& pool,
+                                  const TensorHook& on_tensor) {
+  PIPIT_ASSIGN_OR_RETURN(const VisionLanguageModel* v, vision_of(m));
+  EncodedImage e;
+  PIPIT_ASSIGN_OR_RETURN(e.processed, preprocess_image(img, proc));
+  Arena arena(size_t(1) << 22);
+  Ctx ctx{&arena, &pool, &kernels(), on_tensor};
+  PIPIT_ASSIGN_OR_RETURN(e.features, v->encode_image(ctx, e.processed));
+  const int64_t want = v->n_image_tokens(e.processed);
+  if (e.features.ndim() != 2 || e.features.dim(0) != want || e.features.dim(1) != m.info().n_embd)
+    return Error::internal("[image] vision tower returned {}, expected [{}, {}]", e.features.describe(), want,
+                           m.info().n_embd);
+  return e;
+}
+
+Result<MultimodalPrompt> build_multimodal_prompt(const Model& m, std::span<const int32_t> tokens,
+                                                 const std::vector<EncodedImage>& images) {
+  PIPIT_ASSIGN_OR_RETURN(const VisionLanguageModel* v, vision_of(m));
+  const VisionTokens& vt = v->vision_tokens();
+  const int64_t n_embd = m.info().n_embd;
+  int64_t n_marks = 0, n_feat = 0;
+  for (int32_t t : tokens) n_marks += t == vt.image_token_id;
+  for (const auto& im : images) n_feat += im.features.dim(0);
+  const int64_t n_img = int64_t(images.size());
+  // one placeholder per image (chat template output), or already expanded (HF processor output)
+  const bool expanded = n_marks != n_img;
+  if (n_marks != n_img && n_marks != n_feat)
+    return Error::invalid_argument("[image] the prompt has {} image tokens for {} image(s): expected one placeholder "
+                                   "per image ({}), or {} when already expanded", n_marks, n_img, n_img, n_feat);
+
+  MultimodalPrompt p;
+  p.embd = Tensor::empty(DType::F32, {std::max<int64_t>(n_feat, 1), n_embd});
+  int64_t row = 0;
+  for (const auto& im : images) {
+    std::memcpy(p.embd.row_ptr(row), im.features.data(), im.features.nbytes());
+    row += im.features.dim(0);
+  }
+  // get_rope_index: `next` is the position the next text token takes
+  int32_t next = 0;
+  std::vector<int32_t> pos[3];
+  size_t image = 0;
+  for (size_t i = 0; i < tokens.size();) {
+    if (tokens[i] != vt.image_token_id) {
+      p.tokens.push_back(tokens[i]);
+      p.embd_row.push_back(-1);
+      for (auto& s : pos) s.push_back(next);
+      ++next, ++i;
+      continue;
+    }
+    const EncodedImage& im = images[image];
+    const int64_t n = im.features.dim(0), begin = int64_t(p.tokens.size());
+    if (expanded)
+      for (int64_t j = 0; j < n; ++j)
+        if (i + size_t(j) >= tokens.size() || tokens[i + size_t(j)] != vt.image_token_id)
+          return Error::invalid_argument("[image] image {} needs a run of {} image tokens at token {}, found {}",
+                                         image + 1, n, i, j);
+    int64_t first_row = 0;
+    for (size_t k = 0; k < image; ++k) first_row += images[k].features.dim(0);
+    for (int64_t j = 0; j < n; ++j) {
+      p.tokens.push_back(vt.image_token_id);
+      p.embd_row.push_back(int32_t(first_row + j));
+    }
+    if (vt.mrope) {  // the LLM's grid: (t, h / merge, w / merge), row-major as the merger emits it
+      const int64_t gt = im.processed.grid_thw[0], gh = im.processed.grid_thw[1] / vt.merge_size,
+                    gw = im.processed.grid_thw[2] / vt.merge_size;
+      if (gt * gh * gw != n)
+        return Error::internal("[image] grid {}x{}x{} for {} features", gt, gh, gw, n);
+      for (int64_t t = 0; t < gt; ++t)
+        for (int64_t y = 0; y < gh; ++y)
+          for (int64_t x = 0; x < gw; ++x) {
+            pos[0].push_back(next + int32_t(t));
+            pos[1].push_back(next + int32_t(y));
+            pos[2].push_back(next + int32_t(x));
+          }
+      next += int32_t(std::max({gt, gh, gw}));
+    } else {
+      for (int64_t j = 0; j < n; ++j)
+        for (auto& s : pos) s.push_back(next + int32_t(j));
+      next += int32_t(n);
+    }
+    const int64_t end = int64_t(p.tokens.size());
+    p.image_spans.push_back({begin, end, int32_t(next - end)});
+    i += expanded ? size_t(n) : 1;
+    ++image;
+  }
+  if (image != images.size()) return Error::internal("[image] placed {} of {} images", image, images.size());
+  if (vt.mrope) {
+    for (auto& s : pos) p.mrope_pos.insert(p.mrope_pos.end(), s.begin(), s.end());
+    p.rope_delta = next - int32_t(p.tokens.size());
+  } else {
+    for (auto& sp : p.image_spans) sp.delta_after = 0;
+  }
+  return p;
+}
+
+Result<MultimodalPrompt> prepare_multimodal_prompt(const LoadedModel& lm, std::span<const int32_t> tokens,
+                                                   const std::vector<std::string>& sources, const ImageOptions& opt,
+                                                   ThreadPool& pool) {
+  PIPIT_ASSIGN_OR_RETURN(nlohmann::json pp, preprocessor_config_of(lm));
+  PIPIT_ASSIGN_OR_RETURN(ImageProcessorConfig proc, image_processor_for(*lm.model, pp, opt));
+  std::vector<EncodedImage> images;
+  for (const auto& src : sources) {
+    PIPIT_ASSIGN_OR_RETURN(Image img, load_image(src));
+    auto e = encode_image(*lm.model, proc, img, pool);
+    if (!e.is_ok()) return e.status().with_context("[image] " + src.substr(0, 80));
+    images.push_back(std::move(e).value());
+  }
+  return build_multimodal_prompt(*lm.model, tokens, images);
+}
+
+std::vector<int32_t> image_placeholder_tokens(const Model& m) {
+  const VisionLanguageModel* v = m.vision();
+  if (!v) return {};
+  const VisionTokens& t = v->vision_tokens();
+  if (t.vision_start_id >= 0 && t.vision_end_id >= 0) return {t.vision_start_id, t.image_token_id, t.vision_end_id};
+  return {t.image_token_id};
+}
+
+}  // namespace pipit
