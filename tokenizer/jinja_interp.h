@@ -20,8 +20,8 @@ namespace pipit::jinja {
 struct RenderLimits {
   size_t max_output_bytes = size_t{64} << 20;  // rendered text, and any one string built while rendering
   int64_t max_steps = 5'000'000;               // statements executed + loop iterations + filter items
-  int max_depth = 600;                         // nested evaluation (expressions, blocks, macro calls)
-  int max_call_depth = 64;                     // nested macro calls / recursive loops
+  int max_depth = 300;                         // nested evaluation (expressions, blocks, macro calls)
+  int max_call_depth = 32;                     // nested macro calls / recursive loops
   int64_t max_items = 1'000'000;               // elements of one list built by the template (range, *, +)
 };
 

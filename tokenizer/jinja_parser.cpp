@@ -54,9 +54,9 @@ class Parser {
   // Left-nested chains (a + b + c, a.b.c, x|f|g) deepen the tree by one per link: count them against the same
   // limit as parentheses, so evaluating and freeing the tree never recurses too deeply.
   Status deeper(int& added) {
-    ++expr_depth_;
+    ++chain_depth_;
     ++added;
-    if (expr_depth_ > kMaxExprDepth) return fail(cur(), "expression nested too deeply");
+    if (chain_depth_ > kMaxChainDepth) return fail(cur(), "expression chained too deeply");
     return Status::ok();
   }
   ExprPtr node(ExprKind k, int line) {
@@ -104,7 +104,7 @@ class Parser {
 
   std::vector<Token> t_;
   size_t i_ = 0;
-  int expr_depth_ = 0, block_depth_ = 0, loop_depth_ = 0;
+  int expr_depth_ = 0, chain_depth_ = 0, block_depth_ = 0, loop_depth_ = 0;
 };
 
 std::string Parser::describe(const Token& t) {
@@ -421,7 +421,7 @@ Result<ExprPtr> Parser::parse_condexpr() {
     c->a = std::move(e);
     e = std::move(c);
   }
-  expr_depth_ -= added;
+  chain_depth_ -= added;
   return e;
 }
 
@@ -436,7 +436,7 @@ Result<ExprPtr> Parser::parse_or() {
     PIPIT_ASSIGN_OR_RETURN(n->b, parse_and());
     e = std::move(n);
   }
-  expr_depth_ -= added;
+  chain_depth_ -= added;
   return e;
 }
 
@@ -451,7 +451,7 @@ Result<ExprPtr> Parser::parse_and() {
     PIPIT_ASSIGN_OR_RETURN(n->b, parse_not());
     e = std::move(n);
   }
-  expr_depth_ -= added;
+  chain_depth_ -= added;
   return e;
 }
 
@@ -511,7 +511,7 @@ Result<ExprPtr> Parser::parse_math1() {
     PIPIT_ASSIGN_OR_RETURN(n->b, parse_concat());
     e = std::move(n);
   }
-  expr_depth_ -= added;
+  chain_depth_ -= added;
   return e;
 }
 
@@ -539,7 +539,7 @@ Result<ExprPtr> Parser::parse_math2() {
     PIPIT_ASSIGN_OR_RETURN(n->b, parse_pow());
     e = std::move(n);
   }
-  expr_depth_ -= added;
+  chain_depth_ -= added;
   return e;
 }
 
@@ -555,7 +555,7 @@ Result<ExprPtr> Parser::parse_pow() {
     PIPIT_ASSIGN_OR_RETURN(n->b, parse_unary(true));
     e = std::move(n);
   }
-  expr_depth_ -= added;
+  chain_depth_ -= added;
   return e;
 }
 
@@ -648,7 +648,7 @@ Result<ExprPtr> Parser::parse_postfix(ExprPtr e) {
       PIPIT_TRY(parse_call_args(*call));
       e = std::move(call);
     } else {
-      expr_depth_ -= added;
+      chain_depth_ -= added;
       return e;
     }
   }
@@ -668,7 +668,7 @@ Result<ExprPtr> Parser::parse_filter_expr(ExprPtr e) {
       PIPIT_TRY(parse_call_args(*call));
       e = std::move(call);
     } else {
-      expr_depth_ -= added;
+      chain_depth_ -= added;
       return e;
     }
   }
@@ -789,7 +789,7 @@ Result<ExprPtr> Parser::parse_filter(ExprPtr e, bool start_inline) {
     f->a = std::move(e);
     e = std::move(f);
   }
-  expr_depth_ -= added;
+  chain_depth_ -= added;
   return e;
 }
 
