@@ -1,0 +1,301 @@
+// GGUF import: files written by the test writer (gguf_test_writer.h, an independent description of llama.cpp's
+// conversion) from known checkpoints load and reproduce their logits — llama-arch with the q/k permutation
+// (stories260k, and the llama test model with Llama 3 rope_freqs), qwen3 in bf16, Q8_0 tensors used in place — the
+// GGUF vocabulary becomes the same tokenizer.json the HF checkpoint has, and broken files give clear errors.
+#include <gtest/gtest.h>
+
+#include "convert/gguf_import.h"
+#include "format/gguf.h"
+#include "format/pipit_format.h"
+#include "tests/unit/convert_test_util.h"
+#include "tests/unit/gguf_test_writer.h"
+#ifdef PIPIT_WITH_TOKENIZER
+#include "tokenizer/tokenizer.h"
+#endif
+
+namespace pipit {
+namespace {
+
+void expect_same_logits(const std::string& model, const std::string& gguf, double tol) {
+  auto ids = test::golden_ids(model);
+  LoadedModel hf = test::load_or_fail(test::model_dir(model));
+  LoadedModel gg = test::load_or_fail(gguf);
+  const auto want = test::all_logits(*hf.model, ids);
+  const auto got = test::all_logits(*gg.model, ids);
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_LE(test::max_abs_diff(got.data(), want.data(), int64_t(want.size())).max_abs, tol) << model;
+}
+
+// stories260k as F32 GGUF: llama arch, so q/k rows are permuted in the file and must be un-permuted on import.
+TEST(GgufImport, LlamaPermutedQkReproducesLogits) {
+  test::ScratchDir d("gguf");
+  test::hf_to_gguf(test::model_dir("stories260k"), d.path("s.gguf"), {.with_llama2c_tokenizer = true});
+  expect_same_logits("stories260k", d.path("s.gguf"), 0.0);
+  // without the un-permutation the logits would differ: check the file really is permuted
+  auto f = GgufFile::open(d.path("s.gguf"));
+  ASSERT_TRUE(f.is_ok());
+  auto raw = f->tensor(*f->find_tensor("blk.0.attn_q.weight"));
+  auto hf = SafetensorsFile::open(test::model_dir("stories260k") + "/model.safetensors");
+  Tensor q = *hf->get("model.layers.0.self_attn.q_proj.weight");
+  EXPECT_NE(std::memcmp(raw->data(), q.data(), q.nbytes()), 0);
+}
+
+// The llama test model: GQA, head_dim 32, Llama 3 RoPE scaling stored as rope_freqs (recovered into rope_scaling).
+TEST(GgufImport, Llama3RopeFreqsRecovered) {
+  test::ScratchDir d("gguf");
+  test::hf_to_gguf(test::model_dir("llama"), d.path("l.gguf"));
+  auto c = open_checkpoint(d.path("l.gguf"));
+  ASSERT_TRUE(c.is_ok()) << c.status().message();
+  const auto& rs = c->config["rope_scaling"];
+  ASSERT_TRUE(rs.is_object()) << c->config.dump();
+  EXPECT_EQ(rs["rope_type"], "llama3");
+  EXPECT_DOUBLE_EQ(rs["factor"].get<double>(), 8.0);
+  EXPECT_DOUBLE_EQ(rs["low_freq_factor"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(rs["high_freq_factor"].get<double>(), 4.0);
+  EXPECT_EQ(rs["original_max_position_embeddings"].get<int64_t>(), 1024);
+  expect_same_logits("llama", d.path("l.gguf"), 0.0);
+}
+
+TEST(GgufImport, Qwen3Bf16AndQwen2Reproduce) {
+  test::ScratchDir d("gguf");
+  for (const char* m : {"qwen3", "qwen2"}) {
+    const std::string out = d.path(std::string(m) + ".gguf");
+    test::hf_to_gguf(test::model_dir(m), out);
+    expect_same_logits(m, out, 0.0);
+  }
+}
+
+// Q8_0 tensors are used in place (no requantization) and give exactly what a q8 .pipit of the same model gives.
+TEST(GgufImport, Q8_0TensorsAreUsedInPlace) {
+  test::ScratchDir d("gguf");
+  test::hf_to_gguf(test::model_dir("qwen3"), d.path("q.gguf"), {.q8 = true});
+  auto c = open_checkpoint(d.path("q.gguf"));
+  ASSERT_TRUE(c.is_ok()) << c.status().message();
+  const Tensor& w = c->tensors.at("model.layers.0.mlp.down_proj.weight");
+  EXPECT_EQ(w.dtype(), DType::Q8_0);
+  EXPECT_NE(dynamic_cast<MmapStorage*>(w.storage().get()), nullptr) << "not a view of the file";
+  // the same model converted by pipit with q8 everywhere except the embedding
+  test::write_bytes(d.path("r.json"), R"({"rules": [{"pattern": "model.embed_tokens.weight", "dtype": "source"}]})");
+  test::convert_or_fail(test::model_dir("qwen3"), d.path("q.pipit"), "q8", 2, d.path("r.json"));
+  auto ids = test::golden_ids("qwen3");
+  LoadedModel a = test::load_or_fail(d.path("q.gguf"));
+  LoadedModel b = test::load_or_fail(d.path("q.pipit"));
+  const auto la = test::all_logits(*a.model, ids), lb = test::all_logits(*b.model, ids);
+  EXPECT_EQ(test::max_abs_diff(la.data(), lb.data(), int64_t(la.size())).max_abs, 0.0);
+  // GGUF -> .pipit keeps the Q8_0 bytes ("auto" = no requantization)
+  test::convert_or_fail(d.path("q.gguf"), d.path("g.pipit"), "auto");
+  auto p = PipitFile::open(d.path("g.pipit"));
+  ASSERT_TRUE(p.is_ok());
+  EXPECT_EQ(std::memcmp(p->tensors().at("model.layers.0.mlp.down_proj.weight").data(), w.data(), w.nbytes()), 0);
+}
+
+// The SentencePiece vocabulary of stories260k's GGUF becomes the tokenizer.json of its HF checkpoint: same vocab,
+// same merges in the same order, same normalizer / decoder / post-processor.
+TEST(GgufImport, LlamaVocabBecomesHfTokenizer) {
+  test::ScratchDir d("gguf");
+  test::hf_to_gguf(test::model_dir("stories260k"), d.path("s.gguf"), {.with_llama2c_tokenizer = true});
+  auto f = GgufFile::open(d.path("s.gguf"));
+  ASSERT_TRUE(f.is_ok());
+  auto t = gguf_tokenizer_to_hf(*f);
+  ASSERT_TRUE(t.is_ok()) << t.status().message();
+  auto got = nlohmann::json::parse(t->tokenizer_json);
+  auto want = nlohmann::json::parse(test::read_bytes(test::model_dir("stories260k") + "/tokenizer.json"));
+  EXPECT_EQ(got["model"]["vocab"], want["model"]["vocab"]);
+  EXPECT_EQ(got["model"]["merges"], want["model"]["merges"]);
+  for (const char* k : {"normalizer", "pre_tokenizer", "post_processor", "decoder", "added_tokens"})
+    EXPECT_EQ(got[k], want[k]) << k;
+  for (const char* k : {"unk_token", "byte_fallback", "fuse_unk"}) EXPECT_EQ(got["model"][k], want["model"][k]) << k;
+  auto cfg = nlohmann::json::parse(t->tokenizer_config_json);
+  EXPECT_EQ(cfg["bos_token"], "<s>");
+  EXPECT_EQ(cfg["add_bos_token"], true);
+#ifdef PIPIT_WITH_TOKENIZER
+  LoadedModel lm = test::load_or_fail(d.path("s.gguf"));
+  ASSERT_TRUE(lm.tokenizer);
+  auto ids = lm.tokenizer->encode("Once upon a time", true);
+  ASSERT_TRUE(ids.is_ok());
+  EXPECT_EQ(*ids, (std::vector<int32_t>{1, 403, 407, 261, 378}));
+#endif
+}
+
+// A byte-level (gpt2-style) vocabulary with the qwen2 pre-tokenizer.
+TEST(GgufImport, Gpt2VocabBecomesByteLevelTokenizer) {
+  test::GgufWriter g;
+  g.str("general.architecture", "qwen2");
+  g.str("tokenizer.ggml.model", "gpt2");
+  g.str("tokenizer.ggml.pre", "qwen2");
+  g.strs("tokenizer.ggml.tokens", {"a", "b", "ab", "\xc4\xa0", "\xc4\xa0" "ab", "<|im_start|>", "<|endoftext|>"});
+  g.i32s("tokenizer.ggml.token_type", {1, 1, 1, 1, 1, 3, 3});
+  g.strs("tokenizer.ggml.merges", {"a b", "\xc4\xa0 ab"});
+  g.u32("tokenizer.ggml.eos_token_id", 6);
+  g.str("tokenizer.chat_template", "{{ messages }}");
+  const std::string bytes = g.bytes();
+  auto f = GgufFile::parse(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), nullptr, "mem");
+  ASSERT_TRUE(f.is_ok()) << f.status().message();
+  auto t = gguf_tokenizer_to_hf(*f);
+  ASSERT_TRUE(t.is_ok()) << t.status().message();
+  auto j = nlohmann::json::parse(t->tokenizer_json);
+  EXPECT_EQ(j["model"]["merges"], nlohmann::json({"a b", "\xc4\xa0 ab"}));
+  EXPECT_EQ(j["model"]["vocab"]["\xc4\xa0" "ab"], 4);
+  EXPECT_EQ(j["normalizer"]["type"], "NFC");
+  EXPECT_EQ(j["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"].get<std::string>().substr(0, 16),
+            "(?i:'s|'t|'re|'v");
+  EXPECT_EQ(j["added_tokens"].size(), 2u);
+  EXPECT_EQ(j["post_processor"], nullptr);  // no BOS for gpt2-style by default
+  auto cfg = nlohmann::json::parse(t->tokenizer_config_json);
+  EXPECT_EQ(cfg["chat_template"], "{{ messages }}");
+  EXPECT_EQ(cfg["eos_token"], "<|endoftext|>");
+#ifdef PIPIT_WITH_TOKENIZER
+  auto tok = Tokenizer::load(t->tokenizer_json, t->tokenizer_config_json);
+  ASSERT_TRUE(tok.is_ok()) << tok.status().message();
+  auto ids = (*tok)->encode("ab ab<|im_start|>", false);
+  ASSERT_TRUE(ids.is_ok()) << ids.status().message();
+  EXPECT_EQ(*ids, (std::vector<int32_t>{2, 4, 5}));
+#endif
+  // an unknown pre-tokenizer is reported by name
+  test::GgufWriter g2;
+  g2.str("tokenizer.ggml.model", "gpt2");
+  g2.str("tokenizer.ggml.pre", "exotic-pre");
+  g2.strs("tokenizer.ggml.tokens", {"a"});
+  g2.strs("tokenizer.ggml.merges", {});
+  const std::string b2 = g2.bytes();
+  auto f2 = GgufFile::parse(reinterpret_cast<const uint8_t*>(b2.data()), b2.size(), nullptr, "mem");
+  ASSERT_TRUE(f2.is_ok());
+  auto t2 = gguf_tokenizer_to_hf(*f2);
+  ASSERT_FALSE(t2.is_ok());
+  EXPECT_NE(t2.status().message().find("exotic-pre"), std::string::npos);
+}
+
+// ---- broken files ----
+
+std::string minimal_gguf(uint32_t tensor_type = 0, std::vector<uint64_t> ne = {32, 2}) {
+  test::GgufWriter g;
+  g.str("general.architecture", "llama");
+  g.u64("some.u64", 7);
+  g.f64("some.f64", 0.5);
+  g.i32s("some.arr", {1, 2, 3});
+  const GgmlTypeInfo* ti = ggml_type_info(tensor_type);
+  uint64_t n = 1;
+  for (auto d : ne) n *= d;
+  g.tensor("t.weight", tensor_type, ne, std::string(size_t(n / uint64_t(ti->block_elems) * uint64_t(ti->block_bytes)), '\1'));
+  return g.bytes();
+}
+
+Result<GgufFile> parse(const std::string& b) {
+  static std::string keep;
+  keep = b;
+  return GgufFile::parse(reinterpret_cast<const uint8_t*>(keep.data()), keep.size(), nullptr, "bad.gguf");
+}
+
+void expect_error(const Status& st, const std::string& fragment) {
+  ASSERT_FALSE(st.is_ok()) << "expected an error containing '" << fragment << "'";
+  EXPECT_NE(st.message().find(fragment), std::string::npos) << st.message();
+}
+
+TEST(GgufErrors, EveryTruncationIsAnError) {
+  const std::string good = minimal_gguf();
+  ASSERT_TRUE(parse(good).is_ok()) << parse(good).status().message();
+  for (size_t n = 0; n < good.size(); ++n) {
+    auto f = parse(good.substr(0, n));
+    ASSERT_FALSE(f.is_ok()) << "accepted a file cut to " << n << " of " << good.size();
+  }
+}
+
+TEST(GgufErrors, UnsupportedTypeIsNamed) {
+  const std::string b = minimal_gguf(12, {256, 2});  // Q4_K
+  auto f = parse(b);
+  ASSERT_TRUE(f.is_ok()) << f.status().message();  // the directory is fine; using the tensor is not
+  auto t = f->tensor(f->tensors()[0]);
+  expect_error(t.status(), "Q4_K is not supported");
+  // and through the importer, with the tensor's name
+  test::ScratchDir d("gguf");
+  test::GgufWriter g;
+  g.str("general.architecture", "qwen3");
+  for (auto [k, v] : {std::pair<const char*, uint32_t>{"embedding_length", 64}, {"block_count", 1},
+                      {"feed_forward_length", 64}, {"attention.head_count", 2}})
+    g.u32(std::string("qwen3.") + k, v);
+  g.tensor("token_embd.weight", 0, {64, 8}, std::string(64 * 8 * 4, '\0'));
+  g.tensor("blk.0.ffn_down.weight", 12, {256, 64}, std::string(64 * 144, '\0'));
+  g.write(d.path("k.gguf"));
+  auto c = open_checkpoint(d.path("k.gguf"));
+  expect_error(c.status(), "Q4_K is not supported");
+  expect_error(c.status(), "blk.0.ffn_down.weight");
+}
+
+TEST(GgufErrors, LyingHeadersGiveClearErrors) {
+  const std::string good = minimal_gguf();
+  std::string b = good;
+  b[0] = 'X';
+  expect_error(parse(b).status(), "bad magic");
+  b = good;
+  b[4] = 1;
+  expect_error(parse(b).status(), "version 1");
+  b = good;
+  b[4] = 0, b[7] = 3;
+  expect_error(parse(b).status(), "big-endian");
+  b = good;
+  const uint64_t many = uint64_t(1) << 40;
+  std::memcpy(b.data() + 16, &many, 8);  // n_kv
+  expect_error(parse(b).status(), "cannot fit");
+  b = good;
+  std::memcpy(b.data() + 8, &many, 8);  // n_tensors
+  expect_error(parse(b).status(), "cannot fit");
+  // a string length past the end: the first key's length
+  b = good;
+  std::memcpy(b.data() + 24, &many, 8);
+  expect_error(parse(b).status(), "past the end");
+  // tensor offset past the end / misaligned: the offset is the last 8 bytes of the tensor info
+  {
+    const size_t name_at = good.find("t.weight");
+    const size_t off_at = name_at + 8 + 4 + 16 + 4;
+    b = good;
+    const uint64_t far = 1 << 20;
+    std::memcpy(b.data() + off_at, &far, 8);
+    expect_error(parse(b).status(), "past the end of the file");
+    b = good;
+    const uint64_t odd = 3;
+    std::memcpy(b.data() + off_at, &odd, 8);
+    expect_error(parse(b).status(), "not a multiple of the alignment");
+    b = good;
+    const uint32_t bad_type = 99;
+    std::memcpy(b.data() + off_at - 4, &bad_type, 4);
+    expect_error(parse(b).status(), "unknown ggml type 99");
+    b = good;
+    const uint32_t five = 5;
+    std::memcpy(b.data() + name_at + 8, &five, 4);
+    expect_error(parse(b).status(), "5 dimensions");
+  }
+  // a Q8_0 tensor whose row is not whole blocks
+  expect_error(parse(minimal_gguf(8, {33, 2})).status(), "not a multiple");
+  // unknown metadata value type
+  {
+    test::GgufWriter g;
+    g.u32("x", 1);
+    b = g.bytes();
+    const uint32_t t = 13;
+    std::memcpy(b.data() + 24 + 8 + 1, &t, 4);
+    expect_error(parse(b).status(), "unknown type 13");
+  }
+  // duplicate keys
+  {
+    test::GgufWriter g;
+    g.u32("x", 1);
+    g.u32("x", 2);
+    expect_error(parse(g.bytes()).status(), "appears twice");
+  }
+}
+
+TEST(GgufErrors, UnsupportedArchitectureAndMissingMetadata) {
+  test::ScratchDir d("gguf");
+  test::GgufWriter g;
+  g.str("general.architecture", "mamba");
+  g.write(d.path("m.gguf"));
+  expect_error(open_checkpoint(d.path("m.gguf")).status(), "'mamba' is not supported");
+  test::GgufWriter h;
+  h.str("general.architecture", "llama");
+  h.u32("llama.embedding_length", 64);
+  h.write(d.path("h.gguf"));
+  expect_error(open_checkpoint(d.path("h.gguf")).status(), "llama.block_count");
+}
+
+}  // namespace
+}  // namespace pipit
