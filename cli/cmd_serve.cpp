@@ -1,0 +1,130 @@
+// `pipit serve`: the OpenAI-compatible HTTP server (server/) for one model. Loads the model, starts the
+// continuous-batching Engine with --parallel slots, and serves until SIGINT / SIGTERM. Prints
+// "listening on http://HOST:PORT" on stderr once the socket is open (with --port 0, the port it got).
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+#include "cli/command.h"
+#include "cli/common.h"
+#include "runtime/engine.h"
+#include "server/server.h"
+
+namespace pipit::cli {
+
+namespace {
+
+// The served model's id: --alias, else the checkpoint's folder or file name.
+std::string model_id(const std::string& path) {
+  std::filesystem::path p(path);
+  while (!p.empty() && p.filename().empty()) p = p.parent_path();  // "models/qwen3/" -> "qwen3"
+  std::string name = p.filename().string();
+  return name.empty() ? "model" : name;
+}
+
+int cmd_serve(Args& a) {
+  add_model_options(a);
+  a.option({"--host"}, "address to listen on", "127.0.0.1");
+  a.option({"--port"}, "port (0: any free port)", "8080");
+  a.option({"-np", "--parallel"}, "sequences served at once (KV cache slots)", "4");
+  a.option({"--queue"}, "requests that may wait for a slot; more get 503", "64");
+  a.option({"--batch"}, "tokens per forward pass (decode steps + a prompt chunk)", "512");
+  a.option({"--api-key"}, "require 'Authorization: Bearer KEY' (default: the PIPIT_API_KEY variable, else none)");
+  a.option({"--max-body"}, "largest request body in bytes", "33554432");
+  a.option({"--alias"}, "model id to report (default: the model's folder or file name)");
+  a.option({"--http-threads"}, "HTTP worker threads (default: parallel + queue + 8)");
+  a.flag({"--allow-local-files"}, "let image_url name files on this machine");
+  a.flag({"--log"}, "print one line per request on stderr");
+  if (auto st = a.parse(); !st) return fail(a, st.message());
+  if (a.help() || !a.has("-m")) {
+    std::printf("usage: pipit serve -m MODEL [--host 127.0.0.1] [--port 8080] [--parallel N] [options]\n%s",
+                a.usage().c_str());
+    return a.help() ? 0 : 1;
+  }
+  auto so = session_options(a);
+  if (!so) return fail(a, so.status().message());
+  auto num = [&](const char* name, int64_t lo, int64_t hi) -> Result<int64_t> {
+    PIPIT_ASSIGN_OR_RETURN(int64_t v, a.get_int(name));
+    if (v < lo || v > hi) return Error::invalid_argument("{} {}: expected a value in [{}, {}]", name, v, lo, hi);
+    return v;
+  };
+  server::ServerOptions opt;
+  EngineOptions eo;
+  {
+    auto port = num("--port", 0, 65535);
+    auto parallel = num("--parallel", 1, 1024);
+    auto queue = num("--queue", 1, 1 << 20);
+    auto batch = num("--batch", 1, 1 << 16);
+    auto body = num("--max-body", 1024, int64_t(1) << 34);
+    for (auto* r : {&port, &parallel, &queue, &batch, &body})
+      if (!r->is_ok()) return fail(a, r->status().message());
+    opt.port = int(*port);
+    opt.max_body = size_t(*body);
+    eo.n_slots = int(*parallel);
+    eo.max_queue = int(*queue);
+    eo.n_batch = int(*batch);
+    if (a.has("--http-threads")) {
+      auto t = num("--http-threads", 1, 4096);
+      if (!t) return fail(a, t.status().message());
+      opt.n_http_threads = int(*t);
+    } else {
+      opt.n_http_threads = eo.n_slots + eo.max_queue + 8;
+    }
+  }
+  eo.n_ctx = so->n_ctx;
+  eo.n_threads = so->n_threads;
+  eo.kv_dtype = so->kv_dtype;
+  opt.host = a.get("--host");
+  opt.api_key = a.get("--api-key");
+  if (opt.api_key.empty())
+    if (const char* k = std::getenv("PIPIT_API_KEY")) opt.api_key = k;
+  opt.allow_local_files = a.get_flag("--allow-local-files");
+  opt.log_requests = a.get_flag("--log");
+  opt.model_name = a.has("--alias") ? a.get("--alias") : model_id(a.get("-m"));
+
+  auto lm = load_model(a.get("-m"), LoadOptions{.need_tokenizer = true});
+  if (!lm) return fail(a, lm.status().message());
+
+  // SIGINT/SIGTERM go to one thread that stops the server; every other thread (engine, pools, HTTP workers,
+  // all started below) inherits the blocked mask. A write to a closed socket must not kill the process.
+  std::signal(SIGPIPE, SIG_IGN);
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+
+  Engine engine(*lm->model, lm->tokenizer.get(), eo);
+  server::Server srv(*lm, engine, opt);
+  if (auto st = srv.bind(); !st) return fail(a, st.message());
+  std::atomic<bool> signalled{false};
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    signalled = true;
+    srv.stop();
+  });
+  std::fprintf(stderr, "pipit serve: %s on http://%s:%d (%d slots x %d tokens, %s)%s\n", opt.model_name.c_str(),
+               opt.host.c_str(), srv.port(), engine.n_slots(), engine.n_ctx(),
+               lm->model->vision() ? "text + images" : "text", opt.api_key.empty() ? "" : ", API key required");
+  std::fprintf(stderr, "pipit serve: listening on http://%s:%d\n", opt.host.c_str(), srv.port());
+  std::fflush(stderr);
+  Status st = srv.run();
+  if (!signalled) pthread_kill(waiter.native_handle(), SIGTERM);  // run() ended on its own: wake the waiter
+  waiter.join();
+  if (!st) return fail(a, st.message());
+  std::fprintf(stderr, "pipit serve: stopped\n");
+  return 0;
+}
+
+}  // namespace
+
+PIPIT_REGISTER_COMMAND("serve", "OpenAI-compatible HTTP server", cmd_serve);
+
+}  // namespace pipit::cli

@@ -1,0 +1,156 @@
+// The generation endpoints: request JSON -> prompt tokens (chat template + tokenizer) -> Engine request -> one
+// JSON answer, or an SSE stream fed from the engine thread through a TokenChannel. A stream whose client has
+// gone (a write fails) returns false to httplib, and the response's releaser cancels the engine request, which
+// frees its slot at the next step.
+#include <chrono>
+
+#include "server/handlers.h"
+#include "server/openai_response.h"
+#include "server/token_channel.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace pipit::server {
+
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr auto kPollInterval = 100ms;   // how often a waiting handler looks at shutdown / the connection
+constexpr auto kKeepAliveEvery = 5s;    // an SSE comment after this much silence: finds clients that left
+
+int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// The request's text as token ids: chat through the model's template, completions raw (with BOS as the
+// tokenizer's post-processor adds it).
+std::optional<ApiError> tokenize_prompt(const ServerState& st, const ParsedRequest& pr, std::vector<int32_t>& ids) {
+  if (!pr.prompt_ids.empty()) {
+    ids = pr.prompt_ids;
+    return std::nullopt;
+  }
+  const Tokenizer& tok = *st.lm.tokenizer;
+  Result<std::vector<int32_t>> r = std::vector<int32_t>{};
+  if (pr.chat) {
+    if (tok.config().chat_template.empty())
+      return bad_request("this model has no chat template; use /v1/completions with a raw prompt", "messages");
+    auto text = apply_chat_template(tok, pr.messages, /*add_generation_prompt=*/true, pr.template_kwargs);
+    if (!text.is_ok()) return bad_request(text.status().message(), "messages");
+    r = tok.encode(*text, /*add_special_tokens=*/false);
+  } else {
+    r = tok.encode(pr.prompt, /*add_special_tokens=*/true);
+  }
+  if (!r.is_ok()) return bad_request(r.status().message(), pr.chat ? "messages" : "prompt");
+  ids = std::move(r).value();
+  if (ids.empty()) return bad_request("the prompt is empty after tokenization", pr.chat ? "messages" : "prompt");
+  return std::nullopt;
+}
+
+// A streamed answer: called by httplib again and again until it calls sink.done() or returns false.
+struct Stream {
+  ServerState* st;
+  std::shared_ptr<TokenChannel> ch;
+  uint64_t id = 0;
+  ResponseMeta meta;
+  bool started = false;
+  std::chrono::steady_clock::time_point last_write = std::chrono::steady_clock::now();
+
+  bool write(httplib::DataSink& sink, const std::string& s) {
+    last_write = std::chrono::steady_clock::now();
+    return sink.write(s.data(), s.size());
+  }
+
+  bool pump(httplib::DataSink& sink) {
+    if (!started) {
+      started = true;
+      if (meta.chat && !write(sink, sse_data(chunk_json(meta, "", /*role=*/true, nullptr)))) return false;
+    }
+    TokenChannel::News n = ch->wait(kPollInterval);
+    if (!n.text.empty() && !write(sink, sse_data(chunk_json(meta, n.text, false, nullptr)))) return false;
+    if (n.done) {
+      const Result<GenerateResult>& r = ch->result();
+      if (!r.is_ok()) {
+        write(sink, sse_data(from_status(r.status()).body()));
+      } else {
+        write(sink, sse_data(chunk_json(meta, "", false, stop_reason_name(r->reason))));
+        if (meta.include_usage) write(sink, sse_data(usage_chunk_json(meta, *r)));
+      }
+      write(sink, kSseDone);
+      sink.done();
+      return true;
+    }
+    if (st->stopping) return false;
+    if (std::chrono::steady_clock::now() - last_write > kKeepAliveEvery && !write(sink, ": keep-alive\n\n"))
+      return false;
+    return true;
+  }
+};
+
+}  // namespace
+
+void handle_generate(ServerState& st, const httplib::Request& req, httplib::Response& res, bool chat) {
+  json body;
+  try {
+    body = json::parse(req.body);
+  } catch (const json::exception& e) {
+    std::string what = e.what();  // "[json.exception.parse_error.101] parse error at line 1, ..."
+    if (const size_t p = what.find("] "); p != std::string::npos) what = what.substr(p + 2);
+    return send_error(res, bad_request("the request body is not valid JSON: " + what));
+  }
+  ParsedRequest pr;
+  if (auto e = chat ? parse_chat_request(body, st.policy, pr) : parse_completion_request(body, st.policy, pr))
+    return send_error(res, *e);
+  if (!pr.images.empty())  // parse_chat_request lets images through only for vision models
+    return send_error(res, bad_request("this server cannot pass images to the model yet", "messages"));
+
+  std::vector<int32_t> ids;
+  if (auto e = tokenize_prompt(st, pr, ids)) return send_error(res, *e);
+  const int n_ctx = st.engine.n_ctx();
+  if (int64_t(ids.size()) >= n_ctx)
+    return send_error(res, ApiError{400,
+                                    fmt("the prompt has {} tokens, but this server's context holds {} tokens "
+                                        "(prompt + answer); send a shorter prompt or start the server with a "
+                                        "larger --ctx",
+                                        ids.size(), n_ctx),
+                                    chat ? "messages" : "prompt", "invalid_request_error", "context_length_exceeded"});
+
+  ResponseMeta meta;
+  meta.chat = chat;
+  meta.id = make_id(chat ? "chatcmpl-" : "cmpl-");
+  meta.model = pr.model.empty() ? st.opt.model_name : pr.model;
+  meta.created = unix_now();
+  meta.include_usage = pr.stream && pr.include_usage;
+
+  auto ch = std::make_shared<TokenChannel>();
+  EngineRequest er;
+  er.prompt = std::move(ids);
+  er.params = pr.params;
+  if (pr.stream) er.on_token = [ch](const std::string& piece, int32_t) { return ch->push(piece); };
+  er.on_done = [ch](const Result<GenerateResult>& r) { ch->finish(r); };
+  Result<uint64_t> id = st.engine.submit(std::move(er));
+  if (!id.is_ok()) return send_error(res, from_status(id.status(), chat ? "messages" : "prompt"));
+
+  if (!pr.stream) {
+    while (!ch->wait(kPollInterval).done)
+      if (st.stopping) st.engine.cancel(*id);
+    const Result<GenerateResult>& r = ch->result();
+    if (!r.is_ok()) return send_error(res, from_status(r.status()));
+    res.set_content(to_text(completion_json(meta, *r)), "application/json");
+    return;
+  }
+
+  auto stream = std::make_shared<Stream>(Stream{&st, ch, *id, meta});
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      "text/event-stream", [stream](size_t, httplib::DataSink& sink) { return stream->pump(sink); },
+      [stream](bool success) {
+        if (success) return;
+        stream->ch->abandon();  // the client left: stop generating for it
+        stream->st->engine.cancel(stream->id);
+      });
+}
+
+}  // namespace pipit::server

@@ -1,0 +1,386 @@
+// Validation of OpenAI request bodies (see openai_request.h). Only scalars from the request are ever printed into
+// messages: a deeply nested value is described by its type, never dumped (dump() recurses).
+#include "server/openai_request.h"
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+namespace pipit::server {
+
+using json = nlohmann::json;
+using ojson = nlohmann::ordered_json;
+
+namespace {
+
+constexpr size_t kMaxMessages = 4096;
+constexpr size_t kMaxParts = 256;
+constexpr size_t kMaxStops = 16;
+constexpr size_t kMaxStopBytes = 256;
+constexpr size_t kMaxImages = 16;
+
+#define PIPIT_API_TRY(expr)          \
+  do {                               \
+    if (auto _api_e = (expr)) return _api_e; \
+  } while (0)
+
+// A value for an error message: scalars as JSON (cut short), containers by kind.
+std::string describe(const json& v) {
+  if (v.is_object()) return "an object";
+  if (v.is_array()) return "an array";
+  std::string s = v.dump(-1, ' ', /*ensure_ascii=*/true, json::error_handler_t::replace);
+  if (s.size() > 48) s = s.substr(0, 45) + "...";
+  return v.is_null() ? "null" : std::string(v.type_name()) + " " + s;
+}
+
+// The field when present and not null.
+const json* field(const json& obj, const char* name) {
+  auto it = obj.find(name);
+  return it == obj.end() || it->is_null() ? nullptr : &*it;
+}
+
+std::optional<ApiError> read_float(const json& body, const char* name, double lo, double hi, float& out) {
+  const json* v = field(body, name);
+  if (!v) return std::nullopt;
+  if (!v->is_number()) return bad_request(fmt("'{}' must be a number, got {}", name, describe(*v)), name);
+  const double d = v->get<double>();
+  if (!std::isfinite(d) || d < lo || d > hi)
+    return bad_request(fmt("'{}' is {}; expected a number in [{}, {}]", name, describe(*v), lo, hi), name);
+  out = float(d);
+  return std::nullopt;
+}
+
+std::optional<ApiError> read_int(const json& body, const char* name, int64_t lo, int64_t hi, int64_t& out) {
+  const json* v = field(body, name);
+  if (!v) return std::nullopt;
+  if (!v->is_number_integer()) return bad_request(fmt("'{}' must be an integer, got {}", name, describe(*v)), name);
+  bool in_range;
+  int64_t x = 0;
+  if (v->is_number_unsigned()) {
+    const uint64_t u = v->get<uint64_t>();
+    in_range = hi >= 0 && u <= uint64_t(hi) && int64_t(u) >= lo;
+    x = int64_t(u);
+  } else {
+    x = v->get<int64_t>();
+    in_range = x >= lo && x <= hi;
+  }
+  if (!in_range)
+    return bad_request(fmt("'{}' is {}; expected an integer in [{}, {}]", name, describe(*v), lo, hi), name);
+  out = x;
+  return std::nullopt;
+}
+
+std::optional<ApiError> read_bool(const json& body, const char* name, bool& out) {
+  const json* v = field(body, name);
+  if (!v) return std::nullopt;
+  if (!v->is_boolean()) return bad_request(fmt("'{}' must be a boolean, got {}", name, describe(*v)), name);
+  out = v->get<bool>();
+  return std::nullopt;
+}
+
+std::optional<ApiError> read_string(const json& body, const char* name, std::string& out) {
+  const json* v = field(body, name);
+  if (!v) return std::nullopt;
+  if (!v->is_string()) return bad_request(fmt("'{}' must be a string, got {}", name, describe(*v)), name);
+  out = v->get<std::string>();
+  return std::nullopt;
+}
+
+// A present field that must be "off": false, 0, an empty list/object or `ok_value`.
+std::optional<ApiError> refuse_unless_off(const json& body, const char* name, const char* what) {
+  const json* v = field(body, name);
+  if (!v) return std::nullopt;
+  const bool off = (v->is_boolean() && !v->get<bool>()) || (v->is_number_integer() && v->get<int64_t>() == 0) ||
+                   ((v->is_array() || v->is_object()) && v->empty());
+  if (off) return std::nullopt;
+  return bad_request(fmt("'{}' is not supported by this server ({})", name, what), name);
+}
+
+bool is_base64(std::string_view s) {
+  size_t n = 0, pad = 0;
+  for (char c : s) {
+    if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
+    if (c == '=') {
+      ++pad;
+      continue;
+    }
+    const bool alpha = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' ||
+                       c == '/' || c == '-' || c == '_';
+    if (!alpha || pad) return false;  // nothing may follow padding
+    ++n;
+  }
+  return n > 0 && n % 4 != 1 && pad <= 2;
+}
+
+// An image_url as the runtime's image source: a data URL (checked to be base64 image data; decoding happens when
+// the image is loaded) or, with --allow-local-files, a path. Remote URLs are never fetched.
+std::optional<ApiError> image_source(const std::string& url, const std::string& param, const RequestPolicy& policy,
+                                     std::string& source) {
+  if (url.rfind("data:", 0) == 0) {
+    const size_t comma = url.find(',');
+    if (comma == std::string::npos)
+      return bad_request("the image is not a valid data URL (expected data:image/png;base64,...)", param);
+    const std::string header = url.substr(5, comma - 5);
+    const std::string kB64 = ";base64";
+    if (header.size() < kB64.size() || header.compare(header.size() - kB64.size(), kB64.size(), kB64) != 0)
+      return bad_request("the image data URL must be base64-encoded (data:image/png;base64,...)", param);
+    const std::string media = header.substr(0, header.size() - kB64.size());
+    if (!media.empty() && media.rfind("image/", 0) != 0)
+      return bad_request(fmt("the data URL has media type '{}', expected an image", media.substr(0, 40)), param);
+    if (!is_base64(std::string_view(url).substr(comma + 1)))
+      return bad_request("the image data URL holds invalid base64", param);
+    source = url;
+    return std::nullopt;
+  }
+  if (url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0)
+    return bad_request("remote image URLs are not fetched; send the image as a data URL (data:image/png;base64,...)",
+                       param);
+  if (!policy.allow_local_files)
+    return bad_request("image_url must be a data URL (data:image/png;base64,...); local files are only read when "
+                       "the server runs with --allow-local-files", param);
+  source = url.rfind("file://", 0) == 0 ? url.substr(7) : url;
+  if (source.empty()) return bad_request("image_url is empty", param);
+  return std::nullopt;
+}
+
+// One message's content: a string, null (assistant turns with tool calls) or a list of text / image_url parts.
+// Without images the text parts are joined into one string (text-only chat templates expect a string); with
+// images it stays a list of {"type": "image"} and {"type": "text", "text"} parts, as VL templates expect.
+std::optional<ApiError> parse_content(const json& msg, const std::string& param, const RequestPolicy& policy,
+                                      ParsedRequest& out, ojson& content) {
+  auto it = msg.find("content");
+  if (it == msg.end()) return bad_request(fmt("{} has no 'content'", param), param + ".content");
+  const json& c = *it;
+  if (c.is_null()) {
+    content = "";
+    return std::nullopt;
+  }
+  if (c.is_string()) {
+    content = c.get<std::string>();
+    return std::nullopt;
+  }
+  if (!c.is_array())
+    return bad_request(fmt("{}.content must be a string or a list of parts, got {}", param, describe(c)),
+                       param + ".content");
+  if (c.size() > kMaxParts) return bad_request(fmt("{}.content has more than {} parts", param, kMaxParts), param);
+  ojson parts = ojson::array();
+  std::string joined;
+  bool has_image = false;
+  for (size_t k = 0; k < c.size(); ++k) {
+    const std::string pp = fmt("{}.content[{}]", param, k);
+    const json& part = c[k];
+    if (!part.is_object()) return bad_request(fmt("{} must be an object, got {}", pp, describe(part)), pp);
+    std::string type;
+    PIPIT_API_TRY(read_string(part, "type", type));
+    if (type == "text") {
+      const json* t = field(part, "text");
+      if (!t || !t->is_string()) return bad_request(fmt("{}.text must be a string", pp), pp + ".text");
+      if (!joined.empty()) joined += "\n";
+      joined += t->get<std::string>();
+      parts.push_back({{"type", "text"}, {"text", t->get<std::string>()}});
+    } else if (type == "image_url") {
+      const json* iu = field(part, "image_url");
+      const json* url = iu && iu->is_object() ? field(*iu, "url") : iu;
+      if (!url || !url->is_string())
+        return bad_request(fmt("{}.image_url must be {{\"url\": \"data:image/...;base64,...\"}}", pp),
+                           pp + ".image_url");
+      std::string source;
+      PIPIT_API_TRY(image_source(url->get<std::string>(), pp + ".image_url", policy, source));
+      if (!policy.accepts_images) return bad_request("this model does not accept images", pp);
+      if (out.images.size() >= kMaxImages)
+        return bad_request(fmt("more than {} images in one request", kMaxImages), pp);
+      out.images.push_back(std::move(source));
+      parts.push_back({{"type", "image"}});
+      has_image = true;
+    } else if (type.empty()) {
+      return bad_request(fmt("{} has no 'type'", pp), pp + ".type");
+    } else {
+      return bad_request(fmt("{}.type '{}' is not supported (expected text or image_url)", pp, type.substr(0, 40)),
+                         pp + ".type");
+    }
+  }
+  if (has_image) content = std::move(parts);
+  else content = std::move(joined);
+  return std::nullopt;
+}
+
+std::optional<ApiError> parse_messages(const json& body, const RequestPolicy& policy, ParsedRequest& out) {
+  const json* m = field(body, "messages");
+  if (!m) return bad_request("'messages' is required", "messages");
+  if (!m->is_array()) return bad_request(fmt("'messages' must be a list, got {}", describe(*m)), "messages");
+  if (m->empty()) return bad_request("'messages' must hold at least one message", "messages");
+  if (m->size() > kMaxMessages) return bad_request(fmt("more than {} messages", kMaxMessages), "messages");
+  out.messages = ojson::array();
+  for (size_t i = 0; i < m->size(); ++i) {
+    const std::string param = fmt("messages[{}]", i);
+    const json& msg = (*m)[i];
+    if (!msg.is_object()) return bad_request(fmt("{} must be an object, got {}", param, describe(msg)), param);
+    const json* r = field(msg, "role");
+    if (!r) return bad_request(fmt("{} has no 'role'", param), param + ".role");
+    if (!r->is_string()) return bad_request(fmt("{}.role must be a string, got {}", param, describe(*r)), param + ".role");
+    std::string role = r->get<std::string>();
+    if (role == "developer") role = "system";  // OpenAI's newer name; chat templates know "system"
+    if (role != "system" && role != "user" && role != "assistant" && role != "tool")
+      return bad_request(fmt("{}.role '{}' is not one of system, developer, user, assistant, tool", param,
+                             role.substr(0, 40)),
+                         param + ".role");
+    ojson content;
+    PIPIT_API_TRY(parse_content(msg, param, policy, out, content));
+    out.messages.push_back({{"role", role}, {"content", std::move(content)}});
+  }
+  return std::nullopt;
+}
+
+// Fields both endpoints share: model, stream, sampling, limits, stop.
+std::optional<ApiError> parse_common(const json& body, const RequestPolicy& policy, ParsedRequest& out) {
+  if (!body.is_object()) return bad_request(fmt("the request body must be a JSON object, got {}", describe(body)));
+  PIPIT_API_TRY(read_string(body, "model", out.model));
+  PIPIT_API_TRY(read_bool(body, "stream", out.stream));
+  if (const json* so = field(body, "stream_options")) {
+    if (!so->is_object())
+      return bad_request(fmt("'stream_options' must be an object, got {}", describe(*so)), "stream_options");
+    PIPIT_API_TRY(read_bool(*so, "include_usage", out.include_usage));
+  }
+  int64_t n = 1;
+  PIPIT_API_TRY(read_int(body, "n", 1, 1 << 20, n));
+  if (n != 1) return bad_request(fmt("'n' is {}; this server returns one choice per request (n = 1)", n), "n");
+
+  SamplerParams& s = out.params.sampler;
+  s = policy.defaults;
+  PIPIT_API_TRY(read_float(body, "temperature", 0, 2, s.temperature));
+  PIPIT_API_TRY(read_float(body, "top_p", 0, 1, s.top_p));
+  PIPIT_API_TRY(read_float(body, "min_p", 0, 1, s.min_p));
+  PIPIT_API_TRY(read_float(body, "presence_penalty", -2, 2, s.presence_penalty));
+  PIPIT_API_TRY(read_float(body, "frequency_penalty", -2, 2, s.frequency_penalty));
+  PIPIT_API_TRY(read_float(body, "repetition_penalty", 0.01, 10, s.repetition_penalty));
+  int64_t top_k = s.top_k;
+  PIPIT_API_TRY(read_int(body, "top_k", -1, std::max(policy.n_vocab, 1), top_k));
+  s.top_k = int(top_k);
+  int64_t seed = 0;
+  if (field(body, "seed")) {
+    PIPIT_API_TRY(read_int(body, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(),
+                           seed));
+    s.seed = uint64_t(seed);
+  } else {
+    s.seed = std::random_device{}();  // OpenAI: no seed, no reproducibility
+  }
+
+  int64_t max_tokens = policy.n_ctx;
+  for (const char* name : {"max_tokens", "max_completion_tokens"}) {  // the newer name wins
+    if (!field(body, name)) continue;
+    PIPIT_API_TRY(read_int(body, name, 1, std::numeric_limits<int64_t>::max(), max_tokens));
+    if (max_tokens > policy.n_ctx)
+      return bad_request(fmt("'{}' is {}; this server's context holds {} tokens (prompt + answer)", name, max_tokens,
+                             policy.n_ctx),
+                         name);
+    out.max_tokens_given = true;
+  }
+  out.params.max_tokens = int(max_tokens);
+  PIPIT_API_TRY(read_bool(body, "ignore_eos", out.params.ignore_eos));
+
+  if (const json* st = field(body, "stop")) {
+    std::vector<const json*> items;
+    if (st->is_string()) items.push_back(st);
+    else if (st->is_array())
+      for (const json& x : *st) items.push_back(&x);
+    else return bad_request(fmt("'stop' must be a string or a list of strings, got {}", describe(*st)), "stop");
+    if (items.size() > kMaxStops) return bad_request(fmt("'stop' has more than {} strings", kMaxStops), "stop");
+    for (const json* x : items) {
+      if (!x->is_string()) return bad_request(fmt("'stop' entries must be strings, got {}", describe(*x)), "stop");
+      std::string v = x->get<std::string>();
+      if (v.size() > kMaxStopBytes) return bad_request(fmt("a 'stop' string is longer than {} bytes", kMaxStopBytes), "stop");
+      if (!v.empty()) out.params.stop.push_back(std::move(v));
+    }
+  }
+
+  PIPIT_API_TRY(refuse_unless_off(body, "logprobs", "no token log-probabilities"));
+  PIPIT_API_TRY(refuse_unless_off(body, "top_logprobs", "no token log-probabilities"));
+  PIPIT_API_TRY(refuse_unless_off(body, "logit_bias", "no logit bias"));
+  PIPIT_API_TRY(refuse_unless_off(body, "tools", "no tool calling"));
+  if (const json* rf = field(body, "response_format")) {
+    const json* t = rf->is_object() ? field(*rf, "type") : nullptr;
+    if (!t || !t->is_string() || t->get<std::string>() != "text")
+      return bad_request("'response_format' is not supported by this server (only {\"type\": \"text\"})",
+                         "response_format");
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<ApiError> parse_chat_request(const json& body, const RequestPolicy& policy, ParsedRequest& out) {
+  out = ParsedRequest{};
+  out.chat = true;
+  PIPIT_API_TRY(parse_common(body, policy, out));
+  PIPIT_API_TRY(parse_messages(body, policy, out));
+  if (const json* kw = field(body, "chat_template_kwargs")) {
+    if (!kw->is_object())
+      return bad_request(fmt("'chat_template_kwargs' must be an object, got {}", describe(*kw)), "chat_template_kwargs");
+    for (auto it = kw->begin(); it != kw->end(); ++it) {
+      if (it->is_structured())
+        return bad_request(fmt("chat_template_kwargs.{} must be a string, number or boolean", it.key().substr(0, 40)),
+                           "chat_template_kwargs");
+      out.template_kwargs[it.key()] = ojson(*it);
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> parse_completion_request(const json& body, const RequestPolicy& policy, ParsedRequest& out) {
+  out = ParsedRequest{};
+  out.chat = false;
+  PIPIT_API_TRY(parse_common(body, policy, out));
+  PIPIT_API_TRY(refuse_unless_off(body, "echo", "the prompt is not echoed"));
+  PIPIT_API_TRY(refuse_unless_off(body, "suffix", "no fill-in-the-middle"));
+  int64_t best_of = 1;
+  PIPIT_API_TRY(read_int(body, "best_of", 1, 1, best_of));
+
+  const json* p = field(body, "prompt");
+  if (!p) return bad_request("'prompt' is required", "prompt");
+  const json* ids = nullptr;
+  if (p->is_string()) {
+    out.prompt = p->get<std::string>();
+  } else if (p->is_array() && p->size() == 1 && (*p)[0].is_string()) {
+    out.prompt = (*p)[0].get<std::string>();
+  } else if (p->is_array() && !p->empty() && (*p)[0].is_number()) {
+    ids = p;
+  } else if (p->is_array() && p->size() == 1 && (*p)[0].is_array()) {
+    ids = &(*p)[0];
+  } else if (p->is_array() && p->size() > 1 && ((*p)[0].is_string() || (*p)[0].is_array())) {
+    return bad_request("batched prompts are not supported; send one prompt per request", "prompt");
+  } else {
+    return bad_request(fmt("'prompt' must be a string or a list of token ids, got {}", describe(*p)), "prompt");
+  }
+  if (ids) {
+    for (const json& t : *ids) {
+      if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= policy.n_vocab)
+        return bad_request(fmt("'prompt' token {} is not an id in [0, {})", describe(t), policy.n_vocab), "prompt");
+      out.prompt_ids.push_back(int32_t(t.get<int64_t>()));
+    }
+    if (out.prompt_ids.empty()) return bad_request("'prompt' is empty", "prompt");
+  } else if (out.prompt.empty()) {
+    return bad_request("'prompt' is empty", "prompt");
+  }
+  return std::nullopt;
+}
+
+SamplerParams default_sampling(const json& gc) {
+  SamplerParams s;
+  s.temperature = 1.0f;
+  s.top_p = 1.0f;
+  s.top_k = 0;
+  s.min_p = 0.0f;
+  if (!gc.is_object()) return s;
+  auto num = [&](const char* name, float& out) {
+    if (const json* v = field(gc, name); v && v->is_number()) out = v->get<float>();
+  };
+  num("temperature", s.temperature);
+  num("top_p", s.top_p);
+  num("min_p", s.min_p);
+  num("repetition_penalty", s.repetition_penalty);
+  if (const json* v = field(gc, "top_k"); v && v->is_number_integer()) s.top_k = int(v->get<int64_t>());
+  if (const json* v = field(gc, "do_sample"); v && v->is_boolean() && !v->get<bool>()) s.temperature = 0.0f;
+  return s;
+}
+
+}  // namespace pipit::server

@@ -1,0 +1,52 @@
+// pipit's OpenAI-compatible HTTP server: POST /v1/chat/completions, POST /v1/completions, GET /v1/models,
+// GET /health, on cpp-httplib, serving one loaded model through the continuous-batching Engine.
+//
+// Goals: what OpenAI clients (the official SDKs, curl) send works, streamed or not; every bad request gets an
+// OpenAI-shaped 4xx and never takes the server down; a client that goes away mid-stream frees its slot.
+// Safety defaults: loopback only, optional bearer key, a body size limit, remote image URLs never fetched and
+// local image files read only when allowed. Non-goals: TLS (put a proxy in front), several models, n > 1,
+// tool calling, log-probabilities.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+
+namespace pipit {
+
+class Engine;
+struct LoadedModel;
+
+namespace server {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;                // 0: any free port (port() tells which)
+  std::string api_key;            // "" : no authentication
+  size_t max_body = size_t(32) << 20;
+  bool allow_local_files = false;  // image_url may name files on this machine
+  std::string model_name;          // the id /v1/models lists
+  int n_http_threads = 0;          // 0: one per slot and per queued request, plus a few
+  bool log_requests = false;       // one line per request on stderr
+};
+
+class Server {
+ public:
+  Server(const LoadedModel& lm, Engine& engine, ServerOptions opt);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  Status bind();     // opens the listening socket
+  int port() const;  // after bind()
+  Status run();      // serves until stop()
+  void stop();       // from any thread: in-flight requests are cancelled, run() returns
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace server
+}  // namespace pipit

@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Makes the checkpoints the server tests and the load benchmark chat with: tiny random-weight HF models whose
+vocabulary is the real Qwen3 tokenizer (151669 ids), with its tokenizer files and chat template, so prompts go
+through the real chat template and tokenizer while a forward pass stays cheap.
+
+  qwen3_chat/   Qwen3ForCausalLM with the dimensions of testdata/models/qwen3 (hidden 64, 3 layers), vocab 151669.
+
+Usage: make_server_models.py OUT_DIR TESTDATA_DIR
+Deterministic (fixed seeds); needs only numpy. Writes each folder atomically (a temp folder, then rename), so
+concurrent test runs see either nothing or a complete checkpoint.
+"""
+import json
+import os
+import shutil
+import struct
+import sys
+import tempfile
+
+import numpy as np
+
+VOCAB = 151669  # tokenizer.json: highest id + 1, added tokens included
+
+
+def bf16_bytes(a):
+    """float32 -> bfloat16 bytes, round to nearest even (as torch does)."""
+    u = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32)
+    r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+    return r.tobytes()
+
+
+def write_safetensors(path, tensors):
+    """tensors: name -> float32 array, stored as BF16; names sorted, header padded to 8 bytes."""
+    header, blobs, off = {}, [], 0
+    for name in sorted(tensors):
+        b = bf16_bytes(tensors[name])
+        header[name] = {"dtype": "BF16", "shape": list(tensors[name].shape), "data_offsets": [off, off + len(b)]}
+        blobs.append(b)
+        off += len(b)
+    header["__metadata__"] = {"format": "pt"}
+    h = json.dumps(header, separators=(",", ":")).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)))
+        f.write(h)
+        for b in blobs:
+            f.write(b)
+
+
+def qwen3_weights(rng, cfg):
+    H, F, L = cfg["hidden_size"], cfg["intermediate_size"], cfg["num_hidden_layers"]
+    nh, nkv, hd, V = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"], cfg["vocab_size"]
+
+    def w(*shape, std=0.25):
+        return rng.standard_normal(shape).astype(np.float32) * std
+
+    def norm(n):
+        return 1.0 + w(n, std=0.05)
+
+    # Embeddings (tied to the output) large enough that logits are peaked: greedy picks are clear, not near-ties.
+    t = {"model.embed_tokens.weight": w(V, H, std=0.5), "model.norm.weight": norm(H)}
+    for i in range(L):
+        p = f"model.layers.{i}."
+        t[p + "input_layernorm.weight"] = norm(H)
+        t[p + "post_attention_layernorm.weight"] = norm(H)
+        t[p + "self_attn.q_proj.weight"] = w(nh * hd, H)
+        t[p + "self_attn.k_proj.weight"] = w(nkv * hd, H)
+        t[p + "self_attn.v_proj.weight"] = w(nkv * hd, H)
+        t[p + "self_attn.o_proj.weight"] = w(H, nh * hd)
+        t[p + "self_attn.q_norm.weight"] = norm(hd)
+        t[p + "self_attn.k_norm.weight"] = norm(hd)
+        t[p + "mlp.gate_proj.weight"] = w(F, H)
+        t[p + "mlp.up_proj.weight"] = w(F, H)
+        t[p + "mlp.down_proj.weight"] = w(H, F)
+    return t
+
+
+def make_qwen3_chat(out, testdata):
+    src = os.path.join(testdata, "models", "qwen3", "config.json")
+    with open(src) as f:
+        cfg = json.load(f)
+    cfg.update({"vocab_size": VOCAB, "bos_token_id": 151643, "eos_token_id": 151645, "max_position_embeddings": 4096})
+    rng = np.random.default_rng(20250607)
+    write_safetensors(os.path.join(out, "model.safetensors"), qwen3_weights(rng, cfg))
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=2)
+    with open(os.path.join(out, "generation_config.json"), "w") as f:
+        json.dump({"bos_token_id": 151643, "eos_token_id": [151645, 151643], "do_sample": True,
+                   "temperature": 0.6, "top_p": 0.95, "top_k": 20}, f, indent=2)
+    tok = os.path.join(testdata, "tokenizers", "qwen3")
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(os.path.join(tok, name), os.path.join(out, name))
+
+
+def build(out_root, name, fn, testdata):
+    final = os.path.join(out_root, name)
+    if os.path.exists(os.path.join(final, "model.safetensors")):
+        return
+    tmp = tempfile.mkdtemp(prefix=name + ".", dir=out_root)
+    fn(tmp, testdata)
+    try:
+        os.rename(tmp, final)
+    except OSError:  # another run finished first
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    out_root, testdata = sys.argv[1], sys.argv[2]
+    os.makedirs(out_root, exist_ok=True)
+    build(out_root, "qwen3_chat", make_qwen3_chat, testdata)
+    print(f"[make_server_models] models in {out_root}")
+
+
+if __name__ == "__main__":
+    main()
