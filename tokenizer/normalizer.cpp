@@ -2,8 +2,6 @@
 // ByteLevel and Sequence. Reference: tokenizers/src/normalizers/*.rs (v0.22).
 #include "tokenizer/normalizer.h"
 
-#include <utf8proc.h>
-
 #include <vector>
 
 #include "tokenizer/byte_level.h"
@@ -97,7 +95,7 @@ class Strip : public Normalizer {
   bool left_, right_;
 };
 
-// Removes combining marks (general category M).
+// Removes combining marks (HF's is_combining_mark).
 class StripAccents : public Normalizer {
  public:
   Status normalize(std::string& s) const override {
@@ -107,8 +105,7 @@ class StripAccents : public Normalizer {
     while (i < s.size()) {
       size_t b = i;
       uint32_t c = utf8_next(s, i);
-      auto k = utf8proc_category(static_cast<utf8proc_int32_t>(c));
-      if (k == UTF8PROC_CATEGORY_MN || k == UTF8PROC_CATEGORY_MC || k == UTF8PROC_CATEGORY_ME) continue;
+      if (is_combining_mark(c)) continue;
       out.append(s, b, i - b);
     }
     s = std::move(out);

@@ -1,10 +1,14 @@
-// UTF-8 validation and lossy repair, the character classes HF `tokenizers` relies on, and Unicode normalization
-// through utf8proc. Everything here works on code points; byte-level concerns stay in the callers.
+// UTF-8 validation and lossy repair, the character predicates HF `tokenizers` relies on (from tables measured
+// through HF, generated/hf_unicode_props.h), and Unicode normalization through utf8proc.
 #include "tokenizer/unicode.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <iterator>
 
 #include <utf8proc.h>
+
+#include "tokenizer/generated/hf_unicode_props.h"
 
 namespace pipit::tok {
 
@@ -100,45 +104,43 @@ size_t utf8_incomplete_tail(std::string_view s) {
   return 0;
 }
 
-bool is_whitespace(uint32_t c) {
-  if (c < 0x80) return c == ' ' || (c >= 0x09 && c <= 0x0D);
-  switch (c) {
-    case 0x85: case 0xA0: case 0x1680: case 0x2028: case 0x2029: case 0x202F: case 0x205F: case 0x3000:
-      return true;
-    default:
-      return c >= 0x2000 && c <= 0x200A;
-  }
+namespace {
+
+bool in_table(const generated::CodeRange* r, size_t n, uint32_t cp) {
+  const generated::CodeRange* end = r + n;
+  const generated::CodeRange* it =
+      std::upper_bound(r, end, cp, [](uint32_t v, const generated::CodeRange& x) { return v < x.first; });
+  return it != r && (it - 1)->last >= cp;
 }
 
-static utf8proc_category_t category(uint32_t c) { return utf8proc_category(static_cast<utf8proc_int32_t>(c)); }
+template <size_t N>
+bool in_table(const generated::CodeRange (&r)[N], uint32_t cp) {
+  return in_table(r, N, cp);
+}
+
+}  // namespace
+
+bool is_whitespace(uint32_t c) {
+  if (c < 0x80) return c == ' ' || (c >= 0x09 && c <= 0x0D);
+  return in_table(generated::kHf_rust_space, c);
+}
 
 bool is_numeric(uint32_t c) {
   if (c < 0x80) return c >= '0' && c <= '9';
-  auto k = category(c);
-  return k == UTF8PROC_CATEGORY_ND || k == UTF8PROC_CATEGORY_NL || k == UTF8PROC_CATEGORY_NO;
+  return in_table(generated::kHf_numeric, c);
 }
 
 bool is_punctuation(uint32_t c) {
   if (c < 0x80) return (c >= 0x21 && c <= 0x2F) || (c >= 0x3A && c <= 0x40) || (c >= 0x5B && c <= 0x60) ||
                         (c >= 0x7B && c <= 0x7E);
-  auto k = category(c);
-  return k >= UTF8PROC_CATEGORY_PC && k <= UTF8PROC_CATEGORY_PO;
+  return in_table(generated::kHf_punct, c);
 }
 
-bool is_letter(uint32_t c) {
-  if (c < 0x80) return (c | 0x20) >= 'a' && (c | 0x20) <= 'z';
-  auto k = category(c);
-  return k >= UTF8PROC_CATEGORY_LU && k <= UTF8PROC_CATEGORY_LO;
-}
-
-bool is_number(uint32_t c) { return is_numeric(c); }
+bool is_combining_mark(uint32_t c) { return c >= 0x300 && in_table(generated::kHf_combining_mark, c); }
 
 bool is_word_char(uint32_t c) {
   if (c < 0x80) return c == '_' || (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
-  if (c == 0x200C || c == 0x200D) return true;  // Join_Control
-  auto k = category(c);
-  return (k >= UTF8PROC_CATEGORY_LU && k <= UTF8PROC_CATEGORY_ND) || k == UTF8PROC_CATEGORY_NL ||
-         k == UTF8PROC_CATEGORY_PC;
+  return in_table(generated::kHf_rust_word, c);
 }
 
 namespace {
@@ -232,12 +234,13 @@ std::string to_lower(std::string_view s) {
       ++i;
       continue;
     }
+    size_t start = i;
     uint32_t c = utf8_next(s, i);
-    if (c == 0x130) {  // the one unconditional multi-character lowercase mapping: İ -> i + combining dot above
-      out += "i\xCC\x87";
-      continue;
-    }
-    utf8_append(out, static_cast<uint32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(c))));
+    const auto* end = std::end(generated::kHfLowercase);
+    const auto* it = std::lower_bound(std::begin(generated::kHfLowercase), end, c,
+                                      [](const generated::LowercaseEntry& e, uint32_t v) { return e.cp < v; });
+    if (it != end && it->cp == c) out += it->lower;  // e.g. İ -> i + combining dot above
+    else out.append(s, start, i - start);
   }
   return out;
 }

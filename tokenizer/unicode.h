@@ -54,20 +54,19 @@ std::string utf8_lossy(std::string_view s);
 // Number of bytes at the end of `s` that form an incomplete (but so far valid) UTF-8 sequence.
 size_t utf8_incomplete_tail(std::string_view s);
 
-// Character classes, matching Rust's definitions.
+// The character predicates of HF's Rust code, from the tables measured through HF (generated/).
 bool is_whitespace(uint32_t c);    // char::is_whitespace (Unicode White_Space)
-bool is_numeric(uint32_t c);       // char::is_numeric (Nd, Nl, No)
-bool is_punctuation(uint32_t c);   // ASCII punctuation or a Unicode P* category (HF Punctuation pre-tokenizer)
-bool is_word_char(uint32_t c);     // Rust regex \w (Alphabetic, M, Nd, Pc, Join_Control), approximated by category
-bool is_letter(uint32_t c);        // \p{L}
-bool is_number(uint32_t c);        // \p{N}
+bool is_numeric(uint32_t c);       // char::is_numeric (Nd, Nl, No), as the Digits pre-tokenizer sees it
+bool is_punctuation(uint32_t c);   // ASCII punctuation or P* (the Punctuation / Bert pre-tokenizers' is_punc)
+bool is_word_char(uint32_t c);     // Rust regex \w (Whitespace pre-tokenizer, added tokens' single_word)
+bool is_combining_mark(uint32_t c);  // StripAccents' is_combining_mark
 
 enum class NormForm { kNFC, kNFD, kNFKC, kNFKD };
 
 // Unicode normalization of valid UTF-8 (utf8proc). NFC has a fast path that leaves stable runs untouched.
 Result<std::string> normalize_form(std::string_view s, NormForm form);
 
-// Per-character full lowercase mapping, as HF's Lowercase normalizer (char::to_lowercase) does.
+// Per-character full lowercase mapping, as HF's Lowercase normalizer (char::to_lowercase) does (measured table).
 std::string to_lower(std::string_view s);
 
 }  // namespace pipit::tok
