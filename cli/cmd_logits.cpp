@@ -1,9 +1,11 @@
 // `pipit logits`: one forward pass over input_ids from a safetensors file, logits written to another — the
 // debugging tool every parity check uses.
 #include <cstdio>
+#include <optional>
 
 #include "cli/command.h"
 #include "cli/common.h"
+#include "cli/image_args.h"
 #include "format/safetensors.h"
 
 namespace pipit::cli {
@@ -12,11 +14,13 @@ namespace {
 
 int cmd_logits(Args& a) {
   add_model_options(a);
+  add_image_options(a);
   a.option({"--input"}, "safetensors with I32 input_ids [1, T]");
   a.option({"--output"}, "safetensors to write F32 logits [1, T, n_vocab]");
   if (auto st = a.parse(); !st) return fail(a, st.message());
   if (a.help() || !a.has("-m") || !a.has("--input") || !a.has("--output")) {
-    std::printf("usage: pipit logits -m MODEL --input IN.safetensors --output OUT.safetensors\n%s", a.usage().c_str());
+    std::printf("usage: pipit logits -m MODEL --input IN.safetensors --output OUT.safetensors [--image IMG ...]\n%s",
+                a.usage().c_str());
     return a.help() ? 0 : 1;
   }
   auto in = SafetensorsFile::open(a.get("--input"));
@@ -31,12 +35,26 @@ int cmd_logits(Args& a) {
   if (!lm) return fail(a, lm.status().message());
   auto so = session_options(a);
   if (!so) return fail(a, so.status().message());
-  if (so->n_ctx == 0) so->n_ctx = int(std::max<int64_t>(int64_t(ids.size()), default_ctx(*lm->model, 0)));
-  Session s(*lm->model, *so);
-  auto logits = s.eval(ids, /*all_logits=*/true);
+  auto pool = std::make_shared<ThreadPool>(so->n_threads > 0 ? so->n_threads : ThreadPool::default_threads());
+  // vision-language models: --image fills the image tokens of input_ids (one placeholder per image, or expanded)
+  std::optional<MultimodalPrompt> mm;
+  if (has_images(a) || lm->model->vision()) {
+    auto p = image_prompt(a, *lm, ids, *pool);
+    if (!p) return fail(a, p.status().message());
+    mm = std::move(p).value();
+  }
+  const int64_t T = mm ? int64_t(mm->tokens.size()) : int64_t(ids.size());
+  if (so->n_ctx == 0) so->n_ctx = int(std::max<int64_t>(T, default_ctx(*lm->model, 0)));
+  Session s(*lm->model, *so, pool);
+  auto logits = mm ? s.eval(*mm, /*all_logits=*/true) : s.eval(ids, /*all_logits=*/true);
   if (!logits) return fail(a, logits.status().message());
-  Tensor out = logits->reshape({1, int64_t(ids.size()), lm->model->info().n_vocab});
-  if (auto st = write_safetensors(a.get("--output"), {{"logits", out}}); !st) return fail(a, st.message());
+  std::vector<std::pair<std::string, Tensor>> out = {
+      {"logits", logits->reshape({1, T, lm->model->info().n_vocab})}};
+  if (mm) {  // the expanded prompt and its positions (M-RoPE: [3, 1, T])
+    out.push_back({"input_ids", Tensor::from_data(DType::I32, {1, T}, mm->tokens.data(), nullptr)});
+    out.push_back({"position_ids", position_ids_tensor(*mm)});
+  }
+  if (auto st = write_safetensors(a.get("--output"), out); !st) return fail(a, st.message());
   return 0;
 }
 

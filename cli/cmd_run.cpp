@@ -2,9 +2,11 @@
 // to stdout as it is produced; load time and speeds go to stderr.
 #include <chrono>
 #include <cstdio>
+#include <optional>
 
 #include "cli/command.h"
 #include "cli/common.h"
+#include "cli/image_args.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -15,6 +17,7 @@ namespace {
 int cmd_run(Args& a) {
   add_model_options(a);
   add_sampling_options(a);
+  add_image_options(a);
   a.option({"-p", "--prompt"}, "prompt text");
   a.option({"-f", "--file"}, "read the prompt from a file");
   a.option({"-s", "--system"}, "system message (chat template only)");
@@ -47,7 +50,14 @@ int cmd_run(Args& a) {
   if (use_template) {
     nlohmann::json msgs = nlohmann::json::array();
     if (a.has("-s")) msgs.push_back({{"role", "system"}, {"content", a.get("-s")}});
-    msgs.push_back({{"role", "user"}, {"content", prompt}});
+    if (has_images(a)) {  // the template puts each image where its {"type": "image"} item is
+      nlohmann::json content = nlohmann::json::array();
+      for (size_t i = 0; i < a.get_all("--image").size(); ++i) content.push_back({{"type", "image"}});
+      content.push_back({{"type", "text"}, {"text", prompt}});
+      msgs.push_back({{"role", "user"}, {"content", content}});
+    } else {
+      msgs.push_back({{"role", "user"}, {"content", prompt}});
+    }
     auto text = apply_chat_template(tok, msgs, /*add_generation_prompt=*/true);
     if (!text) return fail(a, text.status().message());
     ids = tok.encode(*text, /*add_special_tokens=*/false);
@@ -57,19 +67,28 @@ int cmd_run(Args& a) {
   if (!ids) return fail(a, ids.status().message());
   if (ids->empty()) return fail(a, "the prompt is empty after tokenization");
 
-  Session s(*lm->model, *so);
-  if (int64_t(ids->size()) >= s.n_ctx())
+  auto pool = std::make_shared<ThreadPool>(so->n_threads > 0 ? so->n_threads : ThreadPool::default_threads());
+  std::optional<MultimodalPrompt> mm;  // --image: features for the image placeholders of the prompt
+  if (has_images(a)) {
+    auto p = image_prompt(a, *lm, with_image_placeholders(*lm->model, *ids, a.get_all("--image").size()), *pool);
+    if (!p) return fail(a, p.status().message());
+    mm = std::move(p).value();
+  }
+  Session s(*lm->model, *so, pool);
+  const size_t n_prompt = mm ? mm->tokens.size() : ids->size();
+  if (int64_t(n_prompt) >= s.n_ctx())
     return fail(a, fmt("the prompt has {} tokens, which does not fit the context of {} (use -c to raise it)",
-                       ids->size(), s.n_ctx()));
+                       n_prompt, s.n_ctx()));
   if (!use_template && !a.get_flag("--no-echo")) {
     std::fputs(tok.decode(*ids, /*skip_special_tokens=*/true).c_str(), stdout);
     std::fflush(stdout);
   }
-  auto res = generate(s, &tok, *ids, *gp, [](const std::string& piece, int32_t) {
+  auto print = [](const std::string& piece, int32_t) {
     std::fputs(piece.c_str(), stdout);
     std::fflush(stdout);
     return true;
-  });
+  };
+  auto res = mm ? generate(s, &tok, *mm, *gp, print) : generate(s, &tok, *ids, *gp, print);
   std::fputs("\n", stdout);
   if (!res) return fail(a, res.status().message());
   const double pp = res->prompt_ms > 0 ? res->n_prompt * 1000.0 / res->prompt_ms : 0;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "runtime/multimodal.h"
 #include "tokenizer/tokenizer.h"  // declarations only; used when PIPIT_WITH_TOKENIZER
 
 namespace pipit {
@@ -85,9 +86,12 @@ bool is_eos(const GenerateParams& p, const Model& m, int32_t token) {
   return std::find(eos.begin(), eos.end(), token) != eos.end();
 }
 
-Result<GenerateResult> generate(Session& s, const Tokenizer* tok, std::span<const int32_t> prompt,
-                                const GenerateParams& p,
-                                const std::function<bool(const std::string&, int32_t)>& on_text) {
+namespace {
+
+// mm: the same prompt with images (its tokens are `prompt`), or null.
+Result<GenerateResult> generate_impl(Session& s, const Tokenizer* tok, std::span<const int32_t> prompt,
+                                     const MultimodalPrompt* mm, const GenerateParams& p,
+                                     const std::function<bool(const std::string&, int32_t)>& on_text) {
   GenerateResult res;
   res.n_prompt = int(prompt.size());
   std::vector<int32_t> history(prompt.begin(), prompt.end());
@@ -96,7 +100,7 @@ Result<GenerateResult> generate(Session& s, const Tokenizer* tok, std::span<cons
   const int64_t V = s.model().info().n_vocab;
 
   auto t0 = Clock::now();
-  auto r = s.eval(prompt);
+  auto r = mm ? s.eval(*mm) : s.eval(prompt);
   if (!r.is_ok()) return r.status();
   res.prompt_ms = ms_since(t0);
   auto t1 = Clock::now();
@@ -136,6 +140,20 @@ Result<GenerateResult> generate(Session& s, const Tokenizer* tok, std::span<cons
   }
   res.gen_ms = ms_since(t1);
   return res;
+}
+
+}  // namespace
+
+Result<GenerateResult> generate(Session& s, const Tokenizer* tok, std::span<const int32_t> prompt,
+                                const GenerateParams& p,
+                                const std::function<bool(const std::string&, int32_t)>& on_text) {
+  return generate_impl(s, tok, prompt, nullptr, p, on_text);
+}
+
+Result<GenerateResult> generate(Session& s, const Tokenizer* tok, const MultimodalPrompt& prompt,
+                                const GenerateParams& p,
+                                const std::function<bool(const std::string&, int32_t)>& on_text) {
+  return generate_impl(s, tok, prompt.tokens, &prompt, p, on_text);
 }
 
 }  // namespace pipit

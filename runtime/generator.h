@@ -61,5 +61,9 @@ bool is_eos(const GenerateParams& p, const Model& m, int32_t token);
 Result<GenerateResult> generate(Session& s, const Tokenizer* tok, std::span<const int32_t> prompt,
                                 const GenerateParams& p,
                                 const std::function<bool(const std::string& piece, int32_t token)>& on_text = {});
+// The same for a prompt with images (runtime/multimodal.h).
+Result<GenerateResult> generate(Session& s, const Tokenizer* tok, const MultimodalPrompt& prompt,
+                                const GenerateParams& p,
+                                const std::function<bool(const std::string& piece, int32_t token)>& on_text = {});
 
 }  // namespace pipit

@@ -100,6 +100,31 @@ bool jpeg_complete(std::span<const uint8_t> b) {
 
 }  // namespace
 
+namespace {
+
+// Width and height from the PNG IHDR or the JPEG SOF header, read before stb so that the size limit gets its own
+// message (stb refuses images over 1 GiB with a generic one). False when the header cannot be found.
+bool header_size(std::span<const uint8_t> b, bool png, int64_t* w, int64_t* h) {
+  if (png) {
+    if (b.size() < 24 || std::memcmp(b.data() + 12, "IHDR", 4) != 0) return false;
+    *w = rd32(b.data() + 16, false);
+    *h = rd32(b.data() + 20, false);
+    return true;
+  }
+  bool found = false;
+  walk_jpeg_header(b, [&](uint8_t marker, const uint8_t* seg, size_t n) {
+    const bool sof = marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC;
+    if (!sof || n < 5) return true;
+    *h = rd16(seg + 1, false);
+    *w = rd16(seg + 3, false);
+    found = true;
+    return false;
+  });
+  return found;
+}
+
+}  // namespace
+
 int jpeg_exif_orientation(std::span<const uint8_t> b) {
   if (!is_jpeg(b)) return 1;
   int orientation = 1;
@@ -144,6 +169,13 @@ Result<Image> decode_image(std::span<const uint8_t> bytes, const std::string& wh
     return Error::invalid_argument("[image] {}: not a PNG or JPEG image ({} bytes)", what, bytes.size());
   if (bytes.size() > size_t(INT_MAX)) return Error::invalid_argument("[image] {}: file larger than 2 GiB", what);
   const int len = int(bytes.size());
+  int64_t hw = 0, hh = 0;
+  if (header_size(bytes, png, &hw, &hh)) {
+    if (hw <= 0 || hh <= 0) return Error::invalid_argument("[image] {}: empty image ({}x{})", what, hw, hh);
+    if (hw * hh > kMaxImagePixels)
+      return Error::invalid_argument("[image] {}: {}x{} is {} pixels, more than the limit of {} (PIL's decompression "
+                                     "bomb limit); downscale it first", what, hw, hh, hw * hh, kMaxImagePixels);
+  }
   int w = 0, h = 0, comp = 0;
   if (!stbi_info_from_memory(bytes.data(), len, &w, &h, &comp))
     return Error::invalid_argument("[image] {}: cannot read the {} header: {}", what, png ? "PNG" : "JPEG",

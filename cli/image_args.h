@@ -1,0 +1,30 @@
+// Image options shared by the commands that take images (run, logits, vision): --image (repeatable: a path or a
+// data: URL) and --image-max-pixels, and the step from those to a multimodal prompt.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "cli/args.h"
+#include "runtime/loader.h"
+#include "runtime/multimodal.h"
+
+namespace pipit::cli {
+
+void add_image_options(Args& a);
+bool has_images(const Args& a);
+Result<ImageOptions> image_options(const Args& a);
+
+// The --image files decoded, processed and encoded, and `tokens` expanded around them.
+Result<MultimodalPrompt> image_prompt(const Args& a, const LoadedModel& lm, std::span<const int32_t> tokens,
+                                      ThreadPool& pool);
+
+// A prompt without any image placeholder (raw mode, no chat template) gets one per image at its start (after BOS),
+// written as the model's chat template would ("<|vision_start|><|image_pad|><|vision_end|>", "<image>").
+std::vector<int32_t> with_image_placeholders(const Model& m, std::span<const int32_t> ids, size_t n_images);
+
+// Where the prompt's tokens sit for the model: M-RoPE models [3, 1, T] (t, h, w rows), others [1, T] (I32), as the
+// goldens and HF name them position_ids.
+Tensor position_ids_tensor(const MultimodalPrompt& p);
+
+}  // namespace pipit::cli

@@ -1,0 +1,170 @@
+// The image paths of the CLI on the tiny VLM checkpoints: `pipit vision` and `pipit logits --image` against the
+// goldens, and bad image input (text-only model, placeholder/image count mismatch, broken files) giving one clear
+// error line and exit code 1, never a crash.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "format/safetensors.h"
+#include "tests/test_util.h"
+
+namespace fs = std::filesystem;
+
+namespace pipit {
+namespace {
+
+struct RunResult {
+  int code;
+  std::string out;  // stdout + stderr
+};
+
+RunResult run_cli(const std::string& args) {
+  const std::string cmd = std::string(PIPIT_BINARY_DIR) + "/pipit " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  const int st = pclose(p);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), out};
+}
+
+class CliVision : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("pipit_cli_vision_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  static std::string model(const std::string& arch) { return test::model_dir(arch); }
+  static std::string image(const std::string& arch, const std::string& c) { return model(arch) + "/" + c + ".png"; }
+  static SafetensorsFile golden(const std::string& arch) {
+    auto g = SafetensorsFile::open(model(arch) + "/golden.safetensors");
+    EXPECT_TRUE(g.is_ok()) << g.status().message();
+    return std::move(g).value();
+  }
+  // input_ids for `pipit logits`: I32 [1, T]
+  std::string write_ids(const std::string& name, const std::vector<int32_t>& ids) {
+    std::vector<int32_t> copy = ids;
+    Tensor t = Tensor::from_data(DType::I32, {1, int64_t(copy.size())}, copy.data(), nullptr);
+    const std::string path = (dir_ / name).string();
+    EXPECT_TRUE(write_safetensors(path, {{"input_ids", t}}).is_ok());
+    return path;
+  }
+  static std::vector<int32_t> ids_of(const Tensor& t) { return {t.ptr<int32_t>(), t.ptr<int32_t>() + t.numel()}; }
+  static double diff(const Tensor& a, const Tensor& b) {
+    EXPECT_EQ(a.numel(), b.numel());
+    if (a.numel() != b.numel()) return INFINITY;
+    return test::max_abs_diff(a.ptr<float>(), b.ptr<float>(), a.numel()).max_abs;
+  }
+  void expect_error(const RunResult& r, const std::string& needle) {
+    EXPECT_EQ(r.code, 1) << r.out;
+    EXPECT_NE(r.out.find("error"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(needle), std::string::npos) << "expected '" << needle << "' in: " << r.out;
+  }
+  fs::path dir_;
+};
+
+TEST_F(CliVision, VisionCommandWritesWhatTheGoldensHold) {
+  for (const std::string arch : {"qwen2_vl", "qwen2_5_vl", "llava"}) {
+    SafetensorsFile g = golden(arch);
+    const std::string out = (dir_ / (arch + ".safetensors")).string();
+    auto r = run_cli("vision -t 2 -m " + model(arch) + " --image " + image(arch, "img_300x200") + " -o " + out);
+    ASSERT_EQ(r.code, 0) << r.out;
+    auto f = SafetensorsFile::open(out);
+    ASSERT_TRUE(f.is_ok()) << f.status().message();
+    EXPECT_EQ(f->get("pixel_values")->shape(), g.get("img_300x200.pixel_values")->shape()) << arch;
+    EXPECT_LE(diff(*f->get("pixel_values"), *g.get("img_300x200.pixel_values")), 1e-4) << arch;
+    EXPECT_EQ(f->get("vision_embeds")->shape(), g.get("img_300x200.vision_embeds")->shape()) << arch;
+    EXPECT_LE(diff(*f->get("vision_embeds"), *g.get("img_300x200.vision_embeds")), 1e-3) << arch;
+    if (arch != "llava") EXPECT_EQ(ids_of(*f->get("image_grid_thw")), ids_of(*g.get("img_300x200.image_grid_thw")));
+  }
+}
+
+TEST_F(CliVision, LogitsWithImageFillsThePlaceholders) {
+  for (const std::string arch : {"qwen2_vl", "qwen2_5_vl", "llava"}) {
+    SafetensorsFile g = golden(arch);
+    const std::string in = write_ids(arch + "_in.safetensors", ids_of(*g.get("img_100x75.input_ids_unexpanded")));
+    const std::string out = (dir_ / (arch + "_out.safetensors")).string();
+    auto r = run_cli("logits -t 2 -m " + model(arch) + " --input " + in + " --image " + image(arch, "img_100x75") +
+                     " --output " + out);
+    ASSERT_EQ(r.code, 0) << r.out;
+    auto f = SafetensorsFile::open(out);
+    ASSERT_TRUE(f.is_ok()) << f.status().message();
+    EXPECT_EQ(ids_of(*f->get("input_ids")), ids_of(*g.get("img_100x75.input_ids"))) << arch;
+    EXPECT_EQ(ids_of(*f->get("position_ids")), ids_of(*g.get("img_100x75.position_ids"))) << arch;
+    EXPECT_EQ(f->get("position_ids")->shape(), g.get("img_100x75.position_ids")->shape()) << arch;
+    EXPECT_LE(diff(*f->get("logits"), *g.get("img_100x75.logits")), 1e-3) << arch;
+  }
+}
+
+TEST_F(CliVision, SeveralImagesInOnePrompt) {
+  SafetensorsFile g = golden("qwen2_vl");
+  std::vector<int32_t> ids = ids_of(*g.get("img_100x75.input_ids_unexpanded"));
+  const auto at = std::find(ids.begin(), ids.end(), 1010) + 1;  // after <|vision_end|>: a second image
+  ids.insert(at, {1009, 1012, 1010});
+  const std::string in = write_ids("two.safetensors", ids), out = (dir_ / "two_out.safetensors").string();
+  auto r = run_cli("logits -t 2 -m " + model("qwen2_vl") + " --input " + in + " --image " +
+                   image("qwen2_vl", "img_100x75") + " --image " + image("qwen2_vl", "img_300x200") +
+                   " --output " + out);
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto f = SafetensorsFile::open(out);
+  ASSERT_TRUE(f.is_ok());
+  EXPECT_EQ(f->get("input_ids")->numel(), int64_t(ids.size()) - 2 + 12 + 54);
+  // the same images in the other order are a different prompt
+  auto r2 = run_cli("logits -t 2 -m " + model("qwen2_vl") + " --input " + in + " --image " +
+                    image("qwen2_vl", "img_300x200") + " --image " + image("qwen2_vl", "img_100x75") +
+                    " --output " + out);
+  EXPECT_EQ(r2.code, 0) << r2.out;
+}
+
+TEST_F(CliVision, BadImageInputGivesClearErrors) {
+  SafetensorsFile g = golden("qwen2_vl");
+  const std::string img = image("qwen2_vl", "img_100x75");
+  const std::string in = write_ids("one.safetensors", ids_of(*g.get("img_100x75.input_ids_unexpanded")));
+  std::vector<int32_t> two = ids_of(*g.get("img_100x75.input_ids_unexpanded"));
+  two.insert(two.begin() + 1, 1012);
+  const std::string in2 = write_ids("two_marks.safetensors", two);
+  const std::string out = (dir_ / "o.safetensors").string();
+  const std::string qwen = "logits -m " + model("qwen2_vl") + " --output " + out;
+
+  // an image for a text-only model
+  expect_error(run_cli("logits -m " + model("qwen2") + " --input " + in + " --image " + img + " --output " + out),
+               "text-only");
+  expect_error(run_cli("vision -m " + model("qwen2") + " --image " + img + " -o " + out), "text-only");
+  // more image tokens than images, and images without image tokens
+  expect_error(run_cli(qwen + " --input " + in2 + " --image " + img), "image tokens");
+  expect_error(run_cli(qwen + " --input " + in), "image tokens");
+  // broken files
+  const fs::path trunc = dir_ / "cut.png", text = dir_ / "notes.png";
+  {
+    std::ifstream src(img, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(src)), std::istreambuf_iterator<char>());
+    std::ofstream(trunc, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+    std::ofstream(text) << "hello\n";
+  }
+  expect_error(run_cli(qwen + " --input " + in + " --image " + trunc.string()), "cut.png");
+  expect_error(run_cli(qwen + " --input " + in + " --image " + text.string()), "not a PNG or JPEG");
+  expect_error(run_cli(qwen + " --input " + in + " --image " + (dir_ / "missing.png").string()), "no such file");
+  expect_error(run_cli(qwen + " --input " + in + " --image " + img + " --image-max-pixels 10"), "image-max-pixels");
+}
+
+TEST_F(CliVision, ImageMaxPixelsMeansFewerTokens) {
+  const std::string out = (dir_ / "small.safetensors").string();
+  auto r = run_cli("vision -m " + model("qwen2_vl") + " --image " + image("qwen2_vl", "img_300x200") +
+                   " --image-max-pixels 20000 -o " + out);
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto f = SafetensorsFile::open(out);
+  ASSERT_TRUE(f.is_ok());
+  const Tensor grid = *f->get("image_grid_thw");
+  EXPECT_LE(int64_t(grid.ptr<int32_t>()[1]) * grid.ptr<int32_t>()[2] * 14 * 14, 20000);
+}
+
+}  // namespace
+}  // namespace pipit
