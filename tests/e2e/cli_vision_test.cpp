@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 #include "format/safetensors.h"
 #include "tests/test_util.h"
 
@@ -153,6 +155,33 @@ TEST_F(CliVision, BadImageInputGivesClearErrors) {
   expect_error(run_cli(qwen + " --input " + in + " --image " + text.string()), "not a PNG or JPEG");
   expect_error(run_cli(qwen + " --input " + in + " --image " + (dir_ / "missing.png").string()), "no such file");
   expect_error(run_cli(qwen + " --input " + in + " --image " + img + " --image-max-pixels 10"), "image-max-pixels");
+}
+
+// `pipit run --image` on the tiny Qwen2-VL with the toy tokenizer of tests/data/vl_tokenizer: the chat template
+// places <|vision_start|><|image_pad|><|vision_end|>, which becomes 12 image tokens for img_100x75.
+TEST_F(CliVision, RunWithImageThroughTheChatTemplate) {
+  const fs::path m = dir_ / "qwen2_vl";
+  fs::copy(model("qwen2_vl"), m, fs::copy_options::recursive);
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
+    fs::copy_file(std::string(PIPIT_SOURCE_DIR) + "/tests/data/vl_tokenizer/" + f, m / f);
+  const fs::path msgs = dir_ / "m.jsonl";
+  std::ofstream(msgs) << R"({"messages": [{"role": "user", "content": [{"type": "image"}, )"
+                      << R"({"type": "text", "text": "Describe this image."}]}], "add_generation_prompt": true})" << "\n";
+  auto t = run_cli("template -m " + m.string() + " --jsonl " + msgs.string());
+  ASSERT_EQ(t.code, 0) << t.out;
+  const auto ids = nlohmann::json::parse(t.out.substr(0, t.out.find('\n')))["ids"];
+  ASSERT_NE(std::find(ids.begin(), ids.end(), 1012), ids.end()) << t.out;
+  const std::string img = " --image " + image("qwen2_vl", "img_100x75");
+  auto r = run_cli("run -t 2 -m " + m.string() + img + " -p 'Describe this image.' -n 4 --temp 0 --ignore-eos");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("prompt " + std::to_string(ids.size() + 11) + " tokens"), std::string::npos) << r.out;
+  // raw mode: no placeholder in the prompt, so one goes first: 8 bytes + 3 marks + 11 more image tokens
+  auto raw = run_cli("run -t 2 -m " + m.string() + img + " --no-template -p Describe -n 2 --temp 0");
+  ASSERT_EQ(raw.code, 0) << raw.out;
+  EXPECT_NE(raw.out.find("prompt 22 tokens"), std::string::npos) << raw.out;
+  // two images, one placeholder each
+  auto two = run_cli("run -t 2 -m " + m.string() + img + img + " -p hi -n 1 --temp 0");
+  EXPECT_EQ(two.code, 0) << two.out;
 }
 
 TEST_F(CliVision, ImageMaxPixelsMeansFewerTokens) {
