@@ -10,7 +10,7 @@ PKGS=(
   g++-aarch64-linux-gnu qemu-user
   ocl-icd-opencl-dev pocl-opencl-icd
   python3 python3-numpy python3-torch python3-pil python3-jinja2
-  curl
+  curl nodejs
   # aarch64 builds of the libraries the tokenizer links (Debian multiarch), for the Arm build tested under qemu
   libpcre2-dev:arm64 libutf8proc-dev:arm64
 )
@@ -31,4 +31,11 @@ if ((${#missing[@]})); then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 else
   echo "[setup] all packages present"
+fi
+# npm for the openai client test (tests/e2e/setup_openai_npm.sh). NodeSource's nodejs bundles npm and conflicts
+# with Debian's npm package, so install that only when npm is missing.
+if ! command -v npm >/dev/null; then
+  echo "[setup] installing: npm"
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends npm
 fi

@@ -19,6 +19,7 @@ import tempfile
 import numpy as np
 
 VOCAB = 151669  # tokenizer.json: highest id + 1, added tokens included
+STAMP = "2"     # bump when a model changes: folders with another stamp are rebuilt
 
 
 def bf16_bytes(a):
@@ -93,10 +94,14 @@ def make_qwen3_chat(out, testdata):
 
 def build(out_root, name, fn, testdata):
     final = os.path.join(out_root, name)
-    if os.path.exists(os.path.join(final, "model.safetensors")):
+    stamp = os.path.join(final, "STAMP")
+    if os.path.exists(stamp) and open(stamp).read() == STAMP:
         return
+    shutil.rmtree(final, ignore_errors=True)
     tmp = tempfile.mkdtemp(prefix=name + ".", dir=out_root)
     fn(tmp, testdata)
+    with open(os.path.join(tmp, "STAMP"), "w") as f:
+        f.write(STAMP)
     try:
         os.rename(tmp, final)
     except OSError:  # another run finished first

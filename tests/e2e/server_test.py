@@ -1,0 +1,338 @@
+#!/usr/bin/env python3
+"""End-to-end tests of `pipit serve` over real HTTP (Python's http.client and raw sockets): chat and completions,
+streamed and not (the deltas add up to the non-streamed text at temperature 0), /v1/models and /health, errors in
+OpenAI's shape (bad JSON, missing fields, wrong types, a prompt longer than the context, a wrong API key, a body
+over the limit, a full queue), cancellation by closing the connection (the slot is freed), and 8 concurrent
+streams that give what each gives alone.
+
+  server_test.py PIPIT_BINARY MODEL_DIR [unittest options]
+
+MODEL_DIR: a chat model with a tokenizer and chat template (tests/e2e/make_server_models.py makes qwen3_chat).
+"""
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from server_util import Server, deltas, finish_reason  # noqa: E402
+
+PIPIT = MODEL = None
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+PROMPTS = [
+    "Hello there",
+    "What is the capital of France?",
+    "Write a haiku about the sea.",
+    "Count from one to ten.",
+    "Tell me a joke about computers.",
+    "Why do cats purr?",
+    "Translate 'good morning' into German.",
+    "Name three primary colours.",
+]
+
+
+def chat(content, **kw):
+    body = {"model": "qwen3_chat", "messages": [{"role": "user", "content": content}], "temperature": 0,
+            "max_tokens": 16}
+    body.update(kw)
+    return body
+
+
+def assert_error(t, status, body, want_status, param=None, needle=None, code=None):
+    t.assertEqual(status, want_status, body)
+    t.assertIn("error", body)
+    e = body["error"]
+    t.assertEqual(set(e), {"message", "type", "param", "code"}, e)
+    t.assertIsInstance(e["message"], str)
+    t.assertTrue(e["message"])
+    if param is not None:
+        t.assertEqual(e["param"], param, e)
+    if needle is not None:
+        t.assertIn(needle, e["message"])
+    if code is not None:
+        t.assertEqual(e["code"], code, e)
+
+
+class Api(unittest.TestCase):
+    """One server with 8 slots for everything that does not need special limits."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Server(PIPIT, MODEL, "--parallel", "8", "--ctx", "512")
+
+    @classmethod
+    def tearDownClass(cls):
+        out = cls.srv.output()
+        rc = cls.srv.stop()
+        assert rc == 0, f"pipit serve exited with {rc}:\n{out}"
+
+    def test_health_and_models(self):
+        status, h = self.srv.get("/health")
+        self.assertEqual(status, 200)
+        self.assertEqual(h["status"], "ok")
+        self.assertEqual(h["slots"], 8)
+        status, m = self.srv.get("/v1/models")
+        self.assertEqual(status, 200)
+        self.assertEqual(m["object"], "list")
+        self.assertEqual(m["data"][0]["id"], "qwen3_chat")
+        self.assertEqual(m["data"][0]["object"], "model")
+        status, one = self.srv.get("/v1/models/qwen3_chat")
+        self.assertEqual((status, one["id"]), (200, "qwen3_chat"))
+        status, body = self.srv.get("/v1/models/gpt-9")
+        assert_error(self, status, body, 404, code="model_not_found")
+
+    def test_chat_stream_equals_non_stream(self):
+        for prompt in PROMPTS[:3]:
+            status, full = self.srv.post("/v1/chat/completions", chat(prompt, max_tokens=24))
+            self.assertEqual(status, 200, full)
+            self.assertEqual(full["object"], "chat.completion")
+            msg = full["choices"][0]["message"]
+            self.assertEqual(msg["role"], "assistant")
+            usage = full["usage"]
+            self.assertGreater(usage["prompt_tokens"], 5)
+            self.assertLessEqual(usage["completion_tokens"], 24)
+            self.assertEqual(usage["total_tokens"], usage["prompt_tokens"] + usage["completion_tokens"])
+            self.assertIn(full["choices"][0]["finish_reason"], ("stop", "length"))
+
+            status, events, done, _ = self.srv.stream(
+                "/v1/chat/completions", chat(prompt, max_tokens=24, stream=True, stream_options={"include_usage": True}))
+            self.assertEqual(status, 200)
+            self.assertTrue(done, "no data: [DONE]")
+            self.assertEqual(events[0]["object"], "chat.completion.chunk")
+            self.assertEqual(events[0]["choices"][0]["delta"]["role"], "assistant")
+            self.assertEqual(len({e["id"] for e in events}), 1)
+            self.assertEqual(deltas(events), msg["content"])
+            self.assertEqual(finish_reason(events), full["choices"][0]["finish_reason"])
+            self.assertEqual(events[-1]["choices"], [])  # the usage chunk
+            self.assertEqual(events[-1]["usage"], usage)
+            self.assertTrue(all(e["usage"] is None for e in events[:-1]))
+
+    def test_completion_stream_equals_non_stream(self):
+        body = {"prompt": "Once upon a time", "max_tokens": 20, "temperature": 0}
+        status, full = self.srv.post("/v1/completions", body)
+        self.assertEqual(status, 200, full)
+        self.assertEqual(full["object"], "text_completion")
+        text = full["choices"][0]["text"]
+        status, events, done, _ = self.srv.stream("/v1/completions", dict(body, stream=True))
+        self.assertEqual(status, 200)
+        self.assertTrue(done)
+        self.assertEqual(deltas(events), text)
+        self.assertEqual(finish_reason(events), full["choices"][0]["finish_reason"])
+        # token ids as the prompt
+        status, ids = self.srv.post("/v1/completions", {"prompt": [9707, 1879], "max_tokens": 3, "temperature": 0})
+        self.assertEqual(status, 200, ids)
+        self.assertEqual(ids["usage"]["prompt_tokens"], 2)
+
+    def test_sampling_fields(self):
+        # a stop string cuts the answer where it first appears, and is not part of it
+        status, full = self.srv.post("/v1/chat/completions", chat(PROMPTS[1], max_tokens=24, ignore_eos=True))
+        text = full["choices"][0]["message"]["content"]
+        self.assertEqual(full["usage"]["completion_tokens"], 24)
+        stop = text[len(text) // 2:len(text) // 2 + 2]
+        if stop.strip():
+            status, cut = self.srv.post("/v1/chat/completions", chat(PROMPTS[1], max_tokens=24, stop=[stop, "zzzz"]))
+            self.assertEqual(status, 200, cut)
+            self.assertEqual(cut["choices"][0]["message"]["content"], text[:text.find(stop)])
+            self.assertEqual(cut["choices"][0]["finish_reason"], "stop")
+        # the same seed gives the same sample; penalties and top_p are accepted
+        body = chat(PROMPTS[2], temperature=1.0, top_p=0.9, seed=1234, presence_penalty=0.5, frequency_penalty=0.5,
+                    max_completion_tokens=12)
+        a = self.srv.post("/v1/chat/completions", body)[1]
+        b = self.srv.post("/v1/chat/completions", body)[1]
+        self.assertEqual(a["choices"][0]["message"], b["choices"][0]["message"])
+        self.assertLessEqual(a["usage"]["completion_tokens"], 12)
+        # content parts and a system message
+        status, parts = self.srv.post("/v1/chat/completions", {
+            "messages": [{"role": "developer", "content": "Be brief."},
+                         {"role": "user", "content": [{"type": "text", "text": "Hello"}, {"type": "text", "text": "there"}]}],
+            "max_tokens": 4})
+        self.assertEqual(status, 200, parts)
+
+    def test_errors(self):
+        P = "/v1/chat/completions"
+        cases = [
+            (b"{not json", 400, None, "not valid JSON"),
+            (b"", 400, None, "not valid JSON"),
+            (b"[1, 2]", 400, None, "JSON object"),
+            ({"model": "x"}, 400, "messages", "required"),
+            ({"messages": "hi"}, 400, "messages", "must be a list"),
+            ({"messages": []}, 400, "messages", "at least one"),
+            ({"messages": [{"content": "hi"}]}, 400, "messages[0].role", "no 'role'"),
+            ({"messages": [{"role": "wizard", "content": "hi"}]}, 400, "messages[0].role", "wizard"),
+            ({"messages": [{"role": "user"}]}, 400, "messages[0].content", "content"),
+            ({"messages": [{"role": "user", "content": 5}]}, 400, "messages[0].content", "string or a list"),
+            ({"messages": [{"role": "user", "content": [{"type": "audio"}]}]}, 400, "messages[0].content[0].type", None),
+            (chat("hi", temperature="hot"), 400, "temperature", "must be a number"),
+            (chat("hi", temperature=5), 400, "temperature", None),
+            (chat("hi", max_tokens=0), 400, "max_tokens", None),
+            (chat("hi", max_tokens=2.5), 400, "max_tokens", "integer"),
+            (chat("hi", max_tokens=10**30), 400, "max_tokens", None),
+            (chat("hi", max_tokens=100000), 400, "max_tokens", "context"),
+            (chat("hi", n=2), 400, "n", None),
+            (chat("hi", stream="yes"), 400, "stream", "boolean"),
+            (chat("hi", stop=5), 400, "stop", None),
+            (chat("hi", seed="abc"), 400, "seed", None),
+            (chat("hi", tools=[{"type": "function", "function": {"name": "f"}}]), 400, "tools", None),
+            (chat("hi", logprobs=True), 400, "logprobs", None),
+            (chat("hi", response_format={"type": "json_object"}), 400, "response_format", None),
+            ({"messages": [{"role": "user", "content": [
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}]}]},
+             400, "messages[0].content[0]", "does not accept images"),
+            ({"messages": [{"role": "user", "content": [
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,@@@"}}]}]},
+             400, "messages[0].content[0].image_url", "invalid base64"),
+            ({"messages": [{"role": "user", "content": [
+                {"type": "image_url", "image_url": {"url": "/etc/passwd"}}]}]},
+             400, "messages[0].content[0].image_url", "--allow-local-files"),
+            ({"messages": [{"role": "user", "content": [
+                {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}]}]},
+             400, "messages[0].content[0].image_url", "data URL"),
+        ]
+        for body, want, param, needle in cases:
+            with self.subTest(body=body):
+                status, data, headers = self.srv.request("POST", P, body)
+                self.assertTrue(headers.get("Content-Type", "").startswith("application/json"), headers)
+                assert_error(self, status, json.loads(data), want, param, needle)
+        for body, param in [({"prompt": 5}, "prompt"), ({}, "prompt"), ({"prompt": ["a", "b"]}, "prompt"),
+                            ({"prompt": [1, -1]}, "prompt"), ({"prompt": "x", "echo": True}, "echo")]:
+            status, data = self.srv.post("/v1/completions", body)
+            assert_error(self, status, data, 400, param)
+        status, data, _ = self.srv.request("GET", "/v2/nothing")
+        assert_error(self, status, json.loads(data), 404, needle="/v2/nothing")
+        status, data, _ = self.srv.request("DELETE", "/v1/models")
+        self.assertGreaterEqual(status, 400)
+        self.assertLess(status, 500)
+        self.assertTrue(self.srv.alive())
+
+    def test_concurrent_streams_equal_solo(self):
+        """8 streams at once (one per slot, joining and leaving at different times) give exactly the greedy text
+        each gives alone."""
+        bodies = [chat(p, max_tokens=12 + 3 * i, ignore_eos=True) for i, p in enumerate(PROMPTS)]
+        solo = []
+        for b in bodies:
+            status, r = self.srv.post("/v1/chat/completions", b)
+            self.assertEqual(status, 200, r)
+            solo.append(r["choices"][0]["message"]["content"])
+        got = [None] * len(bodies)
+
+        def run(i):
+            status, events, done, _ = self.srv.stream("/v1/chat/completions", dict(bodies[i], stream=True))
+            got[i] = (status, done, deltas(events))
+
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(len(bodies))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for i, g in enumerate(got):
+            self.assertEqual(g, (200, True, solo[i]), f"stream {i}")
+
+    def test_load_gen_runs(self):
+        out = subprocess.run([sys.executable, os.path.join(HERE, "..", "..", "bench", "load_gen.py"),
+                              "--url", f"http://127.0.0.1:{self.srv.port}", "-k", "2", "--requests", "1",
+                              "--max-tokens", "6", "--json"], capture_output=True, text=True, timeout=300)
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        s = json.loads(out.stdout)
+        self.assertEqual((s["requests"], s["errors"], s["tokens"]), (2, 0, 12), s)
+
+
+class Limits(unittest.TestCase):
+    """One slot, a queue of one, a small context and body limit, and an API key."""
+
+    KEY = {"Authorization": "Bearer sekrit"}
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Server(PIPIT, MODEL, "--parallel", "1", "--queue", "1", "--ctx", "256", "--max-body", "65536",
+                         "--api-key", "sekrit")
+
+    @classmethod
+    def tearDownClass(cls):
+        out = cls.srv.output()
+        rc = cls.srv.stop()
+        assert rc == 0, f"pipit serve exited with {rc}:\n{out}"
+
+    def post(self, body, path="/v1/chat/completions"):
+        return self.srv.post(path, body, self.KEY)
+
+    def wait_health(self, pred, timeout=20):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            h = self.srv.health()
+            if pred(h):
+                return h
+            time.sleep(0.05)
+        self.fail(f"/health never satisfied the condition: {self.srv.health()}")
+
+    def test_api_key(self):
+        for headers in [{}, {"Authorization": "Bearer wrong"}, {"Authorization": "sekrit"},
+                        {"Authorization": "Bearer sekrit2"}]:
+            status, body = self.srv.post("/v1/chat/completions", chat("hi", max_tokens=2), headers)
+            assert_error(self, status, body, 401, code="invalid_api_key")
+            status, body = self.srv.get("/v1/models", headers)
+            assert_error(self, status, body, 401)
+        status, body = self.post(chat("hi", max_tokens=2))
+        self.assertEqual(status, 200, body)
+        self.assertEqual(self.srv.get("/health")[0], 200)  # health needs no key
+
+    def test_prompt_longer_than_context(self):
+        status, body = self.post(chat("hello " * 400))
+        assert_error(self, status, body, 400, param="messages", code="context_length_exceeded", needle="256")
+        status, body = self.post({"prompt": "hello " * 400}, "/v1/completions")
+        assert_error(self, status, body, 400, param="prompt", code="context_length_exceeded")
+
+    def test_body_too_large(self):
+        status, data, _ = self.srv.request("POST", "/v1/chat/completions", chat("x" * 70000), self.KEY)
+        assert_error(self, status, json.loads(data), 413, needle="65536")
+        self.assertEqual(self.post(chat("hi", max_tokens=2))[0], 200)
+
+    def test_cancel_on_disconnect_frees_the_slot(self):
+        before = self.wait_health(lambda h: h["slots_busy"] == 0)
+        c = self.srv.connect()
+        c.request("POST", "/v1/chat/completions", headers=dict(self.KEY, **{"Content-Type": "application/json"}),
+                  body=json.dumps(chat(PROMPTS[0], max_tokens=200, ignore_eos=True, stream=True)))
+        r = c.getresponse()
+        self.assertEqual(r.status, 200)
+        n = 0
+        for raw in r:
+            if raw.startswith(b"data: ") and b'"content":"' in raw and b'"content":""' not in raw:
+                n += 1
+                if n == 3:
+                    break
+        c.sock.shutdown(2)
+        c.close()
+        h = self.wait_health(lambda h: h["slots_busy"] == 0 and h["requests_completed"] > before["requests_completed"])
+        self.assertLess(h["tokens_generated"] - before["tokens_generated"], 200, "generation was not cancelled")
+        status, body = self.post(chat(PROMPTS[1], max_tokens=4))  # the one slot serves the next request
+        self.assertEqual(status, 200, body)
+
+    def test_queue_full_is_503(self):
+        self.wait_health(lambda h: h["slots_busy"] == 0)
+        conns = []
+        try:
+            for want in ({"slots_busy": 1}, {"queued": 1}):
+                c = self.srv.connect()
+                c.request("POST", "/v1/chat/completions",
+                          headers=dict(self.KEY, **{"Content-Type": "application/json"}),
+                          body=json.dumps(chat(PROMPTS[2], max_tokens=220, ignore_eos=True, stream=True)))
+                conns.append(c)
+                self.wait_health(lambda h: all(h[k] == v for k, v in want.items()))
+            status, body = self.post(chat("hi", max_tokens=2))
+            assert_error(self, status, body, 503, code="server_overloaded")
+            self.assertEqual(body["error"]["type"], "server_error")
+        finally:
+            for c in conns:
+                c.close()
+        self.wait_health(lambda h: h["slots_busy"] == 0 and h["queued"] == 0)
+        self.assertEqual(self.post(chat("hi", max_tokens=2))[0], 200)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    PIPIT, MODEL = sys.argv[1], sys.argv[2]
+    unittest.main(argv=[sys.argv[0]] + sys.argv[3:], verbosity=2)
