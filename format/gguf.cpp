@@ -239,8 +239,9 @@ Result<GgufFile> GgufFile::parse(const uint8_t* data, size_t size, std::shared_p
     PIPIT_TRY(c.read_string(&t.name, "a tensor name"));
     PIPIT_TRY(c.read(&n_dims, "a tensor's dimension count"));
     const std::string tctx = ctx + ": tensor '" + t.name + "'";
-    if (n_dims < 1 || n_dims > uint32_t(kMaxDims))
-      return Error::format("{}: {} dimensions (1 to {} supported)", tctx, n_dims, kMaxDims);
+    constexpr uint32_t kGgufMaxDims = 4;  // GGML_MAX_DIMS (pipit tensors allow 5, GGUF files hold at most 4)
+    if (n_dims < 1 || n_dims > kGgufMaxDims)
+      return Error::format("{}: {} dimensions (1 to {} supported)", tctx, n_dims, kGgufMaxDims);
     t.ne.resize(n_dims);
     for (auto& d : t.ne) PIPIT_TRY(c.read(&d, "a tensor dimension"));
     PIPIT_TRY(c.read(&t.type, "a tensor type"));
