@@ -95,7 +95,7 @@ Status write_tensor(const Tensor& src, DType dst, PipitWriter& w, size_t index, 
         to(src.data() + (r0 + r) * src_row, f.data() + r * K, K);
         from(f.data() + r * K, out.data() + r * dst_row, K);
       }
-    }, 16);
+    }, std::max<int64_t>(16, (int64_t(1) << 16) / std::max<int64_t>(K, 1)));  // >= 64K elements per thread
     PIPIT_TRY(w.append(index, out.data(), size_t(nr * dst_row)));
   }
   if (rows == 0) PIPIT_TRY(w.append(index, nullptr, 0));

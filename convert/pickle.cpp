@@ -139,7 +139,8 @@ class Unpickler {
         }
         case 0x85: case 0x86: case 0x87: {
           const size_t n = size_t(op - 0x84);
-          if (stack_.size() < n) return bad(at, "TUPLEn with too few values on the stack");
+          if (stack_.size() < n || (!marks_.empty() && stack_.size() - n < marks_.back()))
+            return bad(at, "TUPLEn with too few values on the stack");
           int o = make(Kind::kTuple);
           obj(o).items.assign(stack_.end() - long(n), stack_.end());
           stack_.resize(stack_.size() - n);
@@ -318,6 +319,7 @@ class Unpickler {
     if (marks_.empty()) return bad(at, "no MARK to pop to");
     const size_t m = marks_.back();
     marks_.pop_back();
+    if (m > stack_.size()) return bad(at, "MARK above the top of the stack");  // cannot happen: pops respect marks
     v->assign(stack_.begin() + long(m), stack_.end());
     stack_.resize(m);
     return Status::ok();

@@ -71,7 +71,7 @@ int64_t Tensor::numel() const {
 }
 
 size_t Tensor::nbytes() const {
-  if (ndim_ == 0) return 0;
+  if (ndim_ == 0 || shape_[ndim_ - 1] == 0) return 0;  // a file may hold an empty tensor ([3, 0])
   return size_t(dtype_row_bytes(dtype_, shape_[ndim_ - 1]) * (numel() / shape_[ndim_ - 1]));
 }
 

@@ -4,6 +4,8 @@
 // GGUF vocabulary becomes the same tokenizer.json the HF checkpoint has, and broken files give clear errors.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "convert/gguf_import.h"
 #include "format/gguf.h"
 #include "format/pipit_format.h"
@@ -164,6 +166,64 @@ TEST(GgufImport, Gpt2VocabBecomesByteLevelTokenizer) {
   ASSERT_FALSE(t2.is_ok());
   EXPECT_NE(t2.status().message().find("exotic-pre"), std::string::npos);
 }
+
+#ifdef PIPIT_WITH_TOKENIZER
+// Real byte-level vocabularies (testdata/tokenizers qwen3, llama3) written into GGUF the way llama.cpp stores them
+// (tokens by id, token types, "a b" merges, tokenizer.ggml.pre) come back as tokenizers that reproduce the HF
+// reference ids on all 200 golden cases, with and without special tokens.
+TEST(GgufImport, RealByteLevelVocabsReproduceGoldenIds) {
+  struct Case {
+    const char* dir;
+    const char* pre;
+    int64_t bos;
+  };
+  for (const Case& k : {Case{"qwen3", "qwen2", -1}, Case{"llama3", "llama-bpe", 128000}}) {
+    const std::string dir = test::testdata() + "/tokenizers/" + k.dir;
+    auto tj = nlohmann::json::parse(test::read_bytes(dir + "/tokenizer.json"));
+    auto tc = nlohmann::json::parse(test::read_bytes(dir + "/tokenizer_config.json"));
+    std::map<int64_t, std::pair<std::string, int32_t>> by_id;  // id -> (token, ggml token type)
+    for (auto& [tok, id] : tj["model"]["vocab"].items()) by_id[id.get<int64_t>()] = {tok, 1};
+    for (auto& a : tj["added_tokens"]) by_id[a["id"].get<int64_t>()] = {a["content"], a["special"] ? 3 : 4};
+    std::vector<std::string> tokens(size_t(by_id.rbegin()->first + 1), "[PAD]");
+    std::vector<int32_t> types(tokens.size(), 5);  // unused ids
+    for (auto& [id, v] : by_id) tokens[size_t(id)] = v.first, types[size_t(id)] = v.second;
+    std::vector<std::string> merges;
+    for (auto& m : tj["model"]["merges"])
+      merges.push_back(m.is_string() ? m.get<std::string>() : m[0].get<std::string>() + " " + m[1].get<std::string>());
+    test::GgufWriter g;
+    g.str("tokenizer.ggml.model", "gpt2");
+    g.str("tokenizer.ggml.pre", k.pre);
+    g.strs("tokenizer.ggml.tokens", tokens);
+    g.i32s("tokenizer.ggml.token_type", types);
+    g.strs("tokenizer.ggml.merges", merges);
+    if (k.bos >= 0) g.u32("tokenizer.ggml.bos_token_id", uint32_t(k.bos));
+    g.boolean("tokenizer.ggml.add_bos_token", k.bos >= 0);
+    g.str("tokenizer.chat_template", tc["chat_template"].get<std::string>());
+    const std::string bytes = g.bytes();
+    auto f = GgufFile::parse(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), nullptr, k.dir);
+    ASSERT_TRUE(f.is_ok()) << f.status().message();
+    auto texts = gguf_tokenizer_to_hf(*f);
+    ASSERT_TRUE(texts.is_ok()) << texts.status().message();
+    auto tok = Tokenizer::load(texts->tokenizer_json, texts->tokenizer_config_json);
+    ASSERT_TRUE(tok.is_ok()) << tok.status().message();
+    EXPECT_EQ((*tok)->config().chat_template, tc["chat_template"].get<std::string>());
+    std::ifstream cases(dir + "/cases.jsonl");
+    std::string line;
+    int n = 0, bad = 0;
+    while (std::getline(cases, line)) {
+      auto c = nlohmann::json::parse(line);
+      const std::string text = c["text"];
+      auto a = (*tok)->encode(text, false), b = (*tok)->encode(text, true);
+      ASSERT_TRUE(a.is_ok() && b.is_ok());
+      const bool ok = *a == c["ids"].get<std::vector<int32_t>>() && *b == c["ids_special"].get<std::vector<int32_t>>();
+      if (!ok && bad++ < 3) ADD_FAILURE() << k.dir << ": ids differ for " << c["text"].dump();
+      ++n;
+    }
+    EXPECT_EQ(n, 200) << k.dir;
+    EXPECT_EQ(bad, 0) << k.dir;
+  }
+}
+#endif
 
 // ---- broken files ----
 

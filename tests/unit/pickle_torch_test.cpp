@@ -148,6 +148,7 @@ TEST(Pickle, MalformedStreamsAreErrors) {
   expect_error(run("\x80\x02\x8a\x09" "123456789.").status(), "64 bits");
   expect_error(run("\x80\x02(X\x03\x00\x00\x00" "abcK\x01K\x02K\x03K\x04tQ.").status(), "persistent id");
   expect_error(run("\x80\x02" "cos").status(), "newline");
+  expect_error(run("\x80\x02K\x01K\x02K\x03(\x87.").status(), "too few values");  // TUPLE3 across a MARK (fuzz find)
   // a dict without tensors
   auto r = run("\x80\x02}X\x01\x00\x00\x00" "aK\x01s.");
   ASSERT_TRUE(r.is_ok());

@@ -1,0 +1,22 @@
+// libFuzzer target: the GGUF reader and the GGUF -> HF import (names, config, q/k un-permutation, rope_freqs,
+// tokenizer.json) on arbitrary bytes. Accepted tensors are read in full.
+#include <cstddef>
+#include <cstdint>
+
+#include "convert/gguf_import.h"
+#include "format/gguf.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  auto f = pipit::GgufFile::parse(data, size, nullptr, "fuzz");
+  if (!f.is_ok()) return 0;
+  volatile uint8_t sink = 0;
+  for (auto& ti : f->tensors()) {
+    auto t = f->tensor(ti);
+    if (!t.is_ok()) continue;
+    for (size_t i = 0; i < t->nbytes(); ++i) sink = sink ^ t->data()[i];
+  }
+  for (auto& [k, v] : f->metadata()) (void)v.to_string();
+  auto c = pipit::import_gguf(*f);
+  (void)c;
+  return 0;
+}
