@@ -91,7 +91,7 @@ Result<Value> f_upper(Interp&, const Value& v, CallArgs&) { return Value::string
 Result<Value> f_lower(Interp&, const Value& v, CallArgs&) { return Value::string(py_lower(to_str(v))); }
 Result<Value> f_capitalize(Interp&, const Value& v, CallArgs&) { return Value::string(py_capitalize(to_str(v))); }
 Result<Value> f_string(Interp&, const Value& v, CallArgs&) { return Value::string(to_str(v)); }
-Result<Value> f_safe(Interp&, const Value& v, CallArgs&) { return v; }
+Result<Value> f_safe(Interp&, const Value& v, CallArgs&) { return Value::string(to_str(v)); }  // Markup(str(v))
 
 // Jinja's title: words start after runs of whitespace, '-', '(', '{', '[', '<'.
 Result<Value> f_title(Interp&, const Value& v, CallArgs&) {
@@ -202,6 +202,10 @@ Result<Value> f_join(Interp& in, const Value& v, CallArgs& a) {
 }
 
 Result<Value> f_map(Interp& in, const Value& v, CallArgs& a) {
+  if (!truthy(v)) {  // Jinja2 iterates only `if value`
+    a.kw_used.assign(a.kw.size(), true);
+    return Value::list({});
+  }
   PIPIT_ASSIGN_OR_RETURN(ValueList items, iter_items(in, v));
   ValueList out;
   if (a.pos.empty()) {
@@ -423,6 +427,7 @@ bool parse_py_float(const std::string& text, double* out) {
 }
 
 Result<Value> f_int(Interp&, const Value& v, CallArgs& a) {
+  if (v.is_undefined()) return undefined_error(v);  // int(Undefined) raises, not caught by the filter
   PIPIT_ASSIGN_OR_RETURN(int64_t def, arg_int(a.get(0, "default"), 0, "default"));
   PIPIT_ASSIGN_OR_RETURN(int64_t base, arg_int(a.get(1, "base"), 10, "base"));
   if (v.is_int()) return Value::integer(v.as_int());
@@ -459,6 +464,7 @@ Result<Value> f_int(Interp&, const Value& v, CallArgs& a) {
 }
 
 Result<Value> f_float(Interp&, const Value& v, CallArgs& a) {
+  if (v.is_undefined()) return undefined_error(v);
   const Value* def = a.get(0, "default");
   if (v.is_number()) return Value::number(v.as_float());
   double f;
@@ -523,6 +529,8 @@ Result<Value> f_slice(Interp& in, const Value& v, CallArgs& a) {
 }
 
 Result<Value> f_indent(Interp&, const Value& v, CallArgs& a) {
+  if (v.is_undefined()) return undefined_error(v);  // Jinja2 does `s += "\n"` on its input
+  if (!v.is_string()) return Error::invalid_argument("indent: expected a string, got {}", type_name(v));
   const Value* w = a.get(0, "width");
   std::string ind = w && w->is_string() ? w->str() : std::string(static_cast<size_t>(std::clamp<int64_t>(w && w->is_int() ? w->as_int() : 4, 0, 1000)), ' ');
   bool first = arg_bool(a.get(1, "first"), false), blank = arg_bool(a.get(2, "blank"), false);
@@ -589,7 +597,15 @@ Result<Value> f_format(Interp&, const Value& v, CallArgs& a) {
 }
 
 Result<Value> f_truncate(Interp&, const Value& v, CallArgs& a) {
-  std::string s = to_str(v);
+  if (!v.is_string()) {  // Jinja2 applies len() and slicing to whatever it gets
+    PIPIT_ASSIGN_OR_RETURN(size_t n, py_len(v));
+    PIPIT_ASSIGN_OR_RETURN(int64_t length, arg_int(a.get(0, "length"), 255, "length"));
+    PIPIT_ASSIGN_OR_RETURN(int64_t leeway, arg_int(a.get(3, "leeway"), 5, "leeway"));
+    a.kw_used.assign(a.kw.size(), true);
+    if (static_cast<int64_t>(n) <= length + leeway) return v;
+    return Error::invalid_argument("truncate: cannot shorten a {}", type_name(v));
+  }
+  std::string s = v.str();
   PIPIT_ASSIGN_OR_RETURN(int64_t length, arg_int(a.get(0, "length"), 255, "length"));
   bool killwords = arg_bool(a.get(1, "killwords"), false);
   PIPIT_ASSIGN_OR_RETURN(std::string end, arg_str(a.get(2, "end"), "...", "end"));

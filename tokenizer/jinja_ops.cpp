@@ -102,15 +102,25 @@ Result<Value> arith(std::string_view op, const Value& a, const Value& b) {
     if (y == 0) return Error::invalid_argument("division by zero");
     return Value::number(x / y);
   }
-  if (op == "//") {
-    if (y == 0) return Error::invalid_argument("float floor division by zero");
-    return Value::number(std::floor(x / y));
-  }
-  if (op == "%") {
-    if (y == 0) return Error::invalid_argument("float modulo");
-    double r = std::fmod(x, y);
-    if (r != 0 && ((r < 0) != (y < 0))) r += y;
-    return Value::number(r);
+  if (op == "//" || op == "%") {  // CPython's float_divmod, so 1 // 0.1 == 9.0 as in Python
+    if (y == 0) return Error::invalid_argument(op == "//" ? "float floor division by zero" : "float modulo");
+    double mod = std::fmod(x, y), div = (x - mod) / y;
+    if (mod != 0) {
+      if ((y < 0) != (mod < 0)) {
+        mod += y;
+        div -= 1.0;
+      }
+    } else {
+      mod = std::copysign(0.0, y);
+    }
+    double floordiv;
+    if (div != 0) {
+      floordiv = std::floor(div);
+      if (div - floordiv > 0.5) floordiv += 1.0;
+    } else {
+      floordiv = std::copysign(0.0, x / y);
+    }
+    return Value::number(op == "//" ? floordiv : mod);
   }
   if (op == "**") {
     if (x == 0 && y < 0) return Error::invalid_argument("0.0 cannot be raised to a negative power");
@@ -181,7 +191,10 @@ Result<bool> contains(const Value& container, const Value& item) {
       for (const Value& x : container.items())
         if (equals(x, item)) return true;
       return false;
-    case Kind::kDict: return container.dict().find(item) != nullptr;
+    case Kind::kDict:
+      if (item.kind() == Kind::kList || item.kind() == Kind::kDict || item.kind() == Kind::kNamespace)
+        return Error::invalid_argument("unhashable type: '{}'", type_name(item));
+      return container.dict().find(item) != nullptr;
     default: return Error::invalid_argument("argument of type '{}' is not iterable", type_name(container));
   }
 }
@@ -266,13 +279,18 @@ Result<Value> get_item(const Value& obj, const Value& key) {
   return missing_item(obj, key);
 }
 
+// Jinja2 compiles `x[a:b]` to plain Python slicing (not environment.getitem), so misuse raises instead of giving
+// Undefined.
 Result<Value> get_slice(const Value& obj, const Value& start, const Value& stop, const Value& step) {
   if (obj.is_undefined()) return undefined_error(obj);
+  if (obj.is_dict()) return Error::invalid_argument("unhashable type: 'slice'");
+  if (!obj.is_string() && !obj.is_seq())
+    return Error::invalid_argument("'{}' object is not subscriptable", type_name(obj));
   for (const Value* p : {&start, &stop, &step})
-    if (!p->is_none() && !p->is_int()) return Value::undefined("slice indices must be integers or None");
+    if (!p->is_none() && !p->is_int())
+      return Error::invalid_argument("slice indices must be integers or None or have an __index__ method");
   int64_t st = step.is_none() ? 1 : step.as_int();
   if (st == 0) return Error::invalid_argument("slice step cannot be zero");
-  if (!obj.is_string() && !obj.is_seq()) return Value::undefined(std::string(type_name(obj)) + " object is not subscriptable");
   std::vector<size_t> off;
   int64_t n;
   if (obj.is_string()) {
@@ -377,7 +395,9 @@ Result<std::string> percent_format(std::string_view fmt, const Value& args) {
     }
     out += piece;
   }
-  if (next < pos.size() && !args.is_dict()) return Error::invalid_argument("not all arguments converted during string formatting");
+  // Python treats any mapping-like argument (dict, and also list) as "maybe used by %(name)s": no leftover check.
+  if (next < pos.size() && args.kind() != Kind::kList)
+    return Error::invalid_argument("not all arguments converted during string formatting");
   return out;
 }
 

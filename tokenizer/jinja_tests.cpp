@@ -56,12 +56,13 @@ Result<bool> t_sameas(Interp& in, const Value& v, CallArgs& a) {
   }
 }
 
-Result<bool> parity(const Value& v, int want) {
-  if (!v.is_int()) return Error::invalid_argument("odd/even test needs an integer, got {}", type_name(v));
-  return ((v.as_int() % 2) + 2) % 2 == want;
+// value % 2 == 1 / == 0, with Python's modulo (also for floats).
+Result<bool> parity(Interp& in, const Value& v, int want) {
+  PIPIT_ASSIGN_OR_RETURN(Value r, binary_op("%", v, Value::integer(2), in));
+  return equals(r, Value::integer(want));
 }
-Result<bool> t_odd(Interp&, const Value& v, CallArgs&) { return parity(v, 1); }
-Result<bool> t_even(Interp&, const Value& v, CallArgs&) { return parity(v, 0); }
+Result<bool> t_odd(Interp& in, const Value& v, CallArgs&) { return parity(in, v, 1); }
+Result<bool> t_even(Interp& in, const Value& v, CallArgs&) { return parity(in, v, 0); }
 
 Result<bool> t_divisibleby(Interp& in, const Value& v, CallArgs& a) {
   PIPIT_ASSIGN_OR_RETURN(const Value* n, need(a, "divisibleby"));
