@@ -112,6 +112,20 @@ int inspect_gguf(const std::string& path, bool all) {
   return 0;
 }
 
+int inspect_safetensors(const std::string& path, bool all) {
+  auto f = SafetensorsFile::open(path);
+  if (!f) {
+    std::fprintf(stderr, "pipit inspect: error: %s\n", f.status().message().c_str());
+    return 1;
+  }
+  std::printf("file: %s (safetensors)\n", path.c_str());
+  for (auto& [k, v] : f->metadata()) std::printf("metadata: %s = %s\n", k.c_str(), v.c_str());
+  std::vector<std::tuple<std::string, std::string, std::string, uint64_t>> rows;
+  for (auto& [name, t] : f->tensors()) rows.emplace_back(name, std::string(dtype_name(t.dtype())), t.shape_str(), t.nbytes());
+  print_tensor_table(rows, all);
+  return 0;
+}
+
 int inspect_checkpoint(const std::string& path, bool all) {
   auto c = open_checkpoint(path);
   if (!c) {
@@ -159,6 +173,7 @@ int cmd_inspect(Args& a) {
   }
   if (is_pipit_file(path)) return inspect_pipit(path, all);
   if (is_gguf_file(path)) return inspect_gguf(path, all);
+  if (path.size() > 12 && path.compare(path.size() - 12, 12, ".safetensors") == 0) return inspect_safetensors(path, all);
   return inspect_checkpoint(path, all);
 }
 

@@ -1,6 +1,6 @@
 // GGUF import: files written by the test writer (gguf_test_writer.h, an independent description of llama.cpp's
 // conversion) from known checkpoints load and reproduce their logits — llama-arch with the q/k permutation
-// (stories260k, and the llama test model with Llama 3 rope_freqs), qwen3 in bf16, Q8_0 tensors used in place — the
+// (stories260k, and the llama test model with Llama 3 rope_freqs), qwen3 in bf16, Q8_0 / Q4_0 tensors used in place — the
 // GGUF vocabulary becomes the same tokenizer.json the HF checkpoint has, and broken files give clear errors.
 #include <gtest/gtest.h>
 
@@ -67,28 +67,32 @@ TEST(GgufImport, Qwen3Bf16AndQwen2Reproduce) {
   }
 }
 
-// Q8_0 tensors are used in place (no requantization) and give exactly what a q8 .pipit of the same model gives.
-TEST(GgufImport, Q8_0TensorsAreUsedInPlace) {
+// Q8_0 / Q4_0 tensors are used in place (no requantization) and give exactly what a q8 / q4 .pipit of the same
+// model gives (the same reference quantizer made both).
+TEST(GgufImport, QuantizedTensorsAreUsedInPlace) {
   test::ScratchDir d("gguf");
-  test::hf_to_gguf(test::model_dir("qwen3"), d.path("q.gguf"), {.q8 = true});
-  auto c = open_checkpoint(d.path("q.gguf"));
-  ASSERT_TRUE(c.is_ok()) << c.status().message();
-  const Tensor& w = c->tensors.at("model.layers.0.mlp.down_proj.weight");
-  EXPECT_EQ(w.dtype(), DType::Q8_0);
-  EXPECT_NE(dynamic_cast<MmapStorage*>(w.storage().get()), nullptr) << "not a view of the file";
-  // the same model converted by pipit with q8 everywhere except the embedding
   test::write_bytes(d.path("r.json"), R"({"rules": [{"pattern": "model.embed_tokens.weight", "dtype": "source"}]})");
-  test::convert_or_fail(test::model_dir("qwen3"), d.path("q.pipit"), "q8", 2, d.path("r.json"));
   auto ids = test::golden_ids("qwen3");
-  LoadedModel a = test::load_or_fail(d.path("q.gguf"));
-  LoadedModel b = test::load_or_fail(d.path("q.pipit"));
-  const auto la = test::all_logits(*a.model, ids), lb = test::all_logits(*b.model, ids);
-  EXPECT_EQ(test::max_abs_diff(la.data(), lb.data(), int64_t(la.size())).max_abs, 0.0);
-  // GGUF -> .pipit keeps the Q8_0 bytes ("auto" = no requantization)
-  test::convert_or_fail(d.path("q.gguf"), d.path("g.pipit"), "auto");
-  auto p = PipitFile::open(d.path("g.pipit"));
-  ASSERT_TRUE(p.is_ok());
-  EXPECT_EQ(std::memcmp(p->tensors().at("model.layers.0.mlp.down_proj.weight").data(), w.data(), w.nbytes()), 0);
+  for (const char* q : {"q8", "q4"}) {
+    const bool q4 = std::string(q) == "q4";
+    test::hf_to_gguf(test::model_dir("qwen3"), d.path("q.gguf"), {.q8 = !q4, .q4 = q4});
+    auto c = open_checkpoint(d.path("q.gguf"));
+    ASSERT_TRUE(c.is_ok()) << c.status().message();
+    const Tensor& w = c->tensors.at("model.layers.0.mlp.down_proj.weight");
+    EXPECT_EQ(w.dtype(), q4 ? DType::Q4_0 : DType::Q8_0);
+    EXPECT_NE(dynamic_cast<MmapStorage*>(w.storage().get()), nullptr) << "not a view of the file";
+    // the same model converted by pipit, quantized everywhere except the embedding
+    test::convert_or_fail(test::model_dir("qwen3"), d.path("q.pipit"), q, 2, d.path("r.json"));
+    LoadedModel a = test::load_or_fail(d.path("q.gguf"));
+    LoadedModel b = test::load_or_fail(d.path("q.pipit"));
+    const auto la = test::all_logits(*a.model, ids), lb = test::all_logits(*b.model, ids);
+    EXPECT_EQ(test::max_abs_diff(la.data(), lb.data(), int64_t(la.size())).max_abs, 0.0) << q;
+    // GGUF -> .pipit keeps the quantized bytes ("auto" = no requantization)
+    test::convert_or_fail(d.path("q.gguf"), d.path("g.pipit"), "auto");
+    auto p = PipitFile::open(d.path("g.pipit"));
+    ASSERT_TRUE(p.is_ok());
+    EXPECT_EQ(std::memcmp(p->tensors().at("model.layers.0.mlp.down_proj.weight").data(), w.data(), w.nbytes()), 0);
+  }
 }
 
 // The SentencePiece vocabulary of stories260k's GGUF becomes the tokenizer.json of its HF checkpoint: same vocab,

@@ -112,6 +112,7 @@ class GgufWriter {
 
 struct HfToGguf {
   bool q8 = false;       // store 2-D weights (except the embedding) as Q8_0, quantized by the reference quantizer
+  bool q4 = false;       // ... as Q4_0
   bool with_llama2c_tokenizer = false;  // stories260k: vocab from tokenizer.json + scores from original/tok512.bin
 };
 
@@ -224,18 +225,22 @@ inline void hf_to_gguf(const std::string& model_dir, const std::string& out, con
     for (int d = t.ndim() - 1; d >= 0; --d) ne.push_back(uint64_t(t.dim(d)));
     if (arch == "llama" && (name.find("q_proj") != std::string::npos || name.find("k_proj") != std::string::npos))
       bytes = permute_rows(bytes, t.dim(0), name.find("q_proj") != std::string::npos ? n_head : n_head_kv);
-    if (opt.q8 && t.ndim() == 2 && name != "model.embed_tokens.weight" && t.dim(1) % 32 == 0) {
+    if ((opt.q8 || opt.q4) && t.ndim() == 2 && name != "model.embed_tokens.weight" && t.dim(1) % 32 == 0) {
       // quantize after permuting (rows move whole, so the order does not matter)
       std::vector<float> f(size_t(t.numel()));
       for (size_t i = 0; i < f.size(); ++i) {
         if (t.dtype() == DType::F32) std::memcpy(&f[i], bytes.data() + 4 * i, 4);
         else { uint16_t h; std::memcpy(&h, bytes.data() + 2 * i, 2); f[i] = bf16_to_f32(h); }
       }
-      std::string q(size_t(t.numel() / 32 * 34), '\0');
-      for (int64_t r = 0; r < t.dim(0); ++r)
-        ref::q8_0_from_f32(f.data() + r * t.dim(1), q.data() + size_t(r * t.dim(1) / 32 * 34), t.dim(1));
+      const int64_t block = opt.q4 ? 18 : 34;
+      std::string q(size_t(t.numel() / 32 * block), '\0');
+      for (int64_t r = 0; r < t.dim(0); ++r) {
+        char* dst = q.data() + size_t(r * t.dim(1) / 32 * block);
+        if (opt.q4) ref::q4_0_from_f32(f.data() + r * t.dim(1), dst, t.dim(1));
+        else ref::q8_0_from_f32(f.data() + r * t.dim(1), dst, t.dim(1));
+      }
       bytes = q;
-      type = 8;
+      type = opt.q4 ? 2 : 8;
     }
     g.tensor(gname, type, ne, bytes);
   }
