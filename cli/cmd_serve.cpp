@@ -80,6 +80,7 @@ int cmd_serve(Args& a) {
   eo.n_ctx = so->n_ctx;
   eo.n_threads = so->n_threads;
   eo.kv_dtype = so->kv_dtype;
+  opt.n_image_threads = so->n_threads;
   opt.host = a.get("--host");
   opt.api_key = a.get("--api-key");
   if (opt.api_key.empty())

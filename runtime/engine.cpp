@@ -2,7 +2,11 @@
 #include "runtime/engine.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <cstring>
+
+#include "runtime/multimodal.h"
 
 namespace pipit {
 
@@ -56,6 +60,13 @@ Result<uint64_t> Engine::submit(EngineRequest r) {
   const int64_t V = model_.info().n_vocab;
   for (int32_t t : r.prompt)
     if (t < 0 || t >= V) return Error::invalid_argument("[engine] token id {} outside the vocabulary [0, {})", t, V);
+  if (r.images) {
+    const MultimodalPrompt& mm = *r.images;
+    const size_t n = mm.tokens.size();
+    if (mm.tokens != r.prompt || (!mm.embd_row.empty() && mm.embd_row.size() != n) ||
+        (!mm.mrope_pos.empty() && mm.mrope_pos.size() != 3 * n))
+      return Error::invalid_argument("[engine] the multimodal prompt does not match the request's {} tokens", n);
+  }
   if (int64_t(r.prompt.size()) >= n_ctx_)
     return Error::out_of_range("[engine] the prompt has {} tokens; the context holds {} (prompt + answer)",
                                r.prompt.size(), n_ctx_);
@@ -147,6 +158,59 @@ void Engine::loop() {
   }
 }
 
+void Engine::add_image_inputs(Batch& b, const std::vector<std::pair<Seq*, int64_t>>& parts) {
+  bool any_embd = false, any_mrope = false;
+  for (auto& [s, n] : parts)
+    if (const MultimodalPrompt* mm = s->req.images.get()) {
+      any_embd |= !mm->embd_row.empty() && s->n_done < int64_t(mm->tokens.size());
+      any_mrope |= !mm->mrope_pos.empty();
+    }
+  if (!any_embd && !any_mrope) return;
+  // Per token of the batch, in order: its image feature row (copied into embd_buf_) and its three M-RoPE
+  // positions. Text tokens of a sequence with images sit at kv row + rope_delta on all three streams.
+  const int64_t n_tokens = b.n_tokens();
+  std::vector<std::array<int32_t, 3>> pos3;
+  embd_buf_.clear();
+  if (any_embd) b.embd_row.clear();
+  int64_t n_embd = 0;
+  for (auto& [s, n] : parts) {
+    const MultimodalPrompt* mm = s->req.images.get();
+    const int64_t n_prompt = mm ? int64_t(mm->tokens.size()) : 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t idx = s->n_done + i;
+      const bool in_prompt = mm && idx < n_prompt;
+      if (any_mrope) {
+        if (in_prompt && !mm->mrope_pos.empty())
+          pos3.push_back({mm->mrope_pos[size_t(idx)], mm->mrope_pos[size_t(n_prompt + idx)],
+                          mm->mrope_pos[size_t(2 * n_prompt + idx)]});
+        else {
+          const int32_t p = int32_t(idx) + (mm && !mm->mrope_pos.empty() ? mm->rope_delta : 0);
+          pos3.push_back({p, p, p});
+        }
+      }
+      if (any_embd) {
+        const int32_t r = in_prompt && !mm->embd_row.empty() ? mm->embd_row[size_t(idx)] : -1;
+        if (r < 0) {
+          b.embd_row.push_back(-1);
+          continue;
+        }
+        n_embd = mm->embd.dim(1);
+        const float* row = mm->embd.ptr<float>() + int64_t(r) * n_embd;
+        b.embd_row.push_back(int32_t(int64_t(embd_buf_.size()) / n_embd));
+        embd_buf_.insert(embd_buf_.end(), row, row + n_embd);
+      }
+    }
+  }
+  if (any_mrope) {
+    b.mrope_pos.resize(size_t(3 * n_tokens));
+    for (int64_t st = 0; st < 3; ++st)
+      for (int64_t i = 0; i < n_tokens; ++i) b.mrope_pos[size_t(st * n_tokens + i)] = pos3[size_t(i)][size_t(st)];
+  }
+  if (any_embd && !embd_buf_.empty())
+    b.embd = Tensor::from_data(DType::F32, {int64_t(embd_buf_.size()) / n_embd, n_embd}, embd_buf_.data(), nullptr);
+  else b.embd_row.clear();  // no image rows in this batch
+}
+
 bool Engine::step() {
   // Pack the batch: every decoding sequence contributes its next token; prefilling sequences share what is left of
   // the n_batch budget, oldest first.
@@ -179,6 +243,11 @@ bool Engine::step() {
     parts.push_back({&s, n, wants});
   }
   if (parts.empty()) return false;
+  {
+    std::vector<std::pair<Seq*, int64_t>> spans;
+    for (auto& p : parts) spans.push_back({p.s, p.n});
+    add_image_inputs(b, spans);
+  }
 
   arena_.reset();
   Tensor logits;

@@ -29,8 +29,13 @@ struct EngineOptions {
   DType kv_dtype = DType::F32;
 };
 
+struct MultimodalPrompt;  // runtime/multimodal.h
+
 struct EngineRequest {
   std::vector<int32_t> prompt;
+  // A prompt with images: `prompt` must be images->tokens; its image features replace those tokens' embeddings
+  // and, for M-RoPE models, its positions (and the offset after them) are used.
+  std::shared_ptr<const MultimodalPrompt> images;
   GenerateParams params;
   // Called with each piece of text (may be empty) and its token; return false to cancel the request.
   std::function<bool(const std::string& piece, int32_t token)> on_token;
@@ -63,6 +68,9 @@ class Engine {
   void loop();
   bool step();  // one forward pass; false when idle
   void finish(Seq& s, Result<GenerateResult> r);
+  // Image features and M-RoPE positions for the batch's tokens of requests with images (parts: sequence and
+  // its number of tokens in the batch, from its n_done).
+  void add_image_inputs(Batch& b, const std::vector<std::pair<Seq*, int64_t>>& parts);
 
   Model& model_;
   const Tokenizer* tok_;
@@ -72,6 +80,7 @@ class Engine {
   Arena arena_;
   KvCache kv_;
   Ctx ctx_;
+  std::vector<float> embd_buf_;  // this step's image feature rows
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -4,6 +4,7 @@
 // frees its slot at the next step.
 #include <chrono>
 
+#include "runtime/multimodal.h"
 #include "server/handlers.h"
 #include "server/openai_response.h"
 #include "server/token_channel.h"
@@ -47,6 +48,14 @@ std::optional<ApiError> tokenize_prompt(const ServerState& st, const ParsedReque
   ids = std::move(r).value();
   if (ids.empty()) return bad_request("the prompt is empty after tokenization", pr.chat ? "messages" : "prompt");
   return std::nullopt;
+}
+
+// The request's images decoded, preprocessed and encoded by the vision tower, and the prompt's image
+// placeholders expanded to one token per feature. Every failure here comes from the request's images.
+Result<MultimodalPrompt> encode_images(ServerState& st, std::span<const int32_t> ids,
+                                       const std::vector<std::string>& sources) {
+  std::lock_guard<std::mutex> lk(st.image_mu);
+  return prepare_multimodal_prompt(st.lm, ids, sources, ImageOptions{}, *st.image_pool);
 }
 
 // A streamed answer: called by httplib again and again until it calls sink.done() or returns false.
@@ -103,11 +112,16 @@ void handle_generate(ServerState& st, const httplib::Request& req, httplib::Resp
   ParsedRequest pr;
   if (auto e = chat ? parse_chat_request(body, st.policy, pr) : parse_completion_request(body, st.policy, pr))
     return send_error(res, *e);
-  if (!pr.images.empty())  // parse_chat_request lets images through only for vision models
-    return send_error(res, bad_request("this server cannot pass images to the model yet", "messages"));
 
   std::vector<int32_t> ids;
   if (auto e = tokenize_prompt(st, pr, ids)) return send_error(res, *e);
+  std::shared_ptr<const MultimodalPrompt> images;
+  if (!pr.images.empty()) {  // parse_chat_request lets images through only for vision models
+    auto mm = encode_images(st, ids, pr.images);
+    if (!mm.is_ok()) return send_error(res, bad_request(mm.status().message(), "messages"));
+    ids = mm->tokens;
+    images = std::make_shared<const MultimodalPrompt>(std::move(mm).value());
+  }
   const int n_ctx = st.engine.n_ctx();
   if (int64_t(ids.size()) >= n_ctx)
     return send_error(res, ApiError{400,
@@ -127,6 +141,7 @@ void handle_generate(ServerState& st, const httplib::Request& req, httplib::Resp
   auto ch = std::make_shared<TokenChannel>();
   EngineRequest er;
   er.prompt = std::move(ids);
+  er.images = std::move(images);
   er.params = pr.params;
   if (pr.stream) er.on_token = [ch](const std::string& piece, int32_t) { return ch->push(piece); };
   er.on_done = [ch](const Result<GenerateResult>& r) { ch->finish(r); };

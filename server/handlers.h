@@ -6,6 +6,7 @@
 
 #include <httplib.h>
 
+#include "core/threads.h"
 #include "runtime/engine.h"
 #include "runtime/loader.h"
 #include "server/api_error.h"
@@ -22,6 +23,7 @@ struct ServerState {
   int64_t started = 0;  // unix time, the model's "created"
   std::atomic<bool> stopping{false};
   std::mutex image_mu;  // one image encode at a time, next to the engine's own threads
+  std::unique_ptr<ThreadPool> image_pool;  // vision models only
 };
 
 void send_error(httplib::Response& res, const ApiError& e);

@@ -140,6 +140,9 @@ Server::Server(const LoadedModel& lm, Engine& engine, ServerOptions opt)
   st.policy.n_ctx = engine.n_ctx();
   st.policy.n_vocab = int(lm.model->info().n_vocab);
   st.policy.defaults = default_sampling(lm.generation_config);
+  if (st.policy.accepts_images)
+    st.image_pool = std::make_unique<ThreadPool>(st.opt.n_image_threads > 0 ? st.opt.n_image_threads
+                                                                            : ThreadPool::default_threads());
   impl_->setup();
 }
 

@@ -28,6 +28,7 @@ struct ServerOptions {
   bool allow_local_files = false;  // image_url may name files on this machine
   std::string model_name;          // the id /v1/models lists
   int n_http_threads = 0;          // 0: one per slot and per queued request, plus a few
+  int n_image_threads = 0;         // vision models: threads that encode images (0: physical cores)
   bool log_requests = false;       // one line per request on stderr
 };
 

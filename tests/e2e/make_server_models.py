@@ -3,7 +3,9 @@
 vocabulary is the real Qwen3 tokenizer (151669 ids), with its tokenizer files and chat template, so prompts go
 through the real chat template and tokenizer while a forward pass stays cheap.
 
-  qwen3_chat/   Qwen3ForCausalLM with the dimensions of testdata/models/qwen3 (hidden 64, 3 layers), vocab 151669.
+  qwen3_chat/    Qwen3ForCausalLM with the dimensions of testdata/models/qwen3 (hidden 64, 3 layers), vocab 151669.
+  qwen2_vl_chat/ Qwen2VLForConditionalGeneration (hidden 64, 2 layers, tied embeddings; a 1-block vision tower of
+                 width 32), the Qwen2-VL chat template and image processor, image tokens at the real Qwen ids.
 
 Usage: make_server_models.py OUT_DIR TESTDATA_DIR
 Deterministic (fixed seeds); needs only numpy. Writes each folder atomically (a temp folder, then rename), so
@@ -92,6 +94,70 @@ def make_qwen3_chat(out, testdata):
         shutil.copy(os.path.join(tok, name), os.path.join(out, name))
 
 
+def qwen2_vl_weights(rng, cfg):
+    t = qwen3_weights(rng, dict(cfg, head_dim=cfg["hidden_size"] // cfg["num_attention_heads"]))
+    for name in [k for k in t if "q_norm" in k or "k_norm" in k]:
+        del t[name]  # Qwen2: q/k/v biases instead of q/k norms
+    nh, nkv = cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    hd = cfg["hidden_size"] // nh
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{i}.self_attn."
+        t[p + "q_proj.bias"] = rng.standard_normal(nh * hd).astype(np.float32) * 0.1
+        t[p + "k_proj.bias"] = rng.standard_normal(nkv * hd).astype(np.float32) * 0.1
+        t[p + "v_proj.bias"] = rng.standard_normal(nkv * hd).astype(np.float32) * 0.1
+    v = cfg["vision_config"]
+    E, R, M = v["embed_dim"], v["mlp_ratio"], v["spatial_merge_size"] ** 2
+
+    def w(*shape, std=0.1):
+        return rng.standard_normal(shape).astype(np.float32) * std
+
+    t["visual.patch_embed.proj.weight"] = w(E, 3, v["temporal_patch_size"], v["patch_size"], v["patch_size"], std=0.02)
+    for i in range(v["depth"]):
+        p = f"visual.blocks.{i}."
+        t.update({p + "attn.qkv.weight": w(3 * E, E), p + "attn.qkv.bias": w(3 * E),
+                  p + "attn.proj.weight": w(E, E), p + "attn.proj.bias": w(E),
+                  p + "mlp.fc1.weight": w(E * R, E), p + "mlp.fc1.bias": w(E * R),
+                  p + "mlp.fc2.weight": w(E, E * R), p + "mlp.fc2.bias": w(E),
+                  p + "norm1.weight": 1 + w(E), p + "norm1.bias": w(E),
+                  p + "norm2.weight": 1 + w(E), p + "norm2.bias": w(E)})
+    t.update({"visual.merger.ln_q.weight": 1 + w(E), "visual.merger.ln_q.bias": w(E),
+              "visual.merger.mlp.0.weight": w(E * M, E * M), "visual.merger.mlp.0.bias": w(E * M),
+              "visual.merger.mlp.2.weight": w(v["hidden_size"], E * M, std=0.5),
+              "visual.merger.mlp.2.bias": w(v["hidden_size"])})
+    return t
+
+
+def make_qwen2_vl_chat(out, testdata):
+    src = os.path.join(testdata, "models", "qwen2_vl")
+    with open(os.path.join(src, "config.json")) as f:
+        cfg = json.load(f)
+    text = {"vocab_size": VOCAB, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "num_key_value_heads": 2, "tie_word_embeddings": True,
+            "bos_token_id": 151643, "eos_token_id": 151645, "max_position_embeddings": 4096,
+            "rope_scaling": {"mrope_section": [2, 3, 3], "rope_type": "default", "type": "mrope"}}
+    cfg.update(text)
+    cfg["text_config"].update(text)
+    cfg.update({"image_token_id": 151655, "video_token_id": 151656, "vision_start_token_id": 151652,
+                "vision_end_token_id": 151653, "vision_token_id": 151654})
+    cfg["vision_config"].update({"depth": 1, "embed_dim": 32, "num_heads": 2, "mlp_ratio": 2, "hidden_size": 64})
+    rng = np.random.default_rng(20250608)
+    write_safetensors(os.path.join(out, "model.safetensors"), qwen2_vl_weights(rng, cfg))
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=2)
+    with open(os.path.join(out, "generation_config.json"), "w") as f:
+        json.dump({"bos_token_id": 151643, "eos_token_id": [151645, 151643], "do_sample": False}, f, indent=2)
+    shutil.copy(os.path.join(src, "preprocessor_config.json"), os.path.join(out, "preprocessor_config.json"))
+    tok = os.path.join(testdata, "tokenizers", "qwen3")
+    shutil.copy(os.path.join(tok, "tokenizer.json"), os.path.join(out, "tokenizer.json"))
+    with open(os.path.join(tok, "tokenizer_config.json")) as f:
+        tc = json.load(f)
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "chat_templates",
+                           "qwen2_vl.jinja")) as f:
+        tc["chat_template"] = f.read()
+    with open(os.path.join(out, "tokenizer_config.json"), "w") as f:
+        json.dump(tc, f, indent=2, ensure_ascii=False)
+
+
 def build(out_root, name, fn, testdata):
     final = os.path.join(out_root, name)
     stamp = os.path.join(final, "STAMP")
@@ -114,6 +180,7 @@ def main():
     out_root, testdata = sys.argv[1], sys.argv[2]
     os.makedirs(out_root, exist_ok=True)
     build(out_root, "qwen3_chat", make_qwen3_chat, testdata)
+    build(out_root, "qwen2_vl_chat", make_qwen2_vl_chat, testdata)
     print(f"[make_server_models] models in {out_root}")
 
 

@@ -5,10 +5,12 @@ OpenAI's shape (bad JSON, missing fields, wrong types, a prompt longer than the 
 over the limit, a full queue), cancellation by closing the connection (the slot is freed), and 8 concurrent
 streams that give what each gives alone.
 
-  server_test.py PIPIT_BINARY MODEL_DIR [unittest options]
+  server_test.py PIPIT_BINARY MODELS_DIR TESTDATA_DIR [unittest options]
 
-MODEL_DIR: a chat model with a tokenizer and chat template (tests/e2e/make_server_models.py makes qwen3_chat).
+MODELS_DIR: what tests/e2e/make_server_models.py makes: qwen3_chat (text) and qwen2_vl_chat (text + images), both
+with the real Qwen tokenizer and chat templates. TESTDATA_DIR: the shared test data (images).
 """
+import base64
 import json
 import os
 import subprocess
@@ -20,7 +22,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from server_util import Server, deltas, finish_reason  # noqa: E402
 
-PIPIT = MODEL = None
+PIPIT = MODEL = VL_MODEL = TESTDATA = None
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 PROMPTS = [
@@ -331,8 +333,91 @@ class Limits(unittest.TestCase):
         self.assertEqual(self.post(chat("hi", max_tokens=2))[0], 200)
 
 
+class Vision(unittest.TestCase):
+    """A Qwen2-VL-shaped model: images as data URLs (and local files when allowed) through the Engine."""
+
+    QUESTION = "Describe the picture."
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Server(PIPIT, VL_MODEL, "--parallel", "4", "--ctx", "512", "--allow-local-files")
+        cls.images = [os.path.join(TESTDATA, "models", "qwen2_vl", n) for n in ("img_100x75.png", "img_300x200.png")]
+
+    @classmethod
+    def tearDownClass(cls):
+        out = cls.srv.output()
+        rc = cls.srv.stop()
+        assert rc == 0, f"pipit serve exited with {rc}:\n{out}"
+
+    def body(self, url, **kw):
+        b = {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}},
+                                                       {"type": "text", "text": self.QUESTION}]}],
+             "max_tokens": 20, "temperature": 0}
+        b.update(kw)
+        return b
+
+    def data_url(self, path):
+        with open(path, "rb") as f:
+            return "data:image/png;base64," + base64.b64encode(f.read()).decode()
+
+    def test_image_answer_matches_pipit_run(self):
+        status, r = self.srv.post("/v1/chat/completions", self.body(self.data_url(self.images[0])))
+        self.assertEqual(status, 200, r)
+        self.assertEqual(r["usage"]["prompt_tokens"], 37)  # the template's tokens + 12 image tokens (84x112)
+        run = subprocess.run([PIPIT, "run", "-m", VL_MODEL, "-p", self.QUESTION, "--image", self.images[0], "-n", "20",
+                              "--temp", "0", "-t", "1"], capture_output=True, text=True, timeout=300)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertEqual(r["choices"][0]["message"]["content"], run.stdout[:-1])
+        status, events, done, _ = self.srv.stream("/v1/chat/completions",
+                                                  self.body(self.data_url(self.images[0]), stream=True))
+        self.assertTrue(done)
+        self.assertEqual(deltas(events), r["choices"][0]["message"]["content"])
+        # the same file by path (allowed on this server) gives the same answer
+        for url in (self.images[0], "file://" + self.images[0]):
+            status, by_path = self.srv.post("/v1/chat/completions", self.body(url))
+            self.assertEqual(status, 200, by_path)
+            self.assertEqual(by_path["choices"][0]["message"], r["choices"][0]["message"])
+
+    def test_images_and_text_concurrently_equal_solo(self):
+        bodies = [self.body(self.data_url(self.images[0]), max_tokens=16),
+                  self.body(self.data_url(self.images[1]), max_tokens=24),
+                  chat(PROMPTS[0], max_tokens=20), chat(PROMPTS[1], max_tokens=12)]
+        for b in bodies:
+            b["ignore_eos"] = True
+        solo = [self.srv.post("/v1/chat/completions", b)[1]["choices"][0]["message"]["content"] for b in bodies]
+        self.assertNotEqual(solo[0], solo[1])  # the image matters
+        got = [None] * len(bodies)
+
+        def run(i):
+            status, events, done, _ = self.srv.stream("/v1/chat/completions", dict(bodies[i], stream=True))
+            got[i] = (status, done, deltas(events))
+
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(len(bodies))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for i, g in enumerate(got):
+            self.assertEqual(g, (200, True, solo[i]), f"request {i}")
+
+    def test_bad_images(self):
+        with open(self.images[0], "rb") as f:
+            png = f.read()
+        for url, needle in [("data:image/png;base64," + base64.b64encode(b"hello world").decode(), "PNG or JPEG"),
+                            ("data:image/png;base64," + base64.b64encode(png[:200]).decode(), None),
+                            ("data:image/png;base64,%%%", "base64"),
+                            ("/nonexistent/cat.png", None),
+                            ("https://example.com/cat.png", "data URL")]:
+            with self.subTest(url=url[:60]):
+                status, body = self.srv.post("/v1/chat/completions", self.body(url))
+                assert_error(self, status, body, 400, needle=needle)
+        self.assertEqual(self.srv.health()["status"], "ok")
+
+
 if __name__ == "__main__":
-    if len(sys.argv) < 3:
+    if len(sys.argv) < 4:
         sys.exit(__doc__)
-    PIPIT, MODEL = sys.argv[1], sys.argv[2]
-    unittest.main(argv=[sys.argv[0]] + sys.argv[3:], verbosity=2)
+    PIPIT, TESTDATA = sys.argv[1], sys.argv[3]
+    MODEL = os.path.join(sys.argv[2], "qwen3_chat")
+    VL_MODEL = os.path.join(sys.argv[2], "qwen2_vl_chat")
+    unittest.main(argv=[sys.argv[0]] + sys.argv[4:], verbosity=2)

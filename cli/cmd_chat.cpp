@@ -1,0 +1,281 @@
+// `pipit chat`: an interactive chat in the terminal. Keeps the conversation, renders it with the model's chat
+// template each turn and streams the answer. The KV cache is reused across turns: when the new rendering starts
+// with the text the session already holds, only the rest is evaluated (otherwise the session starts over).
+// Ctrl-C stops the current answer (a SIGINT handler sets a flag the token callback reads); Ctrl-D or /exit quits.
+#include <pthread.h>
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+#include "cli/common.h"
+#include "cli/image_args.h"
+#include "models/vision/image.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace pipit::cli {
+
+namespace {
+
+volatile sig_atomic_t g_interrupted = 0;
+void on_sigint(int) { g_interrupted = 1; }
+
+// Lines from stdin, read with poll() + read() so a Ctrl-C is noticed within kPollMs whenever it arrives (a
+// blocking read could miss a signal that lands just before it starts). A line ending in '\' continues.
+class LineReader {
+ public:
+  enum Got { kLine, kInterrupted, kEof };
+  Got next(std::string& out) {
+    out.clear();
+    for (;;) {
+      const size_t nl = buf_.find('\n');
+      if (nl != std::string::npos) {
+        std::string line = buf_.substr(0, nl);
+        buf_.erase(0, nl + 1);
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (!line.empty() && line.back() == '\\') {
+          line.back() = '\n';
+          out += line;
+          continue;
+        }
+        out += line;
+        return kLine;
+      }
+      if (eof_) {
+        if (buf_.empty() && out.empty()) return kEof;
+        out += buf_;
+        buf_.clear();
+        return kLine;
+      }
+      if (g_interrupted) return kInterrupted;
+      pollfd p{STDIN_FILENO, POLLIN, 0};
+      if (poll(&p, 1, kPollMs) <= 0) continue;  // timeout or EINTR: look at the flag again
+      char chunk[4096];
+      const ssize_t n = read(STDIN_FILENO, chunk, sizeof(chunk));
+      if (n > 0) buf_.append(chunk, size_t(n));
+      else if (n == 0 || errno != EINTR) eof_ = true;
+    }
+  }
+
+ private:
+  static constexpr int kPollMs = 100;
+  std::string buf_;
+  bool eof_ = false;
+};
+
+struct Chat {
+  const LoadedModel& lm;
+  const Tokenizer& tok;
+  Session session;
+  GenerateParams params;
+  ImageOptions image_opt;
+  std::string system;
+  nlohmann::json messages = nlohmann::json::array();
+  std::vector<std::string> images;   // every image of the conversation, in order
+  std::vector<std::string> pending;  // attached to the next user message
+  std::string held;                  // the text the session's KV cache holds
+  size_t images_held = 0;            // how many of `images` it holds
+  int reused = 0;                    // last turn: tokens of the cache kept from before
+
+  void clear() {
+    messages = nlohmann::json::array();
+    if (!system.empty()) messages.push_back({{"role", "system"}, {"content", system}});
+    images.clear();
+    pending.clear();
+    held.clear();
+    images_held = 0;
+    session.reset();
+  }
+
+  Status attach(const std::string& path) {
+    if (!lm.model->vision()) return Error::unsupported("this model does not accept images");
+    PIPIT_ASSIGN_OR_RETURN(Image img, load_image(path));
+    pending.push_back(path);
+    std::fprintf(stderr, "[image %s: %dx%d, attached to your next message]\n", path.c_str(), img.width, img.height);
+    return Status::ok();
+  }
+
+  // One user turn: renders, evaluates what is new, streams the answer. On failure the turn is forgotten.
+  Result<GenerateResult> turn(const std::string& text) {
+    const size_t n_messages = messages.size(), n_images = images.size();
+    const std::vector<std::string> attached = pending;
+    Result<GenerateResult> r = answer(text);
+    if (!r.is_ok()) {
+      messages.erase(messages.begin() + long(n_messages), messages.end());
+      images.resize(n_images);
+      pending = attached;
+    }
+    return r;
+  }
+
+  Result<GenerateResult> answer(const std::string& text) {
+    nlohmann::json content = text;
+    if (!pending.empty()) {
+      content = nlohmann::json::array();
+      for (size_t i = 0; i < pending.size(); ++i) content.push_back({{"type", "image"}});
+      content.push_back({{"type", "text"}, {"text", text}});
+      images.insert(images.end(), pending.begin(), pending.end());
+      pending.clear();
+    }
+    messages.push_back({{"role", "user"}, {"content", content}});
+    PIPIT_ASSIGN_OR_RETURN(std::string full, apply_chat_template(tok, messages, /*add_generation_prompt=*/true));
+    if (session.n_past() == 0 || held.empty() || full.compare(0, held.size(), held) != 0) {
+      session.reset();  // the template rewrote earlier turns (or nothing is held): start over
+      held.clear();
+      images_held = 0;
+    }
+    PIPIT_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tok.encode(full.substr(held.size()), false));
+    reused = session.n_past();
+    if (session.n_past() + int64_t(ids.size()) >= session.n_ctx() && session.n_past() > 0) {
+      session.reset();  // no room after what is held: re-evaluate the conversation from the start
+      held.clear();
+      images_held = 0;
+      PIPIT_ASSIGN_OR_RETURN(ids, tok.encode(full, false));
+      reused = 0;
+    }
+    auto print = [](const std::string& piece, int32_t) {
+      std::fputs(piece.c_str(), stdout);
+      std::fflush(stdout);
+      return !g_interrupted;
+    };
+    const std::vector<std::string> new_images(images.begin() + long(images_held), images.end());
+    Result<GenerateResult> res = Error::internal("unset");
+    if (!new_images.empty()) {
+      PIPIT_ASSIGN_OR_RETURN(MultimodalPrompt mm,
+                             prepare_multimodal_prompt(lm, ids, new_images, image_opt, session.pool()));
+      if (session.n_past() + int64_t(mm.tokens.size()) >= session.n_ctx())
+        return Error::out_of_range("the conversation ({} tokens) does not fit the context of {}; /clear starts over",
+                                   session.n_past() + mm.tokens.size(), session.n_ctx());
+      res = generate(session, &tok, mm, params, print);
+    } else {
+      if (session.n_past() + int64_t(ids.size()) >= session.n_ctx())
+        return Error::out_of_range("the conversation ({} tokens) does not fit the context of {}; /clear starts over",
+                                   session.n_past() + ids.size(), session.n_ctx());
+      res = generate(session, &tok, ids, params, print);
+    }
+    if (!res.is_ok()) {
+      session.reset();
+      held.clear();
+      images_held = 0;
+      return res;
+    }
+    images_held = images.size();
+    held = full;
+    // The last sampled token is not in the cache yet (EOS never is: the template writes its own end of turn).
+    if (res->reason != StopReason::kEos && !res->tokens.empty()) {
+      const int32_t last = res->tokens.back();
+      if (!session.eval(std::span<const int32_t>(&last, 1)).is_ok()) session.reset();
+    }
+    held += tok.decode(res->tokens, /*skip_special_tokens=*/false);
+    messages.push_back({{"role", "assistant"}, {"content", res->text}});
+    return res;
+  }
+};
+
+const char* kHelp =
+    "commands: /clear (forget the conversation), /image PATH (attach an image to your next message), /exit\n"
+    "Ctrl-C stops an answer; Ctrl-D or /exit quits; end a line with \\ to continue it on the next.\n";
+
+int cmd_chat(Args& a) {
+  add_model_options(a);
+  add_sampling_options(a);
+  add_image_options(a);
+  a.option({"-s", "--system"}, "system message");
+  a.flag({"-v", "--verbose"}, "after each answer: tokens reused from the cache, evaluated, generated, speed");
+  if (auto st = a.parse(); !st) return fail(a, st.message());
+  if (a.help() || !a.has("-m")) {
+    std::printf("usage: pipit chat -m MODEL [-s SYSTEM] [--image PATH] [options]\n%s", a.usage().c_str());
+    return a.help() ? 0 : 1;
+  }
+  auto so = session_options(a);
+  if (!so) return fail(a, so.status().message());
+  auto gp = generate_params(a);
+  if (!gp) return fail(a, gp.status().message());
+  auto io = image_options(a);
+  if (!io) return fail(a, io.status().message());
+  // SIGINT goes to this thread, not to a worker: workers start with it blocked.
+  sigset_t sigint;
+  sigemptyset(&sigint);
+  sigaddset(&sigint, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &sigint, nullptr);
+  auto lm = load_model(a.get("-m"), LoadOptions{.need_tokenizer = true});
+  if (!lm) return fail(a, lm.status().message());
+  if (lm->tokenizer->config().chat_template.empty())
+    return fail(a, "this model has no chat template; use `pipit run` for plain text continuation");
+
+  Chat chat{*lm, *lm->tokenizer, Session(*lm->model, *so), *gp, *io, a.get("-s")};
+  chat.clear();
+  for (const auto& path : a.get_all("--image"))
+    if (auto st = chat.attach(path); !st) return fail(a, st.message());
+
+  struct sigaction sa = {};
+  sa.sa_handler = on_sigint;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;
+  sigaction(SIGINT, &sa, nullptr);
+  pthread_sigmask(SIG_UNBLOCK, &sigint, nullptr);
+
+  std::fprintf(stderr, "pipit chat: %s (context %d). /help for commands.\n", a.get("-m").c_str(),
+               chat.session.n_ctx());
+  LineReader input;
+  for (;;) {
+    g_interrupted = 0;
+    std::fputs("> ", stdout);
+    std::fflush(stdout);
+    std::string line;
+    const LineReader::Got got = input.next(line);
+    if (got == LineReader::kEof) break;  // Ctrl-D
+    if (got == LineReader::kInterrupted) {
+      std::fputs("\n(Ctrl-D or /exit quits)\n", stdout);
+      continue;
+    }
+    if (line.empty()) continue;
+    if (line == "/exit" || line == "/quit") break;
+    if (line == "/help") {
+      std::fputs(kHelp, stdout);
+      continue;
+    }
+    if (line == "/clear") {
+      chat.clear();
+      std::fputs("[conversation cleared]\n", stdout);
+      continue;
+    }
+    if (line.rfind("/image", 0) == 0) {
+      std::string path = line.size() > 7 ? line.substr(7) : "";
+      if (path.empty()) std::fputs("usage: /image PATH\n", stdout);
+      else if (auto st = chat.attach(path); !st) std::fprintf(stdout, "error: %s\n", st.message().c_str());
+      continue;
+    }
+    if (line[0] == '/') {
+      std::fprintf(stdout, "unknown command %s\n%s", line.c_str(), kHelp);
+      continue;
+    }
+    auto res = chat.turn(line);
+    if (!res.is_ok()) {
+      std::fprintf(stdout, "\nerror: %s\n", res.status().message().c_str());
+      continue;
+    }
+    std::fputs(res->reason == StopReason::kCallback ? " [stopped]\n" : "\n", stdout);
+    std::fflush(stdout);
+    if (a.get_flag("-v")) {
+      const size_t n_dec = res->tokens.size() > 1 ? res->tokens.size() - 1 : 0;
+      std::fprintf(stderr, "[reused %d cached tokens | prompt %d tokens, %.1f ms | %zu tokens, %.1f tok/s | %s]\n",
+                   chat.reused, res->n_prompt, res->prompt_ms, res->tokens.size(),
+                   res->gen_ms > 0 ? double(n_dec) * 1000.0 / res->gen_ms : 0.0, stop_reason_name(res->reason));
+    }
+  }
+  std::fputs("\n", stdout);
+  return 0;
+}
+
+}  // namespace
+
+PIPIT_REGISTER_COMMAND("chat", "interactive chat in the terminal", cmd_chat);
+
+}  // namespace pipit::cli

@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""`pipit chat` end to end: a piped conversation (history, /clear, /help, unknown commands, Ctrl-D), Ctrl-C that
+stops an answer without quitting (and at the prompt), the KV cache reused across turns with the same answers as
+the server gives for the whole conversation, and /image on a vision model (refused on a text model).
+
+  chat_test.py PIPIT_BINARY MODELS_DIR TESTDATA_DIR [unittest options]
+"""
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from server_util import Server  # noqa: E402
+
+PIPIT = MODEL = VL_MODEL = TESTDATA = None
+
+
+def chat(model, *args):
+    return [PIPIT, "chat", "-m", model, "--temp", "0", "-t", "1", *args]
+
+
+class Interactive:
+    """pipit chat on pipes: write lines, read stdout as it comes."""
+
+    def __init__(self, *args):
+        self.p = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.out = b""
+
+    def send(self, line):
+        self.p.stdin.write(line.encode() + b"\n")
+        self.p.stdin.flush()
+
+    def read_until(self, pred, timeout=60):
+        deadline = time.time() + timeout
+        while not pred(self.out):
+            left = deadline - time.time()
+            if left <= 0:
+                raise AssertionError(f"timed out; output so far: {self.out[-2000:]!r}")
+            r, _, _ = select.select([self.p.stdout], [], [], left)
+            if r:
+                b = os.read(self.p.stdout.fileno(), 65536)
+                if not b:
+                    raise AssertionError(f"pipit chat exited; output: {self.out[-2000:]!r}")
+                self.out += b
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.p.poll() is None:
+            self.p.kill()
+        self.p.communicate()
+
+    def finish(self, timeout=60):
+        out, err = self.p.communicate(timeout=timeout)
+        self.out += out
+        return self.p.returncode, self.out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+
+
+class Chat(unittest.TestCase):
+    def run_piped(self, model, text, *args):
+        r = subprocess.run(chat(model, *args), input=text, capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r.stdout, r.stderr
+
+    def test_piped_conversation(self):
+        out, err = self.run_piped(MODEL, "Hello there\nHow are you?\n/help\n/nope\n/clear\nHello there\n", "-n", "12",
+                                  "-v")
+        turns = out.split("> ")
+        self.assertEqual(len(turns), 8, out)  # 7 prompts answered + the one Ctrl-D ends
+        self.assertIn("/clear", turns[3])
+        self.assertIn("unknown command /nope", turns[4])
+        self.assertIn("[conversation cleared]", turns[5])
+        self.assertEqual(turns[1], turns[6])  # after /clear the same question gets the same answer
+        self.assertEqual([int(x.split()[0]) for x in err.split("[reused")[1:]], [0, 22, 0], err)
+
+    def test_answers_equal_the_servers(self):
+        """The reused cache gives what the server computes for the whole conversation at once."""
+        out, _ = self.run_piped(MODEL, "Hello there\nHow are you?\nAnd then?\n", "-n", "12")
+        answers = [t.rstrip("\n") for t in out.split("> ")[1:4]]
+        srv = Server(PIPIT, MODEL, "--parallel", "1", threads=1)
+        try:
+            msgs = []
+            for q, a in zip(["Hello there", "How are you?", "And then?"], answers):
+                msgs.append({"role": "user", "content": q})
+                status, r = srv.post("/v1/chat/completions", {"messages": msgs, "max_tokens": 12, "temperature": 0})
+                self.assertEqual(status, 200, r)
+                self.assertEqual(r["choices"][0]["message"]["content"], a)
+                msgs.append({"role": "assistant", "content": a})
+        finally:
+            self.assertEqual(srv.stop(), 0)
+
+    def test_ctrl_c_stops_the_answer_not_the_chat(self):
+        with Interactive(*chat(MODEL, "-n", "100000", "--ignore-eos")) as c:
+            self.interrupt(c)
+
+    def interrupt(self, c):
+        c.read_until(lambda o: o.endswith(b"> "))
+        c.p.send_signal(signal.SIGINT)  # at the prompt: a hint, no exit
+        c.read_until(lambda o: b"/exit quits" in o and o.endswith(b"> "))
+        c.send("Write a long story")
+        c.read_until(lambda o: len(o.split(b"> ")[-1]) > 40)
+        c.p.send_signal(signal.SIGINT)
+        c.read_until(lambda o: b"[stopped]" in o and o.endswith(b"> "))
+        c.send("And another one")
+        c.read_until(lambda o: len(o.split(b"> ")[-1]) > 40)
+        c.p.send_signal(signal.SIGINT)
+        c.read_until(lambda o: o.count(b"[stopped]") == 2 and o.endswith(b"> "))
+        c.send("/exit")
+        rc, out, err = c.finish()
+        self.assertEqual(rc, 0, err)
+
+    def test_image(self):
+        img = os.path.join(TESTDATA, "models", "qwen2_vl", "img_100x75.png")
+        out, _ = self.run_piped(MODEL, f"/image {img}\nWhat is this?\n", "-n", "4")
+        self.assertIn("error: this model does not accept images", out)
+        out, err = self.run_piped(VL_MODEL, f"/image {img}\nDescribe the picture.\n/image /nonexistent.png\n"
+                                            "And now?\n", "-n", "20", "-v")
+        self.assertIn("attached to your next message", err)
+        turns = out.split("> ")
+        self.assertIn("error:", turns[3])  # the missing file
+        run = subprocess.run([PIPIT, "run", "-m", VL_MODEL, "-p", "Describe the picture.", "--image", img, "-n", "20",
+                              "--temp", "0", "-t", "1"], capture_output=True, text=True, timeout=300)
+        self.assertEqual(turns[2].rstrip("\n"), run.stdout.rstrip("\n"))
+        self.assertEqual(len(err.split("[reused")), 3, err)  # both questions answered
+        # --image attaches to the first message
+        out2, _ = self.run_piped(VL_MODEL, "Describe the picture.\n", "-n", "20", "--image", img)
+        self.assertEqual(out2.split("> ")[1].rstrip("\n"), run.stdout.rstrip("\n"))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 4:
+        sys.exit(__doc__)
+    PIPIT, TESTDATA = sys.argv[1], sys.argv[3]
+    MODEL = os.path.join(sys.argv[2], "qwen3_chat")
+    VL_MODEL = os.path.join(sys.argv[2], "qwen2_vl_chat")
+    unittest.main(argv=[sys.argv[0]] + sys.argv[4:], verbosity=2)
