@@ -7,6 +7,7 @@
 // Token types (llama.cpp): 1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte; unknown, control and
 // user-defined tokens become HF added tokens (special unless user-defined).
 #include <algorithm>
+#include <string_view>
 #include <unordered_map>
 
 #include "convert/gguf_import.h"
@@ -64,17 +65,22 @@ std::vector<size_t> codepoint_starts(const std::string& s) {
 
 // transformers' SentencePieceExtractor.extract: for each piece (in id order) every split into two vocabulary pieces,
 // those sorted by (id of left, id of right); then all merges stably sorted by the piece's score, highest first.
+// Pieces longer than kMaxMergePiece bytes get no merges: real SentencePiece vocabularies stay under ~100 bytes, and
+// the split search is quadratic in the piece length, which a hostile file could otherwise exploit.
+constexpr size_t kMaxMergePiece = 1024;
+
 json spm_merges(const std::vector<std::string>& tokens, const std::vector<float>& scores,
-                const std::unordered_map<std::string, int64_t>& vocab) {
+                const std::unordered_map<std::string_view, int64_t>& vocab) {
   struct Merge {
     int64_t l, r;
     float score;
   };
   std::vector<Merge> merges;
   for (size_t id = 0; id < tokens.size(); ++id) {
-    const std::string& piece = tokens[id];
+    const std::string_view piece = tokens[id];
+    if (piece.size() > kMaxMergePiece) continue;
     std::vector<Merge> local;
-    for (size_t cut : codepoint_starts(piece)) {
+    for (size_t cut : codepoint_starts(tokens[id])) {
       if (cut == 0) continue;
       auto l = vocab.find(piece.substr(0, cut)), r = vocab.find(piece.substr(cut));
       if (l != vocab.end() && r != vocab.end()) local.push_back({l->second, r->second, scores[id]});
@@ -140,7 +146,7 @@ Result<HfTokenizerTexts> gguf_tokenizer_to_hf(const GgufFile& f) {
   const bool add_eos = flag("tokenizer.ggml.add_eos_token", false) && eos >= 0;
 
   json vocab = json::object();
-  std::unordered_map<std::string, int64_t> ids;
+  std::unordered_map<std::string_view, int64_t> ids;  // views into `tokens`, which outlives it
   json added = json::array();
   for (int64_t id = 0; id < n; ++id) {
     const std::string& t = tokens[size_t(id)];
