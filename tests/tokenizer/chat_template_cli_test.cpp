@@ -34,7 +34,8 @@ std::string pipit_binary() { return std::string(PIPIT_BINARY_DIR) + "/pipit"; }
 
 TEST(TemplateCli, JsonlRoundTrip) {
   if (!std::filesystem::exists(pipit_binary())) GTEST_SKIP() << pipit_binary() << " not built (run ninja first)";
-  for (const std::string folder : {"qwen3", "llama3"})  // gemma3 (33 MB tokenizer.json) is covered in-process {
+  // gemma3 (33 MB tokenizer.json) is covered in-process by ChatGolden.
+  for (const std::string folder : {"qwen3", "llama3"}) {
     std::string dir = test::tokenizers_dir() + "/" + folder;
     CmdResult r = run(pipit_binary() + " template -m " + dir + " --jsonl " + dir + "/chat.jsonl");
     ASSERT_EQ(r.rc, 0) << r.out;
