@@ -88,14 +88,67 @@ size_t walk_jpeg_header(std::span<const uint8_t> b, F on_segment) {
   return 0;
 }
 
-// stb decodes a JPEG cut short by padding it with zeros; PIL refuses it ("image file is truncated"). A complete
-// JPEG has an EOI marker after its scans (entropy-coded data never holds FF D9: FF bytes are stuffed).
-bool jpeg_complete(std::span<const uint8_t> b) {
-  const size_t sos = walk_jpeg_header(b, [](uint8_t, const uint8_t*, size_t) { return true; });
-  if (sos == 0) return false;
-  for (size_t i = sos + 2; i + 1 < b.size(); ++i)
-    if (b[i] == 0xFF && b[i + 1] == 0xD9) return true;
-  return false;
+// stb 2.27 memcpy()s a zero-length IDAT chunk from a null buffer (undefined behaviour, though nothing is read).
+// Such chunks carry no data, so a copy without them decodes to the same pixels. Empty when there are none.
+std::vector<uint8_t> png_without_empty_idat(std::span<const uint8_t> b) {
+  std::vector<uint8_t> out;
+  bool any = false;
+  for (size_t i = 8; i + 12 <= b.size();) {
+    const size_t len = rd32(b.data() + i, false);
+    if (len > b.size() - i - 12) break;  // truncated: stb reports it
+    if (len == 0 && std::memcmp(b.data() + i + 4, "IDAT", 4) == 0) any = true;
+    i += 12 + len;
+  }
+  if (!any) return out;
+  out.assign(b.begin(), b.begin() + 8);
+  size_t i = 8;
+  for (; i + 12 <= b.size();) {
+    const size_t len = rd32(b.data() + i, false);
+    if (len > b.size() - i - 12) break;
+    if (!(len == 0 && std::memcmp(b.data() + i + 4, "IDAT", 4) == 0))
+      out.insert(out.end(), b.begin() + long(i), b.begin() + long(i + 12 + len));
+    i += 12 + len;
+  }
+  out.insert(out.end(), b.begin() + long(i), b.end());
+  return out;
+}
+
+// One DHT segment body (tables back to back: class/id byte, 16 code counts, the symbols). Counts adding up to more
+// than 256 symbols make stb 2.27 write past its table (stbi__build_huffman).
+bool dht_sane(const uint8_t* seg, size_t n) {
+  for (size_t i = 0; i < n;) {
+    if (n - i < 17) return false;
+    size_t symbols = 0;
+    for (size_t k = 0; k < 16; ++k) symbols += seg[i + 1 + k];
+    if (symbols > 256 || n - i - 17 < symbols) return false;
+    i += 17 + symbols;
+  }
+  return true;
+}
+
+// What stb is given must be a JPEG we can walk: well-formed header segments up to the first scan, every Huffman
+// table sane (also those between the scans of a progressive JPEG), and an end-of-image marker (stb pads a JPEG cut
+// short with zeros and succeeds; PIL refuses it as truncated). Entropy-coded data never holds FF followed by a
+// marker byte (FF bytes are stuffed), so markers after the first scan are found by scanning.
+const char* jpeg_problem(std::span<const uint8_t> b) {
+  bool tables_ok = true;
+  const size_t sos = walk_jpeg_header(b, [&](uint8_t marker, const uint8_t* seg, size_t n) {
+    if (marker == 0xC4 && !dht_sane(seg, n)) tables_ok = false;
+    return tables_ok;
+  });
+  if (!tables_ok) return "bad Huffman table";
+  if (sos == 0) return "malformed header";
+  for (size_t i = sos + 2; i + 1 < b.size(); ++i) {
+    if (b[i] != 0xFF) continue;
+    const uint8_t m = b[i + 1];
+    if (m == 0xD9) return nullptr;  // end of image
+    if (m != 0xC4) continue;
+    if (i + 4 > b.size()) return "truncated";
+    const size_t len = size_t(b[i + 2]) << 8 | b[i + 3];
+    if (len < 2 || i + 2 + len > b.size() || !dht_sane(b.data() + i + 4, len - 2)) return "bad Huffman table";
+    i += 1 + len;
+  }
+  return "truncated (no end-of-image marker)";
 }
 
 }  // namespace
@@ -168,14 +221,19 @@ Result<Image> decode_image(std::span<const uint8_t> bytes, const std::string& wh
   if (!png && !jpeg)
     return Error::invalid_argument("[image] {}: not a PNG or JPEG image ({} bytes)", what, bytes.size());
   if (bytes.size() > size_t(INT_MAX)) return Error::invalid_argument("[image] {}: file larger than 2 GiB", what);
-  const int len = int(bytes.size());
   int64_t hw = 0, hh = 0;
   if (header_size(bytes, png, &hw, &hh)) {
     if (hw <= 0 || hh <= 0) return Error::invalid_argument("[image] {}: empty image ({}x{})", what, hw, hh);
-    if (hw * hh > kMaxImagePixels)
-      return Error::invalid_argument("[image] {}: {}x{} is {} pixels, more than the limit of {} (PIL's decompression "
-                                     "bomb limit); downscale it first", what, hw, hh, hw * hh, kMaxImagePixels);
+    if (hw > kMaxImagePixels / hh)  // no overflow: PNG sides go up to 2^31 - 1
+      return Error::invalid_argument("[image] {}: {}x{} pixels is more than the limit of {} (PIL's decompression "
+                                     "bomb limit); downscale it first", what, hw, hh, kMaxImagePixels);
   }
+  if (jpeg)
+    if (const char* problem = jpeg_problem(bytes))
+      return Error::invalid_argument("[image] {}: corrupt JPEG: {}", what, problem);
+  std::vector<uint8_t> cleaned = png ? png_without_empty_idat(bytes) : std::vector<uint8_t>();
+  if (!cleaned.empty()) bytes = cleaned;
+  const int len = int(bytes.size());
   int w = 0, h = 0, comp = 0;
   if (!stbi_info_from_memory(bytes.data(), len, &w, &h, &comp))
     return Error::invalid_argument("[image] {}: cannot read the {} header: {}", what, png ? "PNG" : "JPEG",
@@ -184,8 +242,6 @@ Result<Image> decode_image(std::span<const uint8_t> bytes, const std::string& wh
   if (int64_t(w) * h > kMaxImagePixels)
     return Error::invalid_argument("[image] {}: {}x{} is {} pixels, more than the limit of {} (PIL's decompression "
                                    "bomb limit); downscale it first", what, w, h, int64_t(w) * h, kMaxImagePixels);
-  if (jpeg && !jpeg_complete(bytes))
-    return Error::invalid_argument("[image] {}: truncated or malformed JPEG (no end-of-image marker)", what);
 
   Image img;
   img.width = w;

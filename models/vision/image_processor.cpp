@@ -104,7 +104,10 @@ Result<ProcessedImage> preprocess_clip(const Image& img, const ImageProcessorCon
     const bool portrait = img.width <= img.height;
     const int64_t short_side = portrait ? img.width : img.height, long_side = portrait ? img.height : img.width;
     const int64_t new_long = int64_t(double(c.shortest_edge * long_side) / double(short_side));
-    if (new_long < 1) return Error::invalid_argument("[image processor] image {}x{} is too thin", img.width, img.height);
+    // an extreme aspect ratio would ask for a huge intermediate image (HF would try): refuse it instead
+    if (new_long < 1 || new_long * c.shortest_edge > kMaxImagePixels)
+      return Error::invalid_argument("[image processor] image {}x{}: aspect ratio too extreme to resize its short side "
+                                     "to {}", img.width, img.height, c.shortest_edge);
     const int out_w = int(portrait ? c.shortest_edge : new_long), out_h = int(portrait ? new_long : c.shortest_edge);
     if (out_w != cur.width || out_h != cur.height) cur = resize_image(cur, out_w, out_h, c.resample);
   }

@@ -144,6 +144,30 @@ TEST(ImageDecode, BadInputGivesErrors) {
   EXPECT_FALSE(load_image(fixture("manifest.json")).is_ok());
 }
 
+// Inputs that trip stb 2.27 (found by tests/fuzz/fuzz_image.cpp) are handled before stb sees them.
+TEST(ImageDecode, StbPitfalls) {
+  // a zero-length IDAT chunk (stb would memcpy from null): same pixels without it
+  auto png = bytes_of(fixture("up_7x5_23x17.in.png"));
+  const size_t idat = std::string(png.begin(), png.end()).find("IDAT") - 4;
+  const uint8_t empty_idat[12] = {0, 0, 0, 0, 'I', 'D', 'A', 'T', 0x35, 0xAF, 0x06, 0x1E};
+  png.insert(png.begin() + long(idat), empty_idat, empty_idat + 12);
+  auto img = decode_image(png, "empty-idat.png");
+  ASSERT_TRUE(img.is_ok()) << img.status().message();
+  EXPECT_EQ(img->rgb, load("up_7x5_23x17.in.png").rgb);
+  // a Huffman table claiming more than 256 symbols (stb would write past its table)
+  auto jpg = bytes_of(fixture("exif_1.jpg"));
+  size_t dht = 0;
+  for (size_t i = 2; i + 1 < jpg.size() && !dht; ++i)
+    if (jpg[i] == 0xFF && jpg[i + 1] == 0xC4) dht = i;
+  ASSERT_GT(dht, 0u);
+  jpg[dht + 5 + 15] = 0xF0;  // the last of the 16 code counts of the first table
+  auto bad = decode_image(jpg, "bad-dht.jpg");
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("Huffman"), std::string::npos) << bad.status().message();
+  // sides near 2^32 in the header: refused without overflowing the pixel count
+  EXPECT_FALSE(decode_image(png_header(0xE0E0E0E0u, 0xE0E0E0E0u), "wide.png").is_ok());
+}
+
 TEST(ImageProcessor, SmartResizeAsHf) {
   auto sr = [](int64_t h, int64_t w, int64_t mn = 3136, int64_t mx = 50176) {
     auto r = smart_resize(h, w, 28, mn, mx);

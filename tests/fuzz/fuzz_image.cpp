@@ -1,0 +1,25 @@
+// libFuzzer target: image decoding (PNG/JPEG headers, EXIF, stb) on arbitrary bytes; decoded images go through the
+// PIL resampler and both HF processors at small sizes.
+// build: clang++-14 -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -I. -I/usr/include/stb
+//        tests/fuzz/fuzz_image.cpp models/vision/{image,resample,image_processor}.cpp core/{storage,tensor,dtype}.cpp
+#include <cstddef>
+#include <cstdint>
+
+#include "models/vision/image.h"
+#include "models/vision/image_processor.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  auto img = pipit::decode_image(std::span<const uint8_t>(data, size), "fuzz");
+  if (!img.is_ok() || int64_t(img->width) * img->height > (1 << 20)) return 0;
+  pipit::ImageProcessorConfig q;
+  q.min_pixels = 28 * 28;
+  q.max_pixels = 56 * 56;
+  (void)pipit::preprocess_image(*img, q);
+  pipit::ImageProcessorConfig c;
+  c.kind = pipit::ImageProcessorConfig::Kind::kClip;
+  c.shortest_edge = 17;
+  c.crop_height = 19;
+  c.crop_width = 13;
+  (void)pipit::preprocess_image(*img, c);
+  return 0;
+}
