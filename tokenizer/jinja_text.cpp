@@ -239,13 +239,18 @@ std::string py_float_repr(double v) {
   int decpt = exp10 + 1, nd = static_cast<int>(digits.size());
   if (decpt <= -4 || decpt > 16) {  // Python's repr switches to exponent notation here
     out += digits[0];
-    if (nd > 1) out += "." + digits.substr(1);
+    if (nd > 1) out.append(".").append(digits, 1, std::string::npos);
     std::snprintf(buf, sizeof buf, "e%c%02d", exp10 < 0 ? '-' : '+', std::abs(exp10));
     return out + buf;
   }
-  if (decpt <= 0) return out + "0." + std::string(-decpt, '0') + digits;
-  if (decpt >= nd) return out + digits + std::string(decpt - nd, '0') + ".0";
-  return out + digits.substr(0, decpt) + "." + digits.substr(decpt);
+  if (decpt <= 0) {
+    out.append("0.").append(static_cast<size_t>(-decpt), '0').append(digits);
+  } else if (decpt >= nd) {
+    out.append(digits).append(static_cast<size_t>(decpt - nd), '0').append(".0");
+  } else {
+    out.append(digits, 0, decpt).append(".").append(digits, decpt, std::string::npos);
+  }
+  return out;
 }
 
 }  // namespace pipit::jinja
