@@ -147,6 +147,9 @@ TEST(PipitFormat, TensorBytes) {
   EXPECT_EQ(*pipit_tensor_bytes(DType::BF16, {3}), 6u);
   EXPECT_FALSE(pipit_tensor_bytes(DType::Q8_0, {2, 48}).is_ok());
   EXPECT_FALSE(pipit_tensor_bytes(DType::F32, {int64_t(1) << 40, int64_t(1) << 40}).is_ok());
+  // an empty tensor is legal in a file; its size is 0 (fuzz find: Tensor::nbytes() divided by the zero last dim)
+  EXPECT_EQ(*pipit_tensor_bytes(DType::F32, {3, 0}), 0u);
+  EXPECT_EQ(Tensor::from_data(DType::F32, {3, 0}, nullptr, nullptr).nbytes(), 0u);
 }
 
 }  // namespace
