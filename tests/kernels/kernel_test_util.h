@@ -42,6 +42,16 @@ class IsaTest : public ::testing::TestWithParam<std::string> {
  protected:
   const Kernels& k() const { return kernels_for(GetParam()); }
   const Kernels& r() const { return ref_kernels(); }
+  // True when entry get(table) of this level is the same function as at a lower level (dotprod keeps NEON's float
+  // matmuls, for instance): it was tested there, and testing it again only costs time under qemu.
+  template <class Get>
+  bool inherited(Get get) const {
+    for (const auto& lower : isa_levels()) {
+      if (lower == GetParam()) return false;
+      if (get(kernels_for(lower)) == get(k())) return true;
+    }
+    return false;
+  }
 };
 
 inline std::string isa_name(const ::testing::TestParamInfo<std::string>& info) { return info.param; }

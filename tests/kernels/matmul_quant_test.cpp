@@ -96,8 +96,9 @@ class MatmulQuant : public IsaTest {
   void check_untouched(Problem& p, int64_t n0, int64_t n1) {
     for (int64_t m = 0; m < p.M; ++m)
       for (int64_t n = 0; n < p.N + 3; ++n)
-        if (n < n0 || n >= n1)
+        if (n < n0 || n >= n1) {
           ASSERT_EQ(test::bits(p.y.row_as<float>(m)[n]), test::bits(p.yr.row_as<float>(m)[n])) << "m " << m << " n " << n;
+        }
   }
 };
 

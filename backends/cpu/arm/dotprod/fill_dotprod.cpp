@@ -1,8 +1,13 @@
-// Arm dotprod kernels: registers the ones this folder implements.
+// Arm dotprod kernels: the quantized matmuls (sdot); everything else stays NEON's.
+#include "backends/cpu/arm/dotprod/kernels_dotprod.h"
 #include "backends/cpu/isa.h"
 
 namespace pipit::dotprod {
 
-void fill(Kernels& k) { k.name = "dotprod"; }
+void fill(Kernels& k) {
+  k.name = "dotprod";
+  k.matmul[int(DType::Q8_0)] = matmul_q8_0;
+  k.matmul[int(DType::Q4_0)] = matmul_q4_0;
+}
 
 }  // namespace pipit::dotprod

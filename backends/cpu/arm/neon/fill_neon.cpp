@@ -1,8 +1,32 @@
-// Arm neon kernels: registers the ones this folder implements.
+// NEON (Armv8.0-A) kernels: registers the ones this folder implements (every table entry except the f32 identity
+// conversions, which are plain copies, and the q8_0 / q4_0 weight quantizers, which only the converter runs).
 #include "backends/cpu/isa.h"
+#include "backends/cpu/arm/neon/kernels_neon.h"
 
 namespace pipit::neon {
 
-void fill(Kernels& k) { k.name = "neon"; }
+void fill(Kernels& k) {
+  k.name = "neon";
+  k.matmul[int(DType::F32)] = matmul_f32;
+  k.matmul[int(DType::F16)] = matmul_f16;
+  k.matmul[int(DType::BF16)] = matmul_bf16;
+  k.matmul[int(DType::Q8_0)] = matmul_q8_0;
+  k.matmul[int(DType::Q4_0)] = matmul_q4_0;
+  k.quantize_act = quantize_act;
+  k.rms_norm = rms_norm;
+  k.swiglu = swiglu;
+  k.geglu = geglu;
+  k.add = add;
+  k.scale = scale;
+  k.softmax = softmax;
+  k.to_f32[int(DType::F16)] = f16_to_f32_row;
+  k.to_f32[int(DType::BF16)] = bf16_to_f32_row;
+  k.to_f32[int(DType::Q8_0)] = q8_0_to_f32;
+  k.to_f32[int(DType::Q4_0)] = q4_0_to_f32;
+  k.from_f32[int(DType::F16)] = f16_from_f32_row;
+  k.from_f32[int(DType::BF16)] = bf16_from_f32_row;
+  k.attn_row[int(DType::F32)] = attn_row_f32;
+  k.attn_row[int(DType::F16)] = attn_row_f16;
+}
 
 }  // namespace pipit::neon

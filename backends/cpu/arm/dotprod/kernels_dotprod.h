@@ -1,0 +1,11 @@
+// The dotprod (Armv8.2-A SDOT) kernels of this folder, registered by fill_dotprod.cpp; i8mm uses them for M = 1.
+#pragma once
+
+#include "backends/cpu/kernels.h"
+
+namespace pipit::dotprod {
+
+void matmul_q8_0(const MatmulArgs& a, int64_t n0, int64_t n1);
+void matmul_q4_0(const MatmulArgs& a, int64_t n0, int64_t n1);
+
+}  // namespace pipit::dotprod

@@ -1,0 +1,11 @@
+// The i8mm (Armv8.6-A SMMLA) kernels of this folder, registered by fill_i8mm.cpp.
+#pragma once
+
+#include "backends/cpu/kernels.h"
+
+namespace pipit::i8mm {
+
+void matmul_q8_0(const MatmulArgs& a, int64_t n0, int64_t n1);  // M = 1 goes to dotprod's kernel
+void matmul_q4_0(const MatmulArgs& a, int64_t n0, int64_t n1);
+
+}  // namespace pipit::i8mm

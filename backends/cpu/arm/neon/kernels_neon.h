@@ -1,0 +1,33 @@
+// The NEON kernels of this folder, registered by fill_neon.cpp. Signatures are the table's (backends/cpu/kernels.h).
+#pragma once
+
+#include "backends/cpu/kernels.h"
+
+namespace pipit::neon {
+
+void matmul_f32(const MatmulArgs& a, int64_t n0, int64_t n1);
+void matmul_f16(const MatmulArgs& a, int64_t n0, int64_t n1);
+void matmul_bf16(const MatmulArgs& a, int64_t n0, int64_t n1);
+void matmul_q8_0(const MatmulArgs& a, int64_t n0, int64_t n1);
+void matmul_q4_0(const MatmulArgs& a, int64_t n0, int64_t n1);
+
+void quantize_act(const float* x, int64_t x_stride, BlockQ8Act* y, int64_t M, int64_t K);
+
+void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps, float w_offset);
+void swiglu(const float* gate, const float* up, float* y, int64_t n);
+void geglu(const float* gate, const float* up, float* y, int64_t n);
+void add(const float* a, const float* b, float* y, int64_t n);
+void scale(float* x, float s, int64_t n);
+void softmax(float* x, int64_t n);
+
+void f16_to_f32_row(const void* src, float* dst, int64_t n);
+void bf16_to_f32_row(const void* src, float* dst, int64_t n);
+void q8_0_to_f32(const void* src, float* dst, int64_t n);
+void q4_0_to_f32(const void* src, float* dst, int64_t n);
+void f16_from_f32_row(const float* src, void* dst, int64_t n);
+void bf16_from_f32_row(const float* src, void* dst, int64_t n);
+
+void attn_row_f32(const AttnRowArgs& a);
+void attn_row_f16(const AttnRowArgs& a);
+
+}  // namespace pipit::neon

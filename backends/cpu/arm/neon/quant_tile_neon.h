@@ -1,0 +1,101 @@
+// The register tile shared by the NEON and dotprod quantized matmuls (q8_0 / q4_0 weights x BlockQ8Act): MR
+// activation rows x NR weight rows, one block of 32 per step. A Dot policy computes a block's exact integer dot
+// product as 4 int32 lanes (NEON: vmull_s8 + vpadal; dotprod: sdot); the lanes are scaled by d_w * d_a into f32
+// accumulators and reduced once per output. Templates live in an anonymous namespace: each including file
+// (compiled with its own -march) gets its own copy.
+#pragma once
+
+#include "backends/cpu/arm/neon/simd_neon.h"
+#include "backends/cpu/kernels.h"
+
+namespace pipit::neon {
+namespace {
+
+// A weight block as two vectors of 16 signed weights in activation order (0..15, 16..31).
+struct WQ8 {
+  using Block = BlockQ8_0;
+  static void load(const Block& b, int8x16_t& w0, int8x16_t& w1) {
+    w0 = vld1q_s8(b.qs);
+    w1 = vld1q_s8(b.qs + 16);
+  }
+};
+struct WQ4 {
+  using Block = BlockQ4_0;
+  static void load(const Block& b, int8x16_t& w0, int8x16_t& w1) {  // low nibbles: 0..15, high: 16..31; q - 8
+    const uint8x16_t v = vld1q_u8(b.qs);
+    w0 = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(v, vdupq_n_u8(0x0f))), vdupq_n_s8(8));
+    w1 = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(v, 4)), vdupq_n_s8(8));
+  }
+};
+
+template <class Dot, class WB, int MR, int NR>
+inline void quant_tile(const MatmulArgs& a, int64_t m, int64_t n) {
+  using Block = typename WB::Block;
+  const BlockQ8Act* x[MR];
+  float* y[MR];
+  const Block* w[NR];
+  for (int i = 0; i < MR; ++i) {
+    x[i] = reinterpret_cast<const BlockQ8Act*>(static_cast<const uint8_t*>(a.x) + (m + i) * a.x_stride);
+    y[i] = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(a.y) + (m + i) * a.y_stride) + n;
+  }
+  for (int j = 0; j < NR; ++j) w[j] = reinterpret_cast<const Block*>(static_cast<const uint8_t*>(a.w) + (n + j) * a.w_stride);
+
+  float32x4_t acc[MR][NR];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) acc[i][j] = vdupq_n_f32(0.0f);
+  const int64_t nb = a.K / kQBlock;
+  for (int64_t b = 0; b < nb; ++b) {
+    int8x16_t a0[MR], a1[MR];
+    float da[MR];
+    for (int i = 0; i < MR; ++i) {
+      a0[i] = vld1q_s8(x[i][b].qs);
+      a1[i] = vld1q_s8(x[i][b].qs + 16);
+      da[i] = x[i][b].d;
+    }
+    for (int j = 0; j < NR; ++j) {
+      int8x16_t w0, w1;
+      WB::load(w[j][b], w0, w1);
+      const float dw = f16_scalar(w[j][b].d);
+      for (int i = 0; i < MR; ++i) {
+        const int32x4_t isum = Dot::dot(w0, w1, a0[i], a1[i]);  // 4 lanes adding up to the exact dot
+        acc[i][j] = vfmaq_n_f32(acc[i][j], vcvtq_f32_s32(isum), dw * da[i]);
+      }
+    }
+  }
+  for (int i = 0; i < MR; ++i) {
+    if constexpr (NR % 4 == 0) {
+      for (int j = 0; j < NR; j += 4) vst1q_f32(y[i] + j, hsum4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]));
+    } else {
+      for (int j = 0; j < NR; ++j) y[i][j] = vaddvq_f32(acc[i][j]);
+    }
+  }
+}
+
+template <class Dot, class WB, int NR>
+inline void quant_column(const MatmulArgs& a, int64_t n) {
+  int64_t m = 0;
+  for (; m + 4 <= a.M; m += 4) quant_tile<Dot, WB, 4, NR>(a, m, n);
+  switch (a.M - m) {
+    case 3: quant_tile<Dot, WB, 3, NR>(a, m, n); break;
+    case 2: quant_tile<Dot, WB, 2, NR>(a, m, n); break;
+    case 1: quant_tile<Dot, WB, 1, NR>(a, m, n); break;
+    default: break;
+  }
+}
+
+// Decode (M = 1): 8 weight rows per tile; otherwise 4 x 4 tiles.
+template <class Dot, class WB>
+void matmul_quant(const MatmulArgs& a, int64_t n0, int64_t n1) {
+  int64_t n = n0;
+  if (a.M == 1) {
+    for (; n + 8 <= n1; n += 8) quant_tile<Dot, WB, 1, 8>(a, 0, n);
+    for (; n + 4 <= n1; n += 4) quant_tile<Dot, WB, 1, 4>(a, 0, n);
+    for (; n < n1; ++n) quant_tile<Dot, WB, 1, 1>(a, 0, n);
+    return;
+  }
+  for (; n + 4 <= n1; n += 4) quant_column<Dot, WB, 4>(a, n);
+  for (; n < n1; ++n) quant_column<Dot, WB, 1>(a, n);
+}
+
+}  // namespace
+}  // namespace pipit::neon

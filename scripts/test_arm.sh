@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Cross-builds pipit for aarch64 (g++-aarch64-linux-gnu, cmake/aarch64.cmake) and runs the kernel and model tests
+# under qemu-aarch64 -cpu max, which emulates NEON, dotprod, fp16 and i8mm: the kernel tests compare every Arm ISA
+# level (neon, dotprod, i8mm) with the scalar reference, the model tests run the goldens on the top level.
+# Usage: scripts/test_arm.sh [BUILD_DIR]      (default build-arm)
+#   PIPIT_TESTDATA=DIR  test data folder (default: ../shared/testdata, as for the x86 build)
+#   JOBS=N              parallel compile jobs (default: all cores)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${1:-build-arm}
+JOBS=${JOBS:-$(nproc)}
+
+extra=()
+[[ -n "${PIPIT_TESTDATA:-}" ]] && extra+=("-DPIPIT_TESTDATA=$PIPIT_TESTDATA")
+cmake --no-warn-unused-cli -S . -B "$BUILD" -G Ninja -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64.cmake -DCMAKE_BUILD_TYPE=Release \
+  -DPIPIT_WITH_TOKENIZER=OFF -DPIPIT_WITH_SERVER=OFF -DPIPIT_BUILD_BENCH=OFF "${extra[@]}" >/dev/null
+ninja -C "$BUILD" -j "$JOBS" test_kernels test_models
+
+# The binaries directly (not ctest): one qemu process per binary instead of one per test. The guest must load the
+# cross toolchain's libc, not the host's multiarch libc6:arm64 (see cmake/aarch64.cmake).
+QEMU=(qemu-aarch64 -cpu max -L /usr/aarch64-linux-gnu -E LD_LIBRARY_PATH=/usr/aarch64-linux-gnu/lib)
+for t in test_kernels test_models; do
+  echo "[test_arm] $t (qemu-aarch64 -cpu max)"
+  start=$SECONDS
+  "${QEMU[@]}" "$BUILD/$t" --gtest_brief=1
+  echo "[test_arm] $t passed in $((SECONDS - start)) s"
+done
