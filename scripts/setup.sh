@@ -11,8 +11,6 @@ PKGS=(
   ocl-icd-opencl-dev pocl-opencl-icd
   python3 python3-numpy python3-torch python3-pil python3-jinja2
   curl nodejs
-  # aarch64 builds of the libraries the tokenizer links (Debian multiarch), for the Arm build tested under qemu
-  libpcre2-dev:arm64 libutf8proc-dev:arm64
 )
 
 missing=()
@@ -21,9 +19,6 @@ for p in "${PKGS[@]}"; do
 done
 
 SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-if ! dpkg --print-foreign-architectures | grep -qx arm64; then
-  $SUDO dpkg --add-architecture arm64
-fi
 if ((${#missing[@]})); then
   echo "[setup] installing: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
