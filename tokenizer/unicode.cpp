@@ -212,8 +212,19 @@ bool is_ascii(std::string_view s) {
 
 }  // namespace
 
-Result<std::string> normalize_form(std::string_view s, NormForm form) {
-  if (is_ascii(s)) return std::string(s);
+namespace {
+
+// A code point utf8proc would decompose but HF's (older) normalization tables do not know: HF leaves it as it is,
+// and, to HF an unassigned starter, it also blocks reordering and composition across it.
+bool hf_frozen(uint32_t c, bool compat) {
+  if (c < 0xA0) return false;
+  const utf8proc_property_t* p = utf8proc_get_property(static_cast<utf8proc_int32_t>(c));
+  bool decomposes = p->decomp_seqindex != UINT16_MAX && (compat || p->decomp_type == 0);
+  if (!decomposes) return false;
+  return compat ? !in_table(generated::kHf_nfkd_changes, c) : !in_table(generated::kHf_nfd_changes, c);
+}
+
+Result<std::string> normalize_span(std::string_view s, NormForm form) {
   switch (form) {
     case NormForm::kNFC: return nfc(s);
     case NormForm::kNFD: return utf8proc_run(s, UTF8PROC_STABLE | UTF8PROC_DECOMPOSE);
@@ -221,6 +232,29 @@ Result<std::string> normalize_form(std::string_view s, NormForm form) {
     case NormForm::kNFKD: return utf8proc_run(s, UTF8PROC_STABLE | UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT);
   }
   return std::string(s);
+}
+
+}  // namespace
+
+Result<std::string> normalize_form(std::string_view s, NormForm form) {
+  if (is_ascii(s)) return std::string(s);
+  bool compat = form == NormForm::kNFKC || form == NormForm::kNFKD;
+  // Normalize the spans between frozen code points, which are copied as they are.
+  std::string out;
+  size_t span = 0, i = 0;
+  while (i < s.size()) {
+    size_t start = i;
+    uint32_t c = utf8_next(s, i);
+    if (!hf_frozen(c, compat)) continue;
+    PIPIT_ASSIGN_OR_RETURN(std::string part, normalize_span(s.substr(span, start - span), form));
+    out += part;
+    out.append(s.substr(start, i - start));
+    span = i;
+  }
+  if (span == 0) return normalize_span(s, form);
+  PIPIT_ASSIGN_OR_RETURN(std::string part, normalize_span(s.substr(span), form));
+  out += part;
+  return out;
 }
 
 std::string to_lower(std::string_view s) {

@@ -65,6 +65,9 @@ TEST(TokenizerUnicode, NormalizationForms) {
   EXPECT_EQ(normalize_form("\xEF\xAC\x81", NormForm::kNFKC).value(), "fi");
   EXPECT_EQ(normalize_form("\xC3\xA9", NormForm::kNFD).value(), "e\xCC\x81");
   EXPECT_EQ(to_lower("\xC4\xB0stanbul ABC"), "i\xCC\x87stanbul abc");
+  // HF's normalization tables predate Unicode 12.1: it leaves ㋿ (U+32FF) and 𞁃 (U+1E043) as they are.
+  EXPECT_EQ(normalize_form("a\xE3\x8B\xBF" "b", NormForm::kNFKC).value(), "a\xE3\x8B\xBF" "b");
+  EXPECT_EQ(normalize_form("\xF0\x9E\x81\x83\xEF\xAC\x81", NormForm::kNFKD).value(), "\xF0\x9E\x81\x83" "fi");
 }
 
 // NFC through the fast chunked path equals utf8proc on the whole string, on random mixes of risky code points.

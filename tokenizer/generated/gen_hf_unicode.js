@@ -136,6 +136,23 @@ function removedByNormalizer(cfg) {
   return set;
 }
 
+// Code points the normalizer `cfg` changes when applied to the code point alone.
+function changedByNormalizer(cfg) {
+  const tok = Tokenizer.fromString(JSON.stringify({
+    version: '1.0', truncation: null, padding: null, added_tokens: [], normalizer: cfg,
+    pre_tokenizer: null, post_processor: null, decoder: null,
+    model: { type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: null, end_of_word_suffix: null,
+             fuse_unk: false, byte_fallback: false, vocab: { a: 0 }, merges: [] } }));
+  const norm = tok.getNormalizer();
+  const set = new Uint8Array(0x110000);
+  for (const cps of probeChunks()) {
+    const parts = norm.normalizeString(cps.map(c => String.fromCodePoint(c)).join('\u0001')).split('\u0001');
+    if (parts.length !== cps.length) throw new Error('normalizer probe broke');
+    cps.forEach((c, i) => { if (parts[i] !== String.fromCodePoint(c)) set[c] = 1; });
+  }
+  return set;
+}
+
 // HF's Lowercase normalizer, code point by code point: [c, lowercase string] for every c it changes.
 function lowercaseMap() {
   const tok = Tokenizer.fromString(JSON.stringify({
@@ -178,6 +195,9 @@ function lowercaseMap() {
     ['rust_space', 'char::is_whitespace (WhitespaceSplit, Strip)',
      classifyWithPreTokenizer({ type: 'WhitespaceSplit' }).gone],
     ['combining_mark', 'is_combining_mark (StripAccents)', removedByNormalizer({ type: 'StripAccents' })],
+    ['nfd_changes', 'code points NFD changes (HF\'s normalization tables are older than the regex ones)',
+     changedByNormalizer({ type: 'NFD' })],
+    ['nfkd_changes', 'code points NFKD changes', changedByNormalizer({ type: 'NFKD' })],
   ];
   for (const [name, what, set] of predicates) {
     const ranges = toRanges(set);
