@@ -158,6 +158,40 @@ Result<std::string> utf8proc_run(std::string_view s, int options) {
   return r;
 }
 
+// A code point utf8proc would decompose but HF's (older) normalization tables do not know: HF leaves it as it is,
+// and, to HF an unassigned starter, it also blocks reordering and composition across it.
+bool hf_frozen(uint32_t c, bool compat) {
+  if (c < 0xA0) return false;
+  const utf8proc_property_t* p = utf8proc_get_property(static_cast<utf8proc_int32_t>(c));
+  bool decomposes = p->decomp_seqindex != UINT16_MAX && (compat || p->decomp_type == 0);
+  if (!decomposes) return false;
+  return compat ? !in_table(generated::kHf_nfkd_changes, c) : !in_table(generated::kHf_nfd_changes, c);
+}
+
+// utf8proc may compose into a code point HF's tables do not know (U+11938, Unicode 13): HF keeps such pairs apart.
+Status split_unknown_composites(std::string& part) {
+  bool any = false;
+  for (size_t i = 0; i < part.size() && !any;) {
+    uint32_t c = utf8_next(part, i);
+    any = c >= 0x300 && hf_frozen(c, false);
+  }
+  if (!any) return Status::ok();
+  std::string out;
+  for (size_t i = 0; i < part.size();) {
+    size_t start = i;
+    uint32_t c = utf8_next(part, i);
+    if (c >= 0x300 && hf_frozen(c, false)) {
+      PIPIT_ASSIGN_OR_RETURN(std::string d, utf8proc_run(std::string_view(part).substr(start, i - start),
+                                                         UTF8PROC_STABLE | UTF8PROC_DECOMPOSE));
+      out += d;
+    } else {
+      out.append(part, start, i - start);
+    }
+  }
+  part = std::move(out);
+  return Status::ok();
+}
+
 // A code point that no neighbour can change under NFC: a starter (ccc 0) that cannot be the second element of a
 // composition (Hangul V/T jamo are composed algorithmically, so they are excluded by range).
 bool nfc_boundary(uint32_t c) {
@@ -198,6 +232,7 @@ Result<std::string> nfc(std::string_view s) {
     } else {
       PIPIT_ASSIGN_OR_RETURN(std::string part, utf8proc_run(s.substr(start, i - start),
                                                             UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+      PIPIT_TRY(split_unknown_composites(part));
       out += part;
     }
   }
@@ -214,21 +249,15 @@ bool is_ascii(std::string_view s) {
 
 namespace {
 
-// A code point utf8proc would decompose but HF's (older) normalization tables do not know: HF leaves it as it is,
-// and, to HF an unassigned starter, it also blocks reordering and composition across it.
-bool hf_frozen(uint32_t c, bool compat) {
-  if (c < 0xA0) return false;
-  const utf8proc_property_t* p = utf8proc_get_property(static_cast<utf8proc_int32_t>(c));
-  bool decomposes = p->decomp_seqindex != UINT16_MAX && (compat || p->decomp_type == 0);
-  if (!decomposes) return false;
-  return compat ? !in_table(generated::kHf_nfkd_changes, c) : !in_table(generated::kHf_nfd_changes, c);
-}
-
 Result<std::string> normalize_span(std::string_view s, NormForm form) {
   switch (form) {
     case NormForm::kNFC: return nfc(s);
     case NormForm::kNFD: return utf8proc_run(s, UTF8PROC_STABLE | UTF8PROC_DECOMPOSE);
-    case NormForm::kNFKC: return utf8proc_run(s, UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT);
+    case NormForm::kNFKC: {
+      PIPIT_ASSIGN_OR_RETURN(std::string r, utf8proc_run(s, UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT));
+      PIPIT_TRY(split_unknown_composites(r));
+      return r;
+    }
     case NormForm::kNFKD: return utf8proc_run(s, UTF8PROC_STABLE | UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT);
   }
   return std::string(s);

@@ -68,6 +68,9 @@ TEST(TokenizerUnicode, NormalizationForms) {
   // HF's normalization tables predate Unicode 12.1: it leaves ㋿ (U+32FF) and 𞁃 (U+1E043) as they are.
   EXPECT_EQ(normalize_form("a\xE3\x8B\xBF" "b", NormForm::kNFKC).value(), "a\xE3\x8B\xBF" "b");
   EXPECT_EQ(normalize_form("\xF0\x9E\x81\x83\xEF\xAC\x81", NormForm::kNFKD).value(), "\xF0\x9E\x81\x83" "fi");
+  const std::string dives = "\xF0\x91\xA4\xB5\xF0\x91\xA4\xB0";  // U+11935 U+11930: U+11938 to Unicode 13, not to HF
+  EXPECT_EQ(normalize_form(dives, NormForm::kNFC).value(), dives);
+  EXPECT_EQ(normalize_form(dives, NormForm::kNFKC).value(), dives);
 }
 
 // NFC through the fast chunked path equals utf8proc on the whole string, on random mixes of risky code points.
