@@ -18,7 +18,7 @@ const OpenAI = require(path.join(path.resolve(prefix), 'node_modules', 'openai')
 // Starts the server on a free port; resolves with {proc, url} once it prints its "listening on" line.
 function startServer(args) {
   return new Promise((resolve, reject) => {
-    const proc = spawn(pipit, ['serve', '-m', model, '--port', '0', '-t', '2', ...args], {
+    const proc = spawn(pipit, ['serve', '-m', model, '--port', '0', '-t', '1', ...args], {
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     let log = '';

@@ -11,9 +11,10 @@ import time
 
 
 class Server:
-    """`pipit serve -m MODEL --port 0 ARGS...`; the port is read from its "listening on" line."""
+    """`pipit serve -m MODEL --port 0 ARGS...`; the port is read from its "listening on" line. One compute thread:
+    ctest runs tests side by side, and a pool of several threads on oversubscribed cores is many times slower."""
 
-    def __init__(self, pipit, model, *args, threads=2):
+    def __init__(self, pipit, model, *args, threads=1):
         self.log = tempfile.TemporaryFile()
         self.proc = subprocess.Popen([pipit, "serve", "-m", model, "--port", "0", "-t", str(threads), *args],
                                      stdout=self.log, stderr=subprocess.STDOUT)
