@@ -48,6 +48,9 @@ void fill_error_body(const ServerState& st, const httplib::Request& req, httplib
                                         st.opt.max_body),
                                "", "invalid_request_error", "request_too_large"});
       break;
+    case 400:
+      send_error(res, ApiError{400, "malformed HTTP request"});
+      break;
     default:
       send_error(res, ApiError{res.status, fmt("HTTP error {}", res.status), "",
                                res.status >= 500 ? "server_error" : "invalid_request_error"});
