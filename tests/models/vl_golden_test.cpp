@@ -24,6 +24,7 @@ struct Case {
   std::string arch, name;
 };
 std::string case_name(const ::testing::TestParamInfo<Case>& i) { return i.param.arch + "_" + i.param.name; }
+void PrintTo(const Case& c, std::ostream* os) { *os << c.arch << "/" << c.name; }
 
 class GoldenVL : public ::testing::TestWithParam<Case> {
  protected:

@@ -63,7 +63,8 @@ TEST(Resample, NearestIsRefused) {
 }
 
 TEST(ImageDecode, ConvertsToRgbAsPil) {
-  for (const auto& mode : manifest()["convert"]) {
+  const auto fixtures = manifest();  // kept alive: the loop walks into it
+  for (const auto& mode : fixtures["convert"]) {
     const std::string m = mode;
     Image got = load("conv_" + m + ".png"), want = load("conv_" + m + ".rgb.png");
     ASSERT_EQ(got.width, want.width) << m;
@@ -73,7 +74,8 @@ TEST(ImageDecode, ConvertsToRgbAsPil) {
 }
 
 TEST(ImageDecode, JpegExifOrientation) {
-  for (const auto& n : manifest()["exif"]) {
+  const auto fixtures = manifest();
+  for (const auto& n : fixtures["exif"]) {
     const std::string name = "exif_" + std::to_string(n.get<int>());
     EXPECT_EQ(jpeg_exif_orientation(bytes_of(fixture(name + ".jpg"))), n.get<int>());
     Image got = load(name + ".jpg"), want = load(name + ".rgb.png");
