@@ -17,7 +17,8 @@
 namespace pipit {
 
 namespace {
-constexpr int kSpinIters = 1 << 16;
+constexpr int kSpinIters = 1 << 14;      // worker: pauses before sleeping on the condition variable
+constexpr int kWaitSpinIters = 1 << 12;  // caller: pauses before yielding while workers finish
 }
 
 ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
@@ -50,7 +51,15 @@ void ThreadPool::run(JobRef job, int nth) {
   }
   if (sleepers_.load() > 0) cv_.notify_all();
   job(0, nth);
-  while (pending_.load(std::memory_order_acquire) != 0) PIPIT_PAUSE();
+  // Spin briefly (the usual case: workers finish within microseconds of us), then yield the core so that a worker
+  // that was descheduled (an oversubscribed machine) can run instead of us burning its time slice.
+  for (int spin = 0; pending_.load(std::memory_order_acquire) != 0; ++spin) {
+    if (spin < kWaitSpinIters) {
+      PIPIT_PAUSE();
+    } else {
+      std::this_thread::yield();
+    }
+  }
   job_ = nullptr;
 }
 
@@ -59,7 +68,7 @@ void ThreadPool::worker(int ith) {
   for (;;) {
     uint64_t g = generation_.load(std::memory_order_acquire);
     for (int spin = 0; g == seen && spin < kSpinIters; ++spin) {
-      PIPIT_PAUSE();
+      if (spin < kSpinIters / 4) PIPIT_PAUSE(); else std::this_thread::yield();
       g = generation_.load(std::memory_order_acquire);
     }
     if (g == seen) {
