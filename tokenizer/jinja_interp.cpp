@@ -117,7 +117,14 @@ Status Interp::exec_stmt(const Stmt& s, Scope& scope, std::string& out) {
       std::string text;
       PIPIT_TRY(exec(s.body, inner, text));
       PIPIT_TRY(exec_filter_chain(s.filters, scope, text));
-      if (!s.target.attr.empty() || s.target.is_tuple) return located(s.line, Error::invalid_argument("block set needs a plain name"));
+      if (s.target.is_tuple) return located(s.line, Error::invalid_argument("cannot unpack a block set"));
+      if (!s.target.attr.empty()) {  // {% set ns.attr %}...{% endset %}
+        PIPIT_ASSIGN_OR_RETURN(Value ns, lookup(s.target.name, scope));
+        if (ns.kind() != Kind::kNamespace)
+          return located(s.line, Error::invalid_argument("cannot assign attribute on non-namespace object"));
+        ns.dict().set(Value::string(s.target.attr), Value::string(std::move(text)));
+        return Status::ok();
+      }
       scope.set(s.target.name, Value::string(std::move(text)));
       return Status::ok();
     }

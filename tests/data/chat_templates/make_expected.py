@@ -296,6 +296,7 @@ CONSTRUCTS = [
     ("set/namespace", "{% set ns = namespace(n=0, s='') %}{% for i in range(3) %}{% set ns.n = ns.n + i %}{% set ns.s = ns.s ~ i %}{% endfor %}{{ ns.n }} {{ ns.s }} {{ ns.missing }} {{ ns }}", {}),
     ("set/namespace_dict", "{% set ns = namespace({'a': 1}, b=2) %}{{ ns.a }}{{ ns.b }}", {}),
     ("set/block", "{% set x %}  hello {{ 1 }}  {% endset %}[{{ x }}]{% set y | trim | upper %}  abc  {% endset %}[{{ y }}]", {}),
+    ("set/block_namespace", "{% set ns = namespace(t='') %}{% for i in range(2) %}{% set ns.t %}{{ ns.t }}<{{ i }}>{% endset %}{% endfor %}{{ ns.t }}", {}),
     ("set/non_namespace_error", "{% set d = {} %}{% set d.a = 1 %}", {}),
     ("set/unpack_error", "{% set a, b = [1, 2, 3] %}", {}),
     ("macro/basic", "{% macro greet(name, greeting='Hello') %}{{ greeting }}, {{ name }}!{% endmacro %}{{ greet('Ann') }} {{ greet('Bob', greeting='Hi') }} {{ greet() }}", {}),
