@@ -28,6 +28,54 @@ void BpeCache::put(std::string_view word, const int32_t* ids, size_t n) {
   map_.emplace(std::string(word), std::make_pair(off, static_cast<uint32_t>(n)));
 }
 
+// ---- vocab index ----
+
+void TokenIndex::reserve(size_t n) {
+  tokens_.reserve(n);
+  ids_.reserve(n);
+  hashes_.reserve(n);
+  size_t want = 16;
+  while (want < n * 2) want <<= 1;
+  if (want > slots_.size()) rehash(want);
+}
+
+void TokenIndex::rehash(size_t n_slots) {
+  slots_.assign(n_slots, 0);
+  mask_ = n_slots - 1;
+  for (size_t i = 0; i < tokens_.size(); ++i) {
+    size_t p = hashes_[i] & mask_;
+    while (slots_[p]) p = (p + 1) & mask_;
+    slots_[p] = static_cast<uint32_t>(i + 1);
+  }
+}
+
+void TokenIndex::set(std::string token, int32_t id) {
+  if ((tokens_.size() + 1) * 2 > slots_.size()) rehash(std::max<size_t>(16, slots_.size() * 2));
+  uint32_t h = static_cast<uint32_t>(StringHash{}(token));
+  size_t p = h & mask_;
+  for (; slots_[p]; p = (p + 1) & mask_) {
+    size_t i = slots_[p] - 1;
+    if (hashes_[i] == h && tokens_[i] == token) {
+      ids_[i] = id;
+      return;
+    }
+  }
+  slots_[p] = static_cast<uint32_t>(tokens_.size() + 1);
+  tokens_.push_back(std::move(token));
+  ids_.push_back(id);
+  hashes_.push_back(h);
+}
+
+std::optional<int32_t> TokenIndex::find(std::string_view token) const {
+  if (slots_.empty()) return std::nullopt;
+  uint32_t h = static_cast<uint32_t>(StringHash{}(token));
+  for (size_t p = h & mask_; slots_[p]; p = (p + 1) & mask_) {
+    size_t i = slots_[p] - 1;
+    if (hashes_[i] == h && tokens_[i] == token) return ids_[i];
+  }
+  return std::nullopt;
+}
+
 // ---- merge table ----
 
 static inline uint64_t mix64(uint64_t k) {
@@ -60,22 +108,30 @@ void Bpe::insert_merge(int32_t a, int32_t b, uint32_t rank, int32_t new_id) {
 
 // ---- parsing ----
 
-Result<std::unique_ptr<Bpe>> Bpe::parse(const json& j, const std::string& where) {
+Result<std::unique_ptr<Bpe>> Bpe::parse(const json& j, const std::string& where, BpeTables* tables) {
   JsonFields f(j, where + " (BPE)");
   std::unique_ptr<Bpe> m(new Bpe());
   PIPIT_ASSIGN_OR_RETURN(const json* vocab, f.required("vocab"));
   if (!vocab->is_object()) return f.error("field 'vocab' must be an object {token: id}");
-  m->vocab_.reserve(vocab->size());
   int32_t max_id = -1;
-  for (auto it = vocab->begin(); it != vocab->end(); ++it) {
-    if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > INT32_MAX)
-      return f.error(fmt("vocab entry '{}' has id {}, expected a non-negative integer", it.key(), it->dump()));
-    int32_t id = static_cast<int32_t>(it->get<int64_t>());
-    m->vocab_[it.key()] = id;
+  auto add_token = [&](std::string token, const json& v) -> Status {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX)
+      return f.error(fmt("vocab entry '{}' has id {}, expected a non-negative integer", token, v.dump()));
+    int32_t id = static_cast<int32_t>(v.get<int64_t>());
+    m->vocab_.set(std::move(token), id);
     max_id = std::max(max_id, id);
+    return Status::ok();
+  };
+  if (tables && tables->has_vocab) {
+    m->vocab_.reserve(tables->vocab.size());
+    for (auto& [token, v] : tables->vocab) PIPIT_TRY(add_token(std::move(token), v));
+    tables->vocab = {};
+  } else {
+    m->vocab_.reserve(vocab->size());
+    for (auto it = vocab->begin(); it != vocab->end(); ++it) PIPIT_TRY(add_token(it.key(), *it));
   }
   m->vocab_r_.assign(static_cast<size_t>(max_id + 1), nullptr);
-  for (auto& [tok, id] : m->vocab_) m->vocab_r_[id] = &tok;
+  for (size_t i = 0; i < m->vocab_.size(); ++i) m->vocab_r_[m->vocab_.id(i)] = &m->vocab_.token(i);
 
   PIPIT_ASSIGN_OR_RETURN(auto unk, f.opt_str("unk_token"));
   if (unk) {
@@ -100,14 +156,16 @@ Result<std::unique_ptr<Bpe>> Bpe::parse(const json& j, const std::string& where)
     m->byte_ids_[b] = id ? *id : -1;
   }
 
-  PIPIT_ASSIGN_OR_RETURN(const json* merges, f.array("merges"));
+  PIPIT_ASSIGN_OR_RETURN(const json* merges_json, f.array("merges"));
+  const std::vector<json>& merges = tables && tables->has_merges ? tables->merges
+                                                                  : merges_json->get_ref<const json::array_t&>();
   size_t cap = 16;
-  while (cap < merges->size() * 2) cap <<= 1;
+  while (cap < merges.size() * 2) cap <<= 1;
   m->merges_.assign(cap, MergeSlot{kEmpty, 0, 0});
   m->merges_mask_ = cap - 1;
   uint32_t rank = 0;
-  for (size_t i = 0; i < merges->size(); ++i) {
-    const json& e = (*merges)[i];
+  for (size_t i = 0; i < merges.size(); ++i) {
+    const json& e = merges[i];
     std::string a, b;
     if (e.is_string()) {  // legacy "a b"
       const std::string& s = e.get_ref<const std::string&>();
@@ -132,14 +190,13 @@ Result<std::unique_ptr<Bpe>> Bpe::parse(const json& j, const std::string& where)
     if (!inew) return f.error(fmt("merges[{}]: merged token '{}' is not in the vocab", i, merged));
     m->insert_merge(*ia, *ib, rank++, *inew);
   }
+  if (tables) tables->merges = {};
   PIPIT_TRY(f.finish());
   return m;
 }
 
 std::optional<int32_t> Bpe::token_to_id(std::string_view token) const {
-  auto it = vocab_.find(token);
-  if (it == vocab_.end()) return std::nullopt;
-  return it->second;
+  return vocab_.find(token);
 }
 
 const std::string* Bpe::id_to_token(int32_t id) const {
@@ -189,10 +246,9 @@ Status Bpe::merge_word(std::string_view w, std::vector<int32_t>& ids) const {
       if (i == w.size()) piece += suffix_;
       s = piece;
     }
-    auto it = vocab_.find(s);
-    if (it != vocab_.end()) {
+    if (std::optional<int32_t> id = vocab_.find(s)) {
       if (pending_unk >= 0) add(pending_unk), pending_unk = -1;
-      add(it->second);
+      add(*id);
       continue;
     }
     if (byte_fallback_) {
@@ -245,9 +301,8 @@ Status Bpe::merge_word(std::string_view w, std::vector<int32_t>& ids) const {
 Status Bpe::tokenize(std::string_view word, std::vector<int32_t>& out, BpeCache* cache) const {
   if (word.empty()) return Status::ok();
   if (ignore_merges_) {
-    auto it = vocab_.find(word);
-    if (it != vocab_.end()) {
-      out.push_back(it->second);
+    if (std::optional<int32_t> id = vocab_.find(word)) {
+      out.push_back(*id);
       return Status::ok();
     }
   }

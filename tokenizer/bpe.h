@@ -21,7 +21,26 @@ struct StringHash {
   using is_transparent = void;
   size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
 };
-using StringMap = std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>>;
+
+// Token -> id for a vocab: open addressing over 32-bit slots with the hashes kept, so a lookup touches one or two
+// cache lines. A repeated token keeps its last id (as reading the JSON object into a map does).
+class TokenIndex {
+ public:
+  void reserve(size_t n);
+  void set(std::string token, int32_t id);
+  std::optional<int32_t> find(std::string_view token) const;
+  size_t size() const { return tokens_.size(); }
+  const std::string& token(size_t i) const { return tokens_[i]; }
+  int32_t id(size_t i) const { return ids_[i]; }
+
+ private:
+  void rehash(size_t n_slots);
+  std::vector<std::string> tokens_;
+  std::vector<int32_t> ids_;
+  std::vector<uint32_t> hashes_;
+  std::vector<uint32_t> slots_;  // 1 + index into tokens_, 0 when empty
+  size_t mask_ = 0;
+};
 
 // Word -> ids memo for one encode call (so encode stays const and thread-safe without locks).
 class BpeCache {
@@ -34,9 +53,19 @@ class BpeCache {
   std::vector<int32_t> pool_;
 };
 
+// model.vocab and model.merges lifted out of tokenizer.json while it is parsed (tokenizer_config.cpp): building a
+// JSON tree for a 250k-entry vocab and 500k merges costs more than everything else in loading.
+struct BpeTables {
+  bool has_vocab = false, has_merges = false;
+  std::vector<std::pair<std::string, nlohmann::json>> vocab;  // in file order
+  std::vector<nlohmann::json> merges;                          // each "a b" or ["a", "b"]
+};
+
 class Bpe {
  public:
-  static Result<std::unique_ptr<Bpe>> parse(const nlohmann::json& j, const std::string& where);
+  // `tables`, when given, holds the vocab and merges that were lifted out of `j`.
+  static Result<std::unique_ptr<Bpe>> parse(const nlohmann::json& j, const std::string& where,
+                                            BpeTables* tables = nullptr);
 
   // Appends the ids of one pre-tokenized word (non-empty, valid UTF-8).
   Status tokenize(std::string_view word, std::vector<int32_t>& out, BpeCache* cache) const;
@@ -57,8 +86,8 @@ class Bpe {
   void insert_merge(int32_t a, int32_t b, uint32_t rank, int32_t new_id);
   Status merge_word(std::string_view word, std::vector<int32_t>& ids) const;
 
-  StringMap vocab_;
-  std::vector<const std::string*> vocab_r_;  // id -> token (points into vocab_ keys)
+  TokenIndex vocab_;
+  std::vector<const std::string*> vocab_r_;  // id -> token (points into vocab_'s strings)
   std::vector<MergeSlot> merges_;            // open addressing, power-of-two size
   size_t merges_mask_ = 0;
   std::optional<std::string> unk_token_;  // set when the model has an unk token

@@ -24,7 +24,8 @@ Result<TokenizerConfig> parse_tokenizer_config(std::string_view text);
 
 class HfTokenizer final : public Tokenizer {
  public:
-  static Result<std::shared_ptr<HfTokenizer>> create(const nlohmann::json& j);
+  // `tables`: model.vocab / model.merges already lifted out of `j` (see BpeTables), or nullptr.
+  static Result<std::shared_ptr<HfTokenizer>> create(const nlohmann::json& j, tok::BpeTables* tables = nullptr);
   void set_config(TokenizerConfig c) { config_ = std::move(c); }
 
   // Invalid UTF-8 in `text` is first repaired like Rust's String::from_utf8_lossy (each maximal invalid subpart
@@ -47,7 +48,7 @@ class HfTokenizer final : public Tokenizer {
     bool left = false;
     int32_t pad_id = 0;
   };
-  Status parse(const nlohmann::json& j);
+  Status parse(const nlohmann::json& j, tok::BpeTables* tables);
   Status encode_text(std::string_view text, std::vector<int32_t>& ids) const;
   const std::string* token_of(int32_t id) const;
 

@@ -12,13 +12,13 @@ namespace pipit {
 using tok::json;
 using tok::JsonFields;
 
-Result<std::shared_ptr<HfTokenizer>> HfTokenizer::create(const json& j) {
+Result<std::shared_ptr<HfTokenizer>> HfTokenizer::create(const json& j, tok::BpeTables* tables) {
   auto t = std::make_shared<HfTokenizer>();
-  PIPIT_TRY(t->parse(j));
+  PIPIT_TRY(t->parse(j, tables));
   return t;
 }
 
-Status HfTokenizer::parse(const json& j) {
+Status HfTokenizer::parse(const json& j, tok::BpeTables* tables) {
   if (!j.is_object()) return Error::format("[tokenizer.json] expected a JSON object at the top level");
   JsonFields top(j, "top level");
   if (const json* v = top.find("version")) {
@@ -38,7 +38,7 @@ Status HfTokenizer::parse(const json& j) {
     return Error::unsupported("[tokenizer.json] model: type '{}' is not supported (pipit supports BPE)", model_type);
   }
   if (model_type != "BPE") return Error::format("[tokenizer.json] model: unknown model type '{}'", model_type);
-  PIPIT_ASSIGN_OR_RETURN(model_, tok::Bpe::parse(*model, "model"));
+  PIPIT_ASSIGN_OR_RETURN(model_, tok::Bpe::parse(*model, "model", tables));
 
   if (const json* v = top.find("normalizer")) {
     PIPIT_ASSIGN_OR_RETURN(normalizer_, tok::parse_normalizer(*v, "normalizer"));

@@ -66,9 +66,47 @@ Result<TokenizerConfig> parse_tokenizer_config(std::string_view text) {
 
 namespace {
 
+// Parses tokenizer.json, moving the entries of model.vocab and model.merges into `tables` instead of the tree.
+Result<json> parse_tokenizer_json(std::string_view text, tok::BpeTables& tables) {
+  std::string top_key, model_key;
+  bool in_vocab = false, in_merges = false;
+  std::string vocab_key;
+  auto cb = [&](int depth, json::parse_event_t ev, json& parsed) -> bool {
+    using E = json::parse_event_t;
+    if (ev == E::key && depth == 1) top_key = parsed.get<std::string>();
+    if (top_key != "model") return true;
+    if (ev == E::key && depth == 2) model_key = parsed.get<std::string>();
+    if (depth == 2 && ev == E::object_start && model_key == "vocab") in_vocab = tables.has_vocab = true;
+    if (depth == 2 && ev == E::array_start && model_key == "merges") in_merges = tables.has_merges = true;
+    if (depth == 2 && (ev == E::object_end || ev == E::array_end)) in_vocab = in_merges = false;
+    if (depth != 3) return true;
+    if (in_vocab) {
+      if (ev == E::key) {
+        vocab_key = parsed.get<std::string>();
+        return true;
+      }
+      if (ev == E::value || ev == E::object_end || ev == E::array_end) {
+        tables.vocab.emplace_back(std::move(vocab_key), std::move(parsed));
+        return false;
+      }
+    }
+    if (in_merges && (ev == E::value || ev == E::object_end || ev == E::array_end)) {
+      tables.merges.push_back(std::move(parsed));
+      return false;
+    }
+    return true;
+  };
+  try {
+    return json::parse(text.begin(), text.end(), cb);
+  } catch (const json::exception& e) {
+    return Error::format("[tokenizer.json] not valid JSON: {}", e.what());
+  }
+}
+
 Result<std::shared_ptr<HfTokenizer>> load_hf(std::string_view tokenizer_json, std::string_view tokenizer_config_json) {
-  PIPIT_ASSIGN_OR_RETURN(json j, parse_json(tokenizer_json, "tokenizer.json"));
-  PIPIT_ASSIGN_OR_RETURN(std::shared_ptr<HfTokenizer> t, HfTokenizer::create(j));
+  tok::BpeTables tables;
+  PIPIT_ASSIGN_OR_RETURN(json j, parse_tokenizer_json(tokenizer_json, tables));
+  PIPIT_ASSIGN_OR_RETURN(std::shared_ptr<HfTokenizer> t, HfTokenizer::create(j, &tables));
   PIPIT_ASSIGN_OR_RETURN(TokenizerConfig cfg, parse_tokenizer_config(tokenizer_config_json));
   t->set_config(std::move(cfg));
   return t;
