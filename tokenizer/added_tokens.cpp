@@ -2,7 +2,6 @@
 #include "tokenizer/added_tokens.h"
 
 #include <algorithm>
-#include <map>
 
 #include "tokenizer/json_fields.h"
 #include "tokenizer/unicode.h"
@@ -12,40 +11,42 @@ namespace pipit::tok {
 // ---- trie ----
 
 void TokenTrie::build(const std::vector<std::string>& patterns, const std::vector<int32_t>& ids) {
-  // Build with maps, then flatten into sorted edge arrays.
-  std::vector<std::map<uint8_t, int32_t>> tmp(1);
+  // Insert in sorted order: a node's children are then created in increasing byte order, and an existing child
+  // for the next byte can only be the node's last one.
+  std::vector<size_t> order;
+  for (size_t p = 0; p < patterns.size(); ++p)
+    if (!patterns[p].empty()) order.push_back(p);
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return patterns[x] < patterns[y]; });
+  std::vector<std::vector<Edge>> children(1);
   std::vector<int32_t> term(1, -1);
-  for (size_t p = 0; p < patterns.size(); ++p) {
-    if (patterns[p].empty()) continue;
+  for (size_t p : order) {
     int32_t n = 0;
     for (unsigned char b : patterns[p]) {
-      auto it = tmp[n].find(b);
-      if (it == tmp[n].end()) {
-        int32_t child = static_cast<int32_t>(tmp.size());
-        tmp[n][b] = child;
-        tmp.emplace_back();
-        term.push_back(-1);
-        n = child;
-      } else {
-        n = it->second;
+      std::vector<Edge>& kids = children[n];
+      if (!kids.empty() && kids.back().byte == b) {
+        n = kids.back().child;
+        continue;
       }
+      int32_t child = static_cast<int32_t>(children.size());
+      kids.push_back({b, child});
+      children.emplace_back();
+      term.push_back(-1);
+      n = child;
     }
     if (term[n] < 0) term[n] = ids[p];  // the first pattern with this content wins, as in the Aho-Corasick build
     ++n_patterns_;
   }
-  nodes_.assign(tmp.size(), Node{});
+  nodes_.assign(children.size(), Node{});
   edges_.clear();
-  for (size_t n = 0; n < tmp.size(); ++n) {
+  for (size_t n = 0; n < children.size(); ++n) {
     nodes_[n].edge_begin = static_cast<uint32_t>(edges_.size());
-    for (auto& [b, c] : tmp[n]) edges_.push_back({b, c});
+    edges_.insert(edges_.end(), children[n].begin(), children[n].end());
     nodes_[n].edge_end = static_cast<uint32_t>(edges_.size());
     nodes_[n].id = term[n];
   }
-  for (int b = 0; b < 256; ++b) {
-    auto it = tmp[0].find(static_cast<uint8_t>(b));
-    root_child_[b] = it == tmp[0].end() ? -1 : it->second;
-    first_byte_[b] = root_child_[b] >= 0;
-  }
+  for (int b = 0; b < 256; ++b) root_child_[b] = -1;
+  for (const Edge& e : children[0]) root_child_[e.byte] = e.child;
+  for (int b = 0; b < 256; ++b) first_byte_[b] = root_child_[b] >= 0;
 }
 
 void TokenTrie::find_all(std::string_view text, std::vector<Segment>& out) const {
