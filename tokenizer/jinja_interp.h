@@ -72,7 +72,6 @@ class Interp {
   int64_t steps_ = 0;
   int depth_ = 0;
   int call_depth_ = 0;
-  size_t output_bytes_ = 0;
   int error_line_ = 0;
   std::vector<std::shared_ptr<Dict>> namespaces_;
 };
