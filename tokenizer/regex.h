@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "tokenizer/unicode.h"
 
 namespace pipit::tok {
 
@@ -76,11 +77,7 @@ std::vector<std::pair<size_t, size_t>> apply_split_behavior(const std::vector<Ma
 template <class Pred>
 void find_char_matches(std::string_view text, Pred pred, std::vector<Match>& out);
 
-}  // namespace pipit::tok
-
-#include "tokenizer/unicode.h"
-
-namespace pipit::tok {
+// ---- implementation ----
 
 template <class Pred>
 void find_char_matches(std::string_view text, Pred pred, std::vector<Match>& out) {
