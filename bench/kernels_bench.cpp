@@ -13,6 +13,7 @@
 
 #include "backends/cpu/kernels.h"
 #include "core/cpu.h"
+#include "core/panels.h"
 
 namespace pipit {
 namespace {
@@ -50,8 +51,14 @@ void bm_matmul(benchmark::State& st, const Kernels* k, DType t, int64_t M, int64
   const int64_t row = dtype_row_bytes(t, K);
   std::vector<uint8_t> w(size_t(row * N));
   {
+    const DType plain = dtype_unpanel(t);  // panels: quantize plain rows, then pack them
     auto wf = random_floats(size_t(K * N), 1);
-    for (int64_t n = 0; n < N; ++n) ref_kernels().from_f32[int(t)](&wf[size_t(n * K)], &w[size_t(n * row)], K);
+    for (int64_t n = 0; n < N; ++n) ref_kernels().from_f32[int(plain)](&wf[size_t(n * K)], &w[size_t(n * row)], K);
+    if (plain != t) {
+      std::vector<uint8_t> packed(w.size());
+      pack_panels(plain, w.data(), row, N, K, packed.data());
+      w.swap(packed);
+    }
   }
   auto xf = random_floats(size_t(M * K), 2);
   std::vector<BlockQ8Act> xq;
@@ -110,7 +117,7 @@ void bm_attn(benchmark::State& st, const Kernels* k, DType kv) {
 }
 
 void register_all() {
-  const DType dts[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0};
+  const DType dts[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q8_0X16, DType::Q4_0X16};
   for (auto& [isa, k] : tables()) {
     for (DType t : dts)
       for (int64_t n : {1024, 2048, 4096}) {
@@ -121,6 +128,16 @@ void register_all() {
       for (int64_t n : {1024, 2048}) {
         const std::string name = "gemm/" + isa + "/" + std::string(dtype_name(t)) + "/K=N=" + std::to_string(n) + "/M=32";
         benchmark::RegisterBenchmark(name.c_str(), bm_matmul, k, t, int64_t(32), n, n)->Unit(benchmark::kMillisecond);
+      }
+    for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q8_0X16, DType::Q4_0X16, DType::F16})  // from DRAM: lm_head
+      benchmark::RegisterBenchmark(("gemv/" + isa + "/" + std::string(dtype_name(t)) + "/K=1024/N=151936").c_str(),
+                                   bm_matmul, k, t, int64_t(1), int64_t(1024), int64_t(151936))
+          ->Unit(benchmark::kMillisecond);
+    for (DType t : dts)  // prefill shapes of Qwen3-0.6B: one 512-token chunk through ffn_up and ffn_down
+      for (auto [K, N] : {std::pair<int64_t, int64_t>{1024, 3072}, {3072, 1024}}) {
+        const std::string name = "gemm/" + isa + "/" + std::string(dtype_name(t)) + "/K=" + std::to_string(K) +
+                                 "/N=" + std::to_string(N) + "/M=512";
+        benchmark::RegisterBenchmark(name.c_str(), bm_matmul, k, t, int64_t(512), K, N)->Unit(benchmark::kMillisecond);
       }
     for (const char* op : {"rms_norm", "swiglu", "softmax", "quantize_act"})
       benchmark::RegisterBenchmark(("row/" + isa + "/" + op + "/n=4096").c_str(), bm_rows, k, std::string(op))

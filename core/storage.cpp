@@ -61,6 +61,15 @@ MmapStorage::~MmapStorage() {
   if (data_) munmap(data_, size_);
 }
 
+void MmapStorage::release(const void* p, size_t n) const {
+  const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+  uintptr_t b = reinterpret_cast<uintptr_t>(p), e = b + n;
+  b = (b + page - 1) / page * page;  // whole pages only: a neighbour's bytes may share the edge pages
+  e = e / page * page;
+  if (e > b && b >= reinterpret_cast<uintptr_t>(data_) && e <= reinterpret_cast<uintptr_t>(data_) + size_)
+    madvise(reinterpret_cast<void*>(b), e - b, MADV_DONTNEED);
+}
+
 Arena::Arena(size_t initial_bytes) { chunks_.push_back(HeapStorage::make(initial_bytes)); }
 
 uint8_t* Arena::alloc(size_t bytes, std::shared_ptr<Storage>* owner) {
@@ -84,6 +93,12 @@ void Arena::reset() {
   }
   used_ = 0;
   total_used_ = 0;
+}
+
+void Arena::rewind(const Mark& m) {
+  chunks_.resize(m.chunks);  // chunks added since the mark are freed (or kept alive by tensors still using them)
+  used_ = m.used;
+  total_used_ = m.total_used;
 }
 
 size_t Arena::capacity() const {

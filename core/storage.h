@@ -38,6 +38,9 @@ class MmapStorage : public Storage {
   static Result<std::shared_ptr<MmapStorage>> open(const std::string& path);
   ~MmapStorage() override;
   const std::string& path() const { return path_; }
+  // Drops the whole pages inside [p, p + n) from this process's resident memory (madvise DONTNEED): they stay in
+  // the page cache, and a later read maps them again. For bytes that were copied elsewhere (weights packed at load).
+  void release(const void* p, size_t n) const;
 
  private:
   std::string path_;
@@ -51,6 +54,13 @@ class Arena {
   explicit Arena(size_t initial_bytes = 1 << 20);
   uint8_t* alloc(size_t bytes, std::shared_ptr<Storage>* owner);
   void reset();
+  // Everything allocated after mark() is given back by rewind(mark): a model rewinds after each layer, so a pass
+  // needs one layer's activations, not all of them.
+  struct Mark {
+    size_t chunks, used, total_used;
+  };
+  Mark mark() const { return {chunks_.size(), used_, total_used_}; }
+  void rewind(const Mark& m);
   size_t high_water() const { return high_water_; }
   size_t capacity() const;
 
@@ -59,6 +69,19 @@ class Arena {
   size_t used_ = 0;         // bytes used in chunks_.back()
   size_t total_used_ = 0;   // bytes used across all chunks this pass
   size_t high_water_ = 0;
+};
+
+// Rewinds the arena when it goes out of scope.
+class ArenaScope {
+ public:
+  explicit ArenaScope(Arena& a) : arena_(a), mark_(a.mark()) {}
+  ~ArenaScope() { arena_.rewind(mark_); }
+  ArenaScope(const ArenaScope&) = delete;
+  ArenaScope& operator=(const ArenaScope&) = delete;
+
+ private:
+  Arena& arena_;
+  Arena::Mark mark_;
 };
 
 // Whole-file read helper for small files (configs, tokenizer.json).

@@ -29,7 +29,7 @@ ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lk(mu_);
     stop_.store(true);
-    generation_.fetch_add(1);
+    generation_.fetch_add(2);
   }
   cv_.notify_all();
   for (auto& t : threads_) t.join();
@@ -41,13 +41,13 @@ void ThreadPool::run(JobRef job, int nth) {
     job(0, 1);
     return;
   }
-  job_ = &job;
+  job_.store(&job, std::memory_order_relaxed);
   job_nth_ = nth;
   pending_.store(n_threads_ - 1, std::memory_order_relaxed);
   {
     // The lock orders the generation bump with sleepers checking it (no lost wake-up).
     std::lock_guard<std::mutex> lk(mu_);
-    generation_.fetch_add(1, std::memory_order_release);
+    generation_.store((generation_.load() | 1) + 1, std::memory_order_release);  // next even number: static
   }
   if (sleepers_.load() > 0) cv_.notify_all();
   job(0, nth);
@@ -60,7 +60,30 @@ void ThreadPool::run(JobRef job, int nth) {
       std::this_thread::yield();
     }
   }
-  job_ = nullptr;
+  job_.store(nullptr, std::memory_order_relaxed);
+}
+
+void ThreadPool::run_dynamic(JobRef job) {
+  job_.store(&job, std::memory_order_relaxed);
+  job_nth_ = n_threads_;
+  open_.store(true, std::memory_order_release);  // after job_: a worker that sees it open sees this job
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    generation_.store((generation_.load() + 1) | 1, std::memory_order_release);  // next odd number: dynamic
+  }
+  if (sleepers_.load() > 0) cv_.notify_all();
+  job(0, n_threads_);
+  // Every chunk has been taken; close the job and wait only for the workers inside it (seq_cst: a worker that
+  // raises active_ after we read it must see open_ == false).
+  open_.store(false, std::memory_order_seq_cst);
+  for (int spin = 0; active_.load(std::memory_order_seq_cst) != 0; ++spin) {
+    if (spin < kWaitSpinIters) {
+      PIPIT_PAUSE();
+    } else {
+      std::this_thread::yield();
+    }
+  }
+  job_.store(nullptr, std::memory_order_relaxed);
 }
 
 void ThreadPool::worker(int ith) {
@@ -80,8 +103,17 @@ void ThreadPool::worker(int ith) {
     }
     seen = g;
     if (stop_.load()) return;
-    if (ith < job_nth_) (*job_)(ith, job_nth_);
-    pending_.fetch_sub(1, std::memory_order_acq_rel);
+    if ((g & 1) == 0) {
+      // static: this job cannot end (nor the next begin) before we acknowledge it, so job_ is still this job's
+      JobRef* job = job_.load(std::memory_order_relaxed);
+      if (ith < job_nth_) (*job)(ith, job_nth_);
+      pending_.fetch_sub(1, std::memory_order_acq_rel);
+    } else {
+      // dynamic: join whichever dynamic job is open now (g's, or a later one if we woke late), if any
+      active_.fetch_add(1, std::memory_order_seq_cst);
+      if (open_.load(std::memory_order_seq_cst)) (*job_.load(std::memory_order_acquire))(ith, n_threads_);
+      active_.fetch_sub(1, std::memory_order_release);
+    }
   }
 }
 

@@ -1,8 +1,13 @@
 // A persistent thread pool: workers are started once and wait for jobs, so an op costs a wake-up, not a spawn.
 // The caller is worker 0 and runs its share too. Workers spin briefly before sleeping: decode issues hundreds of
 // small jobs per token, and a futex wake per job would cost more than the work.
+// Two kinds of job: run() gives each of nth threads a fixed share and waits for all of them; parallel_for() lets
+// the threads that show up take chunks from a shared counter, and returns once every chunk is done, without waiting
+// for a worker that never started. On a machine with more runnable threads than cores a descheduled worker then
+// costs at most the chunk it holds, not its whole share (a static split waits for the slowest thread).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -34,32 +39,44 @@ class ThreadPool {
   int size() const { return n_threads_; }
   // Runs job(ith, nth) for ith in [0, nth) across the pool and waits for all of them. nth <= size().
   void run(JobRef job, int nth = -1);
-  // Splits [0, n) into contiguous ranges, one per thread: fn(begin, end).
+  // Runs fn(begin, end) over chunks of `grain` items of [0, n), taken by whichever threads are running; each item
+  // is done exactly once, in one call. n <= grain (or one thread) runs inline.
   template <class F>
-  void parallel_for(int64_t n, F&& fn, int64_t min_per_thread = 1) {
-    int nth = n_threads_;
-    if (min_per_thread > 0 && n / min_per_thread < nth) nth = int(std::max<int64_t>(1, n / min_per_thread));
-    if (nth <= 1) {
-      fn(int64_t(0), n);
+  void parallel_for(int64_t n, F&& fn, int64_t grain = 1) {
+    parallel_for_ith(n, [&](int, int64_t b, int64_t e) { fn(b, e); }, grain);
+  }
+  // The same, also passing the calling thread's index (in [0, size()), unique among concurrent calls: per-thread
+  // scratch buffers).
+  template <class F>
+  void parallel_for_ith(int64_t n, F&& fn, int64_t grain = 1) {
+    if (grain < 1) grain = 1;
+    if (n <= 0) return;
+    if (n_threads_ == 1 || n <= grain) {
+      fn(0, int64_t(0), n);
       return;
     }
-    auto job = [&](int ith, int nt) {
-      int64_t b = n * ith / nt, e = n * (ith + 1) / nt;
-      if (b < e) fn(b, e);
+    std::atomic<int64_t> next{0};
+    auto job = [&](int ith, int) {
+      for (int64_t b; (b = next.fetch_add(grain, std::memory_order_relaxed)) < n;) fn(ith, b, std::min(n, b + grain));
     };
-    run(JobRef(job), nth);
+    run_dynamic(JobRef(job));
   }
 
   static int default_threads();  // physical cores (falls back to logical)
 
  private:
   void worker(int ith);
+  void run_dynamic(JobRef job);  // job(ith, size()) on the caller and on each worker that arrives before it closes
   int n_threads_;
   std::vector<std::thread> threads_;
+  // Job number << 1 | 1 for a dynamic job. A static job's job_ stays valid until every worker has acknowledged it
+  // (pending_); a dynamic job's only while open_ (workers enter by raising active_, then checking open_).
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> pending_{0};
+  std::atomic<int> active_{0};
+  std::atomic<bool> open_{false};
   std::atomic<bool> stop_{false};
-  JobRef* job_ = nullptr;
+  std::atomic<JobRef*> job_{nullptr};
   int job_nth_ = 0;
   std::mutex mu_;
   std::condition_variable cv_;

@@ -42,9 +42,14 @@ Result<MlpWeights> load_mlp(const WeightSource& w, const std::string& p, int64_t
 Tensor self_attention(Ctx& ctx, const Tensor& x, const AttnWeights& w, const AttnConfig& c, const RopeSpec* rope,
                       const Batch& batch, KvCache& kv, int layer) {
   const int64_t n = x.dim(0);
-  Tensor q = ctx.name(linear(ctx, x, w.q, w.q_bias), "q", layer).reshape({n, c.n_head, c.head_dim});
-  Tensor k = ctx.name(linear(ctx, x, w.k, w.k_bias), "k", layer).reshape({n, c.n_head_kv, c.head_dim});
-  Tensor v = ctx.name(linear(ctx, x, w.v, w.v_bias), "v", layer).reshape({n, c.n_head_kv, c.head_dim});
+  Tensor q, k, v;  // one pass over x for the three projections
+  const Tensor* ws[] = {&w.q, &w.k, &w.v};
+  const Tensor* bs[] = {&w.q_bias, &w.k_bias, &w.v_bias};
+  Tensor* ys[] = {&q, &k, &v};
+  linear_multi(ctx, x, ws, bs, ys);
+  q = ctx.name(q, "q", layer).reshape({n, c.n_head, c.head_dim});
+  k = ctx.name(k, "k", layer).reshape({n, c.n_head_kv, c.head_dim});
+  v = ctx.name(v, "v", layer).reshape({n, c.n_head_kv, c.head_dim});
   if (w.q_norm.defined()) {
     rms_norm_heads_(ctx, q, w.q_norm, c.norm_eps, c.norm_offset);
     rms_norm_heads_(ctx, k, w.k_norm, c.norm_eps, c.norm_offset);
@@ -90,9 +95,7 @@ Tensor input_embeddings(Ctx& ctx, const Tensor& tok_embd, const Batch& batch) {
 }
 
 Tensor gated_mlp(Ctx& ctx, const Tensor& x, const MlpWeights& w, MlpAct act) {
-  Tensor g = linear(ctx, x, w.gate);
-  Tensor u = linear(ctx, x, w.up);
-  Tensor h = act == MlpAct::kSilu ? swiglu(ctx, g, u) : geglu(ctx, g, u);
+  Tensor h = linear_gated(ctx, x, w.gate, w.up, act == MlpAct::kSilu ? GateAct::kSilu : GateAct::kGeluTanh);
   return linear(ctx, h, w.down);
 }
 

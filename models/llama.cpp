@@ -64,6 +64,7 @@ class LlamaModel : public Model {
   Status forward(Ctx& ctx, const Batch& batch, KvCache& kv, Tensor* logits) override {
     Tensor x = ctx.name(input_embeddings(ctx, tok_embd_, batch), "embd");
     for (int il = 0; il < int(layers_.size()); ++il) {
+      ArenaScope scope(*ctx.arena);  // the layer's activations are dead once x is updated
       const LlamaLayer& L = layers_[size_t(il)];
       Tensor h = ctx.name(rms_norm(ctx, x, L.attn_norm, eps_), "attn_norm", il);
       const RopeSpec* rope = use_rope_[size_t(il)] ? &rope_ : nullptr;

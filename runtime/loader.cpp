@@ -3,7 +3,10 @@
 #include "runtime/loader.h"
 
 #include <algorithm>
+#include <cstdlib>
 
+#include "backends/cpu/kernels.h"
+#include "core/panels.h"
 #include "core/storage.h"
 #include "convert/checkpoint.h"
 #ifdef PIPIT_WITH_TOKENIZER
@@ -60,6 +63,20 @@ Status load_tokenizer(const Checkpoint& c, LoadedModel& lm) {
   return Status::ok();
 }
 
+// q4_0 / q8_0 matrices -> 16-row panels (see LoadOptions::pack_weights). The file's pages of a packed tensor are
+// dropped from resident memory right after, so the peak stays near one copy of the weights.
+void pack_weights(std::map<std::string, Tensor>& tensors) {
+  for (auto& [name, t] : tensors) {
+    if ((t.dtype() != DType::Q4_0 && t.dtype() != DType::Q8_0) || t.ndim() != 2 || t.dim(0) % kPanelRows ||
+        !t.is_contiguous())
+      continue;
+    Tensor p = Tensor::empty(dtype_panel_of(t.dtype()), t.shape());
+    pack_panels(t.dtype(), t.data(), t.row_stride(), t.dim(0), t.dim(1), p.data());
+    if (auto* m = dynamic_cast<const MmapStorage*>(t.storage().get())) m->release(t.data(), t.nbytes());
+    t = p;
+  }
+}
+
 }  // namespace
 
 Result<LoadedModel> load_model(const std::string& path, const LoadOptions& opt) {
@@ -73,6 +90,8 @@ Result<LoadedModel> load_model(const std::string& path, const LoadOptions& opt) 
     if (j.is_discarded() || !j.is_object()) return Error::format("[load] {}: preprocessor_config.json is not a JSON object", path);
     lm.preprocessor_config = std::move(j);
   }
+  const char* pack_env = std::getenv("PIPIT_PACK");
+  if (opt.pack_weights && kernels().pack_quant && !(pack_env && std::string(pack_env) == "0")) pack_weights(c.tensors);
   lm.weights = std::make_shared<MapWeightSource>(std::move(c.tensors));
   PIPIT_ASSIGN_OR_RETURN(lm.model, create_model(lm.config, *lm.weights));
   merge_generation_config(lm);

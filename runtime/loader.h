@@ -26,6 +26,10 @@ struct LoadedModel {
 
 struct LoadOptions {
   bool need_tokenizer = false;  // error when the checkpoint has no tokenizer
+  // Pack q4_0 / q8_0 matrices into 16-row panels (q4_0x16, q8_0x16) when this CPU's kernels prefer them
+  // (Kernels::pack_quant): one copy at load, after which the file's pages are released. Files written by
+  // `pipit convert --target` hold panels already and load without a copy. PIPIT_PACK=0 turns it off.
+  bool pack_weights = true;
 };
 
 Result<LoadedModel> load_model(const std::string& path, const LoadOptions& opt = {});

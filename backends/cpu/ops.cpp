@@ -2,8 +2,11 @@
 // Matmuls split the weight's output rows (N) so each thread streams distinct weight bytes — what decode needs.
 #include "backends/cpu/ops.h"
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
+
+#include "core/panels.h"
 
 namespace pipit {
 
@@ -21,9 +24,24 @@ const float* as_f32(Ctx& ctx, const Tensor& t) {
 
 }  // namespace
 
+namespace {
+// Row r of a panel tensor (q4_0x16, q8_0x16) as f32: unpacked to plain blocks in the arena, then converted.
+void panel_row_to_f32(Ctx& ctx, const Tensor& t, int64_t r, float* dst) {
+  const DType plain = dtype_unpanel(t.dtype());
+  const int64_t K = t.dim(-1);
+  Tensor tmp = ctx.alloc(DType::I8, {dtype_row_bytes(plain, K)});
+  unpack_panel_rows(t.dtype(), t.data(), K, r, r + 1, tmp.data());
+  ctx.k->to_f32[int(plain)](tmp.data(), dst, K);
+}
+}  // namespace
+
 Tensor to_f32(Ctx& ctx, const Tensor& x) {
   Tensor y = ctx.alloc(DType::F32, x.shape());
   const int64_t n = x.dim(-1), rows = x.rows();
+  if (dtype_is_panel(x.dtype())) {
+    for (int64_t r = 0; r < rows; ++r) panel_row_to_f32(ctx, x, r, frow_mut(y, r));
+    return y;
+  }
   PIPIT_ASSERT(x.rows_contiguous(), "to_f32 of {}", x.describe());
   auto conv = ctx.k->to_f32[int(x.dtype())];
   PIPIT_ASSERT(conv, "no to_f32 kernel for {}", dtype_name(x.dtype()));
@@ -31,35 +49,122 @@ Tensor to_f32(Ctx& ctx, const Tensor& x) {
   return y;
 }
 
-Tensor linear(Ctx& ctx, const Tensor& x, const Tensor& w, const Tensor& bias) {
-  PIPIT_ASSERT(x.dtype() == DType::F32 && x.ndim() == 2 && w.ndim() == 2 && x.dim(1) == w.dim(1),
-               "linear x {} w {}", x.describe(), w.describe());
-  PIPIT_ASSERT(w.rows_contiguous() && x.rows_contiguous());
-  const int64_t M = x.dim(0), K = x.dim(1), N = w.dim(0);
-  Tensor y = ctx.alloc(DType::F32, {M, N});
-  MatmulArgs a{x.data(), x.row_stride(), w.data(), w.row_stride(), y.ptr<float>(), y.row_stride(), M, K};
-  if (dtype_is_quantized(w.dtype())) {
-    // quantize activations once (int8 per block of 32), shared by all threads
+namespace {
+
+// x as the matmul kernels of weight dtype wt take it: f32 rows as they are, or int8 blocks (BlockQ8Act) quantized
+// once, shared by every thread and by every weight that follows.
+MatmulArgs matmul_input(Ctx& ctx, const Tensor& x, DType wt) {
+  const int64_t M = x.dim(0), K = x.dim(1);
+  MatmulArgs a{x.data(), x.row_stride(), nullptr, 0, nullptr, 0, M, K};
+  if (dtype_is_quantized(wt)) {
     PIPIT_ASSERT(K % kQBlock == 0);
     Tensor xq = ctx.alloc(DType::I8, {M, K / kQBlock * int64_t(sizeof(BlockQ8Act))});
     auto* q = xq.ptr<BlockQ8Act>();
     ctx.pool->parallel_for(M, [&](int64_t m0, int64_t m1) {
       ctx.k->quantize_act(frow(x, m0), x.row_stride(), q + m0 * (K / kQBlock), m1 - m0, K);
-    });
+    }, 4);
     a.x = q;
     a.x_stride = K / kQBlock * int64_t(sizeof(BlockQ8Act));
   }
-  MatmulFn fn = ctx.k->matmul[int(w.dtype())];
-  PIPIT_ASSERT(fn, "no matmul kernel for {}", dtype_name(w.dtype()));
-  // chunks of 16 rows keep SIMD kernels on full tiles; at least 64 rows per thread so tiny layers stay serial
-  ctx.pool->parallel_for((N + 15) / 16, [&](int64_t b0, int64_t b1) { fn(a, b0 * 16, std::min(N, b1 * 16)); },
-                         (M * K * 16 >= 8192) ? 1 : 64);
-  if (bias.defined()) {
-    PIPIT_ASSERT(bias.numel() == N, "bias {} for {} outputs", bias.describe(), N);
-    const float* b = as_f32(ctx, bias);
-    for (int64_t m = 0; m < M; ++m) ctx.k->add(frow(y, m), b, frow_mut(y, m), N);
-  }
+  return a;
+}
+
+void check_linear(const Tensor& x, const Tensor& w) {
+  PIPIT_ASSERT(x.dtype() == DType::F32 && x.ndim() == 2 && w.ndim() == 2 && x.dim(1) == w.dim(1),
+               "linear x {} w {}", x.describe(), w.describe());
+  PIPIT_ASSERT(w.rows_contiguous() && x.rows_contiguous());
+  PIPIT_ASSERT(!dtype_is_panel(w.dtype()) || (w.dim(0) % kPanelRows == 0 && w.is_contiguous()), "linear w {}",
+               w.describe());
+}
+
+// Work is split in chunks of 16 output rows (SIMD tiles and panels stay whole); a thread takes several at a time so
+// it streams a long run of weight bytes, while at least 8 runs per thread are left for load balancing. Tiny
+// matmuls stay on one thread.
+int64_t matmul_grain(Ctx& ctx, int64_t M, int64_t K, int64_t n_chunks) {
+  if (M * K * 16 < 8192) return n_chunks;
+  return std::max<int64_t>(1, n_chunks / (8 * ctx.pool->size()));
+}
+
+void add_bias(Ctx& ctx, Tensor& y, const Tensor& bias) {
+  if (!bias.defined()) return;
+  const int64_t N = y.dim(1);
+  PIPIT_ASSERT(bias.numel() == N, "bias {} for {} outputs", bias.describe(), N);
+  const float* b = as_f32(ctx, bias);
+  for (int64_t m = 0; m < y.dim(0); ++m) ctx.k->add(frow(y, m), b, frow_mut(y, m), N);
+}
+
+}  // namespace
+
+Tensor linear(Ctx& ctx, const Tensor& x, const Tensor& w, const Tensor& bias) {
+  Tensor y;
+  const Tensor* ws[] = {&w};
+  const Tensor* bs[] = {&bias};
+  Tensor* ys[] = {&y};
+  linear_multi(ctx, x, ws, bs, ys);
   return y;
+}
+
+void linear_multi(Ctx& ctx, const Tensor& x, std::span<const Tensor* const> ws, std::span<const Tensor* const> biases,
+                  std::span<Tensor* const> ys) {
+  constexpr size_t kMax = 4;
+  const size_t n = ws.size();
+  PIPIT_ASSERT(n >= 1 && n <= kMax && biases.size() == n && ys.size() == n);
+  for (size_t i = 1; i < n; ++i)
+    if (ws[i]->dtype() != ws[0]->dtype()) {  // mixed dtypes: one matmul at a time
+      for (size_t j = 0; j < n; ++j) *ys[j] = linear(ctx, x, *ws[j], *biases[j]);
+      return;
+    }
+  const int64_t M = x.dim(0), K = x.dim(1);
+  for (size_t i = 0; i < n; ++i) check_linear(x, *ws[i]);
+  MatmulArgs args[kMax];
+  int64_t first_chunk[kMax + 1] = {0};  // weight i owns chunks [first_chunk[i], first_chunk[i + 1])
+  const MatmulArgs in = matmul_input(ctx, x, ws[0]->dtype());
+  for (size_t i = 0; i < n; ++i) {
+    const Tensor& w = *ws[i];
+    *ys[i] = ctx.alloc(DType::F32, {M, w.dim(0)});
+    args[i] = in;
+    args[i].w = w.data();
+    args[i].w_stride = w.row_stride();
+    args[i].y = ys[i]->ptr<float>();
+    args[i].y_stride = ys[i]->row_stride();
+    first_chunk[i + 1] = first_chunk[i] + (w.dim(0) + 15) / 16;
+  }
+  MatmulFn fn = ctx.k->matmul[int(ws[0]->dtype())];
+  ctx.pool->parallel_for(first_chunk[n], [&](int64_t c0, int64_t c1) {
+    for (size_t i = 0; i < n && c0 < c1; ++i) {  // the part of [c0, c1) that falls on each weight
+      const int64_t b = std::max(c0, first_chunk[i]), e = std::min(c1, first_chunk[i + 1]);
+      if (b >= e) continue;
+      const int64_t N = ws[i]->dim(0);
+      fn(args[i], (b - first_chunk[i]) * 16, std::min(N, (e - first_chunk[i]) * 16));
+    }
+  }, matmul_grain(ctx, M, K, first_chunk[n]));
+  for (size_t i = 0; i < n; ++i) add_bias(ctx, *ys[i], *biases[i]);
+}
+
+Tensor linear_gated(Ctx& ctx, const Tensor& x, const Tensor& gate, const Tensor& up, GateAct act) {
+  check_linear(x, gate);
+  check_linear(x, up);
+  PIPIT_ASSERT(gate.shape() == up.shape() && gate.dtype() == up.dtype(), "gate {} up {}", gate.describe(),
+               up.describe());
+  const int64_t M = x.dim(0), K = x.dim(1), N = gate.dim(0);
+  Tensor g = ctx.alloc(DType::F32, {M, N}), u = ctx.alloc(DType::F32, {M, N}), h = ctx.alloc(DType::F32, {M, N});
+  MatmulArgs ag = matmul_input(ctx, x, gate.dtype()), au = ag;
+  ag.w = gate.data();
+  au.w = up.data();
+  ag.w_stride = au.w_stride = gate.row_stride();
+  ag.y = g.ptr<float>();
+  au.y = u.ptr<float>();
+  ag.y_stride = au.y_stride = g.row_stride();
+  MatmulFn fn = ctx.k->matmul[int(gate.dtype())];
+  auto gated = act == GateAct::kSilu ? ctx.k->swiglu : ctx.k->geglu;
+  const int64_t n_chunks = (N + 15) / 16;
+  ctx.pool->parallel_for(n_chunks, [&](int64_t c0, int64_t c1) {
+    const int64_t n0 = c0 * 16, n1 = std::min(N, c1 * 16);
+    fn(ag, n0, n1);
+    fn(au, n0, n1);
+    for (int64_t m = 0; m < M; ++m) gated(frow(g, m) + n0, frow(u, m) + n0, frow_mut(h, m) + n0, n1 - n0);
+  }, matmul_grain(ctx, M, K, n_chunks));
+  return h;
 }
 
 Tensor embedding(Ctx& ctx, const Tensor& table, std::span<const int32_t> ids) {
@@ -68,7 +173,8 @@ Tensor embedding(Ctx& ctx, const Tensor& table, std::span<const int32_t> ids) {
   auto conv = ctx.k->to_f32[int(table.dtype())];
   for (size_t i = 0; i < ids.size(); ++i) {
     PIPIT_ASSERT(ids[i] >= 0 && ids[i] < n_vocab, "token id {} outside the vocabulary of {}", ids[i], n_vocab);
-    conv(table.row_ptr(ids[i]), frow_mut(y, int64_t(i)), n_embd);
+    if (dtype_is_panel(table.dtype())) panel_row_to_f32(ctx, table, ids[i], frow_mut(y, int64_t(i)));
+    else conv(table.row_ptr(ids[i]), frow_mut(y, int64_t(i)), n_embd);
   }
   return y;
 }
@@ -90,7 +196,9 @@ void rms_norm_heads_(Ctx& ctx, Tensor& x, const Tensor& w, float eps, float w_of
   PIPIT_ASSERT(w.numel() == hd, "head norm weight {} for head_dim {}", w.describe(), hd);
   const float* wf = as_f32(ctx, w);
   float* p = x.ptr<float>();
-  for (int64_t r = 0; r < rows; ++r) ctx.k->rms_norm(p + r * hd, wf, p + r * hd, hd, eps, w_offset);
+  ctx.pool->parallel_for(rows, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) ctx.k->rms_norm(p + r * hd, wf, p + r * hd, hd, eps, w_offset);
+  }, 256);
 }
 
 namespace {
@@ -125,26 +233,36 @@ void rope_(Ctx& ctx, Tensor& x, std::span<const int32_t> pos, std::span<const fl
   PIPIT_ASSERT(2 * half <= hd);
   float* p = x.ptr<float>();
   // cos/sin per (token, i) in float32 as HF does: freqs = pos * inv_freq; emb = cat(freqs, freqs)
-  Tensor cs = ctx.alloc(DType::F32, {int64_t(pos.size()), 2 * half});
-  for (size_t t = 0; t < pos.size(); ++t) {
-    float* c = cs.ptr<float>() + t * 2 * half;
-    for (int64_t i = 0; i < half; ++i) {
-      const float f = float(pos[t]) * inv_freq[i];
-      c[i] = std::cos(f) * mscale;
-      c[half + i] = std::sin(f) * mscale;
-    }
-  }
-  for (size_t t = 0; t < pos.size(); ++t) {
-    const float* c = cs.ptr<float>() + t * 2 * half;
-    for (int64_t h = 0; h < n_head; ++h) {
-      float* v = p + (int64_t(t) * n_head + h) * hd;
-      for (int64_t i = 0; i < half; ++i) {  // rotate_half: (x1, x2) -> (x1 cos - x2 sin, x2 cos + x1 sin)
-        const float x1 = v[i], x2 = v[i + half];
-        v[i] = x1 * c[i] - x2 * c[half + i];
-        v[i + half] = x2 * c[i] + x1 * c[half + i];
+  auto& rt = ctx.rope_table;
+  if (rt.inv_freq != inv_freq.data() || rt.n_freq != inv_freq.size() || rt.mscale != mscale ||
+      !std::equal(pos.begin(), pos.end(), rt.pos.begin(), rt.pos.end())) {
+    rt.pos.assign(pos.begin(), pos.end());
+    rt.inv_freq = inv_freq.data();
+    rt.n_freq = inv_freq.size();
+    rt.mscale = mscale;
+    rt.cs.resize(pos.size() * size_t(2 * half));
+    for (size_t t = 0; t < pos.size(); ++t) {
+      float* c = rt.cs.data() + t * 2 * half;
+      for (int64_t i = 0; i < half; ++i) {
+        const float f = float(pos[t]) * inv_freq[i];
+        c[i] = std::cos(f) * mscale;
+        c[half + i] = std::sin(f) * mscale;
       }
     }
   }
+  ctx.pool->parallel_for(int64_t(pos.size()), [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const float* c = rt.cs.data() + t * 2 * half;
+      for (int64_t h = 0; h < n_head; ++h) {
+        float* v = p + (t * n_head + h) * hd;
+        for (int64_t i = 0; i < half; ++i) {  // rotate_half: (x1, x2) -> (x1 cos - x2 sin, x2 cos + x1 sin)
+          const float x1 = v[i], x2 = v[i + half];
+          v[i] = x1 * c[i] - x2 * c[half + i];
+          v[i + half] = x2 * c[i] + x1 * c[half + i];
+        }
+      }
+    }
+  }, 32);
 }
 
 void store_kv(Ctx& ctx, const Tensor& src, Tensor& dst, std::span<const int32_t> pos, bool ring) {
@@ -176,8 +294,8 @@ void attention(Ctx& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v
   auto fn = ctx.k->attn_row[int(k_cache.dtype())];
   const int64_t esz = dtype_elem_stride(k_cache.dtype());
   const int64_t total = n_tokens * n_head;
-  auto job = [&](int ith, int nt) {
-    for (int64_t i = total * ith / nt; i < total * (ith + 1) / nt; ++i) {
+  auto job = [&](int ith, int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
       const int64_t t = i / n_head, h = i % n_head, kvh = h / group;
       AttnRowArgs a;
       a.q = q.ptr<float>() + i * hd;
@@ -200,7 +318,7 @@ void attention(Ctx& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v
       fn(a);
     }
   };
-  ctx.pool->run(JobRef(job));
+  ctx.pool->parallel_for_ith(total, job);
 }
 
 }  // namespace pipit

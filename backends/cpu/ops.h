@@ -20,6 +20,15 @@ struct Ctx {
   ThreadPool* pool;
   const Kernels* k;
   std::function<void(const std::string& name, int layer, const Tensor& t)> on_tensor;
+  // rope_'s cos/sin table for the last (positions, frequencies, scale) it saw: every layer of a forward pass
+  // rotates by the same angles, so they are computed once per pass.
+  struct RopeTable {
+    std::vector<int32_t> pos;
+    const float* inv_freq = nullptr;
+    size_t n_freq = 0;
+    float mscale = 0.0f;
+    std::vector<float> cs;  // [n_tokens, 2 * n_freq]: cos then sin
+  } rope_table = {};
 
   Tensor name(const Tensor& t, const char* n, int layer = -1) {
     if (on_tensor) on_tensor(n, layer, t);
@@ -30,6 +39,14 @@ struct Ctx {
 
 // y = x @ w^T (+ bias). x: [n_tokens, K] f32; w: [N, K] in any weight dtype; bias: [N] f32/bf16/f16 or undefined.
 Tensor linear(Ctx& ctx, const Tensor& x, const Tensor& w, const Tensor& bias = Tensor());
+// y_i = x @ w_i^T (+ b_i) for up to 4 weights sharing x (q/k/v): x is quantized once and one parallel job covers
+// the rows of all of them. Biases may be undefined tensors. ys[i] receives [n_tokens, N_i].
+void linear_multi(Ctx& ctx, const Tensor& x, std::span<const Tensor* const> ws, std::span<const Tensor* const> biases,
+                  std::span<Tensor* const> ys);
+// act(x @ gate^T) * (x @ up^T) (SwiGLU / GeGLU): both matmuls and the activation run chunk by chunk of output
+// columns in one parallel job, so each chunk is combined while it is still in cache.
+enum class GateAct { kSilu, kGeluTanh };
+Tensor linear_gated(Ctx& ctx, const Tensor& x, const Tensor& gate, const Tensor& up, GateAct act);
 // Rows of `table` ([n_vocab, n_embd], any dtype) for each id, as f32 [n_ids, n_embd].
 Tensor embedding(Ctx& ctx, const Tensor& table, std::span<const int32_t> ids);
 // RMSNorm over the last dim, weight any float dtype: y = norm(x) * (w_offset + w).

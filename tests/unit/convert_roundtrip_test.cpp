@@ -5,6 +5,7 @@
 
 #include <mutex>
 
+#include "core/panels.h"
 #include "backends/cpu/ops.h"
 #include "backends/cpu/ref/ref.h"
 #include "format/pipit_format.h"
@@ -128,8 +129,20 @@ TEST_P(ConvertRoundTrip, Deterministic) {
 
 // ---- quantized forward == forward that dequantizes the same blocks ----
 
+// Row n of a matmul's weights as f32; panel dtypes (packed at load) are unpacked from their panel first.
+template <DType kType, void (*Deq)(const void*, float*, int64_t)>
+void weight_row(const MatmulArgs& a, int64_t n, float* w) {
+  if constexpr (dtype_is_panel(kType)) {
+    std::vector<uint8_t> row(size_t(a.w_stride));
+    unpack_panel_rows(kType, static_cast<const uint8_t*>(a.w), a.K, n, n + 1, row.data());
+    Deq(row.data(), w, a.K);
+  } else {
+    Deq(static_cast<const uint8_t*>(a.w) + n * a.w_stride, w, a.K);
+  }
+}
+
 // y[m, n] = sum over blocks of (dequantized weight block) . (dequantized activation block), in double.
-template <class Block, void (*Deq)(const void*, float*, int64_t)>
+template <DType kType, void (*Deq)(const void*, float*, int64_t)>
 void matmul_dequant(const MatmulArgs& a, int64_t n0, int64_t n1) {
   const int64_t nb = a.K / kQBlock;
   std::vector<float> w(size_t(a.K)), x(size_t(a.K));
@@ -138,7 +151,7 @@ void matmul_dequant(const MatmulArgs& a, int64_t n0, int64_t n1) {
     for (int64_t b = 0; b < nb; ++b)
       for (int i = 0; i < kQBlock; ++i) x[size_t(b * kQBlock + i)] = xa[b].d * float(xa[b].qs[i]);
     for (int64_t n = n0; n < n1; ++n) {
-      Deq(static_cast<const uint8_t*>(a.w) + n * a.w_stride, w.data(), a.K);
+      weight_row<kType, Deq>(a, n, w.data());
       double acc = 0;
       for (int64_t k = 0; k < a.K; ++k) acc += double(w[size_t(k)]) * double(x[size_t(k)]);
       reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(a.y) + m * a.y_stride)[n] = float(acc);
@@ -148,8 +161,10 @@ void matmul_dequant(const MatmulArgs& a, int64_t n0, int64_t n1) {
 
 Kernels dequant_kernels() {
   Kernels deq = ref_kernels();
-  deq.matmul[int(DType::Q8_0)] = matmul_dequant<BlockQ8_0, ref::q8_0_to_f32>;
-  deq.matmul[int(DType::Q4_0)] = matmul_dequant<BlockQ4_0, ref::q4_0_to_f32>;
+  deq.matmul[int(DType::Q8_0)] = matmul_dequant<DType::Q8_0, ref::q8_0_to_f32>;
+  deq.matmul[int(DType::Q4_0)] = matmul_dequant<DType::Q4_0, ref::q4_0_to_f32>;
+  deq.matmul[int(DType::Q8_0X16)] = matmul_dequant<DType::Q8_0X16, ref::q8_0_to_f32>;
+  deq.matmul[int(DType::Q4_0X16)] = matmul_dequant<DType::Q4_0X16, ref::q4_0_to_f32>;
   return deq;
 }
 
@@ -219,7 +234,7 @@ void matmul_checked(const MatmulArgs& a, int64_t n0, int64_t n1) {
       for (int i = 0; i < kQBlock; ++i) x[size_t(b * kQBlock + i)] = xa[b].d * float(xa[b].qs[i]);
     const float* y = reinterpret_cast<const float*>(reinterpret_cast<const uint8_t*>(a.y) + m * a.y_stride);
     for (int64_t n = n0; n < n1; ++n) {
-      Deq(static_cast<const uint8_t*>(a.w) + n * a.w_stride, w.data(), a.K);
+      weight_row<kType, Deq>(a, n, w.data());
       double ref = 0, mag = 0;
       for (int64_t k = 0; k < a.K; ++k) {
         ref += double(w[size_t(k)]) * double(x[size_t(k)]);
@@ -240,6 +255,8 @@ TEST_P(ConvertRoundTrip, QuantizedForwardMatchesDequantizedReference) {
   Kernels checked = kernels();
   checked.matmul[int(DType::Q8_0)] = matmul_checked<DType::Q8_0, ref::q8_0_to_f32>;
   checked.matmul[int(DType::Q4_0)] = matmul_checked<DType::Q4_0, ref::q4_0_to_f32>;
+  checked.matmul[int(DType::Q8_0X16)] = matmul_checked<DType::Q8_0X16, ref::q8_0_to_f32>;
+  checked.matmul[int(DType::Q4_0X16)] = matmul_checked<DType::Q4_0X16, ref::q4_0_to_f32>;
   for (const char* q : {"q8", "q4"}) {
     test::convert_or_fail(test::model_dir(model), d.path("m.pipit"), q);
     LoadedModel lm = test::load_or_fail(d.path("m.pipit"));

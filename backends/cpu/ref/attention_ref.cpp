@@ -48,6 +48,8 @@ void fill(Kernels& k) {
   k.matmul[int(DType::BF16)] = matmul_bf16;
   k.matmul[int(DType::Q8_0)] = matmul_q8_0;
   k.matmul[int(DType::Q4_0)] = matmul_q4_0;
+  k.matmul[int(DType::Q8_0X16)] = matmul_q8_0x16;
+  k.matmul[int(DType::Q4_0X16)] = matmul_q4_0x16;
   k.quantize_act = quantize_act;
   k.rms_norm = rms_norm;
   k.swiglu = swiglu;

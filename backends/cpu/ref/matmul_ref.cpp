@@ -1,6 +1,9 @@
 // Reference matmuls: y[m, n] = sum_k x[m, k] * w[n, k], accumulated in f32 in index order.
 // Quantized weights use integer dot products per block of 32: y += (d_w * d_a) * sum_i(w_i * a_i).
 #include "backends/cpu/ref/ref.h"
+#include "core/panels.h"
+
+#include <vector>
 
 namespace pipit::ref {
 
@@ -30,6 +33,24 @@ void matmul_quant(const MatmulArgs& a, int64_t n0, int64_t n1, Dot dot) {
       const auto* w = reinterpret_cast<const Block*>(static_cast<const uint8_t*>(a.w) + n * a.w_stride);
       float acc = 0.0f;
       for (int64_t b = 0; b < nb; ++b) acc += f16_to_f32(w[b].d) * x[b].d * float(dot(w[b], x[b]));
+      y[n] = acc;
+    }
+  }
+}
+
+// Panel dtypes (q4_0x16, q8_0x16): row n's blocks are unpacked from its panel, then summed exactly as the plain
+// blocks. n0 and n1 need not be multiples of 16 here; a.w_stride is the plain row size, so a panel is 16 strides.
+template <class Block, class Dot>
+void matmul_panel(const MatmulArgs& a, int64_t n0, int64_t n1, DType panel, Dot dot) {
+  const int64_t nb = a.K / kQBlock;
+  std::vector<Block> row(static_cast<size_t>(nb));
+  for (int64_t n = n0; n < n1; ++n) {
+    unpack_panel_rows(panel, static_cast<const uint8_t*>(a.w), a.K, n, n + 1, reinterpret_cast<uint8_t*>(row.data()));
+    for (int64_t m = 0; m < a.M; ++m) {
+      const auto* x = reinterpret_cast<const BlockQ8Act*>(static_cast<const uint8_t*>(a.x) + m * a.x_stride);
+      float* y = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(a.y) + m * a.y_stride);
+      float acc = 0.0f;
+      for (int64_t b = 0; b < nb; ++b) acc += f16_to_f32(row[b].d) * x[b].d * float(dot(row[b], x[b]));
       y[n] = acc;
     }
   }
@@ -65,5 +86,11 @@ int32_t dot_q4_0_block(const BlockQ4_0& w, const BlockQ8Act& a) {
 
 void matmul_q8_0(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul_quant<BlockQ8_0>(a, n0, n1, dot_q8_0_block); }
 void matmul_q4_0(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul_quant<BlockQ4_0>(a, n0, n1, dot_q4_0_block); }
+void matmul_q8_0x16(const MatmulArgs& a, int64_t n0, int64_t n1) {
+  matmul_panel<BlockQ8_0>(a, n0, n1, DType::Q8_0X16, dot_q8_0_block);
+}
+void matmul_q4_0x16(const MatmulArgs& a, int64_t n0, int64_t n1) {
+  matmul_panel<BlockQ4_0>(a, n0, n1, DType::Q4_0X16, dot_q4_0_block);
+}
 
 }  // namespace pipit::ref

@@ -1,0 +1,106 @@
+// AVX2 matmuls for the row-interleaved panel dtypes q4_0x16 / q8_0x16 (core/dtype.h) against BlockQ8Act rows.
+// A panel block's 64-byte chunk holds 4 quant bytes of each of 16 rows; its two 32-byte halves are rows 0-7 and
+// 8-15, one int32 lane per row. vpmaddubsw multiplies unsigned by signed bytes into int16 pair sums:
+// - q4: nibbles q in [0, 15] times a broadcast activation dword; a pair sum is at most 2 * 15 * 127 = 3810, so the
+//   8 products of a block (4 chunks x low/high nibbles) add up in int16 without saturating (<= 30480), then one
+//   vpmaddwd widens to int32. The lanes start at -8 * sum(a) so they hold the signed dot.
+// - q8: signed weights, so |w| times sign(a, w) (|w| <= 128, |a| <= 127: a pair sum fits int16), widened per chunk.
+// Per block: f32 acc += float(dot) * (d_w d_a), the same arithmetic per row whatever the number of rows M.
+#include "backends/cpu/x86/avx2/kernels_avx2.h"
+#include "backends/cpu/x86/avx2/simd_avx2.h"
+
+namespace pipit::avx2 {
+
+namespace {
+
+constexpr int kMR = 2;  // activation rows per tile (16 ymm registers: 2 x 2 accumulators + 2 x 2 partial sums)
+
+inline __m256i bcast_dword(const int8_t* p) {
+  int32_t v;
+  __builtin_memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
+}
+
+// Adds the block dot products of rows [8h, 8h + 8) of the panel block to isum[i] (one int32 lane per row).
+struct PQ4 {
+  using Block = BlockQ4_0x16;
+  static constexpr int kOffset = 8;
+  template <int MR>
+  static inline void dots(const Block& w, int h, const BlockQ8Act* const* x, int64_t b, __m256i* isum) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    __m256i p16[MR];
+    for (int i = 0; i < MR; ++i) p16[i] = _mm256_setzero_si256();
+    for (int c = 0; c < 4; ++c) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qs + 64 * c + 32 * h));
+      const __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+      for (int i = 0; i < MR; ++i) {
+        p16[i] = _mm256_add_epi16(p16[i], _mm256_maddubs_epi16(lo, bcast_dword(x[i][b].qs + 4 * c)));
+        p16[i] = _mm256_add_epi16(p16[i], _mm256_maddubs_epi16(hi, bcast_dword(x[i][b].qs + 16 + 4 * c)));
+      }
+    }
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int i = 0; i < MR; ++i) isum[i] = _mm256_add_epi32(isum[i], _mm256_madd_epi16(p16[i], ones));
+  }
+};
+struct PQ8 {
+  using Block = BlockQ8_0x16;
+  static constexpr int kOffset = 0;
+  template <int MR>
+  static inline void dots(const Block& w, int h, const BlockQ8Act* const* x, int64_t b, __m256i* isum) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int g = 0; g < 8; ++g) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qs + 64 * g + 32 * h));
+      const __m256i wabs = _mm256_abs_epi8(v);
+      for (int i = 0; i < MR; ++i) {
+        const __m256i p = _mm256_maddubs_epi16(wabs, _mm256_sign_epi8(bcast_dword(x[i][b].qs + 4 * g), v));
+        isum[i] = _mm256_add_epi32(isum[i], _mm256_madd_epi16(p, ones));
+      }
+    }
+  }
+};
+
+// y[m .. m+MR, n .. n+16) from the panel starting at `panel`.
+template <class P, int MR>
+inline void tile(const MatmulArgs& a, const typename P::Block* panel, int64_t m, int64_t n) {
+  const BlockQ8Act* x[MR];
+  for (int i = 0; i < MR; ++i)
+    x[i] = reinterpret_cast<const BlockQ8Act*>(static_cast<const uint8_t*>(a.x) + (m + i) * a.x_stride);
+  __m256 acc[MR][2];
+  for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+  const int64_t nb = a.K / kQBlock;
+  for (int64_t b = 0; b < nb; ++b) {
+    const auto& w = panel[b];
+    for (int h = 0; h < 2; ++h) {
+      __m256i isum[MR];
+      for (int i = 0; i < MR; ++i) isum[i] = _mm256_set1_epi32(-P::kOffset * x[i][b].sum);
+      P::template dots<MR>(w, h, x, b, isum);
+      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.d + 8 * h)));
+      for (int i = 0; i < MR; ++i)
+        acc[i][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i]), _mm256_mul_ps(dw, _mm256_set1_ps(x[i][b].d)), acc[i][h]);
+    }
+  }
+  for (int i = 0; i < MR; ++i) {
+    float* y = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(a.y) + (m + i) * a.y_stride) + n;
+    _mm256_storeu_ps(y, acc[i][0]);
+    _mm256_storeu_ps(y + 8, acc[i][1]);
+  }
+}
+
+template <class P>
+void matmul(const MatmulArgs& a, int64_t n0, int64_t n1) {
+  using Block = typename P::Block;
+  const int64_t nb = a.K / kQBlock;
+  for (int64_t n = n0; n < n1; n += kPanelRows) {  // n0, n1: multiples of 16
+    const Block* panel = static_cast<const Block*>(a.w) + (n / kPanelRows) * nb;
+    int64_t m = 0;
+    for (; m + kMR <= a.M; m += kMR) tile<P, kMR>(a, panel, m, n);
+    if (m < a.M) tile<P, 1>(a, panel, m, n);
+  }
+}
+
+}  // namespace
+
+void matmul_q8_0x16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<PQ8>(a, n0, n1); }
+void matmul_q4_0x16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<PQ4>(a, n0, n1); }
+
+}  // namespace pipit::avx2

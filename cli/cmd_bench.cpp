@@ -1,0 +1,223 @@
+// `pipit bench`: prompt and generation speed in the manner of llama-bench, so the two can be compared on the same
+// file. pp N: N random tokens evaluated in one call on an empty context (chunked by n_batch), logits for the last
+// one only. tg N: N single-token steps from an empty context, no sampling. Each test runs once unmeasured, then
+// -r times; tok/s is given as mean ± stddev over the repetitions, with model size, bits/weight and peak RSS.
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <sstream>
+
+#include "cli/command.h"
+#include "cli/common.h"
+
+namespace pipit::cli {
+
+namespace {
+
+struct TestResult {
+  std::string name;  // "pp512", "tg128"
+  int threads;
+  std::vector<double> tps;  // tok/s per repetition
+  double mean() const {
+    double s = 0;
+    for (double v : tps) s += v;
+    return tps.empty() ? 0 : s / double(tps.size());
+  }
+  double stddev() const {
+    if (tps.size() < 2) return 0;
+    const double m = mean();
+    double s = 0;
+    for (double v : tps) s += (v - m) * (v - m);
+    return std::sqrt(s / double(tps.size() - 1));
+  }
+};
+
+double peak_rss_mib() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return double(u.ru_maxrss) / 1024.0;  // KiB on Linux
+}
+
+std::vector<int> parse_int_list(const std::string& s) {
+  std::vector<int> v;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) v.push_back(std::atoi(item.c_str()));
+  return v;
+}
+
+using Clock = std::chrono::steady_clock;
+
+// Read bandwidth of `pool` over a buffer far larger than the caches (GB/s): the decode roofline is this divided by
+// the weight bytes a token reads. Each thread sums its own contiguous part, as matmuls stream distinct rows.
+double read_bandwidth(ThreadPool& pool, std::vector<uint64_t>& buf) {
+  const int64_t n = int64_t(buf.size());
+  double best = 0;
+  for (int rep = 0; rep < 5; ++rep) {
+    std::vector<uint64_t> sums(size_t(pool.size()) * 8, 0);
+    const auto t0 = Clock::now();
+    auto job = [&](int ith, int nth) {
+      const int64_t b = n * ith / nth, e = n * (ith + 1) / nth;
+      uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+      for (int64_t i = b; i + 4 <= e; i += 4) s0 += buf[size_t(i)], s1 += buf[size_t(i + 1)], s2 += buf[size_t(i + 2)], s3 += buf[size_t(i + 3)];
+      sums[size_t(ith) * 8] = s0 + s1 + s2 + s3;
+    };
+    pool.run(JobRef(job));
+    const double sec = std::chrono::duration<double>(Clock::now() - t0).count();
+    best = std::max(best, double(n) * 8 / sec / 1e9);
+  }
+  return best;
+}
+
+// One repetition of a test: seconds spent evaluating.
+Result<double> run_once(Session& s, bool prompt, int n, std::mt19937& rng, int64_t n_vocab) {
+  std::uniform_int_distribution<int32_t> tok(0, int32_t(n_vocab - 1));
+  s.reset();
+  if (prompt) {
+    std::vector<int32_t> ids(static_cast<size_t>(n));
+    for (auto& t : ids) t = tok(rng);
+    const auto t0 = Clock::now();
+    PIPIT_TRY(s.eval(ids).status());
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+  const auto t0 = Clock::now();
+  for (int i = 0; i < n; ++i) {
+    const int32_t id = tok(rng);
+    PIPIT_TRY(s.eval(std::span<const int32_t>(&id, 1)).status());
+  }
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// read_bandwidth for each thread count, in a child process so that its 1 GiB buffer stays out of our peak RSS.
+std::vector<std::pair<int, double>> measure_bandwidth(const std::vector<int>& threads) {
+  std::vector<std::pair<int, double>> out;
+  int fd[2];
+  if (pipe(fd) != 0) return out;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fd[0]);
+    std::vector<uint64_t> buf(size_t(1) << 27, 1);  // 1 GiB
+    for (int nt : threads) {
+      ThreadPool pool(nt);
+      const double gbs = read_bandwidth(pool, buf);
+      if (write(fd[1], &gbs, sizeof gbs) != sizeof gbs) break;
+    }
+    _exit(0);
+  }
+  close(fd[1]);
+  for (int nt : threads) {
+    double gbs;
+    if (pid < 0 || read(fd[0], &gbs, sizeof gbs) != sizeof gbs) break;
+    out.emplace_back(nt, gbs);
+  }
+  close(fd[0]);
+  if (pid > 0) waitpid(pid, nullptr, 0);
+  return out;
+}
+
+int cmd_bench(Args& a) {
+  a.option({"-m", "--model"}, "model: HF checkpoint dir, .pipit or .gguf file");
+  a.option({"-p", "--n-prompt"}, "prompt tokens (0: skip the prompt test)", "512");
+  a.option({"-n", "--n-gen"}, "generated tokens (0: skip the generation test)", "128");
+  a.option({"-t", "--threads"}, "thread counts, comma-separated (default: physical cores)");
+  a.option({"-r", "--repetitions"}, "measured repetitions per test", "5");
+  a.option({"-c", "--ctx"}, "context length (default: max(n_prompt, n_gen))");
+  a.option({"-b", "--batch"}, "prefill chunk (n_batch)", "512");
+  a.option({"--kv-type"}, "KV cache dtype: f32 or f16", "f16");
+  a.flag({"--json"}, "print one JSON object instead of the table");
+  a.flag({"--bandwidth"}, "also measure memory read bandwidth per thread count (decode roofline)");
+  if (auto st = a.parse(); !st) return fail(a, st.message());
+  if (a.help() || !a.has("-m")) {
+    std::printf("usage: pipit bench -m MODEL [-p 512] [-n 128] [-t 1,2] [-r 5] [--json]\n%s", a.usage().c_str());
+    return a.help() ? 0 : 1;
+  }
+  auto n_prompt = a.get_int("-p"), n_gen = a.get_int("-n"), reps = a.get_int("-r"), n_batch = a.get_int("-b");
+  for (auto* r : {&n_prompt, &n_gen, &reps, &n_batch})
+    if (!*r) return fail(a, r->status().message());
+  if (*n_prompt < 0 || *n_gen < 0 || *reps < 1 || *n_batch < 1)
+    return fail(a, "-p and -n must be >= 0, -r and -b >= 1");
+  std::vector<int> threads = a.has("-t") ? parse_int_list(a.get("-t")) : std::vector<int>{ThreadPool::default_threads()};
+  for (int t : threads)
+    if (t < 1 || t > 1024) return fail(a, fmt("-t {}: threads must be in [1, 1024]", t));
+  SessionOptions so;
+  so.n_batch = int(*n_batch);
+  so.n_ctx = int(std::max<int64_t>({*n_prompt, *n_gen, 1}));
+  if (a.has("-c")) {
+    auto c = a.get_int("-c");
+    if (!c || *c < so.n_ctx) return fail(a, fmt("-c {}: must be >= max(n_prompt, n_gen) = {}", a.get("-c"), so.n_ctx));
+    so.n_ctx = int(*c);
+  }
+  const std::string kv = a.get("--kv-type");
+  if (kv == "f32") so.kv_dtype = DType::F32;
+  else if (kv == "f16") so.kv_dtype = DType::F16;
+  else return fail(a, fmt("--kv-type {}: expected f32 or f16", kv));
+
+  auto lm = load_model(a.get("-m"));
+  if (!lm) return fail(a, lm.status().message());
+  int64_t bytes = 0, params = 0;
+  for (const auto& [name, t] : static_cast<const MapWeightSource&>(*lm->weights).tensors()) {
+    bytes += int64_t(t.nbytes());
+    params += t.numel();
+  }
+  const int64_t n_vocab = lm->model->info().n_vocab;
+
+  std::vector<TestResult> results;
+  std::vector<std::pair<int, double>> bandwidth;  // threads, GB/s
+  if (a.get_flag("--bandwidth")) bandwidth = measure_bandwidth(threads);
+  std::mt19937 rng(1234);
+  for (int nt : threads) {
+    auto pool = std::make_shared<ThreadPool>(nt);
+    Session s(*lm->model, so, pool);
+    for (int kind = 0; kind < 2; ++kind) {
+      const bool prompt = kind == 0;
+      const int n = int(prompt ? *n_prompt : *n_gen);
+      if (n == 0) continue;
+      TestResult r{(prompt ? "pp" : "tg") + std::to_string(n), nt, {}};
+      if (auto w = run_once(s, prompt, n, rng, n_vocab); !w) return fail(a, w.status().message());  // warm-up
+      for (int i = 0; i < *reps; ++i) {
+        auto sec = run_once(s, prompt, n, rng, n_vocab);
+        if (!sec) return fail(a, sec.status().message());
+        r.tps.push_back(n / *sec);
+      }
+      results.push_back(std::move(r));
+    }
+  }
+
+  const double size_mib = double(bytes) / (1024.0 * 1024.0), bpw = params ? 8.0 * double(bytes) / double(params) : 0;
+  if (a.get_flag("--json")) {
+    nlohmann::json j = {{"model", a.get("-m")},       {"size_bytes", bytes},  {"params", params},
+                        {"bits_per_weight", bpw},     {"kernels", kernels().name},
+                        {"kv_type", kv},              {"n_ctx", so.n_ctx},    {"peak_rss_mib", peak_rss_mib()},
+                        {"tests", nlohmann::json::array()}};
+    for (const auto& r : results)
+      j["tests"].push_back({{"test", r.name}, {"threads", r.threads}, {"avg_ts", r.mean()}, {"stddev_ts", r.stddev()},
+                            {"samples_ts", r.tps}});
+    for (const auto& [nt, gbs] : bandwidth)
+      j["bandwidth"].push_back({{"threads", nt}, {"read_gb_s", gbs}, {"roofline_ts", gbs * 1e9 / double(bytes)}});
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("| model | size | params | bpw | kernels | threads | test | t/s |\n");
+  std::printf("| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: |\n");
+  for (const auto& r : results)
+    std::printf("| %s | %.2f MiB | %.2f M | %.2f | %s | %d | %s | %.2f ± %.2f |\n", lm->config.model_type().c_str(),
+                size_mib, double(params) / 1e6, bpw, kernels().name.c_str(), r.threads, r.name.c_str(), r.mean(),
+                r.stddev());
+  for (const auto& [nt, gbs] : bandwidth)
+    std::printf("read bandwidth %d threads: %.1f GB/s -> decode roofline %.1f tok/s (%.0f MB of weights per token)\n",
+                nt, gbs, gbs * 1e9 / double(bytes), double(bytes) / 1e6);
+  std::printf("peak RSS %.1f MiB (context %d, KV %s)\n", peak_rss_mib(), so.n_ctx, kv.c_str());
+  return 0;
+}
+
+}  // namespace
+
+PIPIT_REGISTER_COMMAND("bench", "prompt and generation speed (tok/s) in the manner of llama-bench", cmd_bench);
+
+}  // namespace pipit::cli
