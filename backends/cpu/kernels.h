@@ -66,6 +66,26 @@ struct AttnRowArgs {
 };
 using AttnRowFn = void (*)(const AttnRowArgs& a);
 
+// Attention for up to kAttnMaxRows query rows that share K/V (the heads of a GQA group, consecutive tokens) and the
+// first visible key k0: row i sees keys [k0, k1[i]). A kernel must give each row exactly (bit for bit) what its
+// attn_row gives for that row alone, so results never depend on how queries are grouped (prefill chunking, batch
+// composition); grouping only lets K/V rows be loaded and converted once for all rows.
+constexpr int kAttnMaxRows = 16;
+struct AttnRowsArgs {
+  int n_q;
+  const float* q[kAttnMaxRows];
+  float* out[kAttnMaxRows];
+  int64_t k1[kAttnMaxRows];
+  const void* k;
+  const void* v;
+  int64_t kv_stride;
+  float* scratch;  // n_q * (max k1 - k0) floats, + 4 * head_dim when n_q > 1
+  int64_t head_dim, k0;
+  float scale, softcap;
+  int64_t ring = 0;  // as AttnRowArgs::ring
+};
+using AttnRowsFn = void (*)(const AttnRowsArgs& a);
+
 struct Kernels {
   std::string name;  // "ref", "avx2", "avx512", "neon", "dotprod", "i8mm"
   MatmulFn matmul[int(DType::kCount)] = {};
@@ -79,6 +99,7 @@ struct Kernels {
   ToF32Fn to_f32[int(DType::kCount)] = {};
   FromF32Fn from_f32[int(DType::kCount)] = {};
   AttnRowFn attn_row[int(DType::kCount)] = {};  // indexed by kv dtype
+  AttnRowsFn attn_rows[int(DType::kCount)] = {};  // optional: ops falls back to attn_row per row
   // q4_0 / q8_0 weights run faster as 16-row panels (q4_0x16, q8_0x16) here: the loader packs them once.
   bool pack_quant = false;
 };

@@ -220,7 +220,9 @@ Tensor geglu(Ctx& ctx, const Tensor& gate, const Tensor& up) { return gated(ctx,
 void add_(Ctx& ctx, Tensor& x, const Tensor& y) {
   PIPIT_ASSERT(x.shape() == y.shape(), "add {} {}", x.describe(), y.describe());
   const int64_t n = x.dim(-1);
-  for (int64_t r = 0; r < x.rows(); ++r) ctx.k->add(frow(x, r), frow(y, r), frow_mut(x, r), n);
+  ctx.pool->parallel_for(x.rows(), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) ctx.k->add(frow(x, r), frow(y, r), frow_mut(x, r), n);
+  }, 32);
 }
 
 void scale_(Ctx& ctx, Tensor& x, float s) {
@@ -269,10 +271,12 @@ void store_kv(Ctx& ctx, const Tensor& src, Tensor& dst, std::span<const int32_t>
   PIPIT_ASSERT(src.ndim() == 3 && dst.ndim() == 3 && src.dim(1) == dst.dim(1) && src.dim(2) == dst.dim(2));
   const int64_t row = src.dim(1) * src.dim(2), n_rows = dst.dim(0);
   auto conv = ctx.k->from_f32[int(dst.dtype())];
-  for (size_t t = 0; t < pos.size(); ++t) {
+  for (size_t t = 0; t < pos.size(); ++t)
     PIPIT_ASSERT(pos[t] >= 0 && (ring || pos[t] < n_rows), "position {} outside the KV cache of {}", pos[t], n_rows);
-    conv(src.ptr<float>() + int64_t(t) * row, dst.data() + (pos[t] % n_rows) * dst.stride(0), row);
-  }
+  ctx.pool->parallel_for(int64_t(pos.size()), [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t)
+      conv(src.ptr<float>() + t * row, dst.data() + (pos[size_t(t)] % n_rows) * dst.stride(0), row);
+  }, 32);
 }
 
 void attention(Ctx& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, std::span<const int32_t> pos,
@@ -289,36 +293,74 @@ void attention(Ctx& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v
   PIPIT_ASSERT(!p.ring || pos.empty() || int64_t(max_pos) - std::max(0, min_pos - p.window + 1) < n_rows,
                "chunk of positions {}..{} overflows a ring of {} rows (window {})", min_pos, max_pos, n_rows, p.window);
   const int64_t max_keys = p.window > 0 ? std::min<int64_t>(max_pos + 1, p.window) : max_pos + 1;
+  auto rows_fn = ctx.k->attn_rows[int(k_cache.dtype())];
+  auto row_fn = ctx.k->attn_row[int(k_cache.dtype())];
+  // A job is one kv head over a block of tokens: its `group` query heads x tokens rows share K/V and (without a
+  // window) the first key. With a window each row has its own first key, so a job is one row.
+  const bool grouped = p.window <= 0 && rows_fn;
+  const int64_t tok_block = grouped ? std::max<int64_t>(1, kAttnMaxRows / group) : 1;
+  const int64_t n_tok_blocks = (n_tokens + tok_block - 1) / tok_block;
+  const int64_t n_jobs = grouped ? n_head_kv * n_tok_blocks : n_tokens * n_head;
+  const int64_t scratch_row = (grouped ? tok_block * group : 1) * max_keys + 4 * hd;
   const int nth = ctx.pool->size();
-  Tensor scratch = ctx.alloc(DType::F32, {nth, max_keys});
-  auto fn = ctx.k->attn_row[int(k_cache.dtype())];
+  Tensor scratch = ctx.alloc(DType::F32, {nth, scratch_row});
   const int64_t esz = dtype_elem_stride(k_cache.dtype());
-  const int64_t total = n_tokens * n_head;
-  auto job = [&](int ith, int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) {
-      const int64_t t = i / n_head, h = i % n_head, kvh = h / group;
-      AttnRowArgs a;
-      a.q = q.ptr<float>() + i * hd;
+  // the keys query (t, h) sees, as [k0, k1) in cache rows (a ring maps positions to rows; see AttnRowArgs::ring)
+  auto key_range = [&](int64_t t, int64_t* k0, int64_t* k1, int64_t* ring) {
+    *k1 = pos[t] + 1;
+    *k0 = p.window > 0 ? std::max<int64_t>(0, *k1 - p.window) : 0;
+    *ring = 0;
+    if (p.ring) {  // the range wraps at most once since it is no longer than the ring
+      const int64_t n = *k1 - *k0;
+      *k0 %= n_rows;
+      *k1 = *k0 + n;
+      *ring = *k1 > n_rows ? n_rows : 0;
+    }
+  };
+  auto job = [&](int ith, int64_t j0, int64_t j1) {
+    float* scr = scratch.ptr<float>() + int64_t(ith) * scratch_row;
+    for (int64_t j = j0; j < j1; ++j) {
+      if (!grouped) {  // row j = t * n_head + h
+        const int64_t t = j / n_head, kvh = (j % n_head) / group;
+        AttnRowArgs a;
+        a.q = q.ptr<float>() + j * hd;
+        a.k = k_cache.data() + kvh * hd * esz;
+        a.v = v_cache.data() + kvh * hd * esz;
+        a.kv_stride = k_cache.stride(0);
+        a.out = out.ptr<float>() + j * hd;
+        a.scratch = scr;
+        a.head_dim = hd;
+        key_range(t, &a.k0, &a.k1, &a.ring);
+        a.scale = p.scale;
+        a.softcap = p.softcap;
+        row_fn(a);
+        continue;
+      }
+      const int64_t kvh = j / n_tok_blocks, t0 = (j % n_tok_blocks) * tok_block;
+      AttnRowsArgs a;
+      a.n_q = 0;
       a.k = k_cache.data() + kvh * hd * esz;
       a.v = v_cache.data() + kvh * hd * esz;
       a.kv_stride = k_cache.stride(0);
-      a.out = out.ptr<float>() + i * hd;
-      a.scratch = scratch.ptr<float>() + int64_t(ith) * max_keys;
+      a.scratch = scr;
       a.head_dim = hd;
-      a.k1 = pos[t] + 1;
-      a.k0 = p.window > 0 ? std::max<int64_t>(0, a.k1 - p.window) : 0;
-      if (p.ring) {  // positions -> ring rows; the range wraps at most once since it is no longer than the ring
-        const int64_t n = a.k1 - a.k0;
-        a.k0 %= n_rows;
-        a.k1 = a.k0 + n;
-        a.ring = a.k1 > n_rows ? n_rows : 0;
-      }
       a.scale = p.scale;
       a.softcap = p.softcap;
-      fn(a);
+      for (int64_t t = t0; t < std::min(n_tokens, t0 + tok_block); ++t)
+        for (int64_t h = kvh * group; h < (kvh + 1) * group; ++h) {
+          const int64_t i = t * n_head + h;
+          a.q[a.n_q] = q.ptr<float>() + i * hd;
+          a.out[a.n_q] = out.ptr<float>() + i * hd;
+          int64_t k0, ring;
+          key_range(t, &k0, &a.k1[a.n_q], &ring);
+          a.k0 = k0;  // the same for every row without a window
+          a.ring = ring;
+          ++a.n_q;
+        }
+      rows_fn(a);
     }
   };
-  ctx.pool->parallel_for_ith(total, job);
+  ctx.pool->parallel_for_ith(n_jobs, job);
 }
 
 }  // namespace pipit

@@ -1,5 +1,5 @@
 // AVX2 matmuls with float weights (f32, f16, bf16) and f32 activations: y[m, n] = sum_k x[m, k] * w[n, k].
-// Decode (M = 1) streams 8 weight rows against one x row (8 independent FMA chains); M > 1 runs tiles of
+// Decode (M = 1) takes 8 weight rows against one x row, read one after another (one stream for the prefetcher); M > 1 runs tiles of
 // 2 x-rows by 4 weight rows, so every loaded and converted weight vector feeds two FMAs. f16 / bf16 convert
 // exactly to f32 (F16C, shift), so results differ from ref only by summation order (8 lanes, then a tree).
 #include "backends/cpu/x86/avx2/kernels_avx2.h"
@@ -42,6 +42,14 @@ inline void tile(const MatmulArgs& a, int64_t m, int64_t n) {
     for (int j = 0; j < NR; ++j) acc[i][j] = _mm256_setzero_ps();
   const int64_t K = a.K;
   int64_t k = 0;
+  if constexpr (MR == 1) {
+    // One x row (decode): read the weight rows one after another, not side by side. The hardware prefetcher
+    // follows one stream at full bandwidth but not several; each accumulator sees the same FMAs either way.
+    const int64_t kv = K / 8 * 8;
+    for (int j = 0; j < NR; ++j)
+      for (int64_t kk = 0; kk < kv; kk += 8) acc[0][j] = _mm256_fmadd_ps(_mm256_loadu_ps(x[0] + kk), W::load(w[j], kk), acc[0][j]);
+    k = kv;
+  }
   for (; k + 8 <= K; k += 8) {
     __m256 xv[MR];
     for (int i = 0; i < MR; ++i) xv[i] = _mm256_loadu_ps(x[i] + k);
