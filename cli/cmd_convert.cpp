@@ -13,7 +13,8 @@ int cmd_convert(Args& a) {
   a.option({"-o", "--output"}, "output .pipit file");
   a.option({"-q", "--quant"}, "f32 | f16 | bf16 | q8 | q4 | auto (keep each tensor's source dtype)", "auto");
   a.option({"--recipe"}, "JSON recipe: {\"rules\": [{\"pattern\": GLOB, \"dtype\": TYPE}, ...]}, first match wins");
-  a.option({"--target"}, "generic | x86 | arm (recorded; the layout is generic for now)", "generic");
+  a.option({"--target"}, "generic | x86 | arm (x86, arm: q4/q8 matrices stored as the\n"
+            "16-row panels of the integer kernels; no repacking at load)", "generic");
   a.option({"-t", "--threads"}, "threads for quantization (default: physical cores)");
   a.flag({"--quiet"}, "no progress output");
   if (auto st = a.parse(); !st) return fail(a, st.message());

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "backends/cpu/kernels.h"
+#include "core/panels.h"
 #include "core/threads.h"
 #include "format/pipit_format.h"
 
@@ -66,10 +67,49 @@ class Progress {
   int last_decile_ = -1;
 };
 
+Status write_tensor(const Tensor& src, DType dst, PipitWriter& w, size_t index, ThreadPool& pool);
+
+// A panel dtype (q4_0x16, q8_0x16; core/dtype.h): the rows are made in the plain dtype (copied or quantized, as
+// write_tensor does), then packed 16 rows at a time. Blocks of rows are whole panels, so the stream of packed blocks
+// is the packed tensor.
+Status write_panels(const Tensor& src, DType dst, PipitWriter& w, size_t index, ThreadPool& pool) {
+  const DType plain = dtype_unpanel(dst);
+  const int64_t K = src.dim(-1), rows = src.dim(0), row = dtype_row_bytes(plain, K);
+  const int64_t block = std::max<int64_t>(1, (int64_t(1) << 18) / std::max<int64_t>(K, 1)) * kPanelRows;
+  std::vector<uint8_t> packed(size_t(std::min(block, rows) * row));
+  for (int64_t r0 = 0; r0 < rows; r0 += block) {
+    const int64_t nr = std::min(block, rows - r0);
+    const Tensor part = src.slice(0, r0, r0 + nr);
+    Tensor flat;  // the block in the plain dtype
+    if (src.dtype() == plain) {
+      flat = part;
+    } else {
+      flat = Tensor::empty(plain, part.shape());
+      const Kernels& k = ref_kernels();
+      ToF32Fn to = k.to_f32[int(src.dtype())];
+      FromF32Fn from = k.from_f32[int(plain)];
+      if (!to || !from)
+        return Error::unsupported("[convert] no conversion from {} to {}", dtype_name(src.dtype()), dtype_name(plain));
+      const int64_t src_row = dtype_row_bytes(src.dtype(), K);
+      pool.parallel_for(nr, [&](int64_t a, int64_t b) {
+        std::vector<float> f(static_cast<size_t>(K));
+        for (int64_t r = a; r < b; ++r) {
+          to(part.data() + r * src_row, f.data(), K);
+          from(f.data(), flat.data() + r * row, K);
+        }
+      }, 16);
+    }
+    pack_panels(plain, flat.data(), row, nr, K, packed.data());
+    PIPIT_TRY(w.append(index, packed.data(), size_t(nr * row)));
+  }
+  return Status::ok();
+}
+
 // Converts `src` to `dst` and appends it to the writer: plain copies go straight from the mapping; everything else
 // goes through f32, a block of rows at a time, rows split across the pool (each row's bytes depend only on that
 // row, so the output does not depend on the thread count).
 Status write_tensor(const Tensor& src, DType dst, PipitWriter& w, size_t index, ThreadPool& pool) {
+  if (dtype_is_panel(dst)) return write_panels(src, dst, w, index, pool);
   if (src.dtype() == dst) {
     const size_t n = src.nbytes(), chunk = size_t(16) << 20;
     for (size_t off = 0; off < n || off == 0; off += chunk) {
@@ -131,8 +171,17 @@ Result<ConvertReport> convert_checkpoint(const Checkpoint& c, const ConvertOptio
   ConvertReport rep;
   PIPIT_ASSIGN_OR_RETURN(rep.plans, plan_conversion(c, quant, user));
   rep.notes = c.notes;
+  // x86 and arm: q4_0 / q8_0 matrices as 16-row panels, the layout of their integer GEMV/GEMM kernels, so a load
+  // uses them in place (a generic file is packed at load instead: a copy of those weights in memory).
+  std::string layout = "generic";
+  if (opt.target != "generic")
+    for (auto& p : rep.plans)
+      if ((p.dst == DType::Q4_0 || p.dst == DType::Q8_0) && p.shape.size() == 2 && p.shape[0] % kPanelRows == 0) {
+        p.dst = dtype_panel_of(p.dst);
+        layout = "panel16";
+      }
 
-  nlohmann::json q = {{"quant", quant}, {"target", opt.target}, {"layout", "generic"}, {"source_format", c.format}};
+  nlohmann::json q = {{"quant", quant}, {"target", opt.target}, {"layout", layout}, {"source_format", c.format}};
   nlohmann::json rules = nlohmann::json::array();
   for (auto& r : user.rules) rules.push_back(r.pattern + " -> " + r.dtype);
   for (auto& d : default_rule_descriptions(quant)) rules.push_back(d);

@@ -2,8 +2,8 @@
 // Tensors are planned by the recipe, then converted one at a time in name order, a block of rows at a time, and
 // appended to the output, so memory stays at a few MB beyond the mapped input. Quantization uses the scalar
 // reference quantizers (backends/cpu/ref, llama.cpp's rounding), so the same input gives a byte-identical file on
-// every machine. --target is recorded in the header; weights are stored in the generic layout (interleaved layouts
-// for specific kernels are a later step and will be marked by the header's "layout").
+// every machine. --target x86 / arm stores q4_0 / q8_0 matrices as 16-row panels (q4_0x16, q8_0x16: the layout of
+// the integer kernels, core/dtype.h; header "layout": "panel16"); generic keeps plain blocks (GGUF's bytes).
 #pragma once
 
 #include <functional>

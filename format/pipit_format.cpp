@@ -75,6 +75,9 @@ Result<PipitTensorEntry> parse_entry(const nlohmann::json& j, size_t index, uint
 Result<uint64_t> pipit_tensor_bytes(DType dtype, const std::vector<int64_t>& shape) {
   const auto& info = dtype_info(dtype);
   if (shape.empty()) return Error::format("a tensor needs at least one dimension");
+  if (dtype_is_panel(dtype) && (shape.size() != 2 || shape[0] % kPanelRows))
+    return Error::format("dtype {} holds panels of {} rows: it needs a 2-d shape with rows a multiple of {}, shape is {}",
+                         info.name, kPanelRows, kPanelRows, shape_to_string(shape));
   const int64_t last = shape.back();
   if (last % info.block_elems)
     return Error::format("dtype {} needs the last dimension to be a multiple of {}, shape is {}", info.name,

@@ -1,10 +1,11 @@
-// Image decoding (stb_image, PNG and JPEG only), EXIF orientation, base64 data URLs.
+// Image decoding (PNG with stb_image, JPEG with libjpeg-turbo as PIL does), EXIF orientation, base64 data URLs.
 #include "models/vision/image.h"
 
 #include <climits>
 #include <cstring>
 
 #include "core/storage.h"
+#include "models/vision/jpeg_decode.h"
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-function"
@@ -231,6 +232,11 @@ Result<Image> decode_image(std::span<const uint8_t> bytes, const std::string& wh
   if (jpeg)
     if (const char* problem = jpeg_problem(bytes))
       return Error::invalid_argument("[image] {}: corrupt JPEG: {}", what, problem);
+  if (jpeg && jpeg_decoder_available()) {
+    PIPIT_ASSIGN_OR_RETURN(Image img, decode_jpeg(bytes, what));
+    const int o = jpeg_exif_orientation(bytes);
+    return o == 1 ? img : apply_exif_orientation(img, o);
+  }
   std::vector<uint8_t> cleaned = png ? png_without_empty_idat(bytes) : std::vector<uint8_t>();
   if (!cleaned.empty()) bytes = cleaned;
   const int len = int(bytes.size());

@@ -1,10 +1,11 @@
-// Image input for the vision-language models: decode PNG and JPEG (stb_image) from a path, bytes in memory or a
+// Image input for the vision-language models: decode PNG and JPEG from a path, bytes in memory or a
 // base64 data URL into 8-bit RGB, the way HF's load_image does it with PIL: EXIF orientation applied
 // (ImageOps.exif_transpose), then convert("RGB") (grey replicated, alpha dropped without compositing, palette
 // looked up). Every failure is an error naming the input; nothing here trusts a byte of the file.
 //
-// Non-goals: other formats (GIF, WebP, ...), 16-bit precision (16-bit PNGs are reduced to 8 bits), CMYK JPEG.
-// JPEG pixels come from stb's decoder, which is close to but not bit-identical with libjpeg (PIL's); PNG is exact.
+// PNG pixels come from stb_image, JPEG pixels from libjpeg-turbo set up as PIL sets it (jpeg_decode.h): both are
+// bit-identical with PIL. Built without libjpeg (cross builds), JPEG falls back to stb: close, not identical.
+// Non-goals: other formats (GIF, WebP, ...), 16-bit precision (16-bit PNGs are reduced to 8 bits).
 #pragma once
 
 #include <cstdint>

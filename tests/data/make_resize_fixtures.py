@@ -8,8 +8,8 @@ Writes tests/data/resize/:
   - convert cases: conv_<mode>.png (grey, grey+alpha, RGBA, palette, palette + tRNS, 16-bit grey) and
     conv_<mode>.rgb.png (Image.open(...).convert("RGB"));
   - EXIF cases: exif_<n>.jpg (orientation n = 1..8 in APP1) and exif_<n>.rgb.png
-    (ImageOps.exif_transpose(Image.open(...)).convert("RGB")), compared with a tolerance since stb's JPEG decoder
-    is not libjpeg's.
+    (ImageOps.exif_transpose(Image.open(...)).convert("RGB")), exact with libjpeg (tests/data/make_jpeg_fixtures.py
+    has the JPEG decoding cases), within a tolerance with stb, the fallback of builds without libjpeg.
 Everything is deterministic (fixed seeds) and small (well under 200 KB in total).
 """
 import io

@@ -1,7 +1,6 @@
-// libFuzzer target: image decoding (PNG/JPEG headers, EXIF, stb) on arbitrary bytes; decoded images go through the
-// PIL resampler and both HF processors at small sizes.
-// build: clang++-14 -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -I. -I/usr/include/stb
-//        tests/fuzz/fuzz_image.cpp models/vision/{image,resample,image_processor}.cpp core/{storage,tensor,dtype}.cpp
+// libFuzzer target: image decoding (PNG/JPEG headers, EXIF, stb for PNG, libjpeg-turbo for JPEG) on arbitrary
+// bytes; decoded images go through the PIL resampler and both HF processors at small sizes.
+// build and run: scripts/fuzz.sh 300 build-fuzz image
 #include <cstddef>
 #include <cstdint>
 

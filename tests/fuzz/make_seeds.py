@@ -7,9 +7,12 @@ safetensors/  a two-tensor safetensors file
 gguf/         GGUF v3 files: llama metadata + a SentencePiece vocab + F32/Q8_0 tensors (q/k permuted, rope_freqs),
               and a gpt2-style vocab with merges
 pickle/       data.pkl of a torch.save state dict and the whole zip (needs python3-torch; skipped without it)
+image/        the committed test images under 4 KB (tests/data/jpeg, tests/data/resize): JPEG and PNG
 """
+import glob
 import json
 import os
+import shutil
 import struct
 import sys
 
@@ -141,13 +144,17 @@ def pickle_seeds(out):
 
 def main():
     out = sys.argv[1]
-    for d in ("pipit", "safetensors", "gguf", "pickle"):
+    for d in ("pipit", "safetensors", "gguf", "pickle", "image"):
         os.makedirs(os.path.join(out, d), exist_ok=True)
     open(os.path.join(out, "pipit", "small.pipit"), "wb").write(pipit_seed())
     open(os.path.join(out, "safetensors", "small.safetensors"), "wb").write(safetensors_seed())
     open(os.path.join(out, "gguf", "llama.gguf"), "wb").write(gguf_llama_seed())
     open(os.path.join(out, "gguf", "gpt2.gguf"), "wb").write(gguf_gpt2_seed())
     pickle_seeds(os.path.join(out, "pickle"))
+    data = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data")
+    for f in glob.glob(os.path.join(data, "jpeg", "*.jpg")) + glob.glob(os.path.join(data, "resize", "*.png")):
+        if os.path.getsize(f) < 4096:
+            shutil.copy(f, os.path.join(out, "image", os.path.basename(f)))
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 // fallbacks are what recipe.h promises, and a quantized forward equals a forward that dequantizes the same blocks.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <mutex>
 
 #include "core/panels.h"
@@ -124,6 +125,53 @@ TEST_P(ConvertRoundTrip, Deterministic) {
     const std::string a = test::read_bytes(d.path("a.pipit")), b = test::read_bytes(d.path("b.pipit"));
     EXPECT_GT(a.size(), 1000u);
     EXPECT_TRUE(a == b) << model << " " << q << ": two conversions differ";
+  }
+}
+
+// --target x86 / arm stores q4_0 / q8_0 matrices as 16-row panels: the file says so, its panels are the packing of
+// the generic file's blocks, and on a CPU whose kernels pack at load the two files give bit-identical logits.
+TEST_P(ConvertRoundTrip, TargetLayoutStoresPanels) {
+  const std::string model = GetParam();
+  test::ScratchDir d("tgt");
+  auto ids = test::golden_ids(model);
+  for (const char* q : {"q4", "q8"}) {
+    ConvertOptions o;
+    o.quant = q;
+    o.n_threads = 2;
+    o.progress = false;
+    o.output = d.path("generic.pipit");
+    ASSERT_TRUE(convert_file(test::model_dir(model), o).is_ok());
+    o.target = "arm";
+    o.output = d.path("arm.pipit");
+    ASSERT_TRUE(convert_file(test::model_dir(model), o).is_ok());
+    auto g = PipitFile::open(d.path("generic.pipit"));
+    auto a = PipitFile::open(d.path("arm.pipit"));
+    ASSERT_TRUE(g.is_ok() && a.is_ok());
+    EXPECT_EQ(a->header()["quantization"]["layout"], "panel16");
+    EXPECT_EQ(g->header()["quantization"]["layout"], "generic");
+    int panels = 0;
+    for (auto& [name, t] : a->tensors()) {
+      const Tensor& gt = g->tensors().at(name);
+      if (!dtype_is_panel(t.dtype())) {
+        EXPECT_EQ(t.dtype(), gt.dtype()) << name;
+        continue;
+      }
+      ++panels;
+      ASSERT_EQ(dtype_unpanel(t.dtype()), gt.dtype()) << name;
+      ASSERT_EQ(t.nbytes(), gt.nbytes()) << name;
+      std::vector<uint8_t> packed(gt.nbytes());
+      pack_panels(gt.dtype(), gt.data(), gt.row_stride(), gt.dim(0), gt.dim(1), packed.data());
+      EXPECT_EQ(std::memcmp(packed.data(), t.data(), packed.size()), 0) << name;
+    }
+    EXPECT_GT(panels, 0) << q;
+    LoadedModel lg = test::load_or_fail(d.path("generic.pipit"));
+    LoadedModel la = test::load_or_fail(d.path("arm.pipit"));
+    const auto want = test::all_logits(*lg.model, ids), got = test::all_logits(*la.model, ids);
+    ASSERT_EQ(got.size(), want.size());
+    if (kernels().pack_quant)  // both run the panel kernels on the same bytes
+      EXPECT_EQ(test::max_abs_diff(got.data(), want.data(), int64_t(want.size())).max_abs, 0.0) << q;
+    else  // panel vs plain kernels: the same block dots, maybe summed in another order
+      EXPECT_LE(test::rel_rms(got, want), 1e-5) << q;
   }
 }
 

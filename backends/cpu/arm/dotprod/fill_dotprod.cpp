@@ -8,6 +8,9 @@ void fill(Kernels& k) {
   k.name = "dotprod";
   k.matmul[int(DType::Q8_0)] = matmul_q8_0;
   k.matmul[int(DType::Q4_0)] = matmul_q4_0;
+  k.matmul[int(DType::Q8_0X16)] = matmul_q8_0x16;
+  k.matmul[int(DType::Q4_0X16)] = matmul_q4_0x16;
+  k.pack_quant = true;
 }
 
 }  // namespace pipit::dotprod

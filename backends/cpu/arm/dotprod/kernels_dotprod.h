@@ -7,5 +7,7 @@ namespace pipit::dotprod {
 
 void matmul_q8_0(const MatmulArgs& a, int64_t n0, int64_t n1);
 void matmul_q4_0(const MatmulArgs& a, int64_t n0, int64_t n1);
+void matmul_q8_0x16(const MatmulArgs& a, int64_t n0, int64_t n1);  // panels (core/dtype.h)
+void matmul_q4_0x16(const MatmulArgs& a, int64_t n0, int64_t n1);
 
 }  // namespace pipit::dotprod

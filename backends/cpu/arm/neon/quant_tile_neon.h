@@ -1,9 +1,11 @@
 // The register tile shared by the NEON and dotprod quantized matmuls (q8_0 / q4_0 weights x BlockQ8Act): MR
 // activation rows x NR weight rows, one block of 32 per step. A Dot policy computes a block's exact integer dot
-// product as 4 int32 lanes (NEON: vmull_s8 + vpadal; dotprod: sdot); the lanes are scaled by d_w * d_a into f32
-// accumulators and reduced once per output. Templates live in an anonymous namespace: each including file
-// (compiled with its own -march) gets its own copy.
+// product as 4 int32 lanes (NEON: vmull_s8 + vpadal; dotprod: sdot), which are added into the block's dot and
+// scaled by d_w * d_a into f32 accumulators (see quant_tile). Templates live in an anonymous namespace: each
+// including file (compiled with its own -march) gets its own copy.
 #pragma once
+
+#include <cmath>
 
 #include "backends/cpu/arm/neon/simd_neon.h"
 #include "backends/cpu/kernels.h"
@@ -40,9 +42,17 @@ inline void quant_tile(const MatmulArgs& a, int64_t m, int64_t n) {
   }
   for (int j = 0; j < NR; ++j) w[j] = reinterpret_cast<const Block*>(static_cast<const uint8_t*>(a.w) + (n + j) * a.w_stride);
 
-  float32x4_t acc[MR][NR];
-  for (int i = 0; i < MR; ++i)
-    for (int j = 0; j < NR; ++j) acc[i][j] = vdupq_n_f32(0.0f);
+  // Per block, acc += float(exact block dot) * (d_w * d_a): the arithmetic of the i8mm and panel kernels, so a row
+  // gets the same bits from every kernel of a level and for every M (batch invariance). NR % 4 == 0: the 4 lanes of
+  // 4 outputs' partial dots are added pairwise into one vector of 4 block dots; NR == 1: one horizontal add.
+  static_assert(NR == 1 || NR % 4 == 0);
+  constexpr int NV = NR == 1 ? 1 : NR / 4;
+  float32x4_t acc[MR][NV];
+  float acc1[MR];
+  for (int i = 0; i < MR; ++i) {
+    acc1[i] = 0.0f;
+    for (int v = 0; v < NV; ++v) acc[i][v] = vdupq_n_f32(0.0f);
+  }
   const int64_t nb = a.K / kQBlock;
   for (int64_t b = 0; b < nb; ++b) {
     int8x16_t a0[MR], a1[MR];
@@ -52,21 +62,35 @@ inline void quant_tile(const MatmulArgs& a, int64_t m, int64_t n) {
       a1[i] = vld1q_s8(x[i][b].qs + 16);
       da[i] = x[i][b].d;
     }
-    for (int j = 0; j < NR; ++j) {
+    if constexpr (NR == 1) {
       int8x16_t w0, w1;
-      WB::load(w[j][b], w0, w1);
-      const float dw = f16_scalar(w[j][b].d);
-      for (int i = 0; i < MR; ++i) {
-        const int32x4_t isum = Dot::dot(w0, w1, a0[i], a1[i]);  // 4 lanes adding up to the exact dot
-        acc[i][j] = vfmaq_n_f32(acc[i][j], vcvtq_f32_s32(isum), dw * da[i]);
+      WB::load(w[0][b], w0, w1);
+      const float dw = f16_scalar(w[0][b].d);
+      for (int i = 0; i < MR; ++i)
+        acc1[i] = std::fma(float(vaddvq_s32(Dot::dot(w0, w1, a0[i], a1[i]))), dw * da[i], acc1[i]);
+    } else {
+      for (int v = 0; v < NV; ++v) {
+        int8x16_t w0[4], w1[4];
+        float dws[4];
+        for (int t = 0; t < 4; ++t) {
+          WB::load(w[4 * v + t][b], w0[t], w1[t]);
+          dws[t] = f16_scalar(w[4 * v + t][b].d);
+        }
+        const float32x4_t dw = vld1q_f32(dws);
+        for (int i = 0; i < MR; ++i) {
+          int32x4_t s[4];
+          for (int t = 0; t < 4; ++t) s[t] = Dot::dot(w0[t], w1[t], a0[i], a1[i]);  // 4 lanes adding up to the dot
+          const int32x4_t dots = vpaddq_s32(vpaddq_s32(s[0], s[1]), vpaddq_s32(s[2], s[3]));
+          acc[i][v] = vfmaq_f32(acc[i][v], vcvtq_f32_s32(dots), vmulq_n_f32(dw, da[i]));
+        }
       }
     }
   }
   for (int i = 0; i < MR; ++i) {
-    if constexpr (NR % 4 == 0) {
-      for (int j = 0; j < NR; j += 4) vst1q_f32(y[i] + j, hsum4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]));
+    if constexpr (NR == 1) {
+      y[i][0] = acc1[i];
     } else {
-      for (int j = 0; j < NR; ++j) y[i][j] = vaddvq_f32(acc[i][j]);
+      for (int v = 0; v < NV; ++v) vst1q_f32(y[i] + 4 * v, acc[i][v]);
     }
   }
 }

@@ -93,6 +93,45 @@ inline void weighted_values(const float* p, int64_t hd, int64_t j0, int64_t n, f
   }
 }
 
+// Scores of R query rows for the 4 keys whose f32 rows are kf[0..3] (one group): each row's accumulators see the
+// same FMAs in the same order as in scores() (so the same bits); the K vectors are loaded once for the R rows.
+template <int R>
+inline void scores_group(const float* const* q, const float* kf, int64_t hd, float scale, int64_t j, float* const* s) {
+  __m512 c[R][4];
+  for (int i = 0; i < R; ++i)
+    for (int t = 0; t < 4; ++t) c[i][t] = _mm512_setzero_ps();
+  for (int64_t d = 0; d < hd; d += 16) {
+    const __mmask16 mk = mask16(hd - d);
+    __m512 kv[4];
+    for (int t = 0; t < 4; ++t) kv[t] = _mm512_maskz_loadu_ps(mk, kf + t * hd + d);
+    for (int i = 0; i < R; ++i) {
+      const __m512 qv = _mm512_maskz_loadu_ps(mk, q[i] + d);
+      for (int t = 0; t < 4; ++t) c[i][t] = _mm512_fmadd_ps(qv, kv[t], c[i][t]);
+    }
+  }
+  for (int i = 0; i < R; ++i)
+    _mm_storeu_ps(s[i] + j, _mm_mul_ps(hsum4(c[i][0], c[i][1], c[i][2], c[i][3]), _mm_set1_ps(scale)));
+}
+
+// out_i += sum over the group's 4 keys of p_i[j + t] v_t for R query rows, in weighted_values()' order; the V
+// vectors (f32 rows vf[0..3]) are loaded once for the R rows.
+template <int R>
+inline void values_group(const float* const* p, const float* vf, int64_t hd, int64_t j, float* const* out) {
+  __m512 pb[R][4];
+  for (int i = 0; i < R; ++i)
+    for (int t = 0; t < 4; ++t) pb[i][t] = _mm512_set1_ps(p[i][j + t]);
+  for (int64_t d = 0; d < hd; d += 16) {
+    const __mmask16 mk = mask16(hd - d);
+    __m512 vv[4];
+    for (int t = 0; t < 4; ++t) vv[t] = _mm512_maskz_loadu_ps(mk, vf + t * hd + d);
+    for (int i = 0; i < R; ++i) {
+      __m512 o = _mm512_maskz_loadu_ps(mk, out[i] + d);
+      for (int t = 0; t < 4; ++t) o = _mm512_fmadd_ps(pb[i][t], vv[t], o);
+      _mm512_mask_storeu_ps(out[i] + d, mk, o);
+    }
+  }
+}
+
 // Rows j .. j+3 of K or V as f32 in buf (4 x hd), so several query rows can use one conversion.
 template <class KV, class Row>
 inline void convert4(int64_t hd, int64_t j, int64_t n, float* buf, Row row) {
@@ -118,18 +157,21 @@ void attn_rows(const AttnRowsArgs& a) {
   }
   if (nq == 1) shared = 0;  // nothing to share: read K/V in place (and need no scratch beyond the scores)
   float* buf = a.scratch + nq * n_max;
+  float* srow[kAttnMaxRows];  // each row's scores, then probabilities
+  for (int64_t i = 0; i < nq; ++i) srow[i] = a.scratch + i * n_max;
   const uint8_t* kb = static_cast<const uint8_t*>(a.k);
   const uint8_t* vb = static_cast<const uint8_t*>(a.v);
   // byte offset of the j-th visible key's row; a wrapped ring continues at row 0 (see AttnRowArgs::ring)
   auto off = [&](int64_t j) { return (a.ring > 0 && a.k0 + j >= a.ring ? a.k0 + j - a.ring : a.k0 + j) * a.kv_stride; };
   auto krow = [&](int64_t j) { return kb + off(j); };
   auto vrow = [&](int64_t j) { return vb + off(j); };
-  auto brow = [&](int64_t j) { return reinterpret_cast<const uint8_t*>(buf + (j & 3) * hd); };  // j's row in buf
 
   for (int64_t j = 0; j < shared; j += 4) {  // 1. scores: shared groups, then each row's own remainder
     prefetch_rows(vrow, j, shared, hd * KV::kBytes);  // V rows are read after the softmax: fetch them meanwhile
     convert4<KV>(hd, j, shared, buf, krow);
-    for (int64_t i = 0; i < nq; ++i) scores<KvF32>(a.q[i], hd, a.scale, j, j + 4, a.scratch + i * n_max, brow);
+    int64_t i = 0;
+    for (; i + 4 <= nq; i += 4) scores_group<4>(a.q + i, buf, hd, a.scale, j, srow + i);
+    for (; i < nq; ++i) scores_group<1>(a.q + i, buf, hd, a.scale, j, srow + i);
   }
   for (int64_t i = 0; i < nq; ++i) {
     float* s = a.scratch + i * n_max;
@@ -146,7 +188,9 @@ void attn_rows(const AttnRowsArgs& a) {
   }
   for (int64_t j = 0; j < shared; j += 4) {  // 2. values, in the same order
     convert4<KV>(hd, j, shared, buf, vrow);
-    for (int64_t i = 0; i < nq; ++i) weighted_values<KvF32>(a.scratch + i * n_max, hd, j, j + 4, a.out[i], brow);
+    int64_t i = 0;
+    for (; i + 4 <= nq; i += 4) values_group<4>(srow + i, buf, hd, j, a.out + i);
+    for (; i < nq; ++i) values_group<1>(srow + i, buf, hd, j, a.out + i);
   }
   for (int64_t i = 0; i < nq; ++i) weighted_values<KV>(a.scratch + i * n_max, hd, shared, n[i], a.out[i], vrow);
 }

@@ -1,0 +1,116 @@
+// Armv8.2-A dotprod matmuls for the row-interleaved panel dtypes q4_0x16 / q8_0x16 (core/dtype.h) against
+// BlockQ8Act rows; the design of backends/cpu/x86/avx512/matmul_panel_avx512.cpp with 128-bit registers.
+// A 64-byte chunk of a panel block holds 4 quant bytes of each of 16 rows: 4 registers of 4 rows each. sdot by
+// lane (vdotq_laneq_s32) multiplies each row's 4 bytes with one activation dword and adds into that row's int32
+// lane, so 4 accumulators hold the 16 rows' exact block dot products without horizontal sums. sdot is signed x
+// signed: q4 nibbles become q - 8, q8 bytes are used as they are (no offset correction, unlike vpdpbusd).
+// Per block, f32 acc += float(dot) * (d_w d_a), the same arithmetic per row whatever the number of rows M.
+#include <arm_neon.h>
+
+#include "backends/cpu/arm/dotprod/kernels_dotprod.h"
+
+namespace pipit::dotprod {
+
+namespace {
+
+constexpr int kMR = 2;  // activation rows per tile: 2 x (4 int + 4 f32 accumulators) of the 32 registers
+
+// sdot of 4 rows' bytes w with activation dword `lane` of a (lanes 0-3 = bytes 0-15 of a block, then 16-31).
+template <int kLane>
+inline int32x4_t sdot_lane(int32x4_t acc, int8x16_t w, int8x16_t a) { return vdotq_laneq_s32(acc, w, a, kLane); }
+
+struct PQ4 {
+  using Block = BlockQ4_0x16;
+  template <int MR>
+  static inline void dots(const Block& w, int8x16_t (*a)[2], int32x4_t (*isum)[4]) {
+    const uint8x16_t m4 = vdupq_n_u8(0x0f);
+    const int8x16_t eight = vdupq_n_s8(8);
+#define PIPIT_PQ4_CHUNK(c)                                                                                      \
+  for (int q = 0; q < 4; ++q) {                                                                                 \
+    const uint8x16_t v = vld1q_u8(w.qs + 64 * (c) + 16 * q);                                                    \
+    const int8x16_t lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(v, m4)), eight);  /* weights 4c.. */             \
+    const int8x16_t hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(v, 4)), eight); /* weights 16 + 4c.. */        \
+    for (int i = 0; i < MR; ++i) {                                                                              \
+      isum[i][q] = sdot_lane<c>(isum[i][q], lo, a[i][0]);                                                       \
+      isum[i][q] = sdot_lane<c>(isum[i][q], hi, a[i][1]);                                                       \
+    }                                                                                                           \
+  }
+    PIPIT_PQ4_CHUNK(0)
+    PIPIT_PQ4_CHUNK(1)
+    PIPIT_PQ4_CHUNK(2)
+    PIPIT_PQ4_CHUNK(3)
+#undef PIPIT_PQ4_CHUNK
+  }
+};
+
+struct PQ8 {
+  using Block = BlockQ8_0x16;
+  template <int MR>
+  static inline void dots(const Block& w, int8x16_t (*a)[2], int32x4_t (*isum)[4]) {
+#define PIPIT_PQ8_CHUNK(g)                                                                         \
+  for (int q = 0; q < 4; ++q) {                                                                    \
+    const int8x16_t v = vld1q_s8(w.qs + 64 * (g) + 16 * q);                                        \
+    for (int i = 0; i < MR; ++i) isum[i][q] = sdot_lane<(g) % 4>(isum[i][q], v, a[i][(g) / 4]);   \
+  }
+    PIPIT_PQ8_CHUNK(0)
+    PIPIT_PQ8_CHUNK(1)
+    PIPIT_PQ8_CHUNK(2)
+    PIPIT_PQ8_CHUNK(3)
+    PIPIT_PQ8_CHUNK(4)
+    PIPIT_PQ8_CHUNK(5)
+    PIPIT_PQ8_CHUNK(6)
+    PIPIT_PQ8_CHUNK(7)
+#undef PIPIT_PQ8_CHUNK
+  }
+};
+
+// y[m .. m+MR, n .. n+16) from the panel starting at `panel`.
+template <class P, int MR>
+inline void tile(const MatmulArgs& a, const typename P::Block* panel, int64_t m, int64_t n) {
+  const BlockQ8Act* x[MR];
+  for (int i = 0; i < MR; ++i)
+    x[i] = reinterpret_cast<const BlockQ8Act*>(static_cast<const uint8_t*>(a.x) + (m + i) * a.x_stride);
+  float32x4_t acc[MR][4];
+  for (int i = 0; i < MR; ++i)
+    for (int q = 0; q < 4; ++q) acc[i][q] = vdupq_n_f32(0.0f);
+  const int64_t nb = a.K / kQBlock;
+  for (int64_t b = 0; b < nb; ++b) {
+    const auto& w = panel[b];
+    int8x16_t av[MR][2];
+    int32x4_t isum[MR][4];
+    for (int i = 0; i < MR; ++i) {
+      av[i][0] = vld1q_s8(x[i][b].qs);
+      av[i][1] = vld1q_s8(x[i][b].qs + 16);
+      for (int q = 0; q < 4; ++q) isum[i][q] = vdupq_n_s32(0);
+    }
+    P::template dots<MR>(w, av, isum);
+    for (int q = 0; q < 4; ++q) {  // rows 4q .. 4q+3
+      const float32x4_t dw = vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(w.d + 4 * q)));
+      for (int i = 0; i < MR; ++i)
+        acc[i][q] = vfmaq_f32(acc[i][q], vcvtq_f32_s32(isum[i][q]), vmulq_n_f32(dw, x[i][b].d));
+    }
+  }
+  for (int i = 0; i < MR; ++i) {
+    float* y = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(a.y) + (m + i) * a.y_stride) + n;
+    for (int q = 0; q < 4; ++q) vst1q_f32(y + 4 * q, acc[i][q]);
+  }
+}
+
+template <class P>
+void matmul(const MatmulArgs& a, int64_t n0, int64_t n1) {
+  using Block = typename P::Block;
+  const int64_t nb = a.K / kQBlock;
+  for (int64_t n = n0; n < n1; n += kPanelRows) {  // n0, n1: multiples of 16
+    const Block* panel = static_cast<const Block*>(a.w) + (n / kPanelRows) * nb;
+    int64_t m = 0;
+    for (; m + kMR <= a.M; m += kMR) tile<P, kMR>(a, panel, m, n);
+    if (m < a.M) tile<P, 1>(a, panel, m, n);
+  }
+}
+
+}  // namespace
+
+void matmul_q8_0x16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<PQ8>(a, n0, n1); }
+void matmul_q4_0x16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<PQ4>(a, n0, n1); }
+
+}  // namespace pipit::dotprod
