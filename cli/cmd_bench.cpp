@@ -2,6 +2,10 @@
 // file. pp N: N random tokens evaluated in one call on an empty context (chunked by n_batch), logits for the last
 // one only. tg N: N single-token steps from an empty context, no sampling. Each test runs once unmeasured, then
 // -r times; tok/s is given as mean ± stddev over the repetitions, with model size, bits/weight and peak RSS.
+// --image (vision-language models), as mllm's bench --image measures: "image" is the image processor + vision tower
+// for the (already decoded) image, reported in ms and in image tokens/s; "pp N+img" prefills the multimodal prompt
+// (the image's tokens with their features spliced in, then N random text tokens) on an empty context, tok/s over
+// all its tokens; "tg" is unchanged.
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -10,20 +14,24 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <random>
 #include <sstream>
 
 #include "cli/command.h"
 #include "cli/common.h"
+#include "cli/image_args.h"
+#include "runtime/multimodal.h"
 
 namespace pipit::cli {
 
 namespace {
 
 struct TestResult {
-  std::string name;  // "pp512", "tg128"
+  std::string name;  // "pp512", "tg128", "image", "pp64+img"
   int threads;
   std::vector<double> tps;  // tok/s per repetition
+  int64_t n_tokens = 0;     // tokens per repetition
   double mean() const {
     double s = 0;
     for (double v : tps) s += v;
@@ -94,6 +102,27 @@ Result<double> run_once(Session& s, bool prompt, int n, std::mt19937& rng, int64
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+// One repetition of the multimodal prefill: seconds in eval (the features are computed already).
+Result<double> run_multimodal(Session& s, const MultimodalPrompt& p) {
+  s.reset();
+  const auto t0 = Clock::now();
+  PIPIT_TRY(s.eval(p).status());
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// The prompt of the "pp N+img" test: the model's image placeholder (expanded to the image's tokens by
+// build_multimodal_prompt), then n random text tokens that are not image markers.
+Result<MultimodalPrompt> bench_image_prompt(const Model& m, const EncodedImage& img, int n, std::mt19937& rng) {
+  std::vector<int32_t> ids = image_placeholder_tokens(m);
+  std::uniform_int_distribution<int32_t> tok(0, int32_t(m.info().n_vocab - 1));
+  const std::vector<int32_t> marks = ids;
+  while (int(ids.size()) < int(marks.size()) + n) {
+    const int32_t t = tok(rng);
+    if (std::find(marks.begin(), marks.end(), t) == marks.end()) ids.push_back(t);
+  }
+  return build_multimodal_prompt(m, ids, {img});
+}
+
 // read_bandwidth for each thread count, in a child process so that its 1 GiB buffer stays out of our peak RSS.
 std::vector<std::pair<int, double>> measure_bandwidth(const std::vector<int>& threads) {
   std::vector<std::pair<int, double>> out;
@@ -132,9 +161,12 @@ int cmd_bench(Args& a) {
   a.option({"--kv-type"}, "KV cache dtype: f32 or f16", "f16");
   a.flag({"--json"}, "print one JSON object instead of the table");
   a.flag({"--bandwidth"}, "also measure memory read bandwidth per thread count (decode roofline)");
+  a.option({"--image"}, "vision-language models: also time this image's encoding and a prefill with it");
+  a.option({"--image-max-pixels"}, "cap the pixels the image is resized to (Qwen2-VL: fewer image tokens)");
   if (auto st = a.parse(); !st) return fail(a, st.message());
   if (a.help() || !a.has("-m")) {
-    std::printf("usage: pipit bench -m MODEL [-p 512] [-n 128] [-t 1,2] [-r 5] [--json]\n%s", a.usage().c_str());
+    std::printf("usage: pipit bench -m MODEL [-p 512] [-n 128] [-t 1,2] [-r 5] [--json] [--image IMG]\n%s",
+                a.usage().c_str());
     return a.help() ? 0 : 1;
   }
   auto n_prompt = a.get_int("-p"), n_gen = a.get_int("-n"), reps = a.get_int("-r"), n_batch = a.get_int("-b");
@@ -167,21 +199,62 @@ int cmd_bench(Args& a) {
   }
   const int64_t n_vocab = lm->model->info().n_vocab;
 
+  // --image: decoded once here; its processing and encoding are what the "image" test times
+  const bool with_image = a.has("--image");
+  Image image;
+  ImageProcessorConfig proc;
+  if (with_image) {
+    if (!lm->model->vision()) return fail(a, fmt("--image: {} is a text-only model", a.get("-m")));
+    auto img = load_image(a.get("--image"));
+    if (!img) return fail(a, img.status().message());
+    image = std::move(img).value();
+    auto opt = image_options(a);
+    if (!opt) return fail(a, opt.status().message());
+    auto pp = preprocessor_config_of(*lm);
+    if (!pp) return fail(a, pp.status().message());
+    auto pc = image_processor_for(*lm->model, *pp, *opt);
+    if (!pc) return fail(a, pc.status().message());
+    proc = std::move(pc).value();
+  }
+
   std::vector<TestResult> results;
   std::vector<std::pair<int, double>> bandwidth;  // threads, GB/s
   if (a.get_flag("--bandwidth")) bandwidth = measure_bandwidth(threads);
   std::mt19937 rng(1234);
   for (int nt : threads) {
     auto pool = std::make_shared<ThreadPool>(nt);
+    std::optional<MultimodalPrompt> mm;
+    if (with_image) {
+      TestResult r{"image", nt, {}};
+      std::optional<EncodedImage> enc;
+      for (int i = 0; i <= *reps; ++i) {  // the first run warms up
+        const auto t0 = Clock::now();
+        auto e = encode_image(*lm->model, proc, image, *pool);
+        if (!e) return fail(a, e.status().message());
+        const double sec = std::chrono::duration<double>(Clock::now() - t0).count();
+        r.n_tokens = e->features.dim(0);
+        if (i > 0) r.tps.push_back(double(r.n_tokens) / sec);
+        enc = std::move(e).value();
+      }
+      results.push_back(std::move(r));
+      auto p = bench_image_prompt(*lm->model, *enc, int(*n_prompt), rng);
+      if (!p) return fail(a, p.status().message());
+      mm = std::move(p).value();
+      so.n_ctx = std::max(so.n_ctx, int(mm->tokens.size()));
+    }
     Session s(*lm->model, so, pool);
-    for (int kind = 0; kind < 2; ++kind) {
-      const bool prompt = kind == 0;
-      const int n = int(prompt ? *n_prompt : *n_gen);
+    for (int kind = 0; kind < 3; ++kind) {
+      const bool prompt = kind == 0, multimodal = kind == 1;
+      if (multimodal && !mm) continue;
+      const int n = int(prompt ? *n_prompt : multimodal ? int64_t(mm->tokens.size()) : *n_gen);
       if (n == 0) continue;
-      TestResult r{(prompt ? "pp" : "tg") + std::to_string(n), nt, {}};
-      if (auto w = run_once(s, prompt, n, rng, n_vocab); !w) return fail(a, w.status().message());  // warm-up
+      const std::string name =
+          multimodal ? "pp" + std::to_string(*n_prompt) + "+img" : (prompt ? "pp" : "tg") + std::to_string(n);
+      TestResult r{name, nt, {}, n};
+      auto once = [&]() { return multimodal ? run_multimodal(s, *mm) : run_once(s, prompt, n, rng, n_vocab); };
+      if (auto w = once(); !w) return fail(a, w.status().message());  // warm-up
       for (int i = 0; i < *reps; ++i) {
-        auto sec = run_once(s, prompt, n, rng, n_vocab);
+        auto sec = once();
         if (!sec) return fail(a, sec.status().message());
         r.tps.push_back(n / *sec);
       }
@@ -196,8 +269,8 @@ int cmd_bench(Args& a) {
                         {"kv_type", kv},              {"n_ctx", so.n_ctx},    {"peak_rss_mib", peak_rss_mib()},
                         {"tests", nlohmann::json::array()}};
     for (const auto& r : results)
-      j["tests"].push_back({{"test", r.name}, {"threads", r.threads}, {"avg_ts", r.mean()}, {"stddev_ts", r.stddev()},
-                            {"samples_ts", r.tps}});
+      j["tests"].push_back({{"test", r.name}, {"threads", r.threads}, {"n_tokens", r.n_tokens}, {"avg_ts", r.mean()},
+                            {"stddev_ts", r.stddev()}, {"samples_ts", r.tps}});
     for (const auto& [nt, gbs] : bandwidth)
       j["bandwidth"].push_back({{"threads", nt}, {"read_gb_s", gbs}, {"roofline_ts", gbs * 1e9 / double(bytes)}});
     std::printf("%s\n", j.dump(2).c_str());
@@ -205,10 +278,15 @@ int cmd_bench(Args& a) {
   }
   std::printf("| model | size | params | bpw | kernels | threads | test | t/s |\n");
   std::printf("| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: |\n");
-  for (const auto& r : results)
-    std::printf("| %s | %.2f MiB | %.2f M | %.2f | %s | %d | %s | %.2f ± %.2f |\n", lm->config.model_type().c_str(),
+  for (const auto& r : results) {
+    std::printf("| %s | %.2f MiB | %.2f M | %.2f | %s | %d | %s | %.2f ± %.2f |", lm->config.model_type().c_str(),
                 size_mib, double(params) / 1e6, bpw, kernels().name.c_str(), r.threads, r.name.c_str(), r.mean(),
                 r.stddev());
+    if (r.name == "image")
+      std::printf(" %lld image tokens in %.1f ms", (long long)r.n_tokens, 1e3 * double(r.n_tokens) / r.mean());
+    if (r.name.ends_with("+img")) std::printf(" (%lld tokens)", (long long)r.n_tokens);
+    std::printf("\n");
+  }
   for (const auto& [nt, gbs] : bandwidth)
     std::printf("read bandwidth %d threads: %.1f GB/s -> decode roofline %.1f tok/s (%.0f MB of weights per token)\n",
                 nt, gbs, gbs * 1e9 / double(bytes), double(bytes) / 1e6);

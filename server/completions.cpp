@@ -84,7 +84,7 @@ struct Stream {
       if (!r.is_ok()) {
         write(sink, sse_data(from_status(r.status()).body()));
       } else {
-        write(sink, sse_data(chunk_json(meta, "", false, stop_reason_name(r->reason))));
+        write(sink, sse_data(chunk_json(meta, "", false, finish_reason(r->reason))));
         if (meta.include_usage) write(sink, sse_data(usage_chunk_json(meta, *r)));
       }
       write(sink, kSseDone);

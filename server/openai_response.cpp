@@ -27,13 +27,15 @@ json usage_json(int prompt_tokens, int completion_tokens) {
           {"total_tokens", prompt_tokens + completion_tokens}};
 }
 
+const char* finish_reason(StopReason r) { return r == StopReason::kCallback ? "stop" : stop_reason_name(r); }
+
 json completion_json(const ResponseMeta& m, const GenerateResult& r) {
   json out = header(m, false);
   json choice = {{"index", 0}};
   if (m.chat) choice["message"] = {{"role", "assistant"}, {"content", r.text}};
   else choice["text"] = r.text;
   choice["logprobs"] = nullptr;
-  choice["finish_reason"] = stop_reason_name(r.reason);
+  choice["finish_reason"] = finish_reason(r.reason);
   out["choices"] = json::array({std::move(choice)});
   out["usage"] = usage_json(r.n_prompt, int(r.tokens.size()));
   return out;

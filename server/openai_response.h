@@ -22,6 +22,10 @@ struct ResponseMeta {
 
 nlohmann::json usage_json(int prompt_tokens, int completion_tokens);
 
+// OpenAI's finish_reason for a stop: "stop" or "length". An answer cut short by the server's shutdown (the only
+// cancellation a client lives to see) reports "stop": OpenAI has no value for it and strict clients reject others.
+const char* finish_reason(StopReason r);
+
 // The whole answer (stream: false).
 nlohmann::json completion_json(const ResponseMeta& m, const GenerateResult& r);
 

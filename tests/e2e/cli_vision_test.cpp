@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -193,6 +194,33 @@ TEST_F(CliVision, ImageMaxPixelsMeansFewerTokens) {
   ASSERT_TRUE(f.is_ok());
   const Tensor grid = *f->get("image_grid_thw");
   EXPECT_LE(int64_t(grid.ptr<int32_t>()[1]) * grid.ptr<int32_t>()[2] * 14 * 14, 20000);
+}
+
+// `pipit bench --image`: the image test counts the tokens the tower returns (as `pipit vision` writes them), and the
+// multimodal prefill covers the image's tokens, its markers and the N text tokens; a text-only model is refused.
+TEST_F(CliVision, BenchWithImage) {
+  for (const std::string arch : {"qwen2_vl", "llava"}) {
+    const std::string out = (dir_ / (arch + ".safetensors")).string();
+    auto v = run_cli("vision -m " + model(arch) + " --image " + image(arch, "img_100x75") + " -o " + out);
+    ASSERT_EQ(v.code, 0) << v.out;
+    auto f = SafetensorsFile::open(out);
+    ASSERT_TRUE(f.is_ok());
+    const int64_t n_image = f->get("vision_embeds")->dim(-2);
+    auto r = run_cli("bench -m " + model(arch) + " --image " + image(arch, "img_100x75") +
+                     " -p 8 -n 2 -r 1 -t 1 --json");
+    ASSERT_EQ(r.code, 0) << r.out;
+    const auto j = nlohmann::json::parse(r.out.substr(r.out.find('{')));
+    std::map<std::string, nlohmann::json> tests;
+    for (const auto& t : j["tests"]) tests[t["test"]] = t;
+    ASSERT_TRUE(tests.count("image") && tests.count("pp8+img") && tests.count("pp8") && tests.count("tg2")) << r.out;
+    EXPECT_EQ(tests["image"]["n_tokens"], n_image);
+    const int64_t markers = arch == "llava" ? 1 : 3;  // <image> / <|vision_start|><|image_pad|><|vision_end|>
+    EXPECT_EQ(tests["pp8+img"]["n_tokens"].get<int64_t>(), n_image - 1 + markers + 8);
+    EXPECT_GT(tests["pp8+img"]["avg_ts"].get<double>(), 0.0);
+  }
+  auto text = run_cli("bench -m " + model("qwen3") + " --image " + image("qwen2_vl", "img_100x75") + " -p 8 -n 2");
+  EXPECT_EQ(text.code, 1) << text.out;
+  EXPECT_NE(text.out.find("text-only"), std::string::npos) << text.out;
 }
 
 }  // namespace
