@@ -87,7 +87,10 @@ uint8_t* Arena::alloc(size_t bytes, std::shared_ptr<Storage>* owner) {
 }
 
 void Arena::reset() {
-  if (chunks_.size() > 1) {  // grow to one chunk that fits the whole high-water pass
+  // Grow to one chunk that fits the whole high-water pass. Chunks added within a pass are given back by rewind()
+  // (a layer's activations), so a pass that overflowed leaves one chunk behind, smaller than its high water: that
+  // one is replaced too, else every later pass would allocate (and page in) the overflow again, layer after layer.
+  if (chunks_.size() > 1 || chunks_.front()->size() < high_water_) {
     chunks_.clear();
     chunks_.push_back(HeapStorage::make(high_water_ + high_water_ / 8));
   }
