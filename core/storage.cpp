@@ -75,7 +75,10 @@ Arena::Arena(size_t initial_bytes) { chunks_.push_back(HeapStorage::make(initial
 uint8_t* Arena::alloc(size_t bytes, std::shared_ptr<Storage>* owner) {
   bytes = (bytes + kAlign - 1) / kAlign * kAlign;
   if (used_ + bytes > chunks_.back()->size()) {
-    chunks_.push_back(HeapStorage::make(std::max(bytes, chunks_.back()->size())));
+    const size_t want = std::max(bytes, chunks_.back()->size());
+    if (spare_ && spare_->size() >= want) chunks_.push_back(std::move(spare_));
+    else chunks_.push_back(HeapStorage::make(want));
+    spare_.reset();
     used_ = 0;
   }
   uint8_t* p = chunks_.back()->data() + used_;
@@ -91,6 +94,7 @@ void Arena::reset() {
   // (a layer's activations), so a pass that overflowed leaves one chunk behind, smaller than its high water: that
   // one is replaced too, else every later pass would allocate (and page in) the overflow again, layer after layer.
   if (chunks_.size() > 1 || chunks_.front()->size() < high_water_) {
+    spare_.reset();
     chunks_.clear();
     chunks_.push_back(HeapStorage::make(high_water_ + high_water_ / 8));
   }
@@ -99,7 +103,12 @@ void Arena::reset() {
 }
 
 void Arena::rewind(const Mark& m) {
-  chunks_.resize(m.chunks);  // chunks added since the mark are freed (or kept alive by tensors still using them)
+  // Chunks added since the mark are given back (or kept alive by tensors still using them), except the largest one
+  // nothing else holds: it is kept as the spare for the next overflow, so that layer after layer of a pass (a model
+  // rewinds per layer) does not allocate, zero and page in the same overflow again.
+  for (size_t i = m.chunks; i < chunks_.size(); ++i)
+    if (chunks_[i].use_count() == 1 && (!spare_ || chunks_[i]->size() > spare_->size())) spare_ = chunks_[i];
+  chunks_.resize(m.chunks);
   used_ = m.used;
   total_used_ = m.total_used;
 }

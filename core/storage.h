@@ -66,6 +66,7 @@ class Arena {
 
  private:
   std::vector<std::shared_ptr<HeapStorage>> chunks_;
+  std::shared_ptr<HeapStorage> spare_;  // an overflow chunk given back by rewind(), for the next overflow
   size_t used_ = 0;         // bytes used in chunks_.back()
   size_t total_used_ = 0;   // bytes used across all chunks this pass
   size_t high_water_ = 0;
