@@ -78,11 +78,14 @@ void check_linear(const Tensor& x, const Tensor& w) {
 }
 
 // Work is split in chunks of 16 output rows (SIMD tiles and panels stay whole); a thread takes several at a time so
-// it streams a long run of weight bytes, while at least 8 runs per thread are left for load balancing. Tiny
-// matmuls stay on one thread.
+// it streams a long run of weight bytes, while at least 8 runs per thread are left for load balancing. A run is
+// at least kMinMacs multiply-adds, so tiny matmuls stay on one thread, while a tall one with short rows (a 151k-row
+// output head of a 64-wide model) is still split.
 int64_t matmul_grain(Ctx& ctx, int64_t M, int64_t K, int64_t n_chunks) {
-  if (M * K * 16 < 8192) return n_chunks;
-  return std::max<int64_t>(1, n_chunks / (8 * ctx.pool->size()));
+  constexpr int64_t kMinMacs = 32768;
+  const int64_t per_chunk = std::max<int64_t>(1, M * K * 16);
+  const int64_t min_grain = (kMinMacs + per_chunk - 1) / per_chunk;
+  return std::max<int64_t>({int64_t(1), min_grain, n_chunks / (8 * ctx.pool->size())});
 }
 
 void add_bias(Ctx& ctx, Tensor& y, const Tensor& bias) {
