@@ -158,7 +158,7 @@ int cmd_bench(Args& a) {
   a.option({"-r", "--repetitions"}, "measured repetitions per test", "5");
   a.option({"-c", "--ctx"}, "context length (default: max(n_prompt, n_gen))");
   a.option({"-b", "--batch"}, "prefill chunk (n_batch)", "512");
-  a.option({"--kv-type"}, "KV cache dtype: f32 or f16", "f16");
+  a.option({"--kv-type"}, "KV cache dtype: f32, f16 or q8", "f16");
   a.flag({"--json"}, "print one JSON object instead of the table");
   a.flag({"--bandwidth"}, "also measure memory read bandwidth per thread count (decode roofline)");
   a.option({"--image"}, "vision-language models: also time this image's encoding and a prefill with it");
@@ -186,12 +186,13 @@ int cmd_bench(Args& a) {
     so.n_ctx = int(*c);
   }
   const std::string kv = a.get("--kv-type");
-  if (kv == "f32") so.kv_dtype = DType::F32;
-  else if (kv == "f16") so.kv_dtype = DType::F16;
-  else return fail(a, fmt("--kv-type {}: expected f32 or f16", kv));
+  auto kvt = kv_type(a);
+  if (!kvt) return fail(a, kvt.status().message());
+  so.kv_dtype = *kvt;
 
   auto lm = load_model(a.get("-m"));
   if (!lm) return fail(a, lm.status().message());
+  if (auto st = check_kv_type(*lm->model, so.kv_dtype); !st) return fail(a, st.message());
   int64_t bytes = 0, params = 0;
   for (const auto& [name, t] : static_cast<const MapWeightSource&>(*lm->weights).tensors()) {
     bytes += int64_t(t.nbytes());

@@ -206,6 +206,7 @@ int cmd_chat(Args& a) {
   pthread_sigmask(SIG_BLOCK, &sigint, nullptr);
   auto lm = load_model(a.get("-m"), LoadOptions{.need_tokenizer = true});
   if (!lm) return fail(a, lm.status().message());
+  if (auto st = check_kv_type(*lm->model, so->kv_dtype); !st) return fail(a, st.message());
   if (lm->tokenizer->config().chat_template.empty())
     return fail(a, "this model has no chat template; use `pipit run` for plain text continuation");
 

@@ -35,6 +35,7 @@ int cmd_logits(Args& a) {
   if (!lm) return fail(a, lm.status().message());
   auto so = session_options(a);
   if (!so) return fail(a, so.status().message());
+  if (auto st = check_kv_type(*lm->model, so->kv_dtype); !st) return fail(a, st.message());
   auto pool = std::make_shared<ThreadPool>(so->n_threads > 0 ? so->n_threads : ThreadPool::default_threads());
   // vision-language models: --image fills the image tokens of input_ids (one placeholder per image, or expanded)
   std::optional<MultimodalPrompt> mm;

@@ -42,6 +42,7 @@ int cmd_run(Args& a) {
   auto t0 = std::chrono::steady_clock::now();
   auto lm = load_model(a.get("-m"), LoadOptions{.need_tokenizer = true});
   if (!lm) return fail(a, lm.status().message());
+  if (auto st = check_kv_type(*lm->model, so->kv_dtype); !st) return fail(a, st.message());
   const Tokenizer& tok = *lm->tokenizer;
   const double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 

@@ -91,6 +91,7 @@ int cmd_serve(Args& a) {
 
   auto lm = load_model(a.get("-m"), LoadOptions{.need_tokenizer = true});
   if (!lm) return fail(a, lm.status().message());
+  if (auto st = check_kv_type(*lm->model, so->kv_dtype); !st) return fail(a, st.message());
 
   // SIGINT/SIGTERM go to one thread that stops the server; every other thread (engine, pools, HTTP workers,
   // all started below) inherits the blocked mask. A write to a closed socket must not kill the process.

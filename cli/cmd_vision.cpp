@@ -46,6 +46,7 @@ int cmd_vision(Args& a) {
   if (!opt) return fail(a, opt.status().message());
   auto lm = load_model(a.get("-m"));
   if (!lm) return fail(a, lm.status().message());
+  if (auto st = check_kv_type(*lm->model, so->kv_dtype); !st) return fail(a, st.message());
   auto pp = preprocessor_config_of(*lm);
   if (!pp) return fail(a, pp.status().message());
   auto proc = image_processor_for(*lm->model, *pp, *opt);

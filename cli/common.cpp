@@ -7,7 +7,7 @@ void add_model_options(Args& a) {
   a.option({"-m", "--model"}, "model: HF checkpoint dir, .pipit or .gguf file");
   a.option({"-t", "--threads"}, "threads (default: physical cores)");
   a.option({"-c", "--ctx"}, "context length (default: min(model max, 4096))");
-  a.option({"--kv-type"}, "KV cache dtype: f32 or f16", "f32");
+  a.option({"--kv-type"}, "KV cache dtype: f32, f16 or q8 (q8_0 blocks: head_dim a multiple of 32)", "f32");
 }
 
 void add_sampling_options(Args& a) {
@@ -36,11 +36,24 @@ Result<SessionOptions> session_options(const Args& a) {
     if (c < 1 || c > (1 << 24)) return Error::invalid_argument("-c {}: context must be in [1, 16777216]", c);
     o.n_ctx = int(c);
   }
-  const std::string kv = a.get("--kv-type");
-  if (kv == "f32") o.kv_dtype = DType::F32;
-  else if (kv == "f16") o.kv_dtype = DType::F16;
-  else return Error::invalid_argument("--kv-type {}: expected f32 or f16", kv);
+  PIPIT_ASSIGN_OR_RETURN(o.kv_dtype, kv_type(a));
   return o;
+}
+
+Result<DType> kv_type(const Args& a) {
+  const std::string kv = a.get("--kv-type");
+  if (kv == "f32") return DType::F32;
+  if (kv == "f16") return DType::F16;
+  if (kv == "q8" || kv == "q8_0") return DType::Q8_0;
+  return Error::invalid_argument("--kv-type {}: expected f32, f16 or q8", kv);
+}
+
+Status check_kv_type(const Model& m, DType kv) {
+  const int64_t hd = m.info().kv.head_dim;
+  if (kv == DType::Q8_0 && hd % kQBlock != 0)
+    return Error::invalid_argument("--kv-type q8: this model's head_dim {} is not a multiple of {} (use f16)", hd,
+                                   kQBlock);
+  return Status::ok();
 }
 
 Result<GenerateParams> generate_params(const Args& a) {

@@ -307,7 +307,7 @@ void attention(Ctx& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v
   const int64_t scratch_row = (grouped ? tok_block * group : 1) * max_keys + 4 * hd;
   const int nth = ctx.pool->size();
   Tensor scratch = ctx.alloc(DType::F32, {nth, scratch_row});
-  const int64_t esz = dtype_elem_stride(k_cache.dtype());
+  const int64_t head_bytes = dtype_row_bytes(k_cache.dtype(), hd);  // one kv head of a cache row
   // the keys query (t, h) sees, as [k0, k1) in cache rows (a ring maps positions to rows; see AttnRowArgs::ring)
   auto key_range = [&](int64_t t, int64_t* k0, int64_t* k1, int64_t* ring) {
     *k1 = pos[t] + 1;
@@ -327,8 +327,8 @@ void attention(Ctx& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v
         const int64_t t = j / n_head, kvh = (j % n_head) / group;
         AttnRowArgs a;
         a.q = q.ptr<float>() + j * hd;
-        a.k = k_cache.data() + kvh * hd * esz;
-        a.v = v_cache.data() + kvh * hd * esz;
+        a.k = k_cache.data() + kvh * head_bytes;
+        a.v = v_cache.data() + kvh * head_bytes;
         a.kv_stride = k_cache.stride(0);
         a.out = out.ptr<float>() + j * hd;
         a.scratch = scr;
@@ -342,8 +342,8 @@ void attention(Ctx& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v
       const int64_t kvh = j / n_tok_blocks, t0 = (j % n_tok_blocks) * tok_block;
       AttnRowsArgs a;
       a.n_q = 0;
-      a.k = k_cache.data() + kvh * hd * esz;
-      a.v = v_cache.data() + kvh * hd * esz;
+      a.k = k_cache.data() + kvh * head_bytes;
+      a.v = v_cache.data() + kvh * head_bytes;
       a.kv_stride = k_cache.stride(0);
       a.scratch = scr;
       a.head_dim = hd;

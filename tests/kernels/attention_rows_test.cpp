@@ -18,16 +18,16 @@ class AttentionRows : public IsaTest {};
 TEST_P(AttentionRows, EachRowEqualsAttnRow) {
   if (!k().attn_rows[int(DType::F16)]) GTEST_SKIP() << "no attn_rows at this level (ops runs attn_row per row)";
   Rng rng(11);
-  for (DType kv : {DType::F32, DType::F16})
+  for (DType kv : {DType::F32, DType::F16, DType::Q8_0})
     for (int64_t hd : {31, 64, 128})
       for (int n_q : {1, 2, 3, 7, 16})
         for (auto [k0, k1_first, ring] : {std::tuple<int64_t, int64_t, int64_t>{0, 1, 0}, {0, 9, 0}, {0, 130, 0},
                                           {30, 40, 32}})
           for (float softcap : {0.0f, 30.0f}) {
+            if (kv == DType::Q8_0 && (hd % kQBlock || !k().attn_rows[int(kv)])) continue;
             const int64_t k1_last = k1_first + (n_q - 1) / 2;  // two heads per token, consecutive tokens
             const int64_t rows = ring > 0 ? ring : k1_last;
-            const int64_t esz = kv == DType::F32 ? 4 : 2;
-            const int64_t stride = (2 * hd + 5) * esz;
+            const int64_t stride = 2 * dtype_row_bytes(kv, hd) + 8;
             std::vector<uint8_t> kbuf(size_t(rows * stride + 64)), vbuf(size_t(rows * stride + 64));
             for (int64_t p = 0; p < rows; ++p) {
               auto kr = rng.floats(size_t(hd), -1, 1), vr = rng.floats(size_t(hd), -2, 2);

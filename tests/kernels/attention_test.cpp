@@ -1,4 +1,4 @@
-// attn_row for f32 and f16 KV caches, every ISA level against ref: head_dim in {1, 31, 32, 33, 64, 128}, visible
+// attn_row for f32, f16 and q8_0 KV caches, every ISA level against ref: head_dim in {1, 31, 32, 33, 64, 128}, visible
 // key ranges [k0, k1) of 1 to 300 keys that do not start at 0 (sliding window), keys wrapping around a ring buffer
 // (AttnRowArgs::ring), with and without soft-cap, and a KV row stride that is not head_dim (heads interleaved, padded).
 // Tolerance: |out - out_ref| <= 1e-5 max|v| (a softmax-weighted average of v: score order and exp differ by ulps).
@@ -17,26 +17,27 @@ class Attention : public IsaTest {};
 
 TEST_P(Attention, AllShapes) {
   Rng rng(6);
-  for (DType kv : {DType::F32, DType::F16})
+  for (DType kv : {DType::F32, DType::F16, DType::Q8_0})
     for (int64_t hd : {1, 31, 32, 33, 64, 128})
       for (auto [k0, k1, ring] : {std::tuple<int64_t, int64_t, int64_t>{0, 1, 0}, {2, 7, 0}, {0, 33, 0}, {5, 305, 0},
                                   {5, 11, 8}, {9, 45, 40}, {39, 41, 40}})
         for (float softcap : {0.0f, 20.0f}) {
+          if (kv == DType::Q8_0 && hd % kQBlock) continue;  // a q8_0 cache needs whole blocks per head
           const int64_t rows = ring > 0 ? ring : k1;  // rows in the cache
-          const int64_t esz = kv == DType::F32 ? 4 : 2, n_head_kv = 2;
-          const int64_t stride = (n_head_kv * hd + 3) * esz;  // bytes between positions
+          const int64_t n_head_kv = 2, head_bytes = dtype_row_bytes(kv, hd);
+          const int64_t stride = n_head_kv * head_bytes + 8;  // bytes between positions (padded)
           std::vector<uint8_t> kbuf(size_t(rows * stride + 64)), vbuf(size_t(rows * stride + 64));
           float vmax = 0;
           for (int64_t p = 0; p < rows; ++p) {
             auto kr = rng.floats(size_t(hd), -1, 1), vr = rng.floats(size_t(hd), -2, 2);
-            r().from_f32[int(kv)](kr.data(), kbuf.data() + p * stride + hd * esz, hd);  // head 1 of 2
-            r().from_f32[int(kv)](vr.data(), vbuf.data() + p * stride + hd * esz, hd);
+            r().from_f32[int(kv)](kr.data(), kbuf.data() + p * stride + head_bytes, hd);  // head 1 of 2
+            r().from_f32[int(kv)](vr.data(), vbuf.data() + p * stride + head_bytes, hd);
             for (float x : vr) vmax = std::max(vmax, std::fabs(x));
           }
           auto q = rng.floats(size_t(hd), -3, 3);
           const size_t nk = size_t(k1 - k0), nd = size_t(hd + 1);
           std::vector<float> out(nd, 9.0f), out_ref(nd, 9.0f), scratch(nk), scratch_ref(nk);
-          AttnRowArgs a{q.data(), kbuf.data() + hd * esz, vbuf.data() + hd * esz, stride, out.data(), scratch.data(),
+          AttnRowArgs a{q.data(), kbuf.data() + head_bytes, vbuf.data() + head_bytes, stride, out.data(), scratch.data(),
                         hd, k0, k1, 1.0f / std::sqrt(float(hd)), softcap, ring};
           k().attn_row[int(kv)](a);
           a.out = out_ref.data();

@@ -1,5 +1,5 @@
 // Reference attention for one query row: scores = scale * q . k_j for visible keys j, optional tanh soft-cap,
-// softmax, then out = sum_j p_j v_j. K/V rows are f32 or f16 (the KV cache dtype).
+// softmax, then out = sum_j p_j v_j. K/V rows are f32, f16 or q8_0 (the KV cache dtype).
 #include <cmath>
 
 #include "backends/cpu/ref/ref.h"
@@ -41,6 +41,15 @@ void attn_row_f16(const AttnRowArgs& a) {
   attn_row(a, [](const uint8_t* p, int64_t d) { return f16_to_f32(reinterpret_cast<const f16_t*>(p)[d]); });
 }
 
+// q8_0 (the quantized KV cache): head_dim a multiple of 32, each head's row its own q8_0 blocks; element d is
+// d_block * q as float, the same product every ISA forms before its multiply-add.
+void attn_row_q8_0(const AttnRowArgs& a) {
+  attn_row(a, [](const uint8_t* p, int64_t d) {
+    const auto* b = reinterpret_cast<const BlockQ8_0*>(p) + (d >> 5);
+    return f16_to_f32(b->d) * float(b->qs[d & 31]);
+  });
+}
+
 void fill(Kernels& k) {
   k.name = "ref";
   k.matmul[int(DType::F32)] = matmul_f32;
@@ -69,6 +78,7 @@ void fill(Kernels& k) {
   k.from_f32[int(DType::Q4_0)] = q4_0_from_f32;
   k.attn_row[int(DType::F32)] = attn_row_f32;
   k.attn_row[int(DType::F16)] = attn_row_f16;
+  k.attn_row[int(DType::Q8_0)] = attn_row_q8_0;
 }
 
 }  // namespace pipit::ref

@@ -38,6 +38,7 @@ void q4_0_from_f32(const float* src, void* dst, int64_t n);
 
 void attn_row_f32(const AttnRowArgs& a);
 void attn_row_f16(const AttnRowArgs& a);
+void attn_row_q8_0(const AttnRowArgs& a);
 
 void fill(Kernels& k);  // the whole reference table
 

@@ -17,6 +17,21 @@ struct KvF16 {
   static float32x4_t load(const uint8_t* p, int64_t d) { return load_f16(reinterpret_cast<const uint16_t*>(p) + d); }
   static float at(const uint8_t* p, int64_t d) { return f16_scalar(reinterpret_cast<const uint16_t*>(p)[d]); }
 };
+// q8_0 rows (head_dim a multiple of 32): 4 values of a block, d_block * q as in ref (a 4-byte load: never past
+// the block)
+struct KvQ8 {
+  static float32x4_t load(const uint8_t* p, int64_t d) {
+    const auto* b = reinterpret_cast<const BlockQ8_0*>(p) + (d >> 5);
+    int32_t w;
+    std::memcpy(&w, b->qs + (d & 31), 4);
+    const int16x8_t q16 = vmovl_s8(vreinterpret_s8_s32(vdup_n_s32(w)));
+    return vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(q16))), f16_scalar(b->d));
+  }
+  static float at(const uint8_t* p, int64_t d) {
+    const auto* b = reinterpret_cast<const BlockQ8_0*>(p) + (d >> 5);
+    return f16_scalar(b->d) * float(b->qs[d & 31]);
+  }
+};
 
 template <class KV>
 void attn_row(const AttnRowArgs& a) {
@@ -98,5 +113,6 @@ void attn_row(const AttnRowArgs& a) {
 
 void attn_row_f32(const AttnRowArgs& a) { attn_row<KvF32>(a); }
 void attn_row_f16(const AttnRowArgs& a) { attn_row<KvF16>(a); }
+void attn_row_q8_0(const AttnRowArgs& a) { attn_row<KvQ8>(a); }
 
 }  // namespace pipit::neon

@@ -29,5 +29,6 @@ void bf16_from_f32_row(const float* src, void* dst, int64_t n);
 
 void attn_row_f32(const AttnRowArgs& a);
 void attn_row_f16(const AttnRowArgs& a);
+void attn_row_q8_0(const AttnRowArgs& a);
 
 }  // namespace pipit::neon

@@ -17,6 +17,18 @@ struct KvF16 {
   static __m256 load(const uint8_t* p, int64_t d) { return load_f16(reinterpret_cast<const uint16_t*>(p) + d); }
   static float at(const uint8_t* p, int64_t d) { return f16_scalar(reinterpret_cast<const uint16_t*>(p)[d]); }
 };
+// q8_0 rows (head_dim a multiple of 32): 8 values of a block, d_block * q as in ref
+struct KvQ8 {
+  static __m256 load(const uint8_t* p, int64_t d) {
+    const auto* b = reinterpret_cast<const BlockQ8_0*>(p) + (d >> 5);
+    const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b->qs + (d & 31)));
+    return _mm256_mul_ps(_mm256_set1_ps(f16_scalar(b->d)), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)));
+  }
+  static float at(const uint8_t* p, int64_t d) {
+    const auto* b = reinterpret_cast<const BlockQ8_0*>(p) + (d >> 5);
+    return f16_scalar(b->d) * float(b->qs[d & 31]);
+  }
+};
 
 template <class KV>
 void attn_row(const AttnRowArgs& a) {
@@ -102,5 +114,6 @@ void attn_row(const AttnRowArgs& a) {
 
 void attn_row_f32(const AttnRowArgs& a) { attn_row<KvF32>(a); }
 void attn_row_f16(const AttnRowArgs& a) { attn_row<KvF16>(a); }
+void attn_row_q8_0(const AttnRowArgs& a) { attn_row<KvQ8>(a); }
 
 }  // namespace pipit::avx2

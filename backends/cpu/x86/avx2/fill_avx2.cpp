@@ -30,6 +30,7 @@ void fill(Kernels& k) {
   k.from_f32[int(DType::BF16)] = bf16_from_f32_row;
   k.attn_row[int(DType::F32)] = attn_row_f32;
   k.attn_row[int(DType::F16)] = attn_row_f16;
+  k.attn_row[int(DType::Q8_0)] = attn_row_q8_0;
 }
 
 }  // namespace pipit::avx2

@@ -27,6 +27,18 @@ struct KvF16 {
   static __m512 load(const uint8_t* p, int64_t d, __mmask16 m) { return load_f16(reinterpret_cast<const uint16_t*>(p) + d, m); }
 };
 
+// q8_0 rows (head_dim a multiple of 32, so d is a multiple of 16 and the mask is full): 16 values of a block,
+// d_block * q as in ref. kBytes: the prefetch length per row (the scales add 1/16).
+struct KvQ8 {
+  static constexpr bool kPrefetch = true;
+  static constexpr int64_t kBytes = 1;
+  static __m512 load(const uint8_t* p, int64_t d, __mmask16) {
+    const auto* b = reinterpret_cast<const BlockQ8_0*>(p) + (d >> 5);
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->qs + (d & 31)));
+    return _mm512_mul_ps(_mm512_set1_ps(f16_scalar(b->d)), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)));
+  }
+};
+
 // K/V rows are head_dim values a cache row apart (all kv heads of a position share a row): a strided walk the
 // hardware prefetcher does not follow, so rows a few keys ahead are prefetched by hand.
 constexpr int64_t kAheadKeys = 8;
@@ -220,5 +232,7 @@ void attn_row_f32(const AttnRowArgs& a) { attn_row<KvF32>(a); }
 void attn_row_f16(const AttnRowArgs& a) { attn_row<KvF16>(a); }
 void attn_rows_f32(const AttnRowsArgs& a) { attn_rows<KvF32>(a); }
 void attn_rows_f16(const AttnRowsArgs& a) { attn_rows<KvF16>(a); }
+void attn_row_q8_0(const AttnRowArgs& a) { attn_row<KvQ8>(a); }
+void attn_rows_q8_0(const AttnRowsArgs& a) { attn_rows<KvQ8>(a); }
 
 }  // namespace pipit::avx512

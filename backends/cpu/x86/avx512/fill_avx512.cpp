@@ -33,8 +33,10 @@ void fill(Kernels& k, const CpuFeatures& f) {
   k.from_f32[int(DType::BF16)] = bf16_from_f32_row;
   k.attn_row[int(DType::F32)] = attn_row_f32;
   k.attn_row[int(DType::F16)] = attn_row_f16;
+  k.attn_row[int(DType::Q8_0)] = attn_row_q8_0;
   k.attn_rows[int(DType::F32)] = attn_rows_f32;
   k.attn_rows[int(DType::F16)] = attn_rows_f16;
+  k.attn_rows[int(DType::Q8_0)] = attn_rows_q8_0;
 }
 
 }  // namespace pipit::avx512

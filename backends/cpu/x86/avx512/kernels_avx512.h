@@ -31,7 +31,9 @@ void bf16_from_f32_row(const float* src, void* dst, int64_t n);
 
 void attn_row_f32(const AttnRowArgs& a);
 void attn_row_f16(const AttnRowArgs& a);
+void attn_row_q8_0(const AttnRowArgs& a);
 void attn_rows_f32(const AttnRowsArgs& a);  // attn_row for several rows at once, bit-identical per row
 void attn_rows_f16(const AttnRowsArgs& a);
+void attn_rows_q8_0(const AttnRowsArgs& a);
 
 }  // namespace pipit::avx512
