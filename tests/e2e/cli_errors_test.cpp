@@ -149,6 +149,15 @@ TEST_F(CliErrors, BadNumber) {
   expect_error(run_cli("run -m " + test::model_dir("stories260k") + " -p hi --temp abc"), "'abc' is not a number");
 }
 
+TEST_F(CliErrors, KvTypes) {
+  // stories260k's head_dim is 8: a q8_0 cache needs whole blocks of 32 per head
+  expect_error(run_cli("run -m " + test::model_dir("stories260k") + " -p hi -n 1 --kv-type q8"), "head_dim 8");
+  expect_error(run_cli("run -m " + test::model_dir("stories260k") + " -p hi -n 1 --kv-type q4"), "--kv-type q4");
+  auto ok = run_cli("logits -m " + test::model_dir("qwen3") + " --kv-type q8 --input " + test::model_dir("qwen3") +
+                    "/golden.safetensors --output " + (dir_ / "q8kv.safetensors").string());
+  EXPECT_EQ(ok.code, 0) << ok.out;
+}
+
 TEST(Cli, StoriesGreedyText) {
   auto r = run_cli("run -m " + test::model_dir("stories260k") + " -p \"Once upon a time\" -n 64 --temp 0 -t 1");
   ASSERT_EQ(r.code, 0) << r.out;
