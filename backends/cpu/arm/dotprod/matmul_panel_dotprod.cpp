@@ -3,7 +3,8 @@
 // A 64-byte chunk of a panel block holds 4 quant bytes of each of 16 rows: 4 registers of 4 rows each. sdot by
 // lane (vdotq_laneq_s32) multiplies each row's 4 bytes with one activation dword and adds into that row's int32
 // lane, so 4 accumulators hold the 16 rows' exact block dot products without horizontal sums. sdot is signed x
-// signed: q4 nibbles become q - 8, q8 bytes are used as they are (no offset correction, unlike vpdpbusd).
+// signed and nibbles 0..15 are valid int8s: q4 lanes start at -8 * sum(a) (BlockQ8Act::sum) and take the nibbles as
+// they are, which saves the 32 subtractions of q - 8 per block; q8 bytes are used as they are.
 // Per block, f32 acc += float(dot) * (d_w d_a), the same arithmetic per row whatever the number of rows M.
 #include <arm_neon.h>
 
@@ -21,15 +22,15 @@ inline int32x4_t sdot_lane(int32x4_t acc, int8x16_t w, int8x16_t a) { return vdo
 
 struct PQ4 {
   using Block = BlockQ4_0x16;
+  static constexpr int kOffset = 8;
   template <int MR>
   static inline void dots(const Block& w, int8x16_t (*a)[2], int32x4_t (*isum)[4]) {
     const uint8x16_t m4 = vdupq_n_u8(0x0f);
-    const int8x16_t eight = vdupq_n_s8(8);
 #define PIPIT_PQ4_CHUNK(c)                                                                                      \
   for (int q = 0; q < 4; ++q) {                                                                                 \
     const uint8x16_t v = vld1q_u8(w.qs + 64 * (c) + 16 * q);                                                    \
-    const int8x16_t lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(v, m4)), eight);  /* weights 4c.. */             \
-    const int8x16_t hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(v, 4)), eight); /* weights 16 + 4c.. */        \
+    const int8x16_t lo = vreinterpretq_s8_u8(vandq_u8(v, m4)); /* weights 4c.. (q, not q - 8) */               \
+    const int8x16_t hi = vreinterpretq_s8_u8(vshrq_n_u8(v, 4)); /* weights 16 + 4c.. */                        \
     for (int i = 0; i < MR; ++i) {                                                                              \
       isum[i][q] = sdot_lane<c>(isum[i][q], lo, a[i][0]);                                                       \
       isum[i][q] = sdot_lane<c>(isum[i][q], hi, a[i][1]);                                                       \
@@ -45,6 +46,7 @@ struct PQ4 {
 
 struct PQ8 {
   using Block = BlockQ8_0x16;
+  static constexpr int kOffset = 0;
   template <int MR>
   static inline void dots(const Block& w, int8x16_t (*a)[2], int32x4_t (*isum)[4]) {
 #define PIPIT_PQ8_CHUNK(g)                                                                         \
@@ -81,7 +83,7 @@ inline void tile(const MatmulArgs& a, const typename P::Block* panel, int64_t m,
     for (int i = 0; i < MR; ++i) {
       av[i][0] = vld1q_s8(x[i][b].qs);
       av[i][1] = vld1q_s8(x[i][b].qs + 16);
-      for (int q = 0; q < 4; ++q) isum[i][q] = vdupq_n_s32(0);
+      for (int q = 0; q < 4; ++q) isum[i][q] = vdupq_n_s32(-P::kOffset * x[i][b].sum);
     }
     P::template dots<MR>(w, av, isum);
     for (int q = 0; q < 4; ++q) {  // rows 4q .. 4q+3
