@@ -5,6 +5,7 @@
 #include "models/qwen2_vl.h"
 
 #include "models/llama.h"
+#include "models/rope.h"
 #include "models/vision/qwen_vision.h"
 #include "models/vision/vision_model.h"
 
@@ -19,7 +20,9 @@ class Qwen2VLModel : public Model, public VisionLanguageModel {
     // Hub names (model.*, visual.*) or those of transformers >= 4.52 (model.language_model.*, model.visual.*)
     AliasedWeights w(base, {{"model.", {"model.", "model.language_model."}}, {"visual.", {"visual.", "model.visual."}}});
     const HfConfig tc = text_config_of(cfg);
-    const auto& rs = tc.json().contains("rope_scaling") ? tc.json()["rope_scaling"] : nlohmann::json();
+    const nlohmann::json params = rope_parameters_of(tc);
+    const nlohmann::json rs = params.is_object() ? params
+                              : tc.json().contains("rope_scaling") ? tc.json()["rope_scaling"] : nlohmann::json();
     if (!rs.is_object() || !rs.contains("mrope_section"))
       return Error::invalid_argument("[{}] config has no rope_scaling.mrope_section", arch);
     PIPIT_ASSIGN_OR_RETURN(lm_, make_llama_like(tc, w, LlamaOptions{.qkv_bias = true}));

@@ -2,20 +2,39 @@
 #include "models/rope.h"
 
 #include <cmath>
+#include <string_view>
 
 namespace pipit {
 
+nlohmann::json rope_parameters_of(const HfConfig& cfg, const char* layer_type) {
+  if (!cfg.has("rope_parameters")) return nullptr;
+  const nlohmann::json& p = cfg.json()["rope_parameters"];
+  if (p.is_object() && p.contains(layer_type) && p[layer_type].is_object()) return p[layer_type];
+  if (p.is_object() && (p.contains("full_attention") || p.contains("sliding_attention"))) return nullptr;
+  return p;
+}
+
 Result<RopeSpec> rope_from_config(const HfConfig& cfg, int64_t rot_dim, const char* theta_key, bool with_scaling) {
   RopeSpec r;
-  const double theta = cfg.get_float_or(theta_key, 10000.0);
+  const bool local = std::string_view(theta_key) == "rope_local_base_freq";
+  const nlohmann::json params = rope_parameters_of(cfg, local ? "sliding_attention" : "full_attention");
+  if (!params.is_null() && !params.is_object())
+    return Error::invalid_argument("[rope] rope_parameters must be an object, got {}", params.dump());
+  double theta = cfg.get_float_or(theta_key, 10000.0);
+  if (params.is_object() && params.contains("rope_theta")) {
+    if (!params["rope_theta"].is_number())
+      return Error::invalid_argument("[rope] rope_parameters.rope_theta must be a number");
+    theta = params["rope_theta"].get<double>();
+  }
   if (rot_dim <= 0 || rot_dim % 2) return Error::invalid_argument("[rope] rotary dimension {} must be even", rot_dim);
   // HF: 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim)), computed in float32
   for (int64_t i = 0; i < rot_dim; i += 2) {
     float expo = float(i) / float(rot_dim);
     r.inv_freq.push_back(1.0f / std::pow(float(theta), expo));
   }
-  if (!with_scaling || !cfg.has("rope_scaling")) return r;
-  const auto& s = cfg.json()["rope_scaling"];
+  if (!with_scaling) return r;
+  if (params.is_null() && !cfg.has("rope_scaling")) return r;
+  const auto& s = params.is_object() ? params : cfg.json()["rope_scaling"];
   if (!s.is_object()) return Error::invalid_argument("[rope] rope_scaling must be an object or null");
   HfConfig sc(s);
   std::string type = sc.get_string_or("rope_type", sc.get_string_or("type", "default"));

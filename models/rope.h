@@ -20,7 +20,15 @@ struct RopeSpec {
 
 // rot_dim: number of rotated dims of a head (head_dim * partial_rotary_factor). theta_key lets Gemma3 read
 // rope_local_base_freq; with_scaling = false ignores rope_scaling (Gemma3's sliding layers).
+// Configs written by transformers >= 5 hold base and scaling together in "rope_parameters" ({"rope_type",
+// "rope_theta", "factor", ...}), or one such object per layer type ({"full_attention": {...},
+// "sliding_attention": {...}}); rope_parameters_of() gives the object that applies, and rope_from_config reads
+// it first: theta from it (the sliding one when theta_key is "rope_local_base_freq"), scaling from it.
 Result<RopeSpec> rope_from_config(const HfConfig& cfg, int64_t rot_dim, const char* theta_key = "rope_theta",
                                   bool with_scaling = true);
+
+// The rope_parameters object for a layer type ("full_attention" or "sliding_attention"); null when the config has
+// none (older configs: rope_theta and rope_scaling at the top level).
+nlohmann::json rope_parameters_of(const HfConfig& cfg, const char* layer_type = "full_attention");
 
 }  // namespace pipit
