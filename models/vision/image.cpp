@@ -90,25 +90,37 @@ size_t walk_jpeg_header(std::span<const uint8_t> b, F on_segment) {
 }
 
 // stb 2.27 memcpy()s a zero-length IDAT chunk from a null buffer (undefined behaviour, though nothing is read).
-// Such chunks carry no data, so a copy without them decodes to the same pixels. Empty when there are none.
+// Such chunks carry no data, so a copy without them decodes to the same pixels. Empty when there are none. A chunk
+// is recognised from its 8-byte header, so one cut off before its CRC at the end of a truncated file goes too.
 std::vector<uint8_t> png_without_empty_idat(std::span<const uint8_t> b) {
-  std::vector<uint8_t> out;
-  bool any = false;
-  for (size_t i = 8; i + 12 <= b.size();) {
+  auto empty_idat = [&](size_t i) {
+    return rd32(b.data() + i, false) == 0 && std::memcmp(b.data() + i + 4, "IDAT", 4) == 0;
+  };
+  // bytes of the chunk at i (header, data, CRC) when it is whole, else 0
+  auto whole = [&](size_t i) -> size_t {
     const size_t len = rd32(b.data() + i, false);
-    if (len > b.size() - i - 12) break;  // truncated: stb reports it
-    if (len == 0 && std::memcmp(b.data() + i + 4, "IDAT", 4) == 0) any = true;
-    i += 12 + len;
+    return len <= b.size() - i - 8 && b.size() - i - 8 - len >= 4 ? 12 + len : 0;
+  };
+  bool any = false;
+  for (size_t i = 8; i + 8 <= b.size();) {
+    if (empty_idat(i)) any = true;
+    const size_t n = whole(i);
+    if (n == 0) break;  // truncated: stb reports it
+    i += n;
   }
+  std::vector<uint8_t> out;
   if (!any) return out;
   out.assign(b.begin(), b.begin() + 8);
   size_t i = 8;
-  for (; i + 12 <= b.size();) {
-    const size_t len = rd32(b.data() + i, false);
-    if (len > b.size() - i - 12) break;
-    if (!(len == 0 && std::memcmp(b.data() + i + 4, "IDAT", 4) == 0))
-      out.insert(out.end(), b.begin() + long(i), b.begin() + long(i + 12 + len));
-    i += 12 + len;
+  while (i + 8 <= b.size()) {
+    const size_t n = whole(i);
+    if (empty_idat(i)) {
+      i += n ? n : b.size() - i;  // dropped, with its CRC when there is one
+      continue;
+    }
+    if (n == 0) break;
+    out.insert(out.end(), b.begin() + long(i), b.begin() + long(i + n));
+    i += n;
   }
   out.insert(out.end(), b.begin() + long(i), b.end());
   return out;

@@ -169,6 +169,10 @@ TEST(ImageDecode, StbPitfalls) {
   EXPECT_NE(bad.status().message().find("Huffman"), std::string::npos) << bad.status().message();
   // sides near 2^32 in the header: refused without overflowing the pixel count
   EXPECT_FALSE(decode_image(png_header(0xE0E0E0E0u, 0xE0E0E0E0u), "wide.png").is_ok());
+  // a file cut inside a zero-length IDAT (no CRC): dropped too (fuzz_image found stb's null memcpy there)
+  auto cut = decode_base64("iVBORw0KGgoAAAANSUhEUgAAABAAAAAgCAIAAAADAAAAAAAAAElEQVR4gg==");
+  ASSERT_TRUE(cut.is_ok());
+  EXPECT_FALSE(decode_image(*cut, "cut-idat.png").is_ok());
 }
 
 TEST(ImageProcessor, SmartResizeAsHf) {
