@@ -41,6 +41,8 @@ int cmd_serve(Args& a) {
   a.option({"--http-threads"}, "HTTP worker threads (default: parallel + queue + 8)");
   a.flag({"--allow-local-files"}, "let image_url name files on this machine");
   a.flag({"--log"}, "print one line per request on stderr");
+  a.option({"--keepalive"}, "seconds of silence before a stream gets a keep-alive comment and a long non-streaming "
+           "answer a space (how clients that left are found)", "5");
   if (auto st = a.parse(); !st) return fail(a, st.message());
   if (a.help() || !a.has("-m")) {
     std::printf("usage: pipit serve -m MODEL [--host 127.0.0.1] [--port 8080] [--parallel N] [options]\n%s",
@@ -87,6 +89,12 @@ int cmd_serve(Args& a) {
     if (const char* k = std::getenv("PIPIT_API_KEY")) opt.api_key = k;
   opt.allow_local_files = a.get_flag("--allow-local-files");
   opt.log_requests = a.get_flag("--log");
+  {
+    auto k = a.get_float("--keepalive");
+    if (!k) return fail(a, k.status().message());
+    if (!(*k >= 0.01 && *k <= 3600)) return fail(a, fmt("--keepalive {}: expected seconds in [0.01, 3600]", *k));
+    opt.keepalive = std::chrono::milliseconds(int64_t(*k * 1000));
+  }
   opt.model_name = a.has("--alias") ? a.get("--alias") : model_id(a.get("-m"));
 
   auto lm = load_model(a.get("-m"), LoadOptions{.need_tokenizer = true});

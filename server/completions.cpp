@@ -1,7 +1,7 @@
 // The generation endpoints: request JSON -> prompt tokens (chat template + tokenizer) -> Engine request -> one
 // JSON answer, or an SSE stream fed from the engine thread through a TokenChannel. A stream whose client has
 // gone (a write fails) returns false to httplib, and the response's releaser cancels the engine request, which
-// frees its slot at the next step.
+// frees its slot at the next step; a non-streaming answer that takes long is written the same way (PendingAnswer).
 #include <chrono>
 
 #include "runtime/multimodal.h"
@@ -19,7 +19,6 @@ using namespace std::chrono_literals;
 namespace {
 
 constexpr auto kPollInterval = 100ms;   // how often a waiting handler looks at shutdown / the connection
-constexpr auto kKeepAliveEvery = 5s;    // an SSE comment after this much silence: finds clients that left
 
 int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -92,8 +91,36 @@ struct Stream {
       return true;
     }
     if (st->stopping) return false;
-    if (std::chrono::steady_clock::now() - last_write > kKeepAliveEvery && !write(sink, ": keep-alive\n\n"))
+    if (std::chrono::steady_clock::now() - last_write > st->opt.keepalive && !write(sink, ": keep-alive\n\n"))
       return false;
+    return true;
+  }
+};
+
+// A non-streaming answer that took longer than --keepalive: the status line and headers (200, JSON) have gone,
+// and the body is written when the answer is ready, preceded by a space every --keepalive (JSON allows leading
+// whitespace). Those writes are how a client that left is noticed, as for streams; the releaser then cancels.
+// An error found this late can only be an error object in a 200 body (OpenAI's shape, which clients check for).
+struct PendingAnswer {
+  ServerState* st;
+  std::shared_ptr<TokenChannel> ch;
+  uint64_t id = 0;
+  ResponseMeta meta;
+  std::chrono::steady_clock::time_point last_write = std::chrono::steady_clock::now();
+
+  bool pump(httplib::DataSink& sink) {
+    if (ch->wait(kPollInterval).done) {
+      const Result<GenerateResult>& r = ch->result();
+      const std::string body = to_text(r.is_ok() ? completion_json(meta, *r) : from_status(r.status()).body());
+      sink.write(body.data(), body.size());
+      sink.done();
+      return true;
+    }
+    if (st->stopping) st->engine.cancel(id);  // the answer so far follows, finish_reason "stop"
+    if (std::chrono::steady_clock::now() - last_write > st->opt.keepalive) {
+      last_write = std::chrono::steady_clock::now();
+      if (!sink.write(" ", 1)) return false;
+    }
     return true;
   }
 };
@@ -149,11 +176,26 @@ void handle_generate(ServerState& st, const httplib::Request& req, httplib::Resp
   if (!id.is_ok()) return send_error(res, from_status(id.status(), chat ? "messages" : "prompt"));
 
   if (!pr.stream) {
-    while (!ch->wait(kPollInterval).done)
+    // Most answers come within --keepalive and get a plain response (any late error with its own status);
+    // a longer one becomes a PendingAnswer, so that a client that leaves still frees its slot.
+    const auto t0 = std::chrono::steady_clock::now();
+    bool done = false;
+    while (!(done = ch->wait(kPollInterval).done) && std::chrono::steady_clock::now() - t0 < st.opt.keepalive)
       if (st.stopping) st.engine.cancel(*id);
-    const Result<GenerateResult>& r = ch->result();
-    if (!r.is_ok()) return send_error(res, from_status(r.status()));
-    res.set_content(to_text(completion_json(meta, *r)), "application/json");
+    if (done) {
+      const Result<GenerateResult>& r = ch->result();
+      if (!r.is_ok()) return send_error(res, from_status(r.status()));
+      res.set_content(to_text(completion_json(meta, *r)), "application/json");
+      return;
+    }
+    auto pending = std::make_shared<PendingAnswer>(PendingAnswer{&st, ch, *id, meta});
+    res.set_chunked_content_provider(
+        "application/json", [pending](size_t, httplib::DataSink& sink) { return pending->pump(sink); },
+        [pending](bool success) {
+          if (success) return;
+          pending->ch->abandon();  // the client left: stop generating for it
+          pending->st->engine.cancel(pending->id);
+        });
     return;
   }
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <memory>
+#include <chrono>
 #include <string>
 
 #include "core/status.h"
@@ -30,6 +31,9 @@ struct ServerOptions {
   int n_http_threads = 0;          // 0: one per slot and per queued request, plus a few
   int n_image_threads = 0;         // vision models: threads that encode images (0: physical cores)
   bool log_requests = false;       // one line per request on stderr
+  // After this much silence a stream gets an SSE comment and a long non-streaming answer a space: the writes that
+  // find clients which have left (their requests are cancelled, their slots freed).
+  std::chrono::milliseconds keepalive{5000};
 };
 
 class Server {

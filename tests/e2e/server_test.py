@@ -333,6 +333,59 @@ class Limits(unittest.TestCase):
         self.assertEqual(self.post(chat("hi", max_tokens=2))[0], 200)
 
 
+class LongAnswers(unittest.TestCase):
+    """--keepalive 0.2: non-streaming answers that take longer are written late (leading spaces, then the JSON),
+    and a client that leaves before its answer is noticed and cancelled like a stream's."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Server(PIPIT, MODEL, "--parallel", "1", "--ctx", "4096", "--keepalive", "0.2")
+
+    @classmethod
+    def tearDownClass(cls):
+        out = cls.srv.output()
+        rc = cls.srv.stop()
+        assert rc == 0, f"pipit serve exited with {rc}:\n{out}"
+
+    def wait_health(self, pred, timeout=30):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            h = self.srv.health()
+            if pred(h):
+                return h
+            time.sleep(0.05)
+        self.fail(f"/health never satisfied the condition: {self.srv.health()}")
+
+    def test_long_answer_is_the_streamed_text(self):
+        body = chat(PROMPTS[0], max_tokens=600, ignore_eos=True)
+        t0 = time.time()
+        status, data, headers = self.srv.request("POST", "/v1/chat/completions", body)
+        took = time.time() - t0
+        self.assertEqual(status, 200, data)
+        full = json.loads(data)  # leading spaces are JSON whitespace
+        self.assertEqual(full["usage"]["completion_tokens"], 600)
+        self.assertEqual(full["choices"][0]["finish_reason"], "length")
+        if took > 0.5:  # it took long enough to go through the late path: the spaces were sent
+            self.assertTrue(data.startswith(b" "), data[:20])
+        status, events, done, _ = self.srv.stream("/v1/chat/completions", dict(body, stream=True))
+        self.assertEqual(status, 200)
+        self.assertEqual(deltas(events), full["choices"][0]["message"]["content"])
+
+    def test_leaving_before_the_answer_frees_the_slot(self):
+        before = self.wait_health(lambda h: h["slots_busy"] == 0)
+        c = self.srv.connect()
+        c.request("POST", "/v1/chat/completions", headers={"Content-Type": "application/json"},
+                  body=json.dumps(chat(PROMPTS[0], max_tokens=3500, ignore_eos=True)))
+        self.wait_health(lambda h: h["slots_busy"] == 1)
+        time.sleep(0.5)
+        c.sock.shutdown(2)
+        c.close()
+        h = self.wait_health(lambda h: h["slots_busy"] == 0 and h["requests_completed"] > before["requests_completed"])
+        self.assertLess(h["tokens_generated"] - before["tokens_generated"], 3500, "generation was not cancelled")
+        status, body = self.srv.post("/v1/chat/completions", chat(PROMPTS[1], max_tokens=4))
+        self.assertEqual(status, 200, body)
+
+
 class Vision(unittest.TestCase):
     """A Qwen2-VL-shaped model: images as data URLs (and local files when allowed) through the Engine."""
 
