@@ -101,9 +101,51 @@ void attention_segments(Ctx& ctx, const Tensor& q, const Tensor& k, const Tensor
     for (int32_t r = cu[s]; r < cu[s + 1]; ++r) seg_of[size_t(r)] = int32_t(s);
   }
   const int nth = ctx.pool->size();
+  const int64_t group = n_head / n_head_kv;
+  if (auto rows_fn = ctx.k->attn_rows[int(DType::F32)]) {
+    // A job: one kv head over a block of a segment's tokens, its `group` query heads x tokens rows (at most
+    // kAttnMaxRows) sharing K/V and the key range: each K/V row is loaded once for all of them (attn_rows gives
+    // every row the bits attn_row would).
+    const int64_t tok_block = std::max<int64_t>(1, kAttnMaxRows / group);
+    struct Job {
+      int64_t kvh, t0, t1;
+      int32_t seg;
+    };
+    std::vector<Job> jobs;
+    for (size_t sg = 0; sg + 1 < cu.size(); ++sg)
+      for (int64_t kvh = 0; kvh < n_head_kv; ++kvh)
+        for (int64_t t = cu[sg]; t < cu[sg + 1]; t += tok_block)
+          jobs.push_back({kvh, t, std::min<int64_t>(cu[sg + 1], t + tok_block), int32_t(sg)});
+    const int64_t scratch_row = kAttnMaxRows * std::max<int64_t>(1, longest) + 4 * hd;
+    Tensor scratch = ctx.alloc(DType::F32, {nth, scratch_row});
+    ctx.pool->parallel_for_ith(int64_t(jobs.size()), [&](int ith, int64_t j0, int64_t j1) {
+      for (int64_t j = j0; j < j1; ++j) {
+        const Job& jb = jobs[size_t(j)];
+        AttnRowsArgs a;
+        a.n_q = 0;
+        a.k = k.data() + jb.kvh * hd * 4;
+        a.v = v.data() + jb.kvh * hd * 4;
+        a.kv_stride = k.stride(0);
+        a.scratch = scratch.ptr<float>() + int64_t(ith) * scratch_row;
+        a.head_dim = hd;
+        a.k0 = cu[size_t(jb.seg)];
+        a.scale = scale;
+        a.softcap = 0.0f;
+        for (int64_t t = jb.t0; t < jb.t1; ++t)
+          for (int64_t h = jb.kvh * group; h < (jb.kvh + 1) * group; ++h) {
+            a.q[a.n_q] = q.ptr<float>() + (t * n_head + h) * hd;
+            a.out[a.n_q] = out.ptr<float>() + (t * n_head + h) * hd;
+            a.k1[a.n_q] = cu[size_t(jb.seg) + 1];
+            ++a.n_q;
+          }
+        rows_fn(a);
+      }
+    });
+    return;
+  }
   Tensor scratch = ctx.alloc(DType::F32, {nth, std::max<int64_t>(1, longest)});
   auto fn = ctx.k->attn_row[int(DType::F32)];
-  const int64_t group = n_head / n_head_kv, total = n * n_head;
+  const int64_t total = n * n_head;
   auto job = [&](int ith, int nt) {
     for (int64_t i = total * ith / nt; i < total * (ith + 1) / nt; ++i) {
       const int64_t t = i / n_head, h = i % n_head, kvh = h / group, s = seg_of[size_t(t)];

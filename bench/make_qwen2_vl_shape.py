@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Writes a random-weight HF checkpoint shaped like Qwen2-VL-2B-Instruct (bf16, ~4.4 GB) for `pipit bench --image`:
+the vision tower's encode time and the multimodal prefill at a realistic size.
+
+usage: make_qwen2_vl_shape.py OUT_DIR [--layers N] [--depth N]
+
+Language model: hidden 1536, 28 layers, 12 query / 2 key-value heads (head_dim 128), intermediate 8960, vocab
+151936, q/k/v biases, tied embeddings, M-RoPE sections [16, 24, 24]. Vision tower: 32 blocks of width 1280 (16
+heads, MLP 5120, quick_gelu, LayerNorm), 14x14x2 patches, a 2x2 PatchMerger to 1536. Weights ~ N(0, 0.02), norm
+weights 1, biases 0. Tensor names as the Hub checkpoint (model.*, visual.*, no lm_head: tied). Also writes
+config.json and a preprocessor_config.json with HF's defaults. No tokenizer: the bench draws random text tokens.
+Needs only numpy. Do not write it into the repo.
+"""
+import json
+import os
+import struct
+import sys
+
+import numpy as np
+
+HIDDEN, LAYERS, HEADS, KV_HEADS, HEAD_DIM, FF, VOCAB = 1536, 28, 12, 2, 128, 8960, 151936
+V_DEPTH, V_DIM, V_HEADS, V_MLP, PATCH, TEMPORAL, MERGE = 32, 1280, 16, 5120, 14, 2, 2
+
+
+def shapes(n_layers, depth):
+    s = {"model.embed_tokens.weight": (VOCAB, HIDDEN), "model.norm.weight": (HIDDEN,)}
+    for i in range(n_layers):
+        p = f"model.layers.{i}."
+        s.update({
+            p + "input_layernorm.weight": (HIDDEN,),
+            p + "post_attention_layernorm.weight": (HIDDEN,),
+            p + "self_attn.q_proj.weight": (HEADS * HEAD_DIM, HIDDEN),
+            p + "self_attn.q_proj.bias": (HEADS * HEAD_DIM,),
+            p + "self_attn.k_proj.weight": (KV_HEADS * HEAD_DIM, HIDDEN),
+            p + "self_attn.k_proj.bias": (KV_HEADS * HEAD_DIM,),
+            p + "self_attn.v_proj.weight": (KV_HEADS * HEAD_DIM, HIDDEN),
+            p + "self_attn.v_proj.bias": (KV_HEADS * HEAD_DIM,),
+            p + "self_attn.o_proj.weight": (HIDDEN, HEADS * HEAD_DIM),
+            p + "mlp.gate_proj.weight": (FF, HIDDEN),
+            p + "mlp.up_proj.weight": (FF, HIDDEN),
+            p + "mlp.down_proj.weight": (HIDDEN, FF),
+        })
+    s["visual.patch_embed.proj.weight"] = (V_DIM, 3, TEMPORAL, PATCH, PATCH)
+    for i in range(depth):
+        p = f"visual.blocks.{i}."
+        s.update({
+            p + "norm1.weight": (V_DIM,), p + "norm1.bias": (V_DIM,),
+            p + "norm2.weight": (V_DIM,), p + "norm2.bias": (V_DIM,),
+            p + "attn.qkv.weight": (3 * V_DIM, V_DIM), p + "attn.qkv.bias": (3 * V_DIM,),
+            p + "attn.proj.weight": (V_DIM, V_DIM), p + "attn.proj.bias": (V_DIM,),
+            p + "mlp.fc1.weight": (V_MLP, V_DIM), p + "mlp.fc1.bias": (V_MLP,),
+            p + "mlp.fc2.weight": (V_DIM, V_MLP), p + "mlp.fc2.bias": (V_DIM,),
+        })
+    merged = V_DIM * MERGE * MERGE
+    s.update({
+        "visual.merger.ln_q.weight": (V_DIM,), "visual.merger.ln_q.bias": (V_DIM,),
+        "visual.merger.mlp.0.weight": (merged, merged), "visual.merger.mlp.0.bias": (merged,),
+        "visual.merger.mlp.2.weight": (HIDDEN, merged), "visual.merger.mlp.2.bias": (HIDDEN,),
+    })
+    return dict(sorted(s.items()))
+
+
+def to_bf16(x):
+    """float32 -> bf16 bits, round to nearest even."""
+    u = x.view(np.uint32)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def main():
+    out = sys.argv[1]
+    n_layers = int(sys.argv[sys.argv.index("--layers") + 1]) if "--layers" in sys.argv else LAYERS
+    depth = int(sys.argv[sys.argv.index("--depth") + 1]) if "--depth" in sys.argv else V_DEPTH
+    os.makedirs(out, exist_ok=True)
+    cfg = {
+        "architectures": ["Qwen2VLForConditionalGeneration"], "model_type": "qwen2_vl", "hidden_size": HIDDEN,
+        "intermediate_size": FF, "num_hidden_layers": n_layers, "num_attention_heads": HEADS,
+        "num_key_value_heads": KV_HEADS, "vocab_size": VOCAB, "tie_word_embeddings": True, "rms_norm_eps": 1e-6,
+        "rope_theta": 1000000.0, "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]},
+        "max_position_embeddings": 32768, "hidden_act": "silu", "torch_dtype": "bfloat16",
+        "bos_token_id": 151643, "eos_token_id": 151645, "image_token_id": 151655, "video_token_id": 151656,
+        "vision_start_token_id": 151652, "vision_end_token_id": 151653, "vision_token_id": 151654,
+        "use_sliding_window": False, "sliding_window": 32768, "max_window_layers": n_layers,
+        "vision_config": {"depth": depth, "embed_dim": V_DIM, "hidden_size": HIDDEN, "hidden_act": "quick_gelu",
+                          "mlp_ratio": V_MLP // V_DIM, "num_heads": V_HEADS, "in_channels": 3, "in_chans": 3,
+                          "patch_size": PATCH, "spatial_patch_size": PATCH, "spatial_merge_size": MERGE,
+                          "temporal_patch_size": TEMPORAL, "model_type": "qwen2_vl"},
+    }
+    json.dump(cfg, open(os.path.join(out, "config.json"), "w"), indent=2)
+    json.dump({"bos_token_id": 151643, "eos_token_id": 151645}, open(os.path.join(out, "generation_config.json"), "w"))
+    json.dump({"min_pixels": 3136, "max_pixels": 12845056, "patch_size": PATCH, "temporal_patch_size": TEMPORAL,
+               "merge_size": MERGE, "image_mean": [0.48145466, 0.4578275, 0.40821073],
+               "image_std": [0.26862954, 0.26130258, 0.27577711], "do_rescale": True, "do_normalize": True,
+               "do_resize": True, "do_convert_rgb": True, "resample": 3, "rescale_factor": 1 / 255,
+               "image_processor_type": "Qwen2VLImageProcessor", "processor_class": "Qwen2VLProcessor"},
+              open(os.path.join(out, "preprocessor_config.json"), "w"), indent=2)
+
+    sh = shapes(n_layers, depth)
+    header, off = {"__metadata__": {"format": "pt"}}, 0
+    for name, s in sh.items():
+        n = int(np.prod(s)) * 2
+        header[name] = {"dtype": "BF16", "shape": list(s), "data_offsets": [off, off + n]}
+        off += n
+    h = json.dumps(header).encode()
+    h += b" " * ((8 - len(h) % 8) % 8)
+    rng = np.random.default_rng(0)
+    with open(os.path.join(out, "model.safetensors"), "wb") as f:
+        f.write(struct.pack("<Q", len(h)))
+        f.write(h)
+        for name, s in sh.items():
+            if len(s) == 1:
+                x = np.zeros(s, dtype=np.float32) if name.endswith("bias") else np.ones(s, dtype=np.float32)
+            else:
+                x = rng.standard_normal(s, dtype=np.float32) * np.float32(0.02)
+            f.write(to_bf16(x).tobytes())
+    print(f"wrote {out}/model.safetensors: {len(sh)} tensors, {off / 1e9:.2f} GB (numpy {np.__version__})")
+
+
+if __name__ == "__main__":
+    main()
