@@ -5,16 +5,16 @@
 #include <algorithm>
 #include <cstdlib>
 
+#if defined(__GLIBC__)
+#include <malloc.h>  // malloc_trim
+#endif
+
 #include "backends/cpu/kernels.h"
 #include "core/panels.h"
 #include "core/storage.h"
 #include "convert/checkpoint.h"
 #ifdef PIPIT_WITH_TOKENIZER
 #include "tokenizer/tokenizer.h"
-
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
 #endif
 
 namespace pipit {
