@@ -21,7 +21,7 @@ class MatmulFloat : public IsaTest {
   void check(DType wt, int64_t M, int64_t K, int64_t N, int64_t n0, int64_t n1, uint32_t seed) {
     Rng rng(seed);
     const int64_t esz = wt == DType::F32 ? 4 : 2;
-    Rows x(M, K * 4 + 12), w(N, K * esz + 6), y(M, (N + 3) * 4), yr(M, (N + 3) * 4);
+    Rows x(M, K * 4 + 12), w(N, K * esz + 8), y(M, (N + 3) * 4), yr(M, (N + 3) * 4);  // padded, aligned rows
     std::vector<float> wf(size_t(N * K));  // the weights as f32, for the error bound
     for (int64_t m = 0; m < M; ++m)
       for (int64_t k = 0; k < K; ++k) x.row_as<float>(m)[k] = rng.uniform(-1, 1);
