@@ -9,14 +9,15 @@ Language model: hidden 1536, 28 layers, 12 query / 2 key-value heads (head_dim 1
 heads, MLP 5120, quick_gelu, LayerNorm), 14x14x2 patches, a 2x2 PatchMerger to 1536. Weights ~ N(0, 0.02), norm
 weights 1, biases 0. Tensor names as the Hub checkpoint (model.*, visual.*, no lm_head: tied). Also writes
 config.json and a preprocessor_config.json with HF's defaults. No tokenizer: the bench draws random text tokens.
-Needs only numpy. Do not write it into the repo.
+Needs only numpy (and make_qwen3_shape.py beside it). Do not write it into the repo.
 """
 import json
 import os
-import struct
 import sys
 
 import numpy as np
+
+from make_qwen3_shape import write_random_safetensors  # same folder: the bf16 safetensors writer
 
 HIDDEN, LAYERS, HEADS, KV_HEADS, HEAD_DIM, FF, VOCAB = 1536, 28, 12, 2, 128, 8960, 151936
 V_DEPTH, V_DIM, V_HEADS, V_MLP, PATCH, TEMPORAL, MERGE = 32, 1280, 16, 5120, 14, 2, 2
@@ -60,12 +61,6 @@ def shapes(n_layers, depth):
     return dict(sorted(s.items()))
 
 
-def to_bf16(x):
-    """float32 -> bf16 bits, round to nearest even."""
-    u = x.view(np.uint32)
-    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
-
-
 def main():
     out = sys.argv[1]
     n_layers = int(sys.argv[sys.argv.index("--layers") + 1]) if "--layers" in sys.argv else LAYERS
@@ -95,25 +90,8 @@ def main():
               open(os.path.join(out, "preprocessor_config.json"), "w"), indent=2)
 
     sh = shapes(n_layers, depth)
-    header, off = {"__metadata__": {"format": "pt"}}, 0
-    for name, s in sh.items():
-        n = int(np.prod(s)) * 2
-        header[name] = {"dtype": "BF16", "shape": list(s), "data_offsets": [off, off + n]}
-        off += n
-    h = json.dumps(header).encode()
-    h += b" " * ((8 - len(h) % 8) % 8)
-    rng = np.random.default_rng(0)
-    with open(os.path.join(out, "model.safetensors"), "wb") as f:
-        f.write(struct.pack("<Q", len(h)))
-        f.write(h)
-        for name, s in sh.items():
-            if len(s) == 1:
-                x = np.zeros(s, dtype=np.float32) if name.endswith("bias") else np.ones(s, dtype=np.float32)
-            else:
-                x = rng.standard_normal(s, dtype=np.float32) * np.float32(0.02)
-            f.write(to_bf16(x).tobytes())
-    print(f"wrote {out}/model.safetensors: {len(sh)} tensors, {off / 1e9:.2f} GB (numpy {np.__version__})")
-
+    size = write_random_safetensors(os.path.join(out, "model.safetensors"), sh)
+    print(f"wrote {out}/model.safetensors: {len(sh)} tensors, {size / 1e9:.2f} GB (numpy {np.__version__})")
 
 if __name__ == "__main__":
     main()

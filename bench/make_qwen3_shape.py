@@ -45,6 +45,29 @@ def to_bf16(x):
     return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
 
 
+def write_random_safetensors(path, sh):
+    """One bf16 safetensors file of the tensors `sh` (name -> shape, written in that order): matrices ~ N(0, 0.02),
+    1-d tensors 1 (norm weights), or 0 when the name ends in "bias". Returns the bytes of tensor data."""
+    header, off = {"__metadata__": {"format": "pt"}}, 0
+    for name, s in sh.items():
+        n = int(np.prod(s)) * 2
+        header[name] = {"dtype": "BF16", "shape": list(s), "data_offsets": [off, off + n]}
+        off += n
+    h = json.dumps(header).encode()
+    h += b" " * ((8 - len(h) % 8) % 8)
+    rng = np.random.default_rng(0)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)))
+        f.write(h)
+        for name, s in sh.items():
+            if len(s) == 1:
+                x = np.zeros(s, dtype=np.float32) if name.endswith("bias") else np.ones(s, dtype=np.float32)
+            else:
+                x = rng.standard_normal(s, dtype=np.float32) * np.float32(0.02)
+            f.write(to_bf16(x).tobytes())
+    return off
+
+
 def main():
     global HIDDEN, FF
     out = sys.argv[1]
@@ -63,25 +86,8 @@ def main():
     json.dump({"bos_token_id": 151643, "eos_token_id": 151645}, open(os.path.join(out, "generation_config.json"), "w"))
 
     sh = shapes(n_layers)
-    header, off = {"__metadata__": {"format": "pt"}}, 0
-    for name, s in sh.items():
-        n = int(np.prod(s)) * 2
-        header[name] = {"dtype": "BF16", "shape": list(s), "data_offsets": [off, off + n]}
-        off += n
-    h = json.dumps(header).encode()
-    h += b" " * ((8 - len(h) % 8) % 8)
-    rng = np.random.default_rng(0)
-    with open(os.path.join(out, "model.safetensors"), "wb") as f:
-        f.write(struct.pack("<Q", len(h)))
-        f.write(h)
-        for name, s in sh.items():
-            if len(s) == 1:
-                x = np.ones(s, dtype=np.float32)
-            else:
-                x = rng.standard_normal(s, dtype=np.float32) * np.float32(0.02)
-            f.write(to_bf16(x).tobytes())
-    print(f"wrote {out}/model.safetensors: {len(sh)} tensors, {off / 1e9:.2f} GB (numpy {np.__version__})")
-
+    size = write_random_safetensors(os.path.join(out, "model.safetensors"), sh)
+    print(f"wrote {out}/model.safetensors: {len(sh)} tensors, {size / 1e9:.2f} GB (numpy {np.__version__})")
 
 if __name__ == "__main__":
     main()

@@ -94,11 +94,9 @@ void attention_segments(Ctx& ctx, const Tensor& q, const Tensor& k, const Tensor
   PIPIT_ASSERT(cu.size() >= 2 && cu.front() == 0 && cu.back() == n, "segments {}..{} for {} rows", cu.front(),
                cu.back(), n);
   int64_t longest = 0;
-  std::vector<int32_t> seg_of(static_cast<size_t>(n));  // query row -> segment
   for (size_t s = 0; s + 1 < cu.size(); ++s) {
     PIPIT_ASSERT(cu[s] <= cu[s + 1]);
     longest = std::max<int64_t>(longest, cu[s + 1] - cu[s]);
-    for (int32_t r = cu[s]; r < cu[s + 1]; ++r) seg_of[size_t(r)] = int32_t(s);
   }
   const int nth = ctx.pool->size();
   const int64_t group = n_head / n_head_kv;
@@ -143,6 +141,9 @@ void attention_segments(Ctx& ctx, const Tensor& q, const Tensor& k, const Tensor
     });
     return;
   }
+  std::vector<int32_t> seg_of(static_cast<size_t>(n));  // query row -> segment
+  for (size_t s = 0; s + 1 < cu.size(); ++s)
+    for (int32_t r = cu[s]; r < cu[s + 1]; ++r) seg_of[size_t(r)] = int32_t(s);
   Tensor scratch = ctx.alloc(DType::F32, {nth, std::max<int64_t>(1, longest)});
   auto fn = ctx.k->attn_row[int(DType::F32)];
   const int64_t total = n * n_head;

@@ -242,7 +242,20 @@ class Api(unittest.TestCase):
         self.assertEqual((s["requests"], s["errors"], s["tokens"]), (2, 0, 12), s)
 
 
-class Limits(unittest.TestCase):
+class WaitsForHealth:
+    """For test classes with a server in self.srv: poll /health until `pred` holds."""
+
+    def wait_health(self, pred, timeout=30):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            h = self.srv.health()
+            if pred(h):
+                return h
+            time.sleep(0.05)
+        self.fail(f"/health never satisfied the condition: {self.srv.health()}")
+
+
+class Limits(WaitsForHealth, unittest.TestCase):
     """One slot, a queue of one, a small context and body limit, and an API key."""
 
     KEY = {"Authorization": "Bearer sekrit"}
@@ -260,15 +273,6 @@ class Limits(unittest.TestCase):
 
     def post(self, body, path="/v1/chat/completions"):
         return self.srv.post(path, body, self.KEY)
-
-    def wait_health(self, pred, timeout=20):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            h = self.srv.health()
-            if pred(h):
-                return h
-            time.sleep(0.05)
-        self.fail(f"/health never satisfied the condition: {self.srv.health()}")
 
     def test_api_key(self):
         for headers in [{}, {"Authorization": "Bearer wrong"}, {"Authorization": "sekrit"},
@@ -333,7 +337,7 @@ class Limits(unittest.TestCase):
         self.assertEqual(self.post(chat("hi", max_tokens=2))[0], 200)
 
 
-class LongAnswers(unittest.TestCase):
+class LongAnswers(WaitsForHealth, unittest.TestCase):
     """--keepalive 0.2: non-streaming answers that take longer are written late (leading spaces, then the JSON),
     and a client that leaves before its answer is noticed and cancelled like a stream's."""
 
@@ -346,15 +350,6 @@ class LongAnswers(unittest.TestCase):
         out = cls.srv.output()
         rc = cls.srv.stop()
         assert rc == 0, f"pipit serve exited with {rc}:\n{out}"
-
-    def wait_health(self, pred, timeout=30):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            h = self.srv.health()
-            if pred(h):
-                return h
-            time.sleep(0.05)
-        self.fail(f"/health never satisfied the condition: {self.srv.health()}")
 
     def test_long_answer_is_the_streamed_text(self):
         body = chat(PROMPTS[0], max_tokens=600, ignore_eos=True)
