@@ -14,6 +14,7 @@
 #include "cli/command.h"
 #include "cli/common.h"
 #include "runtime/engine.h"
+#include "server/local_files.h"
 #include "server/server.h"
 
 namespace pipit::cli {
@@ -36,10 +37,13 @@ int cmd_serve(Args& a) {
   a.option({"--queue"}, "requests that may wait for a slot; more get 503", "64");
   a.option({"--batch"}, "tokens per forward pass (decode steps + a prompt chunk)", "512");
   a.option({"--api-key"}, "require 'Authorization: Bearer KEY' (default: the PIPIT_API_KEY variable, else none)");
-  a.option({"--max-body"}, "largest request body in bytes", "33554432");
+  a.option({"--max-body"}, "largest request body in bytes (compressed bodies are refused)", "33554432");
+  a.option({"--max-prompt-tokens"}, "longest prompt in tokens; longer ones get a 400 (default: the context - 1)");
+  a.option({"--read-timeout"}, "seconds a client has to send a request's head, and its body (+1 s per MiB)", "10");
+  a.option({"--max-conns-per-client"}, "open connections one client address may hold (default: HTTP threads - 8)");
   a.option({"--alias"}, "model id to report (default: the model's folder or file name)");
-  a.option({"--http-threads"}, "HTTP worker threads (default: parallel + queue + 8)");
-  a.flag({"--allow-local-files"}, "let image_url name files on this machine");
+  a.option({"--http-threads"}, "HTTP worker threads (default: parallel + queue + 16)");
+  a.option({"--allow-local-files"}, "let image_url name image files under this directory (DIR)");
   a.flag({"--log"}, "print one line per request on stderr");
   a.option({"--keepalive"}, "seconds of silence before a stream gets a keep-alive comment and a long non-streaming "
            "answer a space (how clients that left are found)", "5");
@@ -76,7 +80,9 @@ int cmd_serve(Args& a) {
       if (!t) return fail(a, t.status().message());
       opt.n_http_threads = int(*t);
     } else {
-      opt.n_http_threads = eo.n_slots + eo.max_queue + 8;
+      // one per slot and queue place, 8 more for other requests of the same clients (health, models), and 8 that
+      // no single address may take (--max-conns-per-client defaults to threads - 8)
+      opt.n_http_threads = eo.n_slots + eo.max_queue + 16;
     }
   }
   eo.n_ctx = so->n_ctx;
@@ -87,7 +93,27 @@ int cmd_serve(Args& a) {
   opt.api_key = a.get("--api-key");
   if (opt.api_key.empty())
     if (const char* k = std::getenv("PIPIT_API_KEY")) opt.api_key = k;
-  opt.allow_local_files = a.get_flag("--allow-local-files");
+  if (a.has("--allow-local-files")) {
+    auto dir = server::shared_directory(a.get("--allow-local-files"));
+    if (!dir) return fail(a, dir.status().message());
+    opt.local_files_dir = *dir;
+  }
+  if (a.has("--max-prompt-tokens")) {
+    auto n = num("--max-prompt-tokens", 1, 1 << 30);
+    if (!n) return fail(a, n.status().message());
+    opt.max_prompt_tokens = int(*n);
+  }
+  if (a.has("--max-conns-per-client")) {
+    auto n = num("--max-conns-per-client", 1, 1 << 20);
+    if (!n) return fail(a, n.status().message());
+    opt.max_conns_per_client = int(*n);
+  }
+  {
+    auto t = a.get_float("--read-timeout");
+    if (!t) return fail(a, t.status().message());
+    if (!(*t >= 0.1 && *t <= 3600)) return fail(a, fmt("--read-timeout {}: expected seconds in [0.1, 3600]", *t));
+    opt.read_timeout = std::chrono::milliseconds(int64_t(*t * 1000));
+  }
   opt.log_requests = a.get_flag("--log");
   {
     auto k = a.get_float("--keepalive");

@@ -5,6 +5,7 @@
 #include <array>
 #include <chrono>
 #include <cstring>
+#include <new>
 
 #include "runtime/multimodal.h"
 
@@ -20,6 +21,7 @@ struct Engine::Seq {
   std::unique_ptr<Sampler> sampler;
   std::unique_ptr<TextStream> text;
   GenerateResult res;
+  bool finished = false;  // on_done has been called (it must be called exactly once)
   std::chrono::steady_clock::time_point t0, t1;
 };
 
@@ -51,7 +53,7 @@ Engine::~Engine() {
   for (auto& s : queue_)
     if (s->req.on_done) s->req.on_done(Error::cancelled("[engine] shutting down"));
   for (auto& s : active_)
-    if (s->req.on_done) s->req.on_done(Error::cancelled("[engine] shutting down"));
+    if (!s->finished && s->req.on_done) s->req.on_done(Error::cancelled("[engine] shutting down"));
 }
 
 Result<uint64_t> Engine::submit(EngineRequest r) {
@@ -101,12 +103,34 @@ Engine::Stats Engine::stats() const {
 }
 
 void Engine::finish(Seq& s, Result<GenerateResult> r) {
+  if (s.finished) return;
+  s.finished = true;  // first: a throwing on_done must not be called again by the exception barrier
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    slot_used_[size_t(s.slot)] = false;
+    stats_.completed++;
+  }
   if (r.is_ok() && s.decoding) r->gen_ms = std::chrono::duration<double, std::milli>(
                                               std::chrono::steady_clock::now() - s.t1).count();
   if (s.req.on_done) s.req.on_done(r);
+}
+
+void Engine::erase_finished() {
+  // stats() reads active_ under mu_ from other threads, so active_ changes only under mu_ (the engine thread
+  // alone changes it, so its own unlocked reads are fine).
   std::lock_guard<std::mutex> lk(mu_);
-  slot_used_[size_t(s.slot)] = false;
-  stats_.completed++;
+  active_.erase(std::remove_if(active_.begin(), active_.end(), [](auto& up) { return up->finished; }), active_.end());
+}
+
+void Engine::fail_all(const Status& st) {
+  for (auto& up : active_) {
+    if (up->finished) continue;
+    try {
+      finish(*up, st);
+    } catch (...) {  // a callback that throws again: the request is over either way
+    }
+  }
+  erase_finished();
 }
 
 void Engine::loop() {
@@ -115,47 +139,66 @@ void Engine::loop() {
       std::unique_lock<std::mutex> lk(mu_);
       cv_.wait(lk, [&] { return stop_ || !active_.empty() || !queue_.empty(); });
       if (stop_) return;
-      // cancellations: queued ones finish now, active ones below
-      for (uint64_t id : cancelled_) {
-        for (auto it = queue_.begin(); it != queue_.end(); ++it)
-          if ((*it)->id == id) {
-            auto s = std::move(*it);
-            queue_.erase(it);
-            lk.unlock();
-            s->res.reason = StopReason::kCallback;
-            if (s->req.on_done) s->req.on_done(s->res);
-            lk.lock();
-            break;
-          }
-      }
-      // admit waiting requests into free slots
-      while (!queue_.empty()) {
-        auto free = std::find(slot_used_.begin(), slot_used_.end(), false);
-        if (free == slot_used_.end()) break;
-        auto s = std::move(queue_.front());
-        queue_.pop_front();
-        s->slot = int(free - slot_used_.begin());
-        *free = true;
-        s->t0 = std::chrono::steady_clock::now();
-        active_.push_back(std::move(s));
-      }
     }
-    // active cancellations
-    std::vector<uint64_t> cancel;
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      cancel.swap(cancelled_);
+    // The exception barrier: whatever a forward pass or a callback throws (bad_alloc included) fails the requests
+    // that were running, with one error each, and the engine goes on serving the next ones.
+    try {
+      iterate();
+    } catch (const std::bad_alloc&) {
+      fail_all(Error::internal("[engine] out of memory during a forward pass"));
+    } catch (const std::exception& e) {
+      fail_all(Error::internal("[engine] {}", e.what()));
+    } catch (...) {
+      fail_all(Error::internal("[engine] unknown exception"));
     }
-    for (uint64_t id : cancel) {
-      auto it = std::find_if(active_.begin(), active_.end(), [&](auto& s) { return s->id == id; });
-      if (it != active_.end()) {
-        (*it)->res.reason = StopReason::kCallback;
-        finish(**it, (*it)->res);
-        active_.erase(it);
-      }
-    }
-    if (!active_.empty()) step();
   }
+}
+
+void Engine::iterate() {
+  std::vector<uint64_t> cancel;
+  std::vector<std::unique_ptr<Seq>> dropped;  // cancelled while queued: their on_done runs without mu_
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    // cancel() appends to cancelled_ under mu_: take the list whole, then look at it without the lock
+    cancel.swap(cancelled_);
+    for (uint64_t id : cancel) {
+      auto it = std::find_if(queue_.begin(), queue_.end(), [&](auto& s) { return s->id == id; });
+      if (it == queue_.end()) continue;
+      dropped.push_back(std::move(*it));
+      queue_.erase(it);
+    }
+    // admit waiting requests into free slots
+    while (!queue_.empty()) {
+      auto free = std::find(slot_used_.begin(), slot_used_.end(), false);
+      if (free == slot_used_.end()) break;
+      auto s = std::move(queue_.front());
+      queue_.pop_front();
+      s->slot = int(free - slot_used_.begin());
+      *free = true;
+      s->t0 = std::chrono::steady_clock::now();
+      active_.push_back(std::move(s));
+    }
+  }
+  for (auto& s : dropped) {
+    s->finished = true;
+    s->res.reason = StopReason::kCallback;
+    try {
+      if (s->req.on_done) s->req.on_done(s->res);
+    } catch (...) {  // cancelled anyway; the others' on_done must still run
+    }
+  }
+  // active cancellations
+  bool any = false;
+  for (uint64_t id : cancel) {
+    auto it = std::find_if(active_.begin(), active_.end(), [&](auto& s) { return s->id == id; });
+    if (it != active_.end() && !(*it)->finished) {
+      (*it)->res.reason = StopReason::kCallback;
+      finish(**it, (*it)->res);
+      any = true;
+    }
+  }
+  if (any) erase_finished();
+  if (!active_.empty()) step();
 }
 
 void Engine::add_image_inputs(Batch& b, const std::vector<std::pair<Seq*, int64_t>>& parts) {
@@ -253,13 +296,11 @@ bool Engine::step() {
   Tensor logits;
   Status st = model_.forward(ctx_, b, kv_, &logits);
   const int64_t V = model_.info().n_vocab;
-  std::vector<Seq*> done;
   int64_t row = 0;
   for (auto& p : parts) {
     Seq& s = *p.s;
     if (!st.is_ok()) {
       finish(s, st);
-      done.push_back(&s);
       continue;
     }
     s.n_done += p.n;
@@ -306,14 +347,9 @@ bool Engine::step() {
         if (!tail.empty() && s.req.on_token) s.req.on_token(tail, -1);
       }
     }
-    if (end) {
-      finish(s, s.res);
-      done.push_back(&s);
-    }
+    if (end) finish(s, s.res);
   }
-  active_.erase(std::remove_if(active_.begin(), active_.end(),
-                               [&](auto& up) { return std::find(done.begin(), done.end(), up.get()) != done.end(); }),
-                active_.end());
+  erase_finished();
   return true;
 }
 

@@ -66,8 +66,11 @@ class Engine {
  private:
   struct Seq;
   void loop();
-  bool step();  // one forward pass; false when idle
-  void finish(Seq& s, Result<GenerateResult> r);
+  void iterate();  // cancellations, admissions, one step
+  bool step();     // one forward pass; false when idle
+  void finish(Seq& s, Result<GenerateResult> r);  // once per request: frees the slot, calls on_done
+  void erase_finished();                          // drops finished requests from active_ (under mu_)
+  void fail_all(const Status& st);                // the exception barrier: every running request fails
   // Image features and M-RoPE positions for the batch's tokens of requests with images (parts: sequence and
   // its number of tokens in the batch, from its n_done).
   void add_image_inputs(Batch& b, const std::vector<std::pair<Seq*, int64_t>>& parts);

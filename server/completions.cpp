@@ -5,7 +5,9 @@
 #include <chrono>
 
 #include "runtime/multimodal.h"
+#include "server/connection.h"
 #include "server/handlers.h"
+#include "server/local_files.h"
 #include "server/openai_response.h"
 #include "server/token_channel.h"
 #include "tokenizer/chat_template.h"
@@ -25,10 +27,44 @@ int64_t unix_now() {
       .count();
 }
 
+ApiError prompt_too_long(const ServerState& st, const ParsedRequest& pr, const std::string& what) {
+  const bool by_option = st.prompt_limit < st.engine.n_ctx() - 1;
+  return ApiError{400,
+                  fmt("the prompt has {}, but this server takes at most {} prompt tokens ({}); send a shorter "
+                      "prompt",
+                      what, st.prompt_limit,
+                      by_option ? std::string("--max-prompt-tokens")
+                                : fmt("its context holds {} tokens, prompt + answer; see --ctx", st.engine.n_ctx())),
+                  pr.chat ? "messages" : "prompt", "invalid_request_error", "context_length_exceeded"};
+}
+
+// Bytes of the text a chat request brings to the template: message texts and template options.
+size_t chat_text_bytes(const ParsedRequest& pr) {
+  size_t n = 0;
+  for (const auto& m : pr.messages) {
+    const auto& c = m["content"];
+    if (c.is_string()) {
+      n += c.get_ref<const std::string&>().size();
+    } else if (c.is_array()) {
+      for (const auto& part : c)
+        if (auto t = part.find("text"); t != part.end() && t->is_string()) n += t->get_ref<const std::string&>().size();
+    }
+  }
+  for (const auto& kv : pr.template_kwargs.items())
+    if (kv.value().is_string()) n += kv.value().get_ref<const std::string&>().size();
+  return n;
+}
+
 // The request's text as token ids: chat through the model's template, completions raw (with BOS as the
-// tokenizer's post-processor adds it).
+// tokenizer's post-processor adds it). Text that certainly holds more tokens than the limit (more bytes than
+// prompt_limit tokens can stand for) is refused before it is rendered or tokenized: tokenizing costs ~30 bytes of
+// memory per byte of text.
 std::optional<ApiError> tokenize_prompt(const ServerState& st, const ParsedRequest& pr, std::vector<int32_t>& ids) {
+  // x2: normalizers (NFC, accent stripping) may shorten the text before it is split into tokens.
+  const size_t max_bytes = 2 * size_t(st.prompt_limit) * st.max_token_bytes;
   if (!pr.prompt_ids.empty()) {
+    if (int64_t(pr.prompt_ids.size()) > st.prompt_limit)
+      return prompt_too_long(st, pr, fmt("{} tokens", pr.prompt_ids.size()));
     ids = pr.prompt_ids;
     return std::nullopt;
   }
@@ -37,24 +73,71 @@ std::optional<ApiError> tokenize_prompt(const ServerState& st, const ParsedReque
   if (pr.chat) {
     if (tok.config().chat_template.empty())
       return bad_request("this model has no chat template; use /v1/completions with a raw prompt", "messages");
-    auto text = apply_chat_template(tok, pr.messages, /*add_generation_prompt=*/true, pr.template_kwargs);
-    if (!text.is_ok()) return bad_request(text.status().message(), "messages");
+    if (const size_t n = chat_text_bytes(pr); n > max_bytes)
+      return prompt_too_long(st, pr, fmt("{} bytes of text, more than {} tokens can hold", n, st.prompt_limit));
+    // The template adds its own text around the messages; what it writes is capped at the same bound (plus room
+    // for that frame) while it renders.
+    auto text = apply_chat_template(tok, pr.messages, /*add_generation_prompt=*/true, pr.template_kwargs,
+                                    max_bytes + (size_t(64) << 10));
+    if (!text.is_ok()) {
+      if (text.status().code() == Code::kOutOfRange)
+        return prompt_too_long(st, pr, "a rendered text longer than its tokens could be");
+      return bad_request(text.status().message(), "messages");
+    }
     r = tok.encode(*text, /*add_special_tokens=*/false);
   } else {
+    if (pr.prompt.size() > max_bytes)
+      return prompt_too_long(st, pr, fmt("{} bytes of text, more than {} tokens can hold", pr.prompt.size(),
+                                         st.prompt_limit));
     r = tok.encode(pr.prompt, /*add_special_tokens=*/true);
   }
   if (!r.is_ok()) return bad_request(r.status().message(), pr.chat ? "messages" : "prompt");
   ids = std::move(r).value();
   if (ids.empty()) return bad_request("the prompt is empty after tokenization", pr.chat ? "messages" : "prompt");
+  if (int64_t(ids.size()) > st.prompt_limit) return prompt_too_long(st, pr, fmt("{} tokens", ids.size()));
   return std::nullopt;
 }
 
+// Counts a request in /health's image_requests while it decodes and encodes.
+struct ImageWork {
+  std::atomic<int>& n;
+  explicit ImageWork(std::atomic<int>& c) : n(c) { ++n; }
+  ~ImageWork() { --n; }
+};
+
 // The request's images decoded, preprocessed and encoded by the vision tower, and the prompt's image
-// placeholders expanded to one token per feature. Every failure here comes from the request's images.
+// placeholders expanded to one token per feature. One image at a time per server (the tower uses every image
+// thread), taken in turns per image, so a request with many images does not hold the others for all of them; the
+// work stops between images when the client has left. Every failure here comes from the request's images.
 Result<MultimodalPrompt> encode_images(ServerState& st, std::span<const int32_t> ids,
                                        const std::vector<std::string>& sources) {
-  std::lock_guard<std::mutex> lk(st.image_mu);
-  return prepare_multimodal_prompt(st.lm, ids, sources, ImageOptions{}, *st.image_pool);
+  if (!st.image_proc) return Error::invalid_argument("[image] {}", st.image_proc_error);
+  ImageWork counted(st.image_requests);
+  std::vector<EncodedImage> images;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    const std::string& src = sources[i];
+    if (GuardedHttpServer::client_gone() || st.stopping) return Error::cancelled("[image] the client has left");
+    std::lock_guard<FairTurns> turn(st.image_turns);
+    if (GuardedHttpServer::client_gone() || st.stopping) return Error::cancelled("[image] the client has left");
+    Result<Image> img = Error::internal("unset");
+    if (src.rfind("data:", 0) == 0) {
+      img = load_image(src);
+    } else {
+      // A local path (only with --allow-local-files DIR): read from DIR only; every failure, decoding included,
+      // is the one refusal message.
+      auto bytes = read_shared_file(st.opt.local_files_dir, src, st.opt.max_body);
+      if (bytes.is_ok())
+        img = decode_image(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes->data()), bytes->size()),
+                           "image");
+      if (!bytes.is_ok() || !img.is_ok()) return Error::invalid_argument("{}", kLocalFileRefused);
+    }
+    if (!img.is_ok()) return img.status();
+    auto e = encode_image(*st.lm.model, *st.image_proc, *img, *st.image_pool);
+    if (!e.is_ok()) return e.status().with_context(fmt("[image] image {}", i + 1));
+    images.push_back(std::move(e).value());
+    ++st.images_encoded;
+  }
+  return build_multimodal_prompt(*st.lm.model, ids, images);
 }
 
 // A streamed answer: called by httplib again and again until it calls sink.done() or returns false.
@@ -127,10 +210,10 @@ struct PendingAnswer {
 
 }  // namespace
 
-void handle_generate(ServerState& st, const httplib::Request& req, httplib::Response& res, bool chat) {
+void handle_generate(ServerState& st, const std::string& text, httplib::Response& res, bool chat) {
   json body;
   try {
-    body = json::parse(req.body);
+    body = json::parse(text);
   } catch (const json::exception& e) {
     std::string what = e.what();  // "[json.exception.parse_error.101] parse error at line 1, ..."
     if (const size_t p = what.find("] "); p != std::string::npos) what = what.substr(p + 2);
@@ -145,18 +228,15 @@ void handle_generate(ServerState& st, const httplib::Request& req, httplib::Resp
   std::shared_ptr<const MultimodalPrompt> images;
   if (!pr.images.empty()) {  // parse_chat_request lets images through only for vision models
     auto mm = encode_images(st, ids, pr.images);
-    if (!mm.is_ok()) return send_error(res, bad_request(mm.status().message(), "messages"));
+    if (!mm.is_ok()) {
+      if (mm.status().code() == Code::kCancelled) GuardedHttpServer::close_after_response();
+      return send_error(res, bad_request(mm.status().message(), "messages"));
+    }
     ids = mm->tokens;
     images = std::make_shared<const MultimodalPrompt>(std::move(mm).value());
   }
-  const int n_ctx = st.engine.n_ctx();
-  if (int64_t(ids.size()) >= n_ctx)
-    return send_error(res, ApiError{400,
-                                    fmt("the prompt has {} tokens, but this server's context holds {} tokens "
-                                        "(prompt + answer); send a shorter prompt or start the server with a "
-                                        "larger --ctx",
-                                        ids.size(), n_ctx),
-                                    chat ? "messages" : "prompt", "invalid_request_error", "context_length_exceeded"});
+  if (int64_t(ids.size()) > st.prompt_limit)  // with its images expanded
+    return send_error(res, prompt_too_long(st, pr, fmt("{} tokens", ids.size())));
 
   ResponseMeta meta;
   meta.chat = chat;

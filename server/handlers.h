@@ -2,11 +2,14 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <mutex>
+#include <optional>
 
 #include <httplib.h>
 
 #include "core/threads.h"
+#include "models/vision/image_processor.h"
 #include "runtime/engine.h"
 #include "runtime/loader.h"
 #include "server/api_error.h"
@@ -15,6 +18,30 @@
 
 namespace pipit::server {
 
+// A mutex that is handed over in arrival order. Image requests take it once per image: a request with many
+// images then lets the others' images in between, where a plain mutex would mostly go back to the thread that
+// just released it.
+class FairTurns {
+ public:
+  void lock() {
+    std::unique_lock<std::mutex> lk(mu_);
+    const uint64_t ticket = next_++;
+    cv_.wait(lk, [&] { return serving_ == ticket; });
+  }
+  void unlock() {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      ++serving_;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  uint64_t next_ = 0, serving_ = 0;
+};
+
 struct ServerState {
   const LoadedModel& lm;
   Engine& engine;
@@ -22,13 +49,22 @@ struct ServerState {
   RequestPolicy policy;
   int64_t started = 0;  // unix time, the model's "created"
   std::atomic<bool> stopping{false};
-  std::mutex image_mu;  // one image encode at a time, next to the engine's own threads
+  // Prompt limits: the most tokens a prompt may have, and the most bytes any one token stands for (so that a text
+  // of more than prompt_limit * max_token_bytes bytes is refused before it is tokenized).
+  int prompt_limit = 0;
+  size_t max_token_bytes = 1;
+  // Images: one image at a time is decoded and encoded on image_pool, in arrival order per image (FairTurns).
+  FairTurns image_turns;
   std::unique_ptr<ThreadPool> image_pool;  // vision models only
+  std::optional<ImageProcessorConfig> image_proc;
+  std::string image_proc_error;  // why image_proc is empty
+  std::atomic<int> image_requests{0};       // requests decoding or encoding images now
+  std::atomic<uint64_t> images_encoded{0};  // since start
 };
 
 void send_error(httplib::Response& res, const ApiError& e);
 
-// POST /v1/chat/completions (chat = true) and POST /v1/completions.
-void handle_generate(ServerState& st, const httplib::Request& req, httplib::Response& res, bool chat);
+// POST /v1/chat/completions (chat = true) and POST /v1/completions, with the request body already read.
+void handle_generate(ServerState& st, const std::string& body, httplib::Response& res, bool chat);
 
 }  // namespace pipit::server

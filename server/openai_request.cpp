@@ -135,11 +135,13 @@ std::optional<ApiError> image_source(const std::string& url, const std::string& 
   if (url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0)
     return bad_request("remote image URLs are not fetched; send the image as a data URL (data:image/png;base64,...)",
                        param);
-  if (!policy.allow_local_files)
+  if (policy.local_files_dir.empty())
     return bad_request("image_url must be a data URL (data:image/png;base64,...); local files are only read when "
-                       "the server runs with --allow-local-files", param);
+                       "the server runs with --allow-local-files DIR", param);
   source = url.rfind("file://", 0) == 0 ? url.substr(7) : url;
-  if (source.empty()) return bad_request("image_url is empty", param);
+  // Every refusal of a local path gets this one message, here and when the file is read (server/local_files.cpp),
+  // so that answers tell nothing about what exists outside the shared directory.
+  if (source.empty() || source.find('\0') != std::string::npos) return bad_request(kLocalFileRefused, param);
   return std::nullopt;
 }
 
@@ -308,6 +310,19 @@ std::optional<ApiError> parse_common(const json& body, const RequestPolicy& poli
 
 }  // namespace
 
+// chat_template_kwargs may set the template's own options (enable_thinking, add_vision_id, ...), never what the
+// renderer itself decides: which template runs (a client template is arbitrary code with a 64 MiB output limit,
+// and each new one would be parsed and cached), the messages and generation prompt, or the special tokens.
+static bool reserved_template_kwarg(const std::string& k) {
+  static const char* kReserved[] = {"chat_template", "messages", "add_generation_prompt", "continue_final_message",
+                                    "tools", "documents", "additional_special_tokens", "extra_special_tokens",
+                                    "raise_exception", "strftime_now", "tokenize", "return_dict"};
+  for (const char* r : kReserved)
+    if (k == r) return true;
+  auto ends = [&](std::string_view suf) { return k.size() >= suf.size() && k.compare(k.size() - suf.size(), suf.size(), suf) == 0; };
+  return ends("_token") || ends("_tokens");  // bos_token, eos_token, image_token, ...
+}
+
 std::optional<ApiError> parse_chat_request(const json& body, const RequestPolicy& policy, ParsedRequest& out) {
   out = ParsedRequest{};
   out.chat = true;
@@ -319,6 +334,11 @@ std::optional<ApiError> parse_chat_request(const json& body, const RequestPolicy
     for (auto it = kw->begin(); it != kw->end(); ++it) {
       if (it->is_structured())
         return bad_request(fmt("chat_template_kwargs.{} must be a string, number or boolean", it.key().substr(0, 40)),
+                           "chat_template_kwargs");
+      if (reserved_template_kwarg(it.key()))
+        return bad_request(fmt("chat_template_kwargs.{} is set by the server, not by requests (the model's template "
+                               "and its special tokens are fixed); template options such as enable_thinking are "
+                               "accepted", it.key().substr(0, 40)),
                            "chat_template_kwargs");
       out.template_kwargs[it.key()] = ojson(*it);
     }

@@ -20,9 +20,15 @@
 
 namespace pipit::server {
 
+// The one answer to every refused local image path (outside the shared directory, missing, unreadable, too large,
+// not an image, a NUL byte in it): no answer may tell a client whether some file exists or how large it is.
+inline constexpr const char* kLocalFileRefused =
+    "image_url names no readable PNG or JPEG file in the directory this server shares (--allow-local-files DIR); "
+    "send the image as a data URL instead";
+
 struct RequestPolicy {
   bool accepts_images = false;     // the model has a vision tower
-  bool allow_local_files = false;  // image_url may name a file on the server
+  std::string local_files_dir;     // image_url may name a file under this directory ("" : no local files)
   int n_ctx = 0;                   // per-sequence context: max_tokens above it is an error
   int n_vocab = 0;                 // token ids in a completion prompt must be below it
   SamplerParams defaults;          // sampling when the request does not say

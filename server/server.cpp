@@ -2,9 +2,13 @@
 // for the errors httplib produces itself (404, 413, malformed HTTP), /health and /v1/models.
 #include "server/server.h"
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 
+#include "runtime/multimodal.h"
+#include "server/connection.h"
 #include "server/handlers.h"
 #include "server/openai_response.h"
 #include "tokenizer/tokenizer.h"
@@ -35,18 +39,96 @@ bool authorized(const ServerState& st, const httplib::Request& req, httplib::Res
   return false;
 }
 
+ApiError too_large(const ServerState& st) {
+  return ApiError{413, fmt("the request body is larger than this server's limit of {} bytes (--max-body)",
+                           st.opt.max_body),
+                  "", "invalid_request_error", "request_too_large"};
+}
+
+ApiError unknown_route(const httplib::Request& req) {
+  return ApiError{404, fmt("unknown route: {} {}", req.method, req.path.substr(0, 200)), "", "invalid_request_error",
+                  "not_found"};
+}
+
+bool is_generation_route(const std::string& path) {
+  return path == "/v1/chat/completions" || path == "/chat/completions" || path == "/v1/completions" ||
+         path == "/completions";
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  return s;
+}
+
+// Runs when a request's head has been read, before any of its body: everything that can be refused from the head
+// alone is refused here, so that a refused body is never read (the connection is closed after the answer
+// instead). Returns true when the request has been answered.
+bool refuse_from_head(const ServerState& st, const httplib::Request& req, httplib::Response& res) {
+  auto refuse = [&](const ApiError& e) {
+    send_error(res, e);
+    GuardedHttpServer::close_after_response();
+    return true;
+  };
+  const bool has_body = req.method == "POST" || req.method == "PUT" || req.method == "PATCH" ||
+                        req.method == "DELETE" || req.has_header("Content-Length") ||
+                        req.has_header("Transfer-Encoding");
+  if (!has_body) {
+    GuardedHttpServer::begin_body(0);
+    return false;
+  }
+  if (req.get_header_value_count("Transfer-Encoding") > 1 || req.get_header_value_count("Content-Length") > 1 ||
+      req.get_header_value_count("Content-Encoding") > 1)
+    return refuse(ApiError{400, "repeated Transfer-Encoding, Content-Length or Content-Encoding headers"});
+  const std::string te = lower(req.get_header_value("Transfer-Encoding"));
+  const bool chunked = te == "chunked";
+  if (!te.empty() && !chunked)
+    return refuse(ApiError{400, fmt("Transfer-Encoding '{}' is not supported (only chunked)", te.substr(0, 40))});
+  // httplib would inflate gzip / deflate / br bodies with no limit on the inflated size (a 1 MB body of zeros
+  // becomes 1 GB); OpenAI clients send plain JSON, so compressed bodies are refused rather than capped.
+  if (const std::string ce = lower(req.get_header_value("Content-Encoding")); !ce.empty() && ce != "identity")
+    return refuse(ApiError{415, fmt("request bodies with Content-Encoding '{}' are not accepted; send the JSON "
+                                    "uncompressed", ce.substr(0, 40)),
+                           "", "invalid_request_error", "unsupported_media_type"});
+  if (lower(req.get_header_value("Content-Type")).rfind("multipart/", 0) == 0)
+    return refuse(ApiError{415, "multipart bodies are not accepted; send JSON", "", "invalid_request_error",
+                           "unsupported_media_type"});
+  size_t declared = 0;
+  if (req.has_header("Content-Length")) {
+    if (chunked) return refuse(ApiError{400, "both Content-Length and Transfer-Encoding: chunked"});
+    const std::string v = req.get_header_value("Content-Length");
+    if (v.empty() || v.size() > 19 || v.find_first_not_of("0123456789") != std::string::npos) {
+      if (!v.empty() && v.size() > 19 && v.find_first_not_of("0123456789") == std::string::npos)
+        return refuse(too_large(st));  // more digits than any size
+      return refuse(ApiError{400, "malformed Content-Length"});
+    }
+    declared = size_t(std::stoull(v));
+    if (declared > st.opt.max_body) return refuse(too_large(st));  // at once, without reading (or draining) it
+  } else if (!chunked && req.method != "DELETE") {
+    return refuse(ApiError{411, "a request body needs a Content-Length (or Transfer-Encoding: chunked)", "",
+                           "invalid_request_error", "length_required"});
+  }
+  if (!is_generation_route(req.path)) {
+    if (chunked || declared > 0) return refuse(unknown_route(req));  // a body nobody will read
+    GuardedHttpServer::begin_body(0);
+    return false;
+  }
+  if (!authorized(st, req, res)) {
+    GuardedHttpServer::close_after_response();  // an unauthenticated body is never read
+    return true;
+  }
+  GuardedHttpServer::begin_body(declared);
+  return false;
+}
+
 // httplib's own errors reach the error handler with an empty body; ours already carry JSON.
 void fill_error_body(const ServerState& st, const httplib::Request& req, httplib::Response& res) {
   if (!res.body.empty()) return;
   switch (res.status) {
     case 404:
-      send_error(res, ApiError{404, fmt("unknown route: {} {}", req.method, req.path.substr(0, 200)), "",
-                               "invalid_request_error", "not_found"});
+      send_error(res, unknown_route(req));
       break;
     case 413:
-      send_error(res, ApiError{413, fmt("the request body is larger than this server's limit of {} bytes",
-                                        st.opt.max_body),
-                               "", "invalid_request_error", "request_too_large"});
+      send_error(res, too_large(st));
       break;
     case 400:
       send_error(res, ApiError{400, "malformed HTTP request"});
@@ -57,14 +139,31 @@ void fill_error_body(const ServerState& st, const httplib::Request& req, httplib
   }
 }
 
+int http_threads(const ServerOptions& opt, const Engine& engine) {
+  return opt.n_http_threads > 0 ? opt.n_http_threads : engine.n_slots() + 64 + 16;
+}
+
+ConnectionLimits connection_limits(const ServerOptions& opt, const Engine& engine) {
+  ConnectionLimits l;
+  l.head_timeout = opt.read_timeout;
+  l.body_timeout = opt.read_timeout;
+  l.write_timeout = std::max(opt.read_timeout, std::chrono::milliseconds(30000));
+  // One address may take every worker but 8: what it holds beyond its slots and queue places is refused, and
+  // others (a health check, another user) always find a worker.
+  l.max_per_client = opt.max_conns_per_client > 0 ? opt.max_conns_per_client
+                                                  : std::max(1, http_threads(opt, engine) - 8);
+  return l;
+}
+
 }  // namespace
 
 struct Server::Impl {
   ServerState st;
-  httplib::Server http;
+  GuardedHttpServer http;
   int port = -1;
 
-  Impl(const LoadedModel& lm, Engine& engine, ServerOptions opt) : st{lm, engine, std::move(opt)} {}
+  Impl(const LoadedModel& lm, Engine& engine, ServerOptions opt)
+      : st{lm, engine, std::move(opt)}, http(connection_limits(st.opt, engine)) {}
   void setup();
   json models_json() const;
   json health_json() const;
@@ -79,19 +178,39 @@ json Server::Impl::models_json() const {
 
 json Server::Impl::health_json() const {
   const Engine::Stats s = st.engine.stats();
-  return {{"status", "ok"},       {"model", st.opt.model_name},        {"slots", st.engine.n_slots()},
-          {"slots_busy", s.active}, {"queued", s.queued},              {"requests_completed", s.completed},
-          {"tokens_generated", s.tokens_generated}};
+  json h = {{"status", "ok"},       {"model", st.opt.model_name},        {"slots", st.engine.n_slots()},
+            {"slots_busy", s.active}, {"queued", s.queued},              {"requests_completed", s.completed},
+            {"tokens_generated", s.tokens_generated}, {"connections", http.open_connections()},
+            {"connections_refused", http.refused_connections()}};
+  if (st.policy.accepts_images) {
+    h["image_requests"] = st.image_requests.load();
+    h["images_encoded"] = st.images_encoded.load();
+  }
+  return h;
 }
 
 void Server::Impl::setup() {
-  const int n_threads = st.opt.n_http_threads > 0 ? st.opt.n_http_threads : st.engine.n_slots() + 64 + 8;
+  const int n_threads = http_threads(st.opt, st.engine);
   http.new_task_queue = [n_threads] { return new httplib::ThreadPool(size_t(n_threads)); };
   http.set_payload_max_length(st.opt.max_body);
   http.set_tcp_nodelay(true);  // stream each token as it comes
-  http.set_read_timeout(30);
-  http.set_write_timeout(30);
+  // Reads and the keep-alive wait are timed by GuardedHttpServer's stream; this is the socket's send timeout, so
+  // that one blocked send ends too.
+  http.set_write_timeout(std::max<time_t>(30, time_t(st.opt.read_timeout.count() / 1000)));
   http.set_keep_alive_timeout(5);
+  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    return refuse_from_head(st, req, res) ? httplib::Server::HandlerResponse::Handled
+                                          : httplib::Server::HandlerResponse::Unhandled;
+  });
+  // "Expect: 100-continue": refuse before the client sends the body, or let it come.
+  http.set_expect_100_continue_handler([this](const httplib::Request& req, httplib::Response& res) {
+    return refuse_from_head(st, req, res) ? res.status : 100;
+  });
+  http.set_post_routing_handler([](const httplib::Request&, httplib::Response& res) {
+    if (!GuardedHttpServer::closing_after_response()) return;
+    res.headers.erase("Keep-Alive");
+    res.set_header("Connection", "close");
+  });
 
   http.set_error_handler([this](const httplib::Request& req, httplib::Response& res) { fill_error_body(st, req, res); });
   http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
@@ -123,14 +242,35 @@ void Server::Impl::setup() {
                                       "model", "invalid_request_error", "model_not_found"});
     res.set_content(to_text(models_json()["data"][0]), "application/json");
   });
-  for (const char* path : {"/v1/chat/completions", "/chat/completions"})
-    http.Post(path, [this](const httplib::Request& req, httplib::Response& res) {
-      if (authorized(st, req, res)) handle_generate(st, req, res, /*chat=*/true);
-    });
-  for (const char* path : {"/v1/completions", "/completions"})
-    http.Post(path, [this](const httplib::Request& req, httplib::Response& res) {
-      if (authorized(st, req, res)) handle_generate(st, req, res, /*chat=*/false);
-    });
+  // The generation routes read their own body (after refuse_from_head has accepted the head): at most --max-body
+  // bytes as they arrive, whatever the transfer encoding.
+  for (const char* path : {"/v1/chat/completions", "/chat/completions", "/v1/completions", "/completions"}) {
+    const bool chat = std::string(path).find("chat") != std::string::npos;
+    http.Post(path, httplib::Server::HandlerWithContentReader(
+                        [this, chat](const httplib::Request& req, httplib::Response& res,
+                                     const httplib::ContentReader& read) {
+                          if (!authorized(st, req, res)) return;
+                          std::string body;
+                          if (req.has_header("Content-Length"))
+                            body.reserve(std::min(st.opt.max_body, size_t(std::stoull(req.get_header_value("Content-Length")))));
+                          bool over = false;
+                          const bool ok = read([&](const char* data, size_t n) {
+                            if (n > st.opt.max_body - body.size()) {
+                              over = true;
+                              return false;
+                            }
+                            body.append(data, n);
+                            return true;
+                          });
+                          if (!ok) {
+                            GuardedHttpServer::close_after_response();
+                            return send_error(res, over ? too_large(st)
+                                                        : ApiError{400, "the request body could not be read (cut "
+                                                                        "short, too slow, or malformed chunks)"});
+                          }
+                          handle_generate(st, body, res, chat);
+                        }));
+  }
 }
 
 Server::Server(const LoadedModel& lm, Engine& engine, ServerOptions opt)
@@ -139,13 +279,25 @@ Server::Server(const LoadedModel& lm, Engine& engine, ServerOptions opt)
   st.started = std::chrono::duration_cast<std::chrono::seconds>(
                    std::chrono::system_clock::now().time_since_epoch()).count();
   st.policy.accepts_images = lm.model->vision() != nullptr;
-  st.policy.allow_local_files = st.opt.allow_local_files;
+  st.policy.local_files_dir = st.opt.local_files_dir;
   st.policy.n_ctx = engine.n_ctx();
   st.policy.n_vocab = int(lm.model->info().n_vocab);
   st.policy.defaults = default_sampling(lm.generation_config);
-  if (st.policy.accepts_images)
+  st.prompt_limit = engine.n_ctx() - 1;
+  if (st.opt.max_prompt_tokens > 0) st.prompt_limit = std::min(st.prompt_limit, st.opt.max_prompt_tokens);
+  // The longest token's text bounds the bytes one token can stand for (a token's stored string is at least as
+  // long as what it decodes to: byte-level and SentencePiece spellings only lengthen it).
+  if (const Tokenizer* tok = lm.tokenizer.get())
+    for (int32_t id = 0, n = tok->vocab_size(); id < n; ++id)
+      st.max_token_bytes = std::max(st.max_token_bytes, tok->id_to_token(id).size());
+  if (st.policy.accepts_images) {
     st.image_pool = std::make_unique<ThreadPool>(st.opt.n_image_threads > 0 ? st.opt.n_image_threads
                                                                             : ThreadPool::default_threads());
+    auto pp = preprocessor_config_of(lm);
+    auto proc = pp.is_ok() ? image_processor_for(*lm.model, *pp) : Result<ImageProcessorConfig>(pp.status());
+    if (proc.is_ok()) st.image_proc = std::move(proc).value();
+    else st.image_proc_error = proc.status().message();
+  }
   impl_->setup();
 }
 

@@ -4,8 +4,9 @@
 // Goals: what OpenAI clients (the official SDKs, curl) send works, streamed or not; every bad request gets an
 // OpenAI-shaped 4xx and never takes the server down; a client that goes away mid-stream frees its slot.
 // Safety defaults: loopback only, optional bearer key, a body size limit, remote image URLs never fetched and
-// local image files read only when allowed. Non-goals: TLS (put a proxy in front), several models, n > 1,
-// tool calling, log-probabilities.
+// local image files read only from a directory the operator names; slow or idle clients are cut off per request
+// phase and capped per address (server/connection.h). Non-goals: TLS (put a proxy in front), several models,
+// n > 1, tool calling, log-probabilities.
 #pragma once
 
 #include <memory>
@@ -25,10 +26,15 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;                // 0: any free port (port() tells which)
   std::string api_key;            // "" : no authentication
-  size_t max_body = size_t(32) << 20;
-  bool allow_local_files = false;  // image_url may name files on this machine
+  size_t max_body = size_t(32) << 20;   // bytes of a request body as received (compressed bodies are refused)
+  std::string local_files_dir;          // image_url may name files under this directory ("": none)
+  int max_prompt_tokens = 0;            // longer prompts get a 400 (0: what the context holds)
+  // A request's head must arrive within this time from its first byte, its body within this time plus 1 s per
+  // MiB declared; an idle keep-alive connection is closed after 5 s.
+  std::chrono::milliseconds read_timeout{10000};
+  int max_conns_per_client = 0;         // open connections per client address (0: HTTP threads - 8)
   std::string model_name;          // the id /v1/models lists
-  int n_http_threads = 0;          // 0: one per slot and per queued request, plus a few
+  int n_http_threads = 0;          // 0: one per slot and per queued request, plus 16
   int n_image_threads = 0;         // vision models: threads that encode images (0: physical cores)
   bool log_requests = false;       // one line per request on stderr
   // After this much silence a stream gets an SSE comment and a long non-streaming answer a space: the writes that

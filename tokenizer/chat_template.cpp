@@ -139,7 +139,7 @@ Result<std::string> cut_after_final(std::string rendered, const std::string& fin
 
 template <class Json>
 Result<std::string> apply_impl(const TokenizerConfig& cfg, const Json& messages, bool add_generation_prompt,
-                               const Json& extra) {
+                               const Json& extra, size_t max_output_bytes = 0) {
   if (!messages.is_array()) return Error::invalid_argument("[chat_template] messages must be a JSON array");
   if (!extra.is_null() && !extra.is_object())
     return Error::invalid_argument("[chat_template] the extra context must be a JSON object");
@@ -217,7 +217,9 @@ Result<std::string> apply_impl(const TokenizerConfig& cfg, const Json& messages,
   PIPIT_TRY(convert("documents", documents));
   put(vars, "add_generation_prompt", jinja::Value::boolean(add_generation_prompt));
 
-  jinja::Interp interp(*program, jinja::RenderLimits{});
+  jinja::RenderLimits limits;
+  if (max_output_bytes > 0) limits.max_output_bytes = std::min(limits.max_output_bytes, max_output_bytes);
+  jinja::Interp interp(*program, limits);
   Result<std::string> out = interp.render(std::move(vars));
   if (!out.is_ok()) return with_prefix(out.status());
   if (!continue_final) return out;
@@ -249,8 +251,9 @@ Result<std::string> apply_chat_template(const Tokenizer& tok, const nlohmann::js
 }
 
 Result<std::string> apply_chat_template(const Tokenizer& tok, const nlohmann::ordered_json& messages,
-                                        bool add_generation_prompt, const nlohmann::ordered_json& extra_context) {
-  return apply_impl(tok.config(), messages, add_generation_prompt, extra_context);
+                                        bool add_generation_prompt, const nlohmann::ordered_json& extra_context,
+                                        size_t max_output_bytes) {
+  return apply_impl(tok.config(), messages, add_generation_prompt, extra_context, max_output_bytes);
 }
 
 Result<std::string> apply_chat_template(const TokenizerConfig& config, const nlohmann::ordered_json& messages,

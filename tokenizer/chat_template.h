@@ -52,9 +52,11 @@ class ChatTemplate {
 // Errors if the model has no template. Parsed templates are cached by source, so repeated calls parse once.
 Result<std::string> apply_chat_template(const Tokenizer& tok, const nlohmann::json& messages, bool add_generation_prompt,
                                         const nlohmann::json& extra_context = nlohmann::json::object());
+// `max_output_bytes` (0: the interpreter's 64 MiB) caps the rendered text; a template that writes more is an error.
 Result<std::string> apply_chat_template(const Tokenizer& tok, const nlohmann::ordered_json& messages,
                                         bool add_generation_prompt,
-                                        const nlohmann::ordered_json& extra_context = nlohmann::ordered_json::object());
+                                        const nlohmann::ordered_json& extra_context = nlohmann::ordered_json::object(),
+                                        size_t max_output_bytes = 0);
 // The same from a tokenizer config alone (tests, tools that have no tokenizer.json).
 Result<std::string> apply_chat_template(const TokenizerConfig& config, const nlohmann::ordered_json& messages,
                                         bool add_generation_prompt,

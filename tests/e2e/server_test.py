@@ -388,7 +388,8 @@ class Vision(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.srv = Server(PIPIT, VL_MODEL, "--parallel", "4", "--ctx", "512", "--allow-local-files")
+        cls.srv = Server(PIPIT, VL_MODEL, "--parallel", "4", "--ctx", "512", "--allow-local-files",
+                         os.path.join(TESTDATA, "models", "qwen2_vl"))
         cls.images = [os.path.join(TESTDATA, "models", "qwen2_vl", n) for n in ("img_100x75.png", "img_300x200.png")]
 
     @classmethod

@@ -1,7 +1,12 @@
 // Engine (continuous batching): requests served together give exactly the tokens each gives alone.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <future>
+#include <new>
+#include <stdexcept>
+#include <thread>
 
 #include "runtime/engine.h"
 #include "runtime/loader.h"
@@ -79,6 +84,97 @@ TEST(Engine, CancelFreesSlot) {
   b.on_done = [&second](const Result<GenerateResult>& r) { second.set_value(r->tokens.size()); };
   ASSERT_TRUE(eng.submit(std::move(b)).is_ok());
   EXPECT_EQ(second.get_future().get(), 5u);
+}
+
+// The engine thread's exception barrier: a callback that throws (as a bad_alloc in a forward pass would) fails its
+// request with one error, and the engine goes on serving.
+TEST(Engine, ExceptionFailsTheRequestNotTheEngine) {
+  auto lm = load_model(test::model_dir("stories260k"));
+  ASSERT_TRUE(lm.is_ok());
+  Engine eng(*lm->model, nullptr, EngineOptions{.n_slots = 2, .n_ctx = 128, .n_threads = 1});
+  std::promise<Status> first;
+  EngineRequest a;
+  a.prompt = {1, 403};
+  a.params.max_tokens = 50;
+  a.params.ignore_eos = true;
+  int seen = 0;
+  a.on_token = [&seen](const std::string&, int32_t) -> bool {
+    if (++seen == 3) throw std::bad_alloc();
+    return true;
+  };
+  a.on_done = [&first](const Result<GenerateResult>& r) { first.set_value(r.status()); };
+  ASSERT_TRUE(eng.submit(std::move(a)).is_ok());
+  Status st = first.get_future().get();
+  EXPECT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("out of memory"), std::string::npos) << st.message();
+  // an on_done that throws is called once, and does not stop the engine either
+  std::atomic<int> calls{0};
+  std::promise<void> thrown;
+  EngineRequest b;
+  b.prompt = {1, 300};
+  b.params.max_tokens = 3;
+  b.on_done = [&calls, &thrown](const Result<GenerateResult>&) {
+    if (++calls == 1) thrown.set_value();
+    throw std::runtime_error("callback failed");
+  };
+  ASSERT_TRUE(eng.submit(std::move(b)).is_ok());
+  thrown.get_future().get();  // (what else runs in the step that throws fails with it)
+  std::promise<size_t> third;
+  EngineRequest c;
+  c.prompt = {1, 403};
+  c.params.max_tokens = 5;
+  c.params.ignore_eos = true;
+  c.on_done = [&third](const Result<GenerateResult>& r) { third.set_value(r.is_ok() ? r->tokens.size() : 0); };
+  ASSERT_TRUE(eng.submit(std::move(c)).is_ok());
+  EXPECT_EQ(third.get_future().get(), 5u);
+  EXPECT_EQ(calls.load(), 1);
+}
+
+// cancel() from other threads while requests are queued, admitted and finishing (the ThreadSanitizer build runs
+// this: cancelled_ and active_ are shared with the engine thread).
+TEST(Engine, CancelAndStatsFromManyThreads) {
+  auto lm = load_model(test::model_dir("stories260k"));
+  ASSERT_TRUE(lm.is_ok());
+  Engine eng(*lm->model, nullptr, EngineOptions{.n_slots = 2, .n_ctx = 128, .n_threads = 1, .max_queue = 64});
+  constexpr int kN = 24;
+  std::vector<std::promise<StopReason>> done(kN);
+  std::vector<uint64_t> ids;
+  for (int i = 0; i < kN; ++i) {
+    EngineRequest r;
+    r.prompt = {1, 403, int32_t(300 + i)};
+    r.params.max_tokens = 40;
+    r.params.ignore_eos = true;
+    r.on_done = [&done, i](const Result<GenerateResult>& res) {
+      done[size_t(i)].set_value(res.is_ok() ? res->reason : StopReason::kCallback);
+    };
+    auto id = eng.submit(std::move(r));
+    ASSERT_TRUE(id.is_ok());
+    ids.push_back(*id);
+  }
+  std::atomic<bool> stop{false};
+  std::thread watcher([&] {
+    while (!stop) {
+      Engine::Stats s = eng.stats();
+      EXPECT_LE(s.active, 2);
+      std::this_thread::yield();
+    }
+  });
+  std::vector<std::thread> cancellers;
+  for (int t = 0; t < 3; ++t)
+    cancellers.emplace_back([&, t] {
+      for (int i = t; i < kN; i += 3)
+        if (i % 2 == 1) eng.cancel(ids[size_t(i)]);
+    });
+  for (auto& t : cancellers) t.join();
+  int cancelled = 0;
+  for (int i = 0; i < kN; ++i) cancelled += done[size_t(i)].get_future().get() == StopReason::kCallback;
+  stop = true;
+  watcher.join();
+  EXPECT_GE(cancelled, 1);
+  // on_done runs just before the request leaves the running set
+  for (int i = 0; i < 200 && eng.stats().active > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(eng.stats().active, 0);
+  EXPECT_EQ(eng.stats().queued, 0);
 }
 
 }  // namespace
