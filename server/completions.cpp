@@ -208,9 +208,36 @@ struct PendingAnswer {
   }
 };
 
+
+// JSON values in `s` (objects, arrays, strings, and one more per comma), counted without parsing. nlohmann's tree
+// costs ~80 bytes per value (a 32 MiB body of "{}," would take ~1 GB), and an allocation failure while a tree is
+// freed ends the process (its destructor allocates), so a body's parse is bounded before it starts.
+size_t json_values(std::string_view s) {
+  size_t n = 0;
+  bool in_string = false, escaped = false;
+  for (char c : s) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+      ++n;
+    } else if (c == '{' || c == '[' || c == ',') {
+      ++n;
+    }
+  }
+  return n;
+}
+
+constexpr size_t kMaxJsonValues = size_t(1) << 18;
+
 }  // namespace
 
 void handle_generate(ServerState& st, const std::string& text, httplib::Response& res, bool chat) {
+  if (json_values(text) > kMaxJsonValues)
+    return send_error(res, ApiError{413, fmt("the request body holds more than {} JSON values", kMaxJsonValues), "",
+                                    "invalid_request_error", "request_too_large"});
   json body;
   try {
     body = json::parse(text);

@@ -171,6 +171,10 @@ bool GuardedHttpServer::closing_after_response() { return tl_stream && tl_stream
 
 bool GuardedHttpServer::client_gone() { return tl_stream && tl_stream->gone(); }
 
+void GuardedHttpServer::widen_backlog(int n) {
+  if (svr_sock_ != INVALID_SOCKET) ::listen(svr_sock_, n);
+}
+
 int GuardedHttpServer::open_connections() const {
   std::lock_guard<std::mutex> lk(mu_);
   return open_;

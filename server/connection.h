@@ -44,6 +44,10 @@ class GuardedHttpServer : public httplib::Server {
   // The client has closed its side (or reset): work for it can stop. Never blocks.
   static bool client_gone();
 
+  // httplib listens with a backlog of 5 (compiled in): under a burst of clients (64 connecting at once) the kernel's
+  // accept queue overflows and connections are reset. Called after binding: listen() again with a deeper queue.
+  void widen_backlog(int n);
+
   // Open connections (all addresses), and the number refused for being over the per-address cap.
   int open_connections() const;
   uint64_t refused_connections() const;

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <new>
 
 #include "runtime/multimodal.h"
 #include "server/connection.h"
@@ -43,6 +44,10 @@ ApiError too_large(const ServerState& st) {
   return ApiError{413, fmt("the request body is larger than this server's limit of {} bytes (--max-body)",
                            st.opt.max_body),
                   "", "invalid_request_error", "request_too_large"};
+}
+
+ApiError out_of_memory() {
+  return ApiError{500, "the server ran out of memory for this request", "", "server_error", "out_of_memory"};
 }
 
 ApiError unknown_route(const httplib::Request& req) {
@@ -167,6 +172,9 @@ struct Server::Impl {
   void setup();
   json models_json() const;
   json health_json() const;
+  // POST to a generation route: reads the body (at most --max-body), then handle_generate.
+  void generate_route(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& read,
+                      bool chat);
 };
 
 json Server::Impl::models_json() const {
@@ -213,14 +221,23 @@ void Server::Impl::setup() {
   });
 
   http.set_error_handler([this](const httplib::Request& req, httplib::Response& res) { fill_error_body(st, req, res); });
+  // The server's exception boundary: whatever a handler throws is one OpenAI-shaped error for that request, and
+  // the server goes on. Running out of memory (a request that needs more than the machine gives, under a memory
+  // limit) is told apart: the request failed, not the server. What the handler held is freed by the unwinding, so
+  // this answer (a few hundred bytes) can still be built.
   http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    GuardedHttpServer::close_after_response();  // the body may be partly unread
     std::string what = "unknown exception";
     try {
       if (ep) std::rethrow_exception(ep);
+    } catch (const std::bad_alloc&) {
+      res.body.clear();
+      return send_error(res, out_of_memory());
     } catch (const std::exception& e) {
       what = e.what();
     } catch (...) {
     }
+    res.body.clear();
     send_error(res, ApiError{500, "internal error: " + what, "", "server_error"});
   });
   if (st.opt.log_requests)
@@ -249,28 +266,39 @@ void Server::Impl::setup() {
     http.Post(path, httplib::Server::HandlerWithContentReader(
                         [this, chat](const httplib::Request& req, httplib::Response& res,
                                      const httplib::ContentReader& read) {
-                          if (!authorized(st, req, res)) return;
-                          std::string body;
-                          if (req.has_header("Content-Length"))
-                            body.reserve(std::min(st.opt.max_body, size_t(std::stoull(req.get_header_value("Content-Length")))));
-                          bool over = false;
-                          const bool ok = read([&](const char* data, size_t n) {
-                            if (n > st.opt.max_body - body.size()) {
-                              over = true;
-                              return false;
-                            }
-                            body.append(data, n);
-                            return true;
-                          });
-                          if (!ok) {
+                          try {
+                            generate_route(req, res, read, chat);
+                          } catch (const std::bad_alloc&) {  // this request's memory, not the server's end
                             GuardedHttpServer::close_after_response();
-                            return send_error(res, over ? too_large(st)
-                                                        : ApiError{400, "the request body could not be read (cut "
-                                                                        "short, too slow, or malformed chunks)"});
+                            res.body.clear();
+                            send_error(res, out_of_memory());
                           }
-                          handle_generate(st, body, res, chat);
                         }));
   }
+}
+
+void Server::Impl::generate_route(const httplib::Request& req, httplib::Response& res,
+                                  const httplib::ContentReader& read, bool chat) {
+  if (!authorized(st, req, res)) return;
+  std::string body;
+  if (req.has_header("Content-Length"))  // checked by refuse_from_head: digits, at most --max-body
+    body.reserve(std::min(st.opt.max_body, size_t(std::stoull(req.get_header_value("Content-Length")))));
+  bool over = false;
+  const bool ok = read([&](const char* data, size_t n) {
+    if (n > st.opt.max_body - body.size()) {
+      over = true;
+      return false;
+    }
+    body.append(data, n);
+    return true;
+  });
+  if (!ok) {
+    GuardedHttpServer::close_after_response();
+    return send_error(res, over ? too_large(st)
+                                : ApiError{400, "the request body could not be read (cut short, too slow, or "
+                                                "malformed chunks)"});
+  }
+  handle_generate(st, body, res, chat);
 }
 
 Server::Server(const LoadedModel& lm, Engine& engine, ServerOptions opt)
@@ -314,6 +342,7 @@ Status Server::bind() {
                        i.st.opt.port);
     i.port = i.st.opt.port;
   }
+  i.http.widen_backlog(1024);
   return Status::ok();
 }
 

@@ -15,6 +15,8 @@
   7. --allow-local-files DIR: only files under DIR; every refusal (outside, missing, symlink out, NUL, not an
      image, a directory) is the same message.
 (5, the engine's data races, is the ThreadSanitizer run noted in docs/server.md and tests/unit/engine_test.cpp.)
+Issue 18's server part (class Load): RSS before/after 300 requests, 64 concurrent clients against 4 slots, and an
+allocation failure (under RLIMIT_AS) answered as one error while the server serves on.
 
   server_hostile_test.py PIPIT_BINARY MODELS_DIR TESTDATA_DIR [unittest options]
 """
@@ -460,6 +462,88 @@ class Images(Guarded):
                 messages.add(body["error"]["message"])
         self.assertEqual(len(messages), 1, messages)
         self.assertNotIn("bytes", messages.pop())
+
+
+class Load(Guarded):
+    """Issue 18's server part: memory after 300 requests, 64 clients against 4 slots, running out of memory."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Server(PIPIT, MODEL, "--parallel", "4", "--ctx", "256", "--max-body", str(256 * MiB))
+
+    def test_300_requests_keep_memory_flat(self):
+        kinds = [lambda i: self.srv.post(CHAT, chat(f"Request {i}: hello", max_tokens=4)),
+                 lambda i: self.srv.post("/v1/completions", {"prompt": f"Once {i}", "max_tokens": 4}),
+                 lambda i: self.srv.stream(CHAT, chat(f"Stream {i}", max_tokens=4, stream=True))[:1],
+                 lambda i: self.srv.post(CHAT, {"messages": [{"role": "user", "content": 5}]}),
+                 lambda i: self.srv.post(CHAT, chat("hi", temperature="hot"))]
+        for i in range(30):  # warm up: allocator pools, thread stacks, caches
+            kinds[i % len(kinds)](i)
+        before = rss_mb(self.srv.proc.pid)
+        statuses = {}
+        for i in range(300):
+            st = kinds[i % len(kinds)](i)[0]
+            statuses[st] = statuses.get(st, 0) + 1
+        after = rss_mb(self.srv.proc.pid)
+        print(f"[hostile] 300 requests {statuses}: RSS {before:.1f} -> {after:.1f} MB", file=sys.stderr)
+        self.assertEqual(statuses, {200: 180, 400: 120})
+        self.assertLess(after - before, 16, f"RSS {before:.1f} -> {after:.1f} MB over 300 requests")
+
+    def test_64_clients_against_4_slots(self):
+        results = [None] * 64
+
+        def client(i):
+            try:
+                status, events, done, _ = self.srv.stream(CHAT, chat(f"Client {i}", max_tokens=6, ignore_eos=True,
+                                                                     stream=True, stream_options={"include_usage": True}))
+                usage = events[-1].get("usage") if events else None
+                results[i] = (status, done, usage["completion_tokens"] if usage else None)
+            except OSError as e:
+                results[i] = repr(e)
+
+        def run():
+            threads = [threading.Thread(target=client, args=(i,)) for i in range(64)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(300)
+        t0 = time.time()
+        self.attack(run, mb=64)
+        print(f"[hostile] 64 clients x 6 tokens on 4 slots: {time.time() - t0:.1f} s", file=sys.stderr)
+        h = self.srv.health()
+        self.assertEqual(results, [(200, True, 6)] * 64, h)
+        self.assertEqual((h["slots_busy"], h["queued"]), (0, 0), h)
+
+    def test_z_out_of_memory_is_one_error(self):
+        """Under an address-space limit, a request whose body cannot be allocated gets one 500 out_of_memory error
+        and the server serves on (the limit is lifted afterwards)."""
+        import resource
+        pid = self.srv.proc.pid
+        with open(f"/proc/{pid}/status") as f:
+            vm = next(int(line.split()[1]) for line in f if line.startswith("VmSize:")) * 1024
+        soft, hard = resource.prlimit(pid, resource.RLIMIT_AS)
+        try:
+            resource.prlimit(pid, resource.RLIMIT_AS, (vm + 64 * MiB, hard))
+            s = connect_from(self.srv)
+            s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                      b"Content-Length: %d\r\n\r\n" % (200 * MiB))  # the body buffer is reserved at once
+            reply = read_reply(s)
+            s.close()
+        finally:
+            resource.prlimit(pid, resource.RLIMIT_AS, (soft, hard))
+        self.assertEqual(status_of(reply), 500, reply[:300])
+        err = json.loads(reply.split(b"\r\n\r\n", 1)[1])["error"]
+        self.assertEqual(err["code"], "out_of_memory", err)
+        self.assertTrue(self.srv.alive())
+        status, body = self.srv.post(CHAT, chat("hi"))
+        self.assertEqual(status, 200, body)
+        self.assertEqual(self.srv.health()["status"], "ok")
+
+    def test_json_values_are_bounded_before_parsing(self):
+        body = b"[" + b"{}," * (1 << 19) + b"{}]"  # 1.5 MB; ~40 MB as a parse tree
+        status, data = self.attack(lambda: self.srv.request("POST", CHAT, body)[:2], mb=16)
+        self.assertEqual(status, 413, data[:300])
+        self.assertIn(b"JSON values", data)
 
 
 if __name__ == "__main__":
