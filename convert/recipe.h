@@ -4,7 +4,9 @@
 //   2. the output head (lm_head, or the embedding when tied) -> q8_0 under q4, else the requested type
 //   3. the token embedding (untied)                     -> the requested float type; under q8/q4 it stays 16-bit
 //                                                          (bf16 when the source is bf16, else f16)
-//   4. everything else                                  -> the requested type
+//   4. an MoE router (*.mlp.gate.weight in a checkpoint with *.mlp.experts.*) -> its source dtype under q8/q4
+//   5. the attention (*.self_attn.*) of such an MoE checkpoint -> q8_0 under q4
+//   6. everything else                                  -> the requested type
 // "auto" keeps every tensor's source dtype (GGUF Q8_0/Q4_0 stay as they are: no requantization).
 // A quantized dtype needs a 2-D tensor whose input (last) dimension is a multiple of 32; a tensor that is not falls
 // back to 16-bit (as rule 3) and the fallback is reported — e.g. stories260k's down_proj with an input of 172.

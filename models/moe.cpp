@@ -6,12 +6,26 @@
 namespace pipit {
 
 Result<MoeWeights> load_moe(const WeightSource& w, const std::string& p, int64_t n_embd, int64_t n_ff_exp,
-                            int64_t n_expert) {
+                            int64_t n_expert, int64_t n_ff_shared) {
   MoeWeights m;
+  if (w.has(p + "gate.weight")) {  // a router of another expert count: say so rather than just "wrong shape"
+    PIPIT_ASSIGN_OR_RETURN(Tensor r, w.find(p + "gate.weight"));
+    if (r.ndim() == 2 && r.dim(1) == n_embd && r.dim(0) != n_expert)
+      return Error::invalid_argument("[load] {}gate.weight routes over {} experts, the config says {}", p, r.dim(0),
+                                     n_expert);
+  }
   PIPIT_ASSIGN_OR_RETURN(m.router, w.get(p + "gate.weight", {n_expert, n_embd}));
   for (int64_t e = 0; e < n_expert; ++e) {
     PIPIT_ASSIGN_OR_RETURN(MlpWeights ex, load_mlp(w, p + "experts." + std::to_string(e) + ".", n_embd, n_ff_exp));
     m.experts.push_back(std::move(ex));
+  }
+  const std::string extra = p + "experts." + std::to_string(n_expert) + ".gate_proj.weight";
+  if (w.has(extra))
+    return Error::invalid_argument("[load] the checkpoint has '{}', more experts than the config's {}", extra,
+                                   n_expert);
+  if (n_ff_shared > 0) {
+    PIPIT_ASSIGN_OR_RETURN(MlpWeights sh, load_mlp(w, p + "shared_experts.", n_embd, n_ff_shared));
+    m.shared = std::move(sh);
   }
   return m;
 }
@@ -45,6 +59,8 @@ Tensor moe_mlp(Ctx& ctx, const Tensor& x, const MoeWeights& w, const MoeConfig& 
     }
     if (c.norm_topk_prob)
       for (int64_t k = 0; k < K; ++k) ws[k] /= sum;
+    if (c.routed_scaling_factor != 1.0f)
+      for (int64_t k = 0; k < K; ++k) ws[k] *= c.routed_scaling_factor;
   }
 
   // 3. group the (token, weight) pairs by expert: counting sort, tokens in order within an expert
@@ -85,6 +101,7 @@ Tensor moe_mlp(Ctx& ctx, const Tensor& x, const MoeWeights& w, const MoeConfig& 
       for (int64_t d = 0; d < n_embd; ++d) o[d] += wi * y[d];
     }
   }
+  if (w.shared) add_(ctx, out, ctx.name(gated_mlp(ctx, x, *w.shared, c.act), "moe_shared_out", layer));
   return out;
 }
 

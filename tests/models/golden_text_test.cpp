@@ -149,7 +149,8 @@ TEST_P(GoldenText, Q8KvCacheStaysClose) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Text, GoldenText, ::testing::Values("llama", "qwen2", "qwen3", "stories260k", "gemma3_text",
-                                                        "smollm3", "qwen3_moe"));
+                                                        "smollm3", "qwen3_moe", "minicpm",
+                                                        "deepseek_ocr_lm"));
 
 }  // namespace
 }  // namespace pipit
