@@ -168,7 +168,7 @@ TEST(Cli, StoriesGreedyText) {
 }
 
 TEST(Cli, LogitsMatchesGolden) {
-  for (const char* arch : {"llama", "qwen2", "qwen3", "stories260k"}) {
+  for (const char* arch : {"llama", "qwen2", "qwen3", "stories260k", "minicpm", "deepseek_ocr_lm"}) {
     std::string out = (fs::temp_directory_path() / ("pipit_logits_" + std::string(arch) + ".safetensors")).string();
     auto r = run_cli("logits -m " + test::model_dir(arch) + " --input " + test::model_dir(arch) +
                      "/golden.safetensors --output " + out);
