@@ -146,6 +146,7 @@ TEST(Engine, CancelAndStatsFromManyThreads) {
     r.params.max_tokens = 40;
     r.params.ignore_eos = true;
     r.on_done = [&done, i](const Result<GenerateResult>& res) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));  // widens the window the cancel() calls race with
       done[size_t(i)].set_value(res.is_ok() ? res->reason : StopReason::kCallback);
     };
     auto id = eng.submit(std::move(r));
@@ -163,8 +164,11 @@ TEST(Engine, CancelAndStatsFromManyThreads) {
   std::vector<std::thread> cancellers;
   for (int t = 0; t < 3; ++t)
     cancellers.emplace_back([&, t] {
-      for (int i = t; i < kN; i += 3)
-        if (i % 2 == 1) eng.cancel(ids[size_t(i)]);
+      // every odd request, again and again for a while (cancelling a finished request is a no-op)
+      const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
+      while (std::chrono::steady_clock::now() < end)
+        for (int i = t; i < kN; i += 3)
+          if (i % 2 == 1) eng.cancel(ids[size_t(i)]);
     });
   for (auto& t : cancellers) t.join();
   int cancelled = 0;
