@@ -6,7 +6,9 @@
 #include <chrono>
 #include <cstring>
 #include <new>
+#include <limits>
 
+#include "runtime/grammar.h"
 #include "runtime/multimodal.h"
 
 namespace pipit {
@@ -20,6 +22,10 @@ struct Engine::Seq {
   bool decoding = false;         // prompt fully processed; history.back() is the token to feed next
   std::unique_ptr<Sampler> sampler;
   std::unique_ptr<TextStream> text;
+  std::unique_ptr<GrammarMatcher> grammar;        // structured output, when the request has a grammar
+  std::shared_ptr<const TokenTable> table;        // the vocabulary's bytes, for the grammar
+  std::vector<float> masked;                      // logits with the tokens the grammar forbids at -inf
+  std::vector<uint8_t> allowed;
   GenerateResult res;
   bool finished = false;  // on_done has been called (it must be called exactly once)
   std::chrono::steady_clock::time_point t0, t1;
@@ -73,6 +79,11 @@ Result<uint64_t> Engine::submit(EngineRequest r) {
     return Error::out_of_range("[engine] the prompt has {} tokens; the context holds {} (prompt + answer)",
                                r.prompt.size(), n_ctx_);
   auto s = std::make_unique<Seq>();
+  if (r.params.grammar) {
+    if (!tok_) return Error::invalid_argument("[engine] a grammar needs the model's tokenizer");
+    s->grammar = std::make_unique<GrammarMatcher>(r.params.grammar);
+    s->table = TokenTable::get(*tok_);
+  }
   s->history = r.prompt;
   s->res.n_prompt = int(r.prompt.size());
   s->sampler = std::make_unique<Sampler>(r.params.sampler);
@@ -254,6 +265,47 @@ void Engine::add_image_inputs(Batch& b, const std::vector<std::pair<Seq*, int64_
   else b.embd_row.clear();  // no image rows in this batch
 }
 
+// With a grammar, the token the sampler draws from the full distribution is kept when the grammar allows it (the
+// common case, costing one walk over the token's bytes); otherwise the whole vocabulary is masked and the sampler
+// draws again from the allowed tokens. Drawing from p, then from p restricted to the allowed set when the first
+// draw is not allowed, gives each allowed token p(x) + P(not allowed) p(x) / P(allowed) = p(x) / P(allowed):
+// exactly the masked distribution (greedy: the allowed argmax). -1: nothing is allowed.
+int32_t Engine::sample(Seq& s, std::span<const float> logits) {
+  const int32_t t = s.sampler->sample(logits, s.history);
+  if (!s.grammar) return t;
+  auto fits = [&](int32_t id) {
+    if (is_eos(s.req.params, model_, id)) return s.grammar->can_end();
+    if (size_t(id) >= s.table->size() || s.table->bytes(id).empty()) return false;
+    return s.grammar->allows(s.table->bytes(id));
+  };
+  int32_t pick = t;
+  if (!fits(t)) {
+    s.grammar->mask(*s.table, s.allowed);
+    s.masked.assign(logits.begin(), logits.end());
+    const float ninf = -std::numeric_limits<float>::infinity();
+    bool any = false;
+    for (size_t i = 0; i < s.masked.size(); ++i) {
+      const bool ok = i < s.allowed.size() && s.allowed[i];
+      if (!ok) s.masked[i] = ninf;
+      any |= ok;
+    }
+    if (s.grammar->can_end() && !s.req.params.ignore_eos) {
+      const auto& eos = s.req.params.eos_ids.empty() ? model_.info().eos_ids : s.req.params.eos_ids;
+      for (int32_t e : eos)
+        if (e >= 0 && size_t(e) < s.masked.size()) {
+          s.masked[size_t(e)] = logits[size_t(e)];
+          any = true;
+        }
+    }
+    if (!any) return -1;
+    pick = s.sampler->sample(s.masked, s.history);
+    if (s.masked[size_t(pick)] == ninf) return -1;  // every allowed token was cut by top-k / top-p
+  }
+  if (!is_eos(s.req.params, model_, pick)) s.grammar->accept(s.table->bytes(pick));
+  s.res.grammar_masks += pick != t;
+  return pick;
+}
+
 bool Engine::step() {
   // Pack the batch: every decoding sequence contributes its next token; prefilling sequences share what is left of
   // the n_batch budget, oldest first.
@@ -311,15 +363,25 @@ bool Engine::step() {
       s.t1 = std::chrono::steady_clock::now();
       s.res.prompt_ms = std::chrono::duration<double, std::milli>(s.t1 - s.t0).count();
     }
-    const int32_t next = s.sampler->sample(std::span<const float>(l, size_t(V)), s.history);
+    const int32_t next = sample(s, std::span<const float>(l, size_t(V)));
     bool end = false;
-    if (is_eos(s.req.params, model_, next)) {
+    if (next < 0) {  // the grammar allows no token and cannot end here: stop rather than break it
+      s.res.reason = StopReason::kEos;
+      end = true;
+      std::string tail = s.text->finish();
+      s.res.text += tail;
+      if (!tail.empty() && s.req.on_token) s.req.on_token(tail, -1);
+    } else if (is_eos(s.req.params, model_, next)) {
       s.res.reason = StopReason::kEos;
       end = true;
       std::string tail = s.text->finish();
       s.res.text += tail;
       if (!tail.empty() && s.req.on_token) s.req.on_token(tail, -1);
     } else {
+      if (s.req.params.logprobs >= 0) {
+        s.res.logprobs.push_back(token_logprob(std::span<const float>(l, size_t(V)), next, s.req.params.logprobs));
+        if (s.req.on_logprob) s.req.on_logprob(s.res.logprobs.back());
+      }
       s.res.tokens.push_back(next);
       s.history.push_back(next);
       {
@@ -333,6 +395,9 @@ bool Engine::step() {
         end = true;
       } else if (step.stopped) {
         s.res.reason = StopReason::kStopString;
+        end = true;
+      } else if (s.grammar && s.grammar->finished()) {  // nothing may follow: the answer is complete
+        s.res.reason = StopReason::kEos;
         end = true;
       } else if (int(s.res.tokens.size()) >= s.req.params.max_tokens) {
         s.res.reason = StopReason::kLength;

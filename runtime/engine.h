@@ -39,6 +39,8 @@ struct EngineRequest {
   GenerateParams params;
   // Called with each piece of text (may be empty) and its token; return false to cancel the request.
   std::function<bool(const std::string& piece, int32_t token)> on_token;
+  // With params.logprobs >= 0: called with each generated token's log-probabilities, just before its on_token.
+  std::function<void(const TokenLogprob& lp)> on_logprob;
   // Called exactly once at the end, on success (with the reason) or failure.
   std::function<void(const Result<GenerateResult>& r)> on_done;
 };
@@ -71,6 +73,7 @@ class Engine {
   void finish(Seq& s, Result<GenerateResult> r);  // once per request: frees the slot, calls on_done
   void erase_finished();                          // drops finished requests from active_ (under mu_)
   void fail_all(const Status& st);                // the exception barrier: every running request fails
+  int32_t sample(Seq& s, std::span<const float> logits);  // the next token, under the request's grammar if any
   // Image features and M-RoPE positions for the batch's tokens of requests with images (parts: sequence and
   // its number of tokens in the batch, from its n_done).
   void add_image_inputs(Batch& b, const std::vector<std::pair<Seq*, int64_t>>& parts);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/logprobs.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
 
@@ -15,6 +16,7 @@ namespace pipit {
 
 class Tokenizer;
 class StreamDecoder;
+class Grammar;
 
 struct GenerateParams {
   int max_tokens = 256;
@@ -22,6 +24,10 @@ struct GenerateParams {
   std::vector<std::string> stop;     // stop strings (not included in the output)
   std::vector<int32_t> eos_ids;      // stop tokens (default: the model's)
   bool ignore_eos = false;
+  int logprobs = -1;                 // >= 0: record each generated token's log-probability and this many top ones
+  // Structured output (runtime/grammar.h): every token is one the grammar allows, and the answer ends when the
+  // grammar is complete. Honoured by the Engine (the server); needs a tokenizer.
+  std::shared_ptr<const Grammar> grammar;
 };
 
 enum class StopReason { kLength, kEos, kStopString, kCallback, kContext };
@@ -33,6 +39,8 @@ struct GenerateResult {
   StopReason reason = StopReason::kLength;
   int n_prompt = 0;
   double prompt_ms = 0, gen_ms = 0;  // prefill time; decode time after the first token
+  std::vector<TokenLogprob> logprobs;  // one per generated token when GenerateParams::logprobs >= 0
+  int grammar_masks = 0;  // tokens for which the grammar had to mask the whole vocabulary (Engine)
 };
 
 // Turns generated tokens into output text: incremental UTF-8-safe detokenization (primed with the prompt so

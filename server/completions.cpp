@@ -55,6 +55,15 @@ size_t chat_text_bytes(const ParsedRequest& pr) {
   return n;
 }
 
+// The template a request with tools is rendered with: the config's "tool_use" one if it has one.
+const std::string& tool_template(const ServerState& st) {
+  static const std::string kNone;
+  if (!st.lm.tokenizer) return kNone;
+  const auto& cfg = st.lm.tokenizer->config();
+  auto it = cfg.chat_templates.find("tool_use");
+  return it != cfg.chat_templates.end() ? it->second : cfg.chat_template;
+}
+
 // The request's text as token ids: chat through the model's template, completions raw (with BOS as the
 // tokenizer's post-processor adds it). Text that certainly holds more tokens than the limit (more bytes than
 // prompt_limit tokens can stand for) is refused before it is rendered or tokenized: tokenizing costs ~30 bytes of
@@ -75,9 +84,15 @@ std::optional<ApiError> tokenize_prompt(const ServerState& st, const ParsedReque
       return bad_request("this model has no chat template; use /v1/completions with a raw prompt", "messages");
     if (const size_t n = chat_text_bytes(pr); n > max_bytes)
       return prompt_too_long(st, pr, fmt("{} bytes of text, more than {} tokens can hold", n, st.prompt_limit));
+    nlohmann::ordered_json kwargs = pr.template_kwargs;
+    if (!pr.tools.is_null()) {
+      kwargs["tools"] = pr.tools;
+      // SmolLM3's template reads its tool list from xml_tools
+      if (tool_template(st).find("xml_tools") != std::string::npos) kwargs["xml_tools"] = pr.tools;
+    }
     // The template adds its own text around the messages; what it writes is capped at the same bound (plus room
     // for that frame) while it renders.
-    auto text = apply_chat_template(tok, pr.messages, /*add_generation_prompt=*/true, pr.template_kwargs,
+    auto text = apply_chat_template(tok, pr.messages, /*add_generation_prompt=*/true, kwargs,
                                     max_bytes + (size_t(64) << 10));
     if (!text.is_ok()) {
       if (text.status().code() == Code::kOutOfRange)
@@ -140,14 +155,40 @@ Result<MultimodalPrompt> encode_images(ServerState& st, std::span<const int32_t>
   return build_multimodal_prompt(*st.lm.model, ids, images);
 }
 
-// A streamed answer: called by httplib again and again until it calls sink.done() or returns false.
+// The log-probabilities of one streamed chunk, in the endpoint's shape; null when not asked for.
+json chunk_logprobs(const ResponseMeta& meta, std::span<const TokenLogprob> lps, size_t& text_offset) {
+  if (!meta.logprobs || !meta.tok) return nullptr;
+  if (meta.chat) return chat_logprobs_json(*meta.tok, lps, meta.tokens_as_ids);
+  json j = completion_logprobs_json(*meta.tok, lps, text_offset, meta.tokens_as_ids);
+  if (!lps.empty()) {
+    const TokenLogprob& last = lps.back();
+    const int32_t id = last.token;
+    text_offset = j["text_offset"].back().get<size_t>() + meta.tok->decode(std::span<const int32_t>(&id, 1), false).size();
+  }
+  return j;
+}
+
+void cancel_all(ServerState& st, const std::vector<uint64_t>& ids) {
+  for (uint64_t id : ids) st.engine.cancel(id);
+}
+
+// A streamed answer: called by httplib again and again until it calls sink.done() or returns false. Each of the
+// n choices streams its own chunks (its "index"), as OpenAI interleaves them.
 struct Stream {
   ServerState* st;
   std::shared_ptr<TokenChannel> ch;
-  uint64_t id = 0;
+  std::vector<uint64_t> ids;
   ResponseMeta meta;
   bool started = false;
+  std::vector<size_t> text_offset;  // completions' logprobs: bytes of each choice's text so far
+  std::vector<ToolCallStream> tools;  // chat with tools: each choice's text parsed for calls as it streams
   std::chrono::steady_clock::time_point last_write = std::chrono::steady_clock::now();
+
+  std::vector<int> calls_sent;
+  int& n_calls_sent(int i) {
+    if (calls_sent.size() <= size_t(i)) calls_sent.resize(size_t(i) + 1, 0);
+    return calls_sent[size_t(i)];
+  }
 
   bool write(httplib::DataSink& sink, const std::string& s) {
     last_write = std::chrono::steady_clock::now();
@@ -155,19 +196,60 @@ struct Stream {
   }
 
   bool pump(httplib::DataSink& sink) {
+    const int n = ch->n_choices();
     if (!started) {
       started = true;
-      if (meta.chat && !write(sink, sse_data(chunk_json(meta, "", /*role=*/true, nullptr)))) return false;
+      text_offset.assign(size_t(n), 0);
+      if (meta.tool_syntax != ToolSyntax::kNone)
+        for (int i = 0; i < n; ++i) tools.emplace_back(meta.tool_syntax, meta.tool_names);
+      if (meta.chat)
+        for (int i = 0; i < n; ++i)
+          if (!write(sink, sse_data(chunk_json(meta, i, "", /*role=*/true, nullptr, nullptr)))) return false;
     }
-    TokenChannel::News n = ch->wait(kPollInterval);
-    if (!n.text.empty() && !write(sink, sse_data(chunk_json(meta, n.text, false, nullptr)))) return false;
-    if (n.done) {
-      const Result<GenerateResult>& r = ch->result();
-      if (!r.is_ok()) {
+    TokenChannel::News news = ch->wait(kPollInterval);
+    for (int i = 0; i < n; ++i) {
+      TokenChannel::ChoiceNews& c = news.choices[size_t(i)];
+      std::vector<ToolCall> calls;
+      if (!tools.empty()) {  // content passes through the tool-call parser; completed calls come out
+        ToolCallStream& ts = tools[size_t(i)];
+        ToolCallStream::Out o = ts.feed(c.text);
+        if (c.finished) {
+          ToolCallStream::Out f = ts.finish();
+          o.content += f.content;
+          for (auto& call : f.calls) o.calls.push_back(std::move(call));
+        }
+        c.text = std::move(o.content);
+        calls = std::move(o.calls);
+      }
+      if (!c.text.empty() || !c.logprobs.empty()) {
+        json lp = chunk_logprobs(meta, c.logprobs, text_offset[size_t(i)]);
+        if (!write(sink, sse_data(chunk_json(meta, i, c.text, false, nullptr, std::move(lp))))) return false;
+      }
+      for (auto& call : calls) {
+        const int k = n_calls_sent(i)++;
+        if (!meta.parallel_tool_calls && k > 0) continue;
+        if (!write(sink, sse_data(tool_call_chunk_json(meta, i, call, k, true))) ||
+            !write(sink, sse_data(tool_call_chunk_json(meta, i, call, k, false))))
+          return false;
+      }
+      if (!c.finished) continue;
+      const Result<GenerateResult>& r = ch->result(i);
+      if (!r.is_ok()) {  // the stream ends with the error; the other choices are stopped
+        cancel_all(*st, ids);
         write(sink, sse_data(from_status(r.status()).body()));
-      } else {
-        write(sink, sse_data(chunk_json(meta, "", false, finish_reason(r->reason))));
-        if (meta.include_usage) write(sink, sse_data(usage_chunk_json(meta, *r)));
+        write(sink, kSseDone);
+        sink.done();
+        return true;
+      }
+      const char* reason = finish_reason(r->reason);
+      if (!tools.empty() && n_calls_sent(i) > 0 && r->reason != StopReason::kLength) reason = "tool_calls";
+      if (!write(sink, sse_data(chunk_json(meta, i, "", false, reason, nullptr)))) return false;
+    }
+    if (news.done) {
+      if (meta.include_usage) {
+        int n_completion = 0;
+        for (int i = 0; i < n; ++i) n_completion += int(ch->result(i)->tokens.size());
+        write(sink, sse_data(usage_chunk_json(meta, ch->result(0)->n_prompt, n_completion)));
       }
       write(sink, kSseDone);
       sink.done();
@@ -180,6 +262,17 @@ struct Stream {
   }
 };
 
+// Every choice's result, or the first error.
+Result<std::vector<GenerateResult>> all_results(const TokenChannel& ch) {
+  std::vector<GenerateResult> rs;
+  for (int i = 0; i < ch.n_choices(); ++i) {
+    const Result<GenerateResult>& r = ch.result(i);
+    if (!r.is_ok()) return r.status();
+    rs.push_back(*r);
+  }
+  return rs;
+}
+
 // A non-streaming answer that took longer than --keepalive: the status line and headers (200, JSON) have gone,
 // and the body is written when the answer is ready, preceded by a space every --keepalive (JSON allows leading
 // whitespace). Those writes are how a client that left is noticed, as for streams; the releaser then cancels.
@@ -187,19 +280,19 @@ struct Stream {
 struct PendingAnswer {
   ServerState* st;
   std::shared_ptr<TokenChannel> ch;
-  uint64_t id = 0;
+  std::vector<uint64_t> ids;
   ResponseMeta meta;
   std::chrono::steady_clock::time_point last_write = std::chrono::steady_clock::now();
 
   bool pump(httplib::DataSink& sink) {
     if (ch->wait(kPollInterval).done) {
-      const Result<GenerateResult>& r = ch->result();
-      const std::string body = to_text(r.is_ok() ? completion_json(meta, *r) : from_status(r.status()).body());
+      auto rs = all_results(*ch);
+      const std::string body = to_text(rs.is_ok() ? completion_json(meta, *rs) : from_status(rs.status()).body());
       sink.write(body.data(), body.size());
       sink.done();
       return true;
     }
-    if (st->stopping) st->engine.cancel(id);  // the answer so far follows, finish_reason "stop"
+    if (st->stopping) cancel_all(*st, ids);  // the answer so far follows, finish_reason "stop"
     if (std::chrono::steady_clock::now() - last_write > st->opt.keepalive) {
       last_write = std::chrono::steady_clock::now();
       if (!sink.write(" ", 1)) return false;
@@ -249,6 +342,14 @@ void handle_generate(ServerState& st, const std::string& text, httplib::Response
   ParsedRequest pr;
   if (auto e = chat ? parse_chat_request(body, st.policy, pr) : parse_completion_request(body, st.policy, pr))
     return send_error(res, *e);
+  if (body.contains("tools") || body.contains("tool_choice") || body.contains("response_format") ||
+      body.contains("grammar") || body.contains("parallel_tool_calls")) {
+    // again with the key order kept: tool definitions and schemas are printed in the order they were sent
+    const nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(text);
+    if (auto e = parse_structured(ordered, tool_template(st), pr)) return send_error(res, *e);
+    if (pr.params.grammar && !st.lm.tokenizer)
+      return send_error(res, bad_request("structured output needs the model's tokenizer", pr.grammar_param));
+  }
 
   std::vector<int32_t> ids;
   if (auto e = tokenize_prompt(st, pr, ids)) return send_error(res, *e);
@@ -272,15 +373,34 @@ void handle_generate(ServerState& st, const std::string& text, httplib::Response
   meta.created = unix_now();
   meta.include_usage = pr.stream && pr.include_usage;
 
-  auto ch = std::make_shared<TokenChannel>();
-  EngineRequest er;
-  er.prompt = std::move(ids);
-  er.images = std::move(images);
-  er.params = pr.params;
-  if (pr.stream) er.on_token = [ch](const std::string& piece, int32_t) { return ch->push(piece); };
-  er.on_done = [ch](const Result<GenerateResult>& r) { ch->finish(r); };
-  Result<uint64_t> id = st.engine.submit(std::move(er));
-  if (!id.is_ok()) return send_error(res, from_status(id.status(), chat ? "messages" : "prompt"));
+  meta.tool_syntax = pr.tool_syntax;
+  meta.tool_names = pr.tool_names;
+  meta.parallel_tool_calls = pr.parallel_tool_calls;
+  meta.logprobs = pr.params.logprobs >= 0;
+  meta.tokens_as_ids = pr.tokens_as_ids;
+  meta.tok = st.lm.tokenizer.get();
+
+  // n choices: n engine requests over the same prompt, choice i sampled with seed + i.
+  auto ch = std::make_shared<TokenChannel>(pr.n);
+  std::vector<uint64_t> ids_submitted;
+  for (int i = 0; i < pr.n; ++i) {
+    EngineRequest er;
+    er.prompt = ids;
+    er.images = images;
+    er.params = pr.params;
+    er.params.sampler.seed = pr.params.sampler.seed + uint64_t(i);
+    if (pr.stream) {
+      er.on_token = [ch, i](const std::string& piece, int32_t) { return ch->push(i, piece); };
+      if (meta.logprobs) er.on_logprob = [ch, i](const TokenLogprob& lp) { ch->push_logprob(i, lp); };
+    }
+    er.on_done = [ch, i](const Result<GenerateResult>& r) { ch->finish(i, r); };
+    Result<uint64_t> id = st.engine.submit(std::move(er));
+    if (!id.is_ok()) {
+      cancel_all(st, ids_submitted);
+      return send_error(res, from_status(id.status(), chat ? "messages" : "prompt"));
+    }
+    ids_submitted.push_back(*id);
+  }
 
   if (!pr.stream) {
     // Most answers come within --keepalive and get a plain response (any late error with its own status);
@@ -288,32 +408,32 @@ void handle_generate(ServerState& st, const std::string& text, httplib::Response
     const auto t0 = std::chrono::steady_clock::now();
     bool done = false;
     while (!(done = ch->wait(kPollInterval).done) && std::chrono::steady_clock::now() - t0 < st.opt.keepalive)
-      if (st.stopping) st.engine.cancel(*id);
+      if (st.stopping) cancel_all(st, ids_submitted);
     if (done) {
-      const Result<GenerateResult>& r = ch->result();
-      if (!r.is_ok()) return send_error(res, from_status(r.status()));
-      res.set_content(to_text(completion_json(meta, *r)), "application/json");
+      auto rs = all_results(*ch);
+      if (!rs.is_ok()) return send_error(res, from_status(rs.status()));
+      res.set_content(to_text(completion_json(meta, *rs)), "application/json");
       return;
     }
-    auto pending = std::make_shared<PendingAnswer>(PendingAnswer{&st, ch, *id, meta});
+    auto pending = std::make_shared<PendingAnswer>(PendingAnswer{&st, ch, ids_submitted, meta});
     res.set_chunked_content_provider(
         "application/json", [pending](size_t, httplib::DataSink& sink) { return pending->pump(sink); },
         [pending](bool success) {
           if (success) return;
           pending->ch->abandon();  // the client left: stop generating for it
-          pending->st->engine.cancel(pending->id);
+          cancel_all(*pending->st, pending->ids);
         });
     return;
   }
 
-  auto stream = std::make_shared<Stream>(Stream{&st, ch, *id, meta});
+  auto stream = std::make_shared<Stream>(Stream{&st, ch, ids_submitted, meta});
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream", [stream](size_t, httplib::DataSink& sink) { return stream->pump(sink); },
       [stream](bool success) {
         if (success) return;
         stream->ch->abandon();  // the client left: stop generating for it
-        stream->st->engine.cancel(stream->id);
+        cancel_all(*stream->st, stream->ids);
       });
 }
 

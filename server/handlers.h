@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <optional>
 
@@ -12,7 +13,9 @@
 #include "models/vision/image_processor.h"
 #include "runtime/engine.h"
 #include "runtime/loader.h"
+#include "runtime/session.h"
 #include "server/api_error.h"
+#include "server/embeddings.h"
 #include "server/openai_request.h"
 #include "server/server.h"
 
@@ -60,11 +63,22 @@ struct ServerState {
   std::string image_proc_error;  // why image_proc is empty
   std::atomic<int> image_requests{0};       // requests decoding or encoding images now
   std::atomic<uint64_t> images_encoded{0};  // since start
+  // /v1/embeddings: the checkpoint's pooling, and a session made at the first request (one at a time)
+  PoolingConfig pooling;
+  std::mutex embed_mu;
+  std::shared_ptr<ThreadPool> embed_pool;
+  std::unique_ptr<Session> embed_session;
 };
 
 void send_error(httplib::Response& res, const ApiError& e);
 
 // POST /v1/chat/completions (chat = true) and POST /v1/completions, with the request body already read.
 void handle_generate(ServerState& st, const std::string& body, httplib::Response& res, bool chat);
+
+// POST /tokenize, /detokenize, /v1/embeddings (server/extras.cpp), registered through `post`, which reads the
+// body under the server's limits (and checks the key) before calling the handler.
+using BodyHandler = std::function<void(const std::string& body, httplib::Response& res)>;
+void add_extra_routes(ServerState& st, const std::function<void(const char* path, BodyHandler handle)>& post);
+bool is_extra_body_route(const std::string& path);
 
 }  // namespace pipit::server

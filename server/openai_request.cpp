@@ -18,6 +18,8 @@ constexpr size_t kMaxParts = 256;
 constexpr size_t kMaxStops = 16;
 constexpr size_t kMaxStopBytes = 256;
 constexpr size_t kMaxImages = 16;
+constexpr int64_t kMaxChoices = 16;   // n: each choice is an engine request, and the queue holds 64
+constexpr int64_t kMaxTopLogprobs = 20;  // OpenAI's limit
 
 #define PIPIT_API_TRY(expr)          \
   do {                               \
@@ -206,6 +208,41 @@ std::optional<ApiError> parse_content(const json& msg, const std::string& param,
   return std::nullopt;
 }
 
+// An assistant message's tool_calls, as chat templates read them: [{id, type, function: {name, arguments}}] with
+// the arguments as an object (Llama's template applies tojson to them; Qwen's takes either), parsed from OpenAI's
+// JSON string with the key order kept.
+std::optional<ApiError> parse_tool_calls_field(const json& msg, const std::string& param, ojson& m) {
+  const json& tc = msg["tool_calls"];
+  const std::string p = param + ".tool_calls";
+  if (!tc.is_array()) return bad_request(fmt("{} must be a list", p), p);
+  if (tc.size() > 128) return bad_request(fmt("{} has more than 128 calls", p), p);
+  ojson calls = ojson::array();
+  for (size_t k = 0; k < tc.size(); ++k) {
+    const std::string pk = fmt("{}[{}]", p, k);
+    const json& c = tc[k];
+    const json* f = c.is_object() ? field(c, "function") : nullptr;
+    const json* name = f && f->is_object() ? field(*f, "name") : nullptr;
+    if (!name || !name->is_string())
+      return bad_request(pk + " must be {\"type\": \"function\", \"function\": {\"name\", \"arguments\"}}", pk);
+    ojson args = ojson::object();
+    if (const json* a = field(*f, "arguments")) {
+      if (a->is_string()) {
+        args = ojson::parse(a->get<std::string>(), nullptr, /*allow_exceptions=*/false);
+        if (args.is_discarded()) return bad_request(fmt("{}.function.arguments is not valid JSON", pk), pk + ".function.arguments");
+      } else if (a->is_object()) {
+        args = ojson(*a);
+      } else {
+        return bad_request(fmt("{}.function.arguments must be a JSON string", pk), pk + ".function.arguments");
+      }
+    }
+    ojson call = {{"type", "function"}, {"function", {{"name", name->get<std::string>()}, {"arguments", std::move(args)}}}};
+    if (const json* id = field(c, "id"); id && id->is_string()) call["id"] = id->get<std::string>();
+    calls.push_back(std::move(call));
+  }
+  m["tool_calls"] = std::move(calls);
+  return std::nullopt;
+}
+
 std::optional<ApiError> parse_messages(const json& body, const RequestPolicy& policy, ParsedRequest& out) {
   const json* m = field(body, "messages");
   if (!m) return bad_request("'messages' is required", "messages");
@@ -227,8 +264,19 @@ std::optional<ApiError> parse_messages(const json& body, const RequestPolicy& po
                              role.substr(0, 40)),
                          param + ".role");
     ojson content;
-    PIPIT_API_TRY(parse_content(msg, param, policy, out, content));
-    out.messages.push_back({{"role", role}, {"content", std::move(content)}});
+    const bool has_calls = role == "assistant" && field(msg, "tool_calls");
+    if (has_calls && !msg.contains("content")) content = "";
+    else PIPIT_API_TRY(parse_content(msg, param, policy, out, content));
+    ojson m = {{"role", role}, {"content", std::move(content)}};
+    if (has_calls) PIPIT_API_TRY(parse_tool_calls_field(msg, param, m));
+    if (role == "tool") {
+      for (const char* k : {"tool_call_id", "name"})
+        if (const json* v = field(msg, k)) {
+          if (!v->is_string()) return bad_request(fmt("{}.{} must be a string", param, k), param + "." + k);
+          m[k] = v->get<std::string>();
+        }
+    }
+    out.messages.push_back(std::move(m));
   }
   return std::nullopt;
 }
@@ -244,8 +292,9 @@ std::optional<ApiError> parse_common(const json& body, const RequestPolicy& poli
     PIPIT_API_TRY(read_bool(*so, "include_usage", out.include_usage));
   }
   int64_t n = 1;
-  PIPIT_API_TRY(read_int(body, "n", 1, 1 << 20, n));
-  if (n != 1) return bad_request(fmt("'n' is {}; this server returns one choice per request (n = 1)", n), "n");
+  PIPIT_API_TRY(read_int(body, "n", 1, kMaxChoices, n));
+  out.n = int(n);
+  PIPIT_API_TRY(read_bool(body, "return_tokens_as_token_ids", out.tokens_as_ids));
 
   SamplerParams& s = out.params.sampler;
   s = policy.defaults;
@@ -295,16 +344,24 @@ std::optional<ApiError> parse_common(const json& body, const RequestPolicy& poli
     }
   }
 
-  PIPIT_API_TRY(refuse_unless_off(body, "logprobs", "no token log-probabilities"));
-  PIPIT_API_TRY(refuse_unless_off(body, "top_logprobs", "no token log-probabilities"));
-  PIPIT_API_TRY(refuse_unless_off(body, "logit_bias", "no logit bias"));
-  PIPIT_API_TRY(refuse_unless_off(body, "tools", "no tool calling"));
-  if (const json* rf = field(body, "response_format")) {
-    const json* t = rf->is_object() ? field(*rf, "type") : nullptr;
-    if (!t || !t->is_string() || t->get<std::string>() != "text")
-      return bad_request("'response_format' is not supported by this server (only {\"type\": \"text\"})",
-                         "response_format");
+  if (out.chat) {
+    // chat: logprobs is a boolean, top_logprobs (0..20) the number of alternatives, which needs logprobs on
+    bool lp = false;
+    PIPIT_API_TRY(read_bool(body, "logprobs", lp));
+    int64_t top = 0;
+    PIPIT_API_TRY(read_int(body, "top_logprobs", 0, kMaxTopLogprobs, top));
+    if (field(body, "top_logprobs") && !lp)
+      return bad_request("'top_logprobs' needs 'logprobs': true", "top_logprobs");
+    out.params.logprobs = lp ? int(top) : -1;
+  } else {
+    // completions (legacy): logprobs is the number of alternatives per token, 0 for the chosen token only
+    int64_t lp = -1;
+    PIPIT_API_TRY(read_int(body, "logprobs", 0, kMaxTopLogprobs, lp));
+    out.params.logprobs = int(lp);
   }
+  PIPIT_API_TRY(refuse_unless_off(body, "logit_bias", "no logit bias"));
+  // tools, tool_choice, response_format and grammar: parse_structured (server/structured.cpp), which reads the
+  // body with its key order kept
   return std::nullopt;
 }
 

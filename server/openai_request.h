@@ -3,10 +3,11 @@
 // bad one gives a 400 naming the field, so nothing after it has to distrust the request.
 //
 // Accepted: /v1/chat/completions {messages, model, stream, stream_options.include_usage, temperature, top_p,
-// max_tokens | max_completion_tokens, stop, seed, presence_penalty, frequency_penalty, n (= 1)} plus the common
+// max_tokens | max_completion_tokens, stop, seed, presence_penalty, frequency_penalty, n (<= 16), logprobs,
+// top_logprobs} plus the common
 // extensions top_k, min_p, repetition_penalty, ignore_eos and chat_template_kwargs; /v1/completions the same with `prompt`
-// (a string, a list of one string, or token ids). Refused with a 400 rather than silently ignored: n > 1, tools,
-// logprobs, logit_bias, response_format other than text, echo, best_of > 1.
+// (a string, a list of one string, or token ids; logprobs an integer there). Refused with a 400 rather than
+// silently ignored: tools, logit_bias, response_format other than text, echo, best_of > 1.
 #pragma once
 
 #include <optional>
@@ -17,6 +18,7 @@
 
 #include "runtime/generator.h"
 #include "server/api_error.h"
+#include "server/tool_calls.h"
 
 namespace pipit::server {
 
@@ -46,6 +48,16 @@ struct ParsedRequest {
   bool max_tokens_given = false;
   bool stream = false;
   bool include_usage = false;
+  bool tokens_as_ids = false;         // vLLM's return_tokens_as_token_ids (logprobs name token ids)
+  int n = 1;                          // choices: n engine requests, seeds seed, seed + 1, ...
+  // Tools (chat): the definitions as sent (key order kept) go to the template; the answer is parsed for calls.
+  nlohmann::ordered_json tools;       // null when none (or tool_choice "none")
+  std::vector<std::string> tool_names;
+  ToolSyntax tool_syntax = ToolSyntax::kNone;  // kNone: the answer is not parsed for calls
+  bool parallel_tool_calls = true;    // false: at most one call is returned
+  // Structured output: GBNF the answer must follow (response_format, grammar, or a forced tool call).
+  std::string grammar;
+  std::string grammar_param;          // the field it came from, for errors
 };
 
 std::optional<ApiError> parse_chat_request(const nlohmann::json& body, const RequestPolicy& policy,
@@ -56,5 +68,11 @@ std::optional<ApiError> parse_completion_request(const nlohmann::json& body, con
 // The model's recommended sampling from generation_config.json (temperature, top_p, top_k, min_p,
 // repetition_penalty), over OpenAI's defaults (temperature 1, top_p 1, no top-k / min-p). do_sample false: greedy.
 SamplerParams default_sampling(const nlohmann::json& generation_config);
+
+// tools, tool_choice, parallel_tool_calls (chat), response_format and grammar, from the body parsed with its key
+// order kept (tool definitions and schemas are printed in the order they were sent). `chat_template`: the model's
+// template source, which decides the tool-call syntax. Fills out.tools/tool_names/tool_syntax/grammar.
+std::optional<ApiError> parse_structured(const nlohmann::ordered_json& body, const std::string& chat_template,
+                                         ParsedRequest& out);
 
 }  // namespace pipit::server

@@ -3,6 +3,8 @@
 
 #include <random>
 
+#include "tokenizer/tokenizer.h"
+
 namespace pipit::server {
 
 using json = nlohmann::json;
@@ -29,21 +31,100 @@ json usage_json(int prompt_tokens, int completion_tokens) {
 
 const char* finish_reason(StopReason r) { return r == StopReason::kCallback ? "stop" : stop_reason_name(r); }
 
+namespace {
+
+json token_bytes(const std::string& s) {
+  json b = json::array();
+  for (unsigned char c : s) b.push_back(int(c));
+  return b;
+}
+
+std::string piece(const Tokenizer& tok, int32_t id, bool as_id) {
+  if (as_id) return "token_id:" + std::to_string(id);
+  return tok.decode(std::span<const int32_t>(&id, 1), false);
+}
+
+}  // namespace
+
+json chat_logprobs_json(const Tokenizer& tok, std::span<const TokenLogprob> lps, bool as_ids) {
+  json content = json::array();
+  for (const TokenLogprob& lp : lps) {
+    const std::string t = piece(tok, lp.token, as_ids);
+    json top = json::array();
+    for (auto& [id, v] : lp.top) {
+      const std::string ti = piece(tok, id, as_ids);
+      top.push_back({{"token", ti}, {"logprob", v}, {"bytes", token_bytes(ti)}});
+    }
+    content.push_back({{"token", t}, {"logprob", lp.logprob}, {"bytes", token_bytes(t)}, {"top_logprobs", top}});
+  }
+  return {{"content", std::move(content)}, {"refusal", nullptr}};
+}
+
+json completion_logprobs_json(const Tokenizer& tok, std::span<const TokenLogprob> lps, size_t text_offset0,
+                              bool as_ids) {
+  json tokens = json::array(), values = json::array(), tops = json::array(), offsets = json::array();
+  size_t off = text_offset0;
+  for (const TokenLogprob& lp : lps) {
+    const std::string t = piece(tok, lp.token, as_ids);
+    tokens.push_back(t);
+    values.push_back(lp.logprob);
+    offsets.push_back(off);
+    off += as_ids ? piece(tok, lp.token, false).size() : t.size();
+    json top = json::object();
+    for (auto& [id, v] : lp.top) top[piece(tok, id, as_ids)] = v;
+    tops.push_back(std::move(top));
+  }
+  return {{"tokens", tokens}, {"token_logprobs", values}, {"top_logprobs", tops}, {"text_offset", offsets}};
+}
+
 json completion_json(const ResponseMeta& m, const GenerateResult& r) {
+  return completion_json(m, std::span<const GenerateResult>(&r, 1));
+}
+
+json completion_json(const ResponseMeta& m, std::span<const GenerateResult> rs) {
   json out = header(m, false);
-  json choice = {{"index", 0}};
-  if (m.chat) choice["message"] = {{"role", "assistant"}, {"content", r.text}};
-  else choice["text"] = r.text;
-  choice["logprobs"] = nullptr;
-  choice["finish_reason"] = finish_reason(r.reason);
-  out["choices"] = json::array({std::move(choice)});
-  out["usage"] = usage_json(r.n_prompt, int(r.tokens.size()));
+  out["choices"] = json::array();
+  int n_completion = 0;
+  for (size_t i = 0; i < rs.size(); ++i) {
+    const GenerateResult& r = rs[i];
+    json choice = {{"index", int(i)}};
+    const char* reason = finish_reason(r.reason);
+    if (m.chat && m.tool_syntax != ToolSyntax::kNone) {
+      ParsedAnswer pa = parse_tool_calls(m.tool_syntax, r.text, m.tool_names);
+      if (!m.parallel_tool_calls && pa.calls.size() > 1) pa.calls.resize(1);
+      json msg = {{"role", "assistant"}, {"content", pa.calls.empty() || !pa.content.empty() ? json(pa.content) : json()}};
+      if (!pa.calls.empty()) {
+        json calls = json::array();
+        for (size_t k = 0; k < pa.calls.size(); ++k) calls.push_back(tool_call_json(pa.calls[k], int(k), false));
+        msg["tool_calls"] = std::move(calls);
+        if (r.reason != StopReason::kLength) reason = "tool_calls";
+      }
+      choice["message"] = std::move(msg);
+    } else if (m.chat) {
+      choice["message"] = {{"role", "assistant"}, {"content", r.text}};
+    } else {
+      choice["text"] = r.text;
+    }
+    choice["logprobs"] = nullptr;
+    if (m.logprobs && m.tok)
+      choice["logprobs"] = m.chat ? chat_logprobs_json(*m.tok, r.logprobs, m.tokens_as_ids)
+                                  : completion_logprobs_json(*m.tok, r.logprobs, 0, m.tokens_as_ids);
+    choice["finish_reason"] = reason;
+    out["choices"].push_back(std::move(choice));
+    n_completion += int(r.tokens.size());
+  }
+  out["usage"] = usage_json(rs.empty() ? 0 : rs[0].n_prompt, n_completion);
   return out;
 }
 
 json chunk_json(const ResponseMeta& m, const std::string& text, bool role, const char* finish_reason) {
+  return chunk_json(m, 0, text, role, finish_reason, nullptr);
+}
+
+json chunk_json(const ResponseMeta& m, int index, const std::string& text, bool role, const char* finish_reason,
+                json logprobs) {
   json out = header(m, true);
-  json choice = {{"index", 0}};
+  json choice = {{"index", index}};
   if (m.chat) {
     json delta = json::object();
     if (role) delta["role"] = "assistant";
@@ -52,17 +133,38 @@ json chunk_json(const ResponseMeta& m, const std::string& text, bool role, const
   } else {
     choice["text"] = text;
   }
-  choice["logprobs"] = nullptr;
+  choice["logprobs"] = std::move(logprobs);
   choice["finish_reason"] = finish_reason ? json(finish_reason) : json();
   out["choices"] = json::array({std::move(choice)});
   if (m.include_usage) out["usage"] = nullptr;
   return out;
 }
 
+json tool_call_chunk_json(const ResponseMeta& m, int index, const ToolCall& c, int call_index, bool head) {
+  json out = header(m, true);
+  json tc = {{"index", call_index}};
+  if (head) {
+    tc["id"] = c.id;
+    tc["type"] = "function";
+    tc["function"] = {{"name", c.name}, {"arguments", ""}};
+  } else {
+    tc["function"] = {{"arguments", c.arguments}};
+  }
+  json choice = {{"index", index}, {"delta", {{"tool_calls", json::array({std::move(tc)})}}}, {"logprobs", nullptr},
+                 {"finish_reason", nullptr}};
+  out["choices"] = json::array({std::move(choice)});
+  if (m.include_usage) out["usage"] = nullptr;
+  return out;
+}
+
 json usage_chunk_json(const ResponseMeta& m, const GenerateResult& r) {
+  return usage_chunk_json(m, r.n_prompt, int(r.tokens.size()));
+}
+
+json usage_chunk_json(const ResponseMeta& m, int prompt_tokens, int completion_tokens) {
   json out = header(m, true);
   out["choices"] = json::array();
-  out["usage"] = usage_json(r.n_prompt, int(r.tokens.size()));
+  out["usage"] = usage_json(prompt_tokens, completion_tokens);
   return out;
 }
 

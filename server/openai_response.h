@@ -4,11 +4,17 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "runtime/generator.h"
+#include "server/tool_calls.h"
+
+namespace pipit {
+class Tokenizer;
+}
 
 namespace pipit::server {
 
@@ -18,6 +24,13 @@ struct ResponseMeta {
   int64_t created = 0;
   bool chat = true;
   bool include_usage = false;  // streaming: every chunk carries "usage": null, then a usage chunk
+  bool logprobs = false;       // choices carry logprobs (chat: {"content": [...]}, completions: the legacy lists)
+  const Tokenizer* tok = nullptr;  // token strings for logprobs
+  bool tokens_as_ids = false;      // vLLM's return_tokens_as_token_ids: logprobs name tokens "token_id:N"
+  // chat with tools: answers are parsed for calls in this syntax (kNone: not parsed)
+  ToolSyntax tool_syntax = ToolSyntax::kNone;
+  std::vector<std::string> tool_names;
+  bool parallel_tool_calls = true;
 };
 
 nlohmann::json usage_json(int prompt_tokens, int completion_tokens);
@@ -26,14 +39,28 @@ nlohmann::json usage_json(int prompt_tokens, int completion_tokens);
 // cancellation a client lives to see) reports "stop": OpenAI has no value for it and strict clients reject others.
 const char* finish_reason(StopReason r);
 
-// The whole answer (stream: false).
+// The whole answer (stream: false): one choice per result, usage over them all (the prompt counted once).
 nlohmann::json completion_json(const ResponseMeta& m, const GenerateResult& r);
+nlohmann::json completion_json(const ResponseMeta& m, std::span<const GenerateResult> rs);
+
+// Log-probabilities in OpenAI's shapes. Chat: {"content": [{token, logprob, bytes, top_logprobs}], "refusal": null}.
+// Completions: {tokens, token_logprobs, top_logprobs: [{token: logprob}], text_offset}, offsets from text_offset0.
+nlohmann::json chat_logprobs_json(const Tokenizer& tok, std::span<const TokenLogprob> lps, bool as_ids = false);
+nlohmann::json completion_logprobs_json(const Tokenizer& tok, std::span<const TokenLogprob> lps, size_t text_offset0,
+                                        bool as_ids = false);
 
 // One streamed chunk: `text` as the delta; `role` adds "role": "assistant" (chat's first chunk); a non-null
 // `finish_reason` ends the choice.
 nlohmann::json chunk_json(const ResponseMeta& m, const std::string& text, bool role, const char* finish_reason);
+// The same for choice `index`, with its log-probabilities (null: none) as a chunk carries them.
+nlohmann::json chunk_json(const ResponseMeta& m, int index, const std::string& text, bool role,
+                          const char* finish_reason, nlohmann::json logprobs);
+// A streamed tool call of choice `index`, as OpenAI sends one: a chunk with its id, type and name (arguments ""),
+// then a chunk with the arguments. `call_index`: the call's place among the choice's calls.
+nlohmann::json tool_call_chunk_json(const ResponseMeta& m, int index, const ToolCall& c, int call_index, bool head);
 // The last chunk when stream_options.include_usage: no choices, the counts.
 nlohmann::json usage_chunk_json(const ResponseMeta& m, const GenerateResult& r);
+nlohmann::json usage_chunk_json(const ResponseMeta& m, int prompt_tokens, int completion_tokens);
 
 // JSON text; invalid UTF-8 (which should never reach here) is replaced rather than thrown on.
 std::string to_text(const nlohmann::json& j);

@@ -16,6 +16,10 @@
 
 namespace pipit::server {
 
+// build/generated/web_index_html.cpp (cmake/embed_file.cmake)
+extern const unsigned char kIndexHtml[];
+extern const size_t kIndexHtml_size;
+
 using json = nlohmann::json;
 
 void send_error(httplib::Response& res, const ApiError& e) {
@@ -57,7 +61,7 @@ ApiError unknown_route(const httplib::Request& req) {
 
 bool is_generation_route(const std::string& path) {
   return path == "/v1/chat/completions" || path == "/chat/completions" || path == "/v1/completions" ||
-         path == "/completions";
+         path == "/completions" || is_extra_body_route(path);
 }
 
 std::string lower(std::string s) {
@@ -173,14 +177,19 @@ struct Server::Impl {
   json models_json() const;
   json health_json() const;
   // POST to a generation route: reads the body (at most --max-body), then handle_generate.
-  void generate_route(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& read,
-                      bool chat);
+  void body_route(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& read,
+                  const BodyHandler& handle);
 };
 
 json Server::Impl::models_json() const {
+  // context_length: what one request may hold (prompt + answer); max_model_len is vLLM's name for it
   json m = {{"id", st.opt.model_name}, {"object", "model"}, {"created", st.started}, {"owned_by", "pipit"},
-            {"meta", {{"n_ctx", st.engine.n_ctx()}, {"n_vocab", st.policy.n_vocab}, {"parallel", st.engine.n_slots()},
-                      {"vision", st.policy.accepts_images}}}};
+            {"context_length", st.engine.n_ctx()}, {"max_model_len", st.engine.n_ctx()},
+            {"meta", {{"n_ctx", st.engine.n_ctx()}, {"n_ctx_train", st.lm.model->info().max_ctx},
+                      {"n_vocab", st.policy.n_vocab}, {"n_embd", st.lm.model->info().n_embd},
+                      {"parallel", st.engine.n_slots()}, {"vision", st.policy.accepts_images},
+                      {"embeddings", st.pooling.mode != PoolingConfig::Mode::kNone},
+                      {"pooling", pooling_name(st.pooling.mode)}}}};
   return {{"object", "list"}, {"data", json::array({m})}};
 }
 
@@ -245,6 +254,15 @@ void Server::Impl::setup() {
       std::fprintf(stderr, "[serve] %s %s -> %d\n", req.method.c_str(), req.path.c_str(), res.status);
     });
 
+  // The chat page (server/web/index.html, embedded at build time). It needs no key itself: it asks for one and
+  // sends it with its API calls. The policy keeps it to this server's own scripts, styles and images.
+  http.Get("/", [](const httplib::Request&, httplib::Response& res) {
+    res.set_header("Content-Security-Policy",
+                   "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src 'self' data:; "
+                   "connect-src 'self'");
+    res.set_header("Cache-Control", "no-cache");
+    res.set_content(reinterpret_cast<const char*>(kIndexHtml), kIndexHtml_size, "text/html; charset=utf-8");
+  });
   http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(to_text(health_json()), "application/json");
   });
@@ -259,26 +277,30 @@ void Server::Impl::setup() {
                                       "model", "invalid_request_error", "model_not_found"});
     res.set_content(to_text(models_json()["data"][0]), "application/json");
   });
-  // The generation routes read their own body (after refuse_from_head has accepted the head): at most --max-body
-  // bytes as they arrive, whatever the transfer encoding.
-  for (const char* path : {"/v1/chat/completions", "/chat/completions", "/v1/completions", "/completions"}) {
-    const bool chat = std::string(path).find("chat") != std::string::npos;
+  // The routes with a body (generation, embeddings, tokenize) read it themselves (after refuse_from_head has
+  // accepted the head): at most --max-body bytes as they arrive, whatever the transfer encoding.
+  auto post = [this](const char* path, BodyHandler handle) {
     http.Post(path, httplib::Server::HandlerWithContentReader(
-                        [this, chat](const httplib::Request& req, httplib::Response& res,
-                                     const httplib::ContentReader& read) {
+                        [this, handle](const httplib::Request& req, httplib::Response& res,
+                                       const httplib::ContentReader& read) {
                           try {
-                            generate_route(req, res, read, chat);
+                            body_route(req, res, read, handle);
                           } catch (const std::bad_alloc&) {  // this request's memory, not the server's end
                             GuardedHttpServer::close_after_response();
                             res.body.clear();
                             send_error(res, out_of_memory());
                           }
                         }));
+  };
+  for (const char* path : {"/v1/chat/completions", "/chat/completions", "/v1/completions", "/completions"}) {
+    const bool chat = std::string(path).find("chat") != std::string::npos;
+    post(path, [this, chat](const std::string& body, httplib::Response& res) { handle_generate(st, body, res, chat); });
   }
+  add_extra_routes(st, post);
 }
 
-void Server::Impl::generate_route(const httplib::Request& req, httplib::Response& res,
-                                  const httplib::ContentReader& read, bool chat) {
+void Server::Impl::body_route(const httplib::Request& req, httplib::Response& res,
+                              const httplib::ContentReader& read, const BodyHandler& handle) {
   if (!authorized(st, req, res)) return;
   std::string body;
   if (req.has_header("Content-Length"))  // checked by refuse_from_head: digits, at most --max-body
@@ -298,7 +320,7 @@ void Server::Impl::generate_route(const httplib::Request& req, httplib::Response
                                 : ApiError{400, "the request body could not be read (cut short, too slow, or "
                                                 "malformed chunks)"});
   }
-  handle_generate(st, body, res, chat);
+  handle(body, res);
 }
 
 Server::Server(const LoadedModel& lm, Engine& engine, ServerOptions opt)

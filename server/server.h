@@ -5,8 +5,9 @@
 // OpenAI-shaped 4xx and never takes the server down; a client that goes away mid-stream frees its slot.
 // Safety defaults: loopback only, optional bearer key, a body size limit, remote image URLs never fetched and
 // local image files read only from a directory the operator names; slow or idle clients are cut off per request
-// phase and capped per address (server/connection.h). Non-goals: TLS (put a proxy in front), several models,
-// n > 1, tool calling, log-probabilities.
+// phase and capped per address (server/connection.h). Also: n > 1, logprobs, tool calls, structured output
+// (grammars), /v1/embeddings, /tokenize, /detokenize, a chat page at /. Non-goals: TLS (put a proxy in front),
+// several models.
 #pragma once
 
 #include <memory>

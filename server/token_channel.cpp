@@ -3,30 +3,52 @@
 
 namespace pipit::server {
 
-bool TokenChannel::push(const std::string& piece) {
+bool TokenChannel::push(int choice, const std::string& piece) {
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (abandoned_) return false;
-    pending_ += piece;
+    choices_[size_t(choice)].pending += piece;
   }
   cv_.notify_one();
   return true;
 }
 
-void TokenChannel::finish(const Result<GenerateResult>& r) {
+void TokenChannel::push_logprob(int choice, const TokenLogprob& lp) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (!abandoned_) choices_[size_t(choice)].logprobs.push_back(lp);
+}
+
+void TokenChannel::finish(int choice, const Result<GenerateResult>& r) {
   {
     std::lock_guard<std::mutex> lk(mu_);
-    result_ = r;
+    choices_[size_t(choice)].result = r;
   }
   cv_.notify_one();
 }
 
+bool TokenChannel::has_news() const {
+  for (const Choice& c : choices_)
+    if (!c.pending.empty() || !c.logprobs.empty() || (c.result && !c.reported)) return true;
+  return false;
+}
+
 TokenChannel::News TokenChannel::wait(std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lk(mu_);
-  cv_.wait_for(lk, timeout, [&] { return !pending_.empty() || result_.has_value(); });
+  cv_.wait_for(lk, timeout, [&] { return has_news(); });
   News n;
-  n.text.swap(pending_);
-  n.done = result_.has_value();
+  n.done = true;
+  n.choices.resize(choices_.size());
+  for (size_t i = 0; i < choices_.size(); ++i) {
+    Choice& c = choices_[i];
+    n.choices[i].text.swap(c.pending);
+    n.choices[i].logprobs.swap(c.logprobs);
+    if (c.result && !c.reported) {
+      c.reported = true;
+      n.choices[i].finished = true;
+    }
+    n.done = n.done && c.result.has_value();
+  }
+  n.text = n.choices[0].text;
   return n;
 }
 

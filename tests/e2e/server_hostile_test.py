@@ -251,7 +251,7 @@ class Bodies(Guarded):
             (b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}",
              400),
             (b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 0x10\r\n\r\n{}", 400),
-            (b"POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nContent-Length: 3000000\r\n\r\n", 404),
+            (b"POST /v1/audio/speech HTTP/1.1\r\nHost: x\r\nContent-Length: 3000000\r\n\r\n", 404),
             (b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=x\r\n"
              b"Content-Length: 4\r\n\r\n--x-", 415),
             (b"GET /health HTTP/1.1\r\nHost: x\r\nX-Long: " + b"a" * 100000 + b"\r\n\r\n", 400),

@@ -106,6 +106,62 @@ async function main() {
       (e) => e instanceof OpenAI.BadRequestError && e.param === 'max_tokens');
     checks++;
 
+    // a tool call round trip: the tiny random model never calls a tool by itself, so tool_choice names the
+    // function (the server forces the call with a grammar); the call goes back as a tool message, then an answer
+    const tools = [{
+      type: 'function',
+      function: {
+        name: 'get_weather', description: 'Current weather in a city',
+        parameters: { type: 'object', properties: { city: { type: 'string', maxLength: 20 },
+                                                   unit: { enum: ['celsius', 'fahrenheit'] } },
+                      required: ['city', 'unit'] },
+      },
+    }];
+    const ask = [{ role: 'user', content: 'What is the weather in Paris?' }];
+    const called = await client.chat.completions.create({
+      model: 'qwen3_chat', messages: ask, tools, max_tokens: 100, temperature: 0,
+      tool_choice: { type: 'function', function: { name: 'get_weather' } },
+    });
+    assert.equal(called.choices[0].finish_reason, 'tool_calls');
+    const call = called.choices[0].message.tool_calls[0];
+    assert.equal(call.function.name, 'get_weather');
+    const args = JSON.parse(call.function.arguments);
+    assert.deepEqual(Object.keys(args), ['city', 'unit']);
+    assert.ok(['celsius', 'fahrenheit'].includes(args.unit));
+    // the SDK's stream helper puts the streamed call back together
+    const callStream = client.chat.completions.stream({
+      model: 'qwen3_chat', messages: ask, tools, max_tokens: 100, temperature: 0,
+      tool_choice: { type: 'function', function: { name: 'get_weather' } },
+    });
+    const streamedCall = (await callStream.finalChatCompletion()).choices[0].message.tool_calls[0];
+    assert.equal(streamedCall.function.name, 'get_weather');
+    assert.equal(streamedCall.function.arguments, call.function.arguments);
+    const answer = await client.chat.completions.create({
+      model: 'qwen3_chat', tools, max_tokens: 8, temperature: 0, tool_choice: 'auto',
+      messages: [...ask, called.choices[0].message,
+                 { role: 'tool', tool_call_id: call.id, content: JSON.stringify({ temperature: 21 }) }],
+    });
+    assert.ok(answer.usage.prompt_tokens > called.usage.prompt_tokens);
+    assert.equal(typeof answer.choices[0].message.content, 'string');
+    await assert.rejects(
+      client.chat.completions.create({ model: 'qwen3_chat', messages: ask, tools,
+                                       tool_choice: { type: 'function', function: { name: 'launch' } } }),
+      (e) => e instanceof OpenAI.BadRequestError && e.param === 'tool_choice');
+    checks++;
+
+    // structured output and logprobs through the SDK
+    const person = { type: 'object', properties: { name: { type: 'string', maxLength: 10 }, age: { type: 'integer' } },
+                     required: ['name', 'age'] };
+    const js = await client.chat.completions.create({
+      model: 'qwen3_chat', messages: ask, max_tokens: 80, temperature: 1, seed: 4, logprobs: true, top_logprobs: 2,
+      response_format: { type: 'json_schema', json_schema: { name: 'person', schema: person, strict: true } },
+    });
+    const doc = JSON.parse(js.choices[0].message.content);
+    assert.deepEqual(Object.keys(doc), ['name', 'age']);
+    assert.ok(Number.isInteger(doc.age));
+    assert.equal(js.choices[0].logprobs.content.length, js.usage.completion_tokens);
+    checks++;
+
     const stranger = new OpenAI({ baseURL: srv.url + '/v1', apiKey: 'wrong', maxRetries: 0 });
     await assert.rejects(stranger.models.list(), (e) => e instanceof OpenAI.AuthenticationError && e.status === 401);
     await assert.rejects(

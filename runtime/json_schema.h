@@ -1,0 +1,57 @@
+// JSON Schema -> GBNF (runtime/grammar.h), for response_format json_schema and forced tool calls.
+//
+// Supported: type (one or a list), properties (kept in the schema's order; required ones always written, the
+// others optional, no properties beyond those listed), required, items, minItems/maxItems, enum, const,
+// anyOf/oneOf, allOf of one schema, $ref into #/$defs or #/definitions (recursion allowed), minLength/maxLength,
+// an object or {} / true schema (any value). Annotations (title, description, default, examples, $schema, $id,
+// format, strict, numeric bounds such as minimum) are accepted and not enforced. Anything that would change which
+// documents are valid and is not implemented (pattern, patternProperties, not, if/then/else, prefixItems,
+// additionalProperties as a schema, ...) is refused with an error naming its path, rather than silently ignored.
+//
+// The JSON it admits: no whitespace before the value, at most kMaxSpace spaces/newlines between tokens (a model
+// that starts to ramble in whitespace cannot go on forever), numbers with at most 16 digits before and after the
+// point.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+
+namespace pipit {
+
+class JsonGrammarBuilder {
+ public:
+  static constexpr int kMaxSpace = 8;
+
+  JsonGrammarBuilder();
+  // Defines rule `name` (a GBNF identifier) as the JSON values the schema allows. Errors name the schema path
+  // under `path` ("schema.properties.age.type: ...").
+  Status add_schema(const std::string& name, const nlohmann::ordered_json& schema, const std::string& path = "schema");
+  void add_rule(const std::string& name, const std::string& body) { rules_[name] = body; }
+  std::string gbnf() const;  // every rule, one per line
+
+  // A GBNF string literal for the text.
+  static std::string literal(std::string_view s);
+
+ private:
+  Result<std::string> visit(const nlohmann::ordered_json& s, const std::string& path, int depth);
+  Result<std::string> object_rule(const nlohmann::ordered_json& s, const std::string& path, int depth);
+  Result<std::string> array_rule(const nlohmann::ordered_json& s, const std::string& path, int depth);
+  std::string fresh(const std::string& base);
+
+  std::map<std::string, std::string> rules_;
+  nlohmann::ordered_json root_schema_;
+  std::map<std::string, std::string> refs_;  // "#/$defs/x" -> rule
+  int counter_ = 0;
+};
+
+// A grammar whose root is one value valid under the schema.
+Result<std::string> json_schema_grammar(const nlohmann::ordered_json& schema, const std::string& path = "schema");
+// A grammar whose root is any JSON object (response_format json_object).
+std::string json_object_grammar();
+
+}  // namespace pipit

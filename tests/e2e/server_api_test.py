@@ -1,0 +1,437 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the `pipit serve` API beyond plain chat: logprobs / top_logprobs (chat and completions,
+streamed and not, checked against `pipit logits`), n > 1 and seed, /tokenize and /detokenize, /v1/models'
+context length, and /v1/embeddings (mean and last-token pooling from a sentence-transformers config, checked
+against the logits: the test model ties its output head to the embeddings, so pooled hidden states @ E^T must
+equal the pooled logits).
+
+  server_api_test.py PIPIT_BINARY MODELS_DIR [unittest options]
+"""
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import jsonschema
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from server_util import Server, deltas  # noqa: E402
+
+PIPIT = MODEL = None
+
+
+def chat(content, **kw):
+    body = {"model": "qwen3_chat", "messages": [{"role": "user", "content": content}], "temperature": 0,
+            "max_tokens": 8}
+    body.update(kw)
+    return body
+
+
+def write_ids(path, ids):
+    h = json.dumps({"input_ids": {"dtype": "I32", "shape": [1, len(ids)], "data_offsets": [0, 4 * len(ids)]}}).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + np.asarray(ids, dtype=np.int32).tobytes())
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    out = {}
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        a, b = t["data_offsets"]
+        raw = data[8 + n + a:8 + n + b]
+        if t["dtype"] == "BF16":
+            arr = (np.frombuffer(raw, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+        else:
+            arr = np.frombuffer(raw, dtype={"F32": np.float32, "I32": np.int32}[t["dtype"]])
+        out[name] = arr.reshape(t["shape"])
+    return out
+
+
+def pipit_logits(ids):
+    """[T, V] logits of `pipit logits` over ids (float64)."""
+    with tempfile.TemporaryDirectory() as d:
+        write_ids(os.path.join(d, "in.safetensors"), ids)
+        subprocess.run([PIPIT, "logits", "-m", MODEL, "-t", "1", "--input", os.path.join(d, "in.safetensors"),
+                        "--output", os.path.join(d, "out.safetensors")], check=True, capture_output=True)
+        return read_safetensors(os.path.join(d, "out.safetensors"))["logits"][0].astype(np.float64)
+
+
+def log_softmax(x):
+    m = x.max(axis=-1, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(axis=-1, keepdims=True))
+
+
+class Api(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Server(PIPIT, MODEL, "--parallel", "4", "--ctx", "512")
+
+    @classmethod
+    def tearDownClass(cls):
+        out = cls.srv.output()
+        rc = cls.srv.stop()
+        assert rc == 0, f"pipit serve exited with {rc}:\n{out}"
+
+    def test_models_context_length(self):
+        status, m = self.srv.get("/v1/models")
+        self.assertEqual(status, 200)
+        self.assertEqual(m["data"][0]["context_length"], 512)
+        self.assertEqual(m["data"][0]["meta"]["n_vocab"], 151669)
+        self.assertFalse(m["data"][0]["meta"]["embeddings"])
+
+    def test_tokenize_detokenize(self):
+        text = "Hello world, héllo 🌍!"
+        status, t = self.srv.post("/tokenize", {"content": text})
+        self.assertEqual(status, 200, t)
+        self.assertTrue(all(isinstance(i, int) for i in t["tokens"]))
+        status, d = self.srv.post("/detokenize", {"tokens": t["tokens"]})
+        self.assertEqual((status, d["content"]), (200, text))
+        status, p = self.srv.post("/tokenize", {"content": "Hello world", "with_pieces": True})
+        self.assertEqual([x["piece"] for x in p["tokens"]], ["Hello", " world"])
+        self.assertEqual([x["id"] for x in p["tokens"]], [9707, 1879])
+        for path, body, param in [("/tokenize", {"content": 5}, "content"), ("/tokenize", {}, "content"),
+                                  ("/detokenize", {"tokens": [1, -3]}, "tokens"),
+                                  ("/detokenize", {"tokens": [10**9]}, "tokens"), ("/detokenize", {}, "tokens"),
+                                  ("/tokenize", {"content": "x", "with_pieces": 1}, "with_pieces")]:
+            status, e = self.srv.post(path, body)
+            self.assertEqual((status, e["error"]["param"]), (400, param), e)
+
+    def test_chat_logprobs(self):
+        body = chat("What is the capital of France?", logprobs=True, top_logprobs=3, max_tokens=10, ignore_eos=True)
+        status, full = self.srv.post("/v1/chat/completions", body)
+        self.assertEqual(status, 200, full)
+        lp = full["choices"][0]["logprobs"]
+        content = lp["content"]
+        self.assertEqual(len(content), full["usage"]["completion_tokens"])
+        self.assertEqual(b"".join(bytes(c["bytes"]) for c in content),
+                         full["choices"][0]["message"]["content"].encode())
+        for c in content:
+            self.assertLessEqual(c["logprob"], 0.0)
+            self.assertEqual(len(c["top_logprobs"]), 3)
+            tops = [t["logprob"] for t in c["top_logprobs"]]
+            self.assertEqual(tops, sorted(tops, reverse=True))
+            # greedy: the chosen token is the most likely one
+            self.assertEqual(c["top_logprobs"][0]["token"], c["token"])
+            self.assertAlmostEqual(c["top_logprobs"][0]["logprob"], c["logprob"], places=5)
+        # streamed: the same entries, spread over the chunks
+        status, events, done, _ = self.srv.stream("/v1/chat/completions", dict(body, stream=True))
+        self.assertTrue(done)
+        streamed = [c for e in events for ch in e["choices"] if ch.get("logprobs") for c in ch["logprobs"]["content"]]
+        self.assertEqual(streamed, content)
+        self.assertEqual(deltas(events), full["choices"][0]["message"]["content"])
+        # no logprobs asked: null
+        status, plain = self.srv.post("/v1/chat/completions", chat("Hi"))
+        self.assertIsNone(plain["choices"][0]["logprobs"])
+
+    def test_completion_logprobs_match_pipit_logits(self):
+        """The logprobs the server reports at temperature 1 (sampled, so not the argmax) are log_softmax of the
+        logits `pipit logits` computes over prompt + answer."""
+        prompt = [9707, 1879, 11, 1128, 374, 279]
+        body = {"prompt": prompt, "max_tokens": 8, "temperature": 1.0, "seed": 7, "logprobs": 2, "ignore_eos": True}
+        status, r = self.srv.post("/v1/completions", body)
+        self.assertEqual(status, 200, r)
+        lp = r["choices"][0]["logprobs"]
+        n = len(lp["tokens"])
+        self.assertEqual(len(lp["token_logprobs"]), n)
+        self.assertEqual(lp["text_offset"][0], 0)
+        self.assertEqual("".join(lp["tokens"]).encode("utf-8", "surrogateescape"),
+                         r["choices"][0]["text"].encode("utf-8", "surrogateescape"))
+        # the answer's ids: vLLM's return_tokens_as_token_ids names them
+        status, r2 = self.srv.post("/v1/completions", dict(body, return_tokens_as_token_ids=True))
+        lp2 = r2["choices"][0]["logprobs"]
+        self.assertEqual(lp2["token_logprobs"], lp["token_logprobs"])
+        self.assertEqual(lp2["text_offset"], lp["text_offset"])
+        ids = [int(t.split(":")[1]) for t in lp2["tokens"]]
+        ref = log_softmax(pipit_logits(prompt + ids))
+        for i in range(n):
+            want = ref[len(prompt) - 1 + i, ids[i]]
+            self.assertEqual(sorted(int(k.split(":")[1]) for k in lp2["top_logprobs"][i]),
+                             sorted(np.argsort(-ref[len(prompt) - 1 + i])[:2].tolist()))
+            self.assertAlmostEqual(lp["token_logprobs"][i], want, delta=1e-3, msg=f"token {i}")
+            top = sorted(lp["top_logprobs"][i].values(), reverse=True)
+            want_top = np.sort(ref[len(prompt) - 1 + i])[::-1][:2]
+            np.testing.assert_allclose(top, want_top, atol=1e-3)
+        # streamed completions carry the same lists per chunk, offsets continuing
+        status, events, done, _ = self.srv.stream("/v1/completions", dict(body, stream=True))
+        toks, offs = [], []
+        for e in events:
+            for ch in e["choices"]:
+                if ch.get("logprobs"):
+                    toks += ch["logprobs"]["tokens"]
+                    offs += ch["logprobs"]["text_offset"]
+        self.assertEqual((toks, offs), (lp["tokens"], lp["text_offset"]))
+
+    def test_n_choices_and_seed(self):
+        body = chat("Write a haiku about the sea.", temperature=1.0, seed=42, max_tokens=10, n=3)
+        status, r = self.srv.post("/v1/chat/completions", body)
+        self.assertEqual(status, 200, r)
+        self.assertEqual([c["index"] for c in r["choices"]], [0, 1, 2])
+        texts = [c["message"]["content"] for c in r["choices"]]
+        # choice i is what a single request with seed + i gives
+        for i in range(3):
+            status, one = self.srv.post("/v1/chat/completions", dict(body, n=1, seed=42 + i))
+            self.assertEqual(one["choices"][0]["message"]["content"], texts[i])
+        self.assertGreater(len(set(texts)), 1, texts)
+        single = [self.srv.post("/v1/chat/completions", dict(body, n=1, seed=42 + i))[1]["usage"]["completion_tokens"]
+                  for i in range(3)]
+        self.assertEqual(r["usage"]["completion_tokens"], sum(single))
+        # streamed: each index's deltas add up to its choice, each ends with a finish_reason
+        status, events, done, _ = self.srv.stream(
+            "/v1/chat/completions", dict(body, stream=True, stream_options={"include_usage": True}))
+        self.assertTrue(done)
+        per = {}
+        fins = {}
+        for e in events:
+            for ch in e["choices"]:
+                per[ch["index"]] = per.get(ch["index"], "") + (ch["delta"].get("content") or "")
+                if ch["finish_reason"]:
+                    fins[ch["index"]] = ch["finish_reason"]
+        self.assertEqual([per[i] for i in range(3)], texts)
+        self.assertEqual(sorted(fins), [0, 1, 2])
+        self.assertEqual(events[-1]["usage"], r["usage"])
+
+    def test_embeddings_need_a_pooling_config(self):
+        status, e = self.srv.post("/v1/embeddings", {"input": "hello"})
+        self.assertEqual(status, 400)
+        self.assertEqual(e["error"]["param"], "model")
+        self.assertIn("pooling", e["error"]["message"])
+
+
+WEATHER = {"type": "function", "function": {
+    "name": "get_weather", "description": "Current weather in a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 20},
+                                                    "unit": {"enum": ["celsius", "fahrenheit"]}},
+                   "required": ["city", "unit"]}}}
+TIME = {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object", "properties": {}}}}
+
+PERSON = {"type": "object", "properties": {
+    "name": {"type": "string", "maxLength": 12},
+    "age": {"type": "integer"},
+    "member": {"type": "boolean"},
+    "color": {"enum": ["red", "green", "blue"]},
+    "scores": {"type": "array", "items": {"type": "number"}, "maxItems": 3}},
+    "required": ["name", "age", "color"]}
+
+
+class Structured(unittest.TestCase):
+    """Tool calls and structured output on the tiny random model: it never calls a tool or writes JSON by itself,
+    so calls are forced with tool_choice (a grammar) and JSON with response_format; the answers are checked."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Server(PIPIT, MODEL, "--parallel", "4", "--ctx", "1024")
+
+    @classmethod
+    def tearDownClass(cls):
+        out = cls.srv.output()
+        rc = cls.srv.stop()
+        assert rc == 0, f"pipit serve exited with {rc}:\n{out}"
+
+    def test_tool_call_round_trip(self):
+        messages = [{"role": "user", "content": "What is the weather in Paris?"}]
+        body = {"messages": messages, "tools": [WEATHER, TIME], "max_tokens": 120, "temperature": 0,
+                "tool_choice": {"type": "function", "function": {"name": "get_weather"}}}
+        status, r = self.srv.post("/v1/chat/completions", body)
+        self.assertEqual(status, 200, r)
+        ch = r["choices"][0]
+        self.assertEqual(ch["finish_reason"], "tool_calls", ch)
+        calls = ch["message"]["tool_calls"]
+        self.assertEqual(len(calls), 1)
+        self.assertEqual(calls[0]["type"], "function")
+        self.assertTrue(calls[0]["id"].startswith("call_"))
+        self.assertEqual(calls[0]["function"]["name"], "get_weather")
+        args = json.loads(calls[0]["function"]["arguments"])
+        jsonschema.validate(args, WEATHER["function"]["parameters"])
+        self.assertEqual(list(args), ["city", "unit"])  # the schema's order
+        self.assertIsNone(ch["message"]["content"])
+        # streamed: the call arrives as OpenAI sends it (id/type/name, then the arguments), same call
+        status, events, done, _ = self.srv.stream("/v1/chat/completions", dict(body, stream=True))
+        self.assertTrue(done)
+        tc = [c["delta"]["tool_calls"][0] for e in events for c in e["choices"] if c["delta"].get("tool_calls")]
+        self.assertEqual(len(tc), 2, events)
+        self.assertEqual((tc[0]["index"], tc[0]["type"], tc[0]["function"]), (0, "function", {"name": "get_weather", "arguments": ""}))
+        self.assertTrue(tc[0]["id"].startswith("call_"))
+        self.assertEqual(tc[1]["function"]["arguments"], calls[0]["function"]["arguments"])
+        self.assertEqual([c["finish_reason"] for e in events for c in e["choices"] if c["finish_reason"]], ["tool_calls"])
+        self.assertEqual(deltas(events), "")
+        # the result goes back as a tool message; the model answers (with tool_choice none it is not parsed)
+        messages += [ch["message"], {"role": "tool", "tool_call_id": calls[0]["id"], "content": '{"temp": 21}'}]
+        for choice in ("auto", "none"):
+            status, r2 = self.srv.post("/v1/chat/completions", {"messages": messages, "tools": [WEATHER, TIME],
+                                                                "tool_choice": choice, "max_tokens": 8,
+                                                                "temperature": 0})
+            self.assertEqual(status, 200, r2)
+            self.assertIn(r2["choices"][0]["finish_reason"], ("stop", "length", "tool_calls"))
+        # the history changes the prompt: the tool result is rendered
+        status, short = self.srv.post("/v1/chat/completions", {"messages": messages[:1], "max_tokens": 1})
+        self.assertGreater(r2["usage"]["prompt_tokens"], short["usage"]["prompt_tokens"] + 20)
+        # required: one of the tools, any
+        status, r3 = self.srv.post("/v1/chat/completions", dict(body, tool_choice="required", temperature=1.0, seed=3))
+        self.assertEqual(status, 200, r3)
+        self.assertIn(r3["choices"][0]["message"]["tool_calls"][0]["function"]["name"], ("get_weather", "get_time"))
+
+    def test_json_schema_answers_always_validate(self):
+        """50 sampled answers (temperature 1, 5 requests of n = 10) all parse and validate."""
+        body = {"messages": [{"role": "user", "content": "Describe a person as JSON."}], "temperature": 1.0,
+                "max_tokens": 200, "n": 10,
+                "response_format": {"type": "json_schema", "json_schema": {"name": "person", "schema": PERSON}}}
+        n = 0
+        for seed in range(5):
+            status, r = self.srv.post("/v1/chat/completions", dict(body, seed=100 * seed))
+            self.assertEqual(status, 200, r)
+            for ch in r["choices"]:
+                self.assertEqual(ch["finish_reason"], "stop", ch)
+                doc = json.loads(ch["message"]["content"])
+                jsonschema.validate(doc, PERSON)
+                n += 1
+        self.assertEqual(n, 50)
+        # streamed: the deltas add up to a valid document too
+        status, events, done, _ = self.srv.stream("/v1/chat/completions", dict(body, n=1, seed=9, stream=True))
+        jsonschema.validate(json.loads(deltas(events)), PERSON)
+
+    def test_json_object_and_gbnf_grammar(self):
+        body = {"messages": [{"role": "user", "content": "Answer in JSON."}], "temperature": 0.8, "seed": 5,
+                "max_tokens": 60, "response_format": {"type": "json_object"}}
+        status, r = self.srv.post("/v1/chat/completions", body)
+        self.assertEqual(status, 200, r)
+        text = r["choices"][0]["message"]["content"]
+        self.assertTrue(text.startswith("{"), text)
+        if r["choices"][0]["finish_reason"] == "stop":
+            self.assertIsInstance(json.loads(text), dict)
+        # a llama.cpp-style GBNF grammar, on completions too
+        for path, extra in [("/v1/chat/completions", {"messages": [{"role": "user", "content": "Yes or no?"}]}),
+                            ("/v1/completions", {"prompt": "Yes or no?"})]:
+            for seed in range(4):
+                status, r = self.srv.post(path, dict(extra, grammar='root ::= ("yes" | "no") " " [0-9]{2}',
+                                                     temperature=1.0, seed=seed, max_tokens=10))
+                self.assertEqual(status, 200, r)
+                ch = r["choices"][0]
+                text = ch["message"]["content"] if "message" in ch else ch["text"]
+                self.assertRegex(text, r"^(yes|no) [0-9]{2}$")
+                self.assertEqual(ch["finish_reason"], "stop")
+
+    def test_bad_structured_requests_name_the_field(self):
+        base = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}
+        cases = [
+            ({"response_format": {"type": "json_schema", "json_schema": {"schema": {"type": "object", "properties": {
+                "a": {"type": "string", "pattern": "^x"}}}}}}, "response_format.json_schema.schema", "pattern"),
+            ({"response_format": {"type": "json_schema", "json_schema": {"schema": {"type": "nmber"}}}},
+             "response_format.json_schema.schema", "nmber"),
+            ({"response_format": {"type": "json_schema", "json_schema": {"schema": "x"}}},
+             "response_format.json_schema.schema", None),
+            ({"tools": [WEATHER], "tool_choice": {"type": "function", "function": {"name": "launch"}}},
+             "tool_choice", "launch"),
+            ({"tools": [WEATHER], "tool_choice": "maybe"}, "tool_choice", None),
+            ({"tool_choice": "required"}, "tool_choice", None),
+            ({"tools": [{"type": "function", "function": {"name": "f", "parameters": {
+                "type": "object", "properties": {"a": {"not": {}}}}}}], "tool_choice": "required"},
+             "tools[0].function.parameters", "not"),
+            ({"tools": [{"type": "function"}]}, "tools[0].function", None),
+            ({"grammar": 'root ::= "a" root'}, "grammar", "cannot match"),
+            ({"grammar": "root ::= [z-a]"}, "grammar", None),
+            ({"grammar": "root ::= undefined-rule"}, "grammar", "never defined"),
+            ({"grammar": 5}, "grammar", None),
+        ]
+        for extra, param, needle in cases:
+            with self.subTest(extra=extra):
+                status, e = self.srv.post("/v1/chat/completions", dict(base, **extra))
+                self.assertEqual(status, 400, e)
+                self.assertEqual(e["error"]["param"], param, e)
+                if needle:
+                    self.assertIn(needle, e["error"]["message"])
+
+
+class Embeddings(unittest.TestCase):
+    """qwen3_chat with a sentence-transformers pooling config next to it (files linked into a temp folder)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.dirs = {}
+        for mode, normalize in [("mean", False), ("lasttoken", True)]:
+            d = os.path.join(cls.tmp.name, mode)
+            os.makedirs(os.path.join(d, "1_Pooling"))
+            for f in os.listdir(MODEL):
+                os.symlink(os.path.abspath(os.path.join(MODEL, f)), os.path.join(d, f))
+            modules = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+                       {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]
+            if normalize:
+                modules.append({"idx": 2, "name": "2", "path": "2_Normalize",
+                                "type": "sentence_transformers.models.Normalize"})
+            with open(os.path.join(d, "modules.json"), "w") as f:
+                json.dump(modules, f)
+            with open(os.path.join(d, "1_Pooling", "config.json"), "w") as f:
+                json.dump({"word_embedding_dimension": 64, "pooling_mode_mean_tokens": mode == "mean",
+                           "pooling_mode_lasttoken": mode == "lasttoken", "pooling_mode_cls_token": False}, f)
+            cls.dirs[mode] = d
+        w = read_safetensors(os.path.join(MODEL, "model.safetensors"))
+        cls.E = w["model.embed_tokens.weight"].astype(np.float64)  # tied: the output head
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def check(self, mode, normalize):
+        srv = Server(PIPIT, self.dirs[mode], "--ctx", "256")
+        try:
+            texts = ["The quick brown fox", "jumps over the lazy dog, twice."]
+            status, r = srv.post("/v1/embeddings", {"input": texts, "model": "emb"})
+            self.assertEqual(status, 200, r)
+            self.assertEqual([d["index"] for d in r["data"]], [0, 1])
+            status, m = srv.get("/v1/models")
+            self.assertTrue(m["data"][0]["meta"]["embeddings"])
+            n_tokens = 0
+            for text, d in zip(texts, r["data"]):
+                v = np.asarray(d["embedding"], dtype=np.float64)
+                self.assertEqual(v.shape, (64,))
+                ids = srv.post("/tokenize", {"content": text, "add_special": True})[1]["tokens"]
+                n_tokens += len(ids)
+                logits = pipit_logits(ids)
+                want = logits.mean(axis=0) if mode == "mean" else logits[-1]
+                got = self.E @ v
+                if normalize:  # the pooled vector was scaled to unit length: compare directions
+                    self.assertAlmostEqual(float(np.linalg.norm(v)), 1.0, places=5)
+                    got = got * (np.linalg.norm(want) / np.linalg.norm(got))
+                err = np.abs(got - want).max() / np.abs(want).max()
+                self.assertLess(err, 2e-2, f"{mode}: relative error {err}")
+            self.assertEqual(r["usage"]["prompt_tokens"], n_tokens)
+            # base64: the same float32 values
+            status, b = srv.post("/v1/embeddings", {"input": texts[0], "encoding_format": "base64"})
+            import base64
+            v64 = np.frombuffer(base64.b64decode(b["data"][0]["embedding"]), dtype=np.float32)
+            np.testing.assert_array_equal(v64, np.asarray(r["data"][0]["embedding"], dtype=np.float32))
+            # token-id input equals text input
+            ids = srv.post("/tokenize", {"content": texts[0], "add_special": True})[1]["tokens"]
+            status, t = srv.post("/v1/embeddings", {"input": ids})
+            np.testing.assert_allclose(t["data"][0]["embedding"], r["data"][0]["embedding"], rtol=0, atol=1e-6)
+            for body, param in [({}, "input"), ({"input": ""}, "input"), ({"input": [[1, -2]]}, "input"),
+                                ({"input": "x", "encoding_format": "hex"}, "encoding_format"),
+                                ({"input": "x", "dimensions": 3}, "dimensions"), ({"input": {}}, "input")]:
+                status, e = srv.post("/v1/embeddings", body)
+                self.assertEqual((status, e["error"]["param"]), (400, param), (body, e))
+        finally:
+            self.assertEqual(srv.stop(), 0)
+
+    def test_mean_pooling(self):
+        self.check("mean", False)
+
+    def test_last_token_pooling_normalized(self):
+        self.check("lasttoken", True)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    PIPIT = sys.argv[1]
+    MODEL = os.path.join(sys.argv[2], "qwen3_chat")
+    unittest.main(argv=[sys.argv[0]] + sys.argv[3:], verbosity=2)
