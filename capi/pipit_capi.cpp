@@ -71,12 +71,15 @@ pipit_status write_string(const std::string& s, char* buf, size_t cap, size_t* l
   return PIPIT_OK;
 }
 
-// Feeds `ids` to the session, reusing the cached prefix they share with what is already in the KV cache.
+// Feeds `ids` to the session, reusing the cached prefix they share with what is already in the KV cache. The
+// session may keep less than asked (a sliding-window ring, or a recurrent state rewound to an earlier snapshot):
+// what it kept is n_past(), and the rest is evaluated again.
 void sync_prefix(pipit_session* s, const std::vector<int32_t>& ids, size_t* reused) {
   size_t n = 0;
   while (n < ids.size() && n < s->history.size() && ids[n] == s->history[n]) ++n;
   if (n == ids.size() && n > 0) --n;  // re-evaluate at least the last token to get fresh logits
   s->s->truncate(int(n));
+  n = size_t(s->s->n_past());
   s->history.resize(n);
   *reused = n;
 }

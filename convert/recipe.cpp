@@ -80,6 +80,8 @@ std::vector<std::string> default_rule_descriptions(const std::string& q) {
       std::string("model.embed_tokens.weight -> ") + (quant ? "bf16 if the source is bf16, else f16" : q),
       std::string("MoE router (*.mlp.gate.weight beside *.mlp.experts.*) -> ") + (quant ? "source dtype" : q),
       std::string("attention of an MoE checkpoint (*.self_attn.*) -> ") + (q == "q4_0" ? "q8_0" : q),
+      std::string("linear-attention gate projections (*linear_attn.in_proj_a/in_proj_b.weight) -> ") +
+          (quant ? "bf16 if the source is bf16, else f16" : q),
       "* -> " + q,
       "fallback: a quantized type on a tensor that is not 2-D or whose input dim is not a multiple of 32 -> bf16 if "
       "the source is bf16, else f16 (f32 for 1-D)",
@@ -121,6 +123,13 @@ Result<std::vector<TensorPlan>> plan_conversion(const Checkpoint& c, const std::
         // in an MoE model the attention is a few % of the weights but runs for every token while each expert runs
         // for a few; on the test checkpoints it carries most of the q4 error (qwen3_moe relative RMS 0.168 -> 0.027)
         want = "q8_0", p.rule = "MoE attention";
+      } else if (quant && (ends_with(name, "linear_attn.in_proj_a.weight") ||
+                           ends_with(name, "linear_attn.in_proj_b.weight"))) {
+        // Gated DeltaNet (Qwen3.5): these few rows (one per value head) set each head's decay exp(-e^A_log
+        // softplus(a + dt_bias)) and write strength sigmoid(b) at every token; an error there compounds through
+        // the recurrent state over the whole sequence, so they stay 16-bit (~0.1% of the layer's weights).
+        // A_log, dt_bias, the conv and norm weights are not 2-D and stay f32 by the rule above.
+        want = dtype_name(half_of(p.src)), p.rule = "linear-attention gates";
       } else {
         want = q, p.rule = "default";
       }

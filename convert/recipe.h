@@ -6,7 +6,10 @@
 //                                                          (bf16 when the source is bf16, else f16)
 //   4. an MoE router (*.mlp.gate.weight in a checkpoint with *.mlp.experts.*) -> its source dtype under q8/q4
 //   5. the attention (*.self_attn.*) of such an MoE checkpoint -> q8_0 under q4
-//   6. everything else                                  -> the requested type
+//   6. Gated DeltaNet gate projections (*linear_attn.in_proj_a/in_proj_b.weight, Qwen3.5) -> 16-bit under q8/q4:
+//      one row per value head that sets every token's decay and write strength, whose error the recurrent state
+//      carries along the sequence (A_log, dt_bias and conv1d.weight are not 2-D: f32 by rule 1 and the fallback)
+//   7. everything else                                  -> the requested type
 // "auto" keeps every tensor's source dtype (GGUF Q8_0/Q4_0 stay as they are: no requantization).
 // A quantized dtype needs a 2-D tensor whose input (last) dimension is a multiple of 32; a tensor that is not falls
 // back to 16-bit (as rule 3) and the fallback is reported — e.g. stories260k's down_proj with an input of 172.

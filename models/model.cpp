@@ -54,28 +54,88 @@ KvCache::KvCache(const KvCacheSpec& spec, int n_slot, int n_ctx, DType dtype, in
       rows = w + n_batch;
       max_chunk_ = std::min(max_chunk_, rows - w + 1);  // the chunk's first query sees w - 1 older keys
     }
+    StateShapes shapes = size_t(l) < spec.state.size() ? spec.state[size_t(l)] : StateShapes{};
+    if (!shapes.empty()) rows = 0;  // a recurrent layer: no K/V rows
     rows_.push_back(rows);
     window_.push_back(w);
     for (int s = 0; s < n_slot; ++s) {
-      k_.push_back(Tensor::empty(dtype, {rows, spec.n_head_kv, spec.head_dim}));
-      v_.push_back(Tensor::empty(dtype, {rows, spec.n_head_kv, spec.head_dim}));
+      std::vector<Tensor> st;
+      for (const auto& shape : shapes) {
+        st.push_back(Tensor::empty(DType::F32, shape));
+        if (s == 0) state_floats_ += st.back().numel();
+      }
+      state_.push_back(std::move(st));
+      k_.push_back(rows ? Tensor::empty(dtype, {rows, spec.n_head_kv, spec.head_dim}) : Tensor());
+      v_.push_back(rows ? Tensor::empty(dtype, {rows, spec.n_head_kv, spec.head_dim}) : Tensor());
     }
+    state_shapes_.push_back(std::move(shapes));
   }
+  state_pos_.assign(size_t(n_slot), 0);
+  for (int s = 0; s < n_slot && has_state(); ++s) restore_state(s, StateSnapshot{0, {}});  // zero states
+}
+
+Tensor KvCache::state(int layer, int slot, int i) const {
+  return state_[size_t(layer) * n_slot_ + slot][size_t(i)];
+}
+
+Status KvCache::begin_state(const char* arch, const Batch& batch) {
+  if (!has_state()) return Status::ok();
+  for (const auto& s : batch.seqs) {
+    const int32_t p0 = batch.pos[size_t(s.begin)];
+    if (p0 == 0) {
+      restore_state(s.slot, StateSnapshot{0, {}});
+    } else if (p0 != state_pos_[size_t(s.slot)]) {
+      // a recurrent state summarises a whole prefix: it cannot skip ahead, rewind or recover from a failed pass
+      return Error::invalid_argument("[{}] the recurrent state of slot {} holds {} tokens; a batch cannot continue it "
+                                     "at position {} (rewind through a snapshot or re-evaluate from 0)",
+                                     arch, s.slot, state_pos_[size_t(s.slot)], p0);
+    }
+    state_pos_[size_t(s.slot)] = -1;  // in flight
+  }
+  return Status::ok();
+}
+
+void KvCache::end_state(const Batch& batch) {
+  if (!has_state()) return;
+  for (const auto& s : batch.seqs) state_pos_[size_t(s.slot)] = batch.pos[size_t(s.begin + s.n - 1)] + 1;
+}
+
+StateSnapshot KvCache::save_state(int slot) const {
+  StateSnapshot snap{state_pos_[size_t(slot)], {}};
+  snap.data.reserve(size_t(state_floats_));
+  for (size_t l = 0; l < rows_.size(); ++l)
+    for (const Tensor& t : state_[l * size_t(n_slot_) + size_t(slot)])
+      snap.data.insert(snap.data.end(), t.ptr<float>(), t.ptr<float>() + t.numel());
+  return snap;
+}
+
+// An empty snapshot's data means the zero state.
+void KvCache::restore_state(int slot, const StateSnapshot& snap) {
+  PIPIT_ASSERT(snap.data.empty() || int64_t(snap.data.size()) == state_floats_);
+  size_t off = 0;
+  for (size_t l = 0; l < rows_.size(); ++l)
+    for (const Tensor& t : state_[l * size_t(n_slot_) + size_t(slot)]) {
+      float* p = t.ptr<float>();
+      if (snap.data.empty()) std::fill(p, p + t.numel(), 0.0f);
+      else std::copy(snap.data.begin() + long(off), snap.data.begin() + long(off + size_t(t.numel())), p);
+      off += size_t(t.numel());
+    }
+  state_pos_[size_t(slot)] = snap.pos;
 }
 
 int KvCache::min_rewind(int n_past) const {
   // After positions up to n_past - 1, a ring of R rows holds [n_past - R, n_past); a query at n needs [n - w + 1, n).
   int lo = 0;
   for (size_t l = 0; l < rows_.size(); ++l)
-    if (rows_[l] < n_ctx_) lo = std::max(lo, n_past - rows_[l] + window_[l] - 1);
+    if (rows_[l] < n_ctx_ && state_shapes_[l].empty()) lo = std::max(lo, n_past - rows_[l] + window_[l] - 1);
   return std::min(lo, n_past);
 }
 
 size_t KvCache::bytes() const {
   size_t b = 0;
-  for (auto& t : k_) b += t.nbytes();
-  for (auto& t : v_) b += t.nbytes();
-  return b;
+  for (auto& t : k_) b += t.defined() ? t.nbytes() : 0;
+  for (auto& t : v_) b += t.defined() ? t.nbytes() : 0;
+  return b + state_bytes_per_slot() * size_t(n_slot_);
 }
 
 void register_model(const char* model_type, ModelFactory f) { registry()[model_type] = f; }

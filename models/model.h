@@ -52,14 +52,31 @@ struct Batch {
   static Batch single(std::span<const int32_t> tokens, int32_t pos0, int slot = 0, bool all_logits = false);
 };
 
+// Shapes of the f32 tensors that make up one layer's recurrent state for one sequence (e.g. Gated DeltaNet: the
+// causal conv window and the delta-rule matrices). Empty: the layer is an attention layer with K/V rows.
+using StateShapes = std::vector<std::vector<int64_t>>;
+
 struct KvCacheSpec {
   int n_layer, n_head_kv, head_dim;
   std::vector<int> window = {};  // per layer: sliding window (0, or no entry: full context)
+  // Per layer (no entry: none): a recurrent layer (linear attention, SSM) keeps a fixed-size state per sequence
+  // instead of K/V rows. Hybrid models (Qwen3.5) mix both kinds.
+  std::vector<StateShapes> state = {};
+};
+
+// A copy of one slot's recurrent state after `pos` tokens (Session keeps a few to rewind to: see truncate()).
+struct StateSnapshot {
+  int pos = 0;
+  std::vector<float> data;
 };
 
 // K and V per layer and slot: [n_rows, n_head_kv, head_dim] each, in f32 or f16. A full-context layer has n_ctx rows
 // (position p at row p). A sliding-window layer keeps a ring of window + n_batch rows (position p at row
 // p % n_rows): a forward adds at most n_batch tokens per sequence, so its first query still finds its whole window.
+// Recurrent layers (KvCacheSpec::state) hold no rows but f32 state tensors per slot, updated in place. A state is
+// the summary of exactly the tokens [0, state_pos) and cannot be cut back: begin_state() zeroes it for a sequence
+// that starts at position 0 and refuses a sequence that does not continue where it ends; rewinding goes through
+// snapshots (save_state / restore_state) or a re-prefill from 0.
 class KvCache {
  public:
   // n_batch <= 0 (or a ring that would not be smaller than n_ctx) keeps the layer at n_ctx rows.
@@ -69,7 +86,7 @@ class KvCache {
   int n_ctx() const { return n_ctx_; }  // positions 0 .. n_ctx - 1
   int n_slot() const { return n_slot_; }
   int n_rows(int layer) const { return rows_[size_t(layer)]; }
-  bool is_ring(int layer) const { return rows_[size_t(layer)] < n_ctx_; }
+  bool is_ring(int layer) const { return rows_[size_t(layer)] > 0 && rows_[size_t(layer)] < n_ctx_; }
   // Tokens one sequence may add in one forward (n_ctx without rings).
   int max_chunk() const { return max_chunk_; }
   // The smallest n a sequence holding positions [0, n_past) can be cut back to (Session::truncate) while every ring
@@ -78,11 +95,30 @@ class KvCache {
   DType dtype() const { return dtype_; }
   size_t bytes() const;
 
+  // ---- recurrent state ----
+  bool has_state() const { return state_floats_ > 0; }
+  bool is_recurrent(int layer) const { return !state_shapes_[size_t(layer)].empty(); }
+  // State tensor i of a recurrent layer for a slot (f32, shape from the spec).
+  Tensor state(int layer, int slot, int i) const;
+  // Tokens the slot's state summarises; -1 after a forward that failed midway (the state is lost).
+  int state_pos(int slot) const { return state_pos_[size_t(slot)]; }
+  // Before a forward: every sequence of the batch that starts at position 0 gets a zero state; the others must
+  // start at their state_pos. Marks the slots in flight (-1) until end_state().
+  Status begin_state(const char* arch, const Batch& batch);
+  void end_state(const Batch& batch);  // after a forward that succeeded: state_pos = last position + 1
+  StateSnapshot save_state(int slot) const;
+  void restore_state(int slot, const StateSnapshot& s);
+  size_t state_bytes_per_slot() const { return size_t(state_floats_) * 4; }
+
  private:
   int n_slot_, n_ctx_, max_chunk_;
   DType dtype_;
   std::vector<int> rows_, window_;  // per layer
   std::vector<Tensor> k_, v_;
+  std::vector<StateShapes> state_shapes_;  // per layer
+  std::vector<std::vector<Tensor>> state_;  // [layer * n_slot + slot] -> the layer's state tensors
+  std::vector<int> state_pos_;              // per slot
+  int64_t state_floats_ = 0;                // per slot, all layers
 };
 
 // Facts about a loaded model the runtime needs.

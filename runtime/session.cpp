@@ -49,7 +49,17 @@ void Session::truncate(int n) {
   n = std::clamp(n, 0, n_past_);
   for (const auto& sp : images_)
     if (sp.begin < n && n < sp.end) n = sp.begin;  // never keep half an image
-  n_past_ = n < kv_.min_rewind(n_past_) ? 0 : n;
+  if (n < kv_.min_rewind(n_past_)) n = 0;
+  if (kv_.has_state() && n != kv_.state_pos(0)) {
+    // the state cannot be cut back: the latest snapshot at or before n, or the start (a zero state)
+    const StateSnapshot* best = nullptr;
+    for (const auto& sn : snapshots_)
+      if (sn.pos <= n && (!best || sn.pos > best->pos)) best = &sn;
+    n = best ? best->pos : 0;
+    kv_.restore_state(0, best ? *best : StateSnapshot{});
+  }
+  std::erase_if(snapshots_, [&](const StateSnapshot& sn) { return sn.pos > n; });
+  n_past_ = n;
   while (!images_.empty() && images_.back().end > n_past_) images_.pop_back();
   rope_delta_ = images_.empty() ? 0 : images_.back().delta_after;
 }
@@ -85,11 +95,25 @@ Result<Tensor> Session::eval_chunks(std::span<const int32_t> tokens, bool all_lo
     }
     PIPIT_TRY(model_.forward(ctx_, batch, kv_, &logits));
     n_past_ += int(n);
+    if (n > 1) snapshot_state();
     if (all_logits) std::memcpy(all_logits_.data() + b * n_vocab, logits.data(), size_t(n * n_vocab) * 4);
   }
   if (all_logits)
     return Tensor::from_data(DType::F32, {int64_t(tokens.size()), n_vocab}, all_logits_.data(), nullptr);
   return logits;
+}
+
+void Session::snapshot_state() {
+  if (!kv_.has_state() || opt_.n_state_snapshots <= 0) return;
+  if (!snapshots_.empty() && snapshots_.back().pos == n_past_) return;
+  if (int(snapshots_.size()) >= opt_.n_state_snapshots) snapshots_.erase(snapshots_.begin());
+  snapshots_.push_back(kv_.save_state(0));
+}
+
+std::vector<int> Session::state_snapshots() const {
+  std::vector<int> v;
+  for (const auto& sn : snapshots_) v.push_back(sn.pos);
+  return v;
 }
 
 }  // namespace pipit

@@ -19,6 +19,9 @@ struct SessionOptions {
   int n_threads = 0;    // 0: physical cores
   int n_batch = 512;    // prefill chunk
   DType kv_dtype = DType::F32;
+  // Models with a recurrent state (Qwen3.5): snapshots of it kept for truncate() (see there). Each costs the
+  // model's state size (Qwen3.5-0.8B: ~19 MB).
+  int n_state_snapshots = 4;
 };
 
 class Session {
@@ -34,7 +37,11 @@ class Session {
   void reset() { truncate(0); }
   // Forget everything after position n (n <= n_past): for re-using a shared prompt prefix. When a sliding-window
   // ring no longer holds the keys position n needs, or n falls inside an image, the session goes back further
-  // (to 0, or to the image's start): check n_past() after.
+  // (to 0, or to the image's start): check n_past() after, and evaluate the tokens from there.
+  // A recurrent state (Qwen3.5's linear attention) summarises all tokens and cannot be cut back. The session
+  // snapshots it at the end of every prefill chunk of more than one token (the end of each prompt, and every
+  // n_batch tokens inside a long one; the latest n_state_snapshots are kept, decode steps take none) and
+  // truncate(n) goes back to the latest snapshot at or before n (or to 0): the caller re-prefills the rest.
   void truncate(int n);
 
   // M-RoPE: the next token's position is n_past() + rope_delta() (0 until an image shifts it).
@@ -45,6 +52,9 @@ class Session {
   Ctx& ctx() { return ctx_; }
   ThreadPool& pool() { return *pool_; }
   size_t kv_bytes() const { return kv_.bytes(); }
+  const KvCache& cache() const { return kv_; }  // tests: the recurrent state after a prefill
+  // Positions the recurrent state could be rewound to without recomputing (snapshots), oldest first.
+  std::vector<int> state_snapshots() const;
 
  private:
   Model& model_;
@@ -62,6 +72,8 @@ class Session {
   };
   std::vector<ImageSpan> images_;
   int32_t rope_delta_ = 0;
+  std::vector<StateSnapshot> snapshots_;  // recurrent state at chunk ends, oldest first
+  void snapshot_state();
 
   Result<Tensor> eval_chunks(std::span<const int32_t> tokens, bool all_logits, const MultimodalPrompt* mm);
 };

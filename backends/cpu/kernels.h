@@ -86,6 +86,50 @@ struct AttnRowsArgs {
 };
 using AttnRowsFn = void (*)(const AttnRowsArgs& a);
 
+// ---- linear attention (Gated DeltaNet, Qwen3.5) ----
+// Depthwise causal conv1d + SiLU over channels [c0, c1) of n tokens that continue a window of the K previous
+// inputs: y[t][c] = silu(sum_j w[j][c] * in[t - K + 1 + j][c]), where inputs before this call come from `state`.
+struct CausalConvArgs {
+  const float* x;    // n rows of C inputs, x_stride floats apart
+  int64_t x_stride;
+  float* y;          // n rows of C outputs, y_stride floats apart (never x)
+  int64_t y_stride;
+  float* state;      // [K, C]: the last K inputs before this call, oldest first; the last K after it on return
+  const float* w;    // [K, C]: HF's conv1d.weight [C, 1, K] transposed (tap-major, so channels are contiguous)
+  int64_t n, C, K;
+};
+using CausalConvFn = void (*)(const CausalConvArgs& a, int64_t c0, int64_t c1);
+
+// The gated delta rule for one value head of one sequence over n tokens, on its state S [dk, dv] (row d of S is
+// key dimension d), updated in place. Per token t, with decay exp(g_t) and write strength beta_t:
+//   S = exp(g_t) S;  S += k_t (beta_t (v_t - S^T k_t))^T;  o_t = S^T q_t
+// q and k are already L2-normalised and q scaled by dk^-0.5. `delta_step` runs exactly this, token by token
+// (decode); `delta_chunk` computes the same in chunks of kDeltaChunk tokens (HF torch_chunk_gated_delta_rule):
+// within a chunk the writes are solved as one unit-lower-triangular system, so the state is read and written once
+// per chunk instead of once per token (prefill).
+constexpr int64_t kDeltaChunk = 64;
+struct DeltaRuleArgs {
+  const float* q;       // token t: q + t * qk_stride (dk floats)
+  const float* k;
+  int64_t qk_stride;
+  const float* v;       // token t: v + t * v_stride (dv floats)
+  int64_t v_stride;
+  const float* g;       // token t: g[t * gb_stride] (log decay, <= 0)
+  const float* beta;    // token t: beta[t * gb_stride]
+  int64_t gb_stride;
+  float* out;           // token t: out + t * out_stride (dv floats)
+  int64_t out_stride;
+  float* state;         // [dk, dv]
+  float* scratch;       // delta_chunk: delta_rule_scratch(dk, dv) floats; delta_step: dv floats
+  int64_t n, dk, dv;
+};
+using DeltaRuleFn = void (*)(const DeltaRuleArgs& a);
+inline int64_t delta_rule_scratch(int64_t dk, int64_t dv) {
+  return kDeltaChunk * (2 * kDeltaChunk + dk + dv + 1);
+}
+// Qwen3_5RMSNormGated: y = w * x / sqrt(mean(x^2) + eps) * silu(z) over n elements.
+using RmsNormGatedFn = void (*)(const float* x, const float* w, const float* z, float* y, int64_t n, float eps);
+
 struct Kernels {
   std::string name;  // "ref", "avx2", "avx512", "neon", "dotprod", "i8mm"
   MatmulFn matmul[int(DType::kCount)] = {};
@@ -100,6 +144,9 @@ struct Kernels {
   FromF32Fn from_f32[int(DType::kCount)] = {};
   AttnRowFn attn_row[int(DType::kCount)] = {};  // indexed by kv dtype
   AttnRowsFn attn_rows[int(DType::kCount)] = {};  // optional: ops falls back to attn_row per row
+  CausalConvFn causal_conv = nullptr;
+  DeltaRuleFn delta_step = nullptr, delta_chunk = nullptr;
+  RmsNormGatedFn rms_norm_gated = nullptr;
   // q4_0 / q8_0 weights run faster as 16-row panels (q4_0x16, q8_0x16) here: the loader packs them once.
   bool pack_quant = false;
 };

@@ -70,6 +70,30 @@ void rope_(Ctx& ctx, Tensor& x, std::span<const int32_t> pos, std::span<const fl
 void rope_multi_(Ctx& ctx, Tensor& x, std::span<const int32_t> pos, std::span<const uint8_t> stream,
                  std::span<const float> inv_freq);
 
+// ---- linear attention (Gated DeltaNet; backends/cpu/ops_linear_attn.cpp) ----
+// Depthwise causal conv1d + SiLU over x [n, C] (rows may be strided) for one sequence, continuing the window in
+// `state` ([K, C] f32, updated to the last K inputs); w: [K, C] f32. Writes y [n, C] (rows may be strided).
+void causal_conv1d_silu(Ctx& ctx, const Tensor& x, Tensor& state, const Tensor& w, Tensor& y);
+// In place: every group of `group` consecutive elements of each row of x ([rows, n], rows may be strided)
+// becomes x * rsqrt(sum(x^2) + eps) * scale (HF / FLA l2norm; scale folds in the query's dk^-0.5).
+void l2_norm_groups_(Ctx& ctx, Tensor& x, int64_t group, float eps, float scale = 1.0f);
+// In place on [n, n_head] rows: a -> g = -exp(A_log) * softplus(a + dt_bias) (log decay), b -> beta = sigmoid(b).
+// A_log, dt_bias: [n_head] f32.
+void delta_gates_(Ctx& ctx, Tensor& a, Tensor& b, const Tensor& A_log, const Tensor& dt_bias);
+// The gated delta rule (kernels.h: DeltaRuleArgs) for the sequences of a batch. q, k: [n, n_k_head * dk] and
+// v: [n, n_v_head * dv] (rows may be strided: views into the conv output); g, beta: [n, n_v_head]; out:
+// [n, n_v_head * dv] contiguous. Value head h reads key head h / (n_v_head / n_k_head) (HF repeat_interleave).
+// Each sequence's tokens [begin, begin + n) update its state ([n_v_head, dk, dv] f32): one token runs the
+// recurrent step, more the chunked form.
+struct DeltaSeq {
+  int64_t begin, n;
+  Tensor state;
+};
+void gated_delta_rule(Ctx& ctx, const Tensor& q, const Tensor& k, const Tensor& v, int64_t dk, int64_t dv,
+                      const Tensor& g, const Tensor& beta, std::span<const DeltaSeq> seqs, Tensor& out);
+// Qwen3_5RMSNormGated over the last dim: y = w * norm(x) * silu(z); x, z: [rows, n] contiguous, w: [n] f32.
+Tensor rms_norm_gated(Ctx& ctx, const Tensor& x, const Tensor& w, const Tensor& z, float eps);
+
 // ---- vision encoder ops (backends/cpu/ops_vision.cpp) ----
 // LayerNorm over the last dim: y = (x - mean) / sqrt(var + eps) * w + b (biased variance, as torch).
 Tensor layer_norm(Ctx& ctx, const Tensor& x, const Tensor& w, const Tensor& b, float eps);

@@ -150,7 +150,7 @@ TEST_P(GoldenText, Q8KvCacheStaysClose) {
 
 INSTANTIATE_TEST_SUITE_P(Text, GoldenText, ::testing::Values("llama", "qwen2", "qwen3", "stories260k", "gemma3_text",
                                                         "smollm3", "qwen3_moe", "minicpm",
-                                                        "deepseek_ocr_lm"));
+                                                        "deepseek_ocr_lm", "qwen3_5"));
 
 }  // namespace
 }  // namespace pipit

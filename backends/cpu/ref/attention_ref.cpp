@@ -79,6 +79,10 @@ void fill(Kernels& k) {
   k.attn_row[int(DType::F32)] = attn_row_f32;
   k.attn_row[int(DType::F16)] = attn_row_f16;
   k.attn_row[int(DType::Q8_0)] = attn_row_q8_0;
+  k.causal_conv = causal_conv;
+  k.delta_step = delta_step;
+  k.delta_chunk = delta_chunk;
+  k.rms_norm_gated = rms_norm_gated;
 }
 
 }  // namespace pipit::ref

@@ -33,4 +33,9 @@ void attn_row_f32(const AttnRowArgs& a);
 void attn_row_f16(const AttnRowArgs& a);
 void attn_row_q8_0(const AttnRowArgs& a);
 
+void causal_conv(const CausalConvArgs& a, int64_t c0, int64_t c1);
+void delta_step(const DeltaRuleArgs& a);
+void delta_chunk(const DeltaRuleArgs& a);
+void rms_norm_gated(const float* x, const float* w, const float* z, float* y, int64_t n, float eps);
+
 }  // namespace pipit::avx2

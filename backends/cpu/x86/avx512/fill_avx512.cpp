@@ -8,6 +8,10 @@ namespace pipit::avx512 {
 
 void fill(Kernels& k, const CpuFeatures& f) {
   k.name = "avx512";
+  k.causal_conv = causal_conv;
+  k.delta_step = delta_step;
+  k.delta_chunk = delta_chunk;
+  k.rms_norm_gated = rms_norm_gated;
   k.matmul[int(DType::F32)] = matmul_f32;
   k.matmul[int(DType::F16)] = matmul_f16;
   k.matmul[int(DType::BF16)] = matmul_bf16;

@@ -36,4 +36,9 @@ void attn_rows_f32(const AttnRowsArgs& a);  // attn_row for several rows at once
 void attn_rows_f16(const AttnRowsArgs& a);
 void attn_rows_q8_0(const AttnRowsArgs& a);
 
+void causal_conv(const CausalConvArgs& a, int64_t c0, int64_t c1);
+void delta_step(const DeltaRuleArgs& a);
+void delta_chunk(const DeltaRuleArgs& a);
+void rms_norm_gated(const float* x, const float* w, const float* z, float* y, int64_t n, float eps);
+
 }  // namespace pipit::avx512

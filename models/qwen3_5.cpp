@@ -1,0 +1,308 @@
+// Qwen3.5 text model (model_type qwen3_5_text, Qwen3_5ForCausalLM; or the text part of qwen3_5,
+// Qwen3_5ForConditionalGeneration): a hybrid of Gated DeltaNet linear-attention layers and gated full-attention
+// layers (layer_types; by default every 4th layer is full), each followed by a SwiGLU MLP; (1 + w) RMSNorms.
+//  - linear attention: in_proj_qkv -> depthwise causal conv1d (kernel 4) + SiLU -> q | k | v; q, k L2-normalised,
+//    q scaled by dk^-0.5; beta = sigmoid(in_proj_b x); g = -exp(A_log) softplus(in_proj_a x + dt_bias); the gated
+//    delta rule over a per-sequence state (KvCache recurrent state: conv window + [v_heads, dk, dv] matrices);
+//    gated RMSNorm with z = in_proj_z x (plain w), out_proj.
+//  - full attention: q_proj gives [query | gate] per head; q/k RMSNorm (1 + w) over head_dim; partial RoPE
+//    (partial_rotary_factor of head_dim); softmax attention over the KV cache; output * sigmoid(gate), o_proj.
+// reference: HF modeling_qwen3_5.py (Qwen3_5GatedDeltaNet, Qwen3_5Attention, Qwen3_5DecoderLayer, Qwen3_5TextModel)
+// and configuration_qwen3_5.py (defaults).
+#include <cmath>
+#include <cstring>
+
+#include "models/blocks.h"
+
+namespace pipit {
+
+namespace {
+
+constexpr const char* kArch = "qwen3_5";
+constexpr float kNormOffset = 1.0f;  // Qwen3_5RMSNorm: norm(x) * (1 + w)
+
+struct LinearAttnWeights {
+  Tensor qkv, z, b, a, out;  // in_proj_qkv, in_proj_z, in_proj_b, in_proj_a, out_proj
+  Tensor conv_w;             // f32 [K, conv_dim]: conv1d.weight [conv_dim, 1, K] transposed at load
+  Tensor A_log, dt_bias;     // f32 [v_heads]
+  Tensor norm;               // f32 [dv]
+};
+
+struct Qwen35Layer {
+  bool linear;
+  Tensor attn_norm, ffn_norm;
+  AttnWeights attn;  // full-attention layers (q holds query and gate rows)
+  LinearAttnWeights lin;
+  MlpWeights mlp;
+};
+
+// A small parameter as an owned f32 tensor (bf16 in HF files, f32 in converted ones), reshaped to `shape`.
+Tensor owned_f32(const Tensor& t, const std::vector<int64_t>& shape) {
+  Tensor o = Tensor::empty(DType::F32, shape);
+  const auto conv = kernels().to_f32[int(t.dtype())];
+  PIPIT_ASSERT(conv && t.is_contiguous(), "no f32 conversion of {}", t.describe());
+  conv(t.data(), o.ptr<float>(), t.numel());
+  return o;
+}
+
+class Qwen35Model : public Model {
+ public:
+  Status load(const HfConfig& top, const WeightSource& w) {
+    // Qwen3_5ForConditionalGeneration nests the text model's fields under text_config and its tensors under
+    // model.language_model. (the vision tower and MTP head are not used for text).
+    const HfConfig cfg = top.model_type() == "qwen3_5" ? top.sub("text_config") : top;
+    const std::string pre = w.has("model.language_model.embed_tokens.weight") ? "model.language_model." : "model.";
+    PIPIT_ASSIGN_OR_RETURN(int64_t n_embd, cfg.get_int("hidden_size"));
+    PIPIT_ASSIGN_OR_RETURN(int64_t n_layer, cfg.get_int("num_hidden_layers"));
+    PIPIT_ASSIGN_OR_RETURN(int64_t n_head, cfg.get_int("num_attention_heads"));
+    PIPIT_ASSIGN_OR_RETURN(int64_t n_ff, cfg.get_int("intermediate_size"));
+    PIPIT_ASSIGN_OR_RETURN(int64_t n_vocab, cfg.get_int("vocab_size"));
+    const int64_t n_head_kv = cfg.get_int_or("num_key_value_heads", n_head);
+    const int64_t head_dim = cfg.get_int_or("head_dim", 256);  // Qwen3_5TextConfig default
+    PIPIT_TRY(check_dims(kArch, n_embd, n_head, n_head_kv, head_dim, n_ff, n_layer, n_vocab));
+    const std::string act = cfg.get_string_or("hidden_act", "silu");
+    if (act != "silu") return Error::unsupported("[qwen3_5] hidden_act '{}' (only silu is supported)", act);
+    if (cfg.get_bool_or("attention_bias", false))
+      return Error::unsupported("[qwen3_5] attention_bias = true is not supported");
+    eps_ = float(cfg.get_float_or("rms_norm_eps", 1e-6));
+    gate_ = cfg.get_bool_or("attn_output_gate", true);
+
+    // linear attention sizes (Qwen3_5TextConfig defaults)
+    nk_ = cfg.get_int_or("linear_num_key_heads", 16);
+    nv_ = cfg.get_int_or("linear_num_value_heads", 32);
+    dk_ = cfg.get_int_or("linear_key_head_dim", 128);
+    dv_ = cfg.get_int_or("linear_value_head_dim", 128);
+    kconv_ = cfg.get_int_or("linear_conv_kernel_dim", 4);
+    if (nk_ <= 0 || nv_ <= 0 || dk_ <= 0 || dv_ <= 0 || kconv_ <= 0 || nv_ % nk_)
+      return Error::invalid_argument("[qwen3_5] linear attention sizes must be positive with value heads a multiple "
+                                     "of key heads (key heads {}, value heads {}, dims {}/{}, conv kernel {})",
+                                     nk_, nv_, dk_, dv_, kconv_);
+    conv_dim_ = 2 * nk_ * dk_ + nv_ * dv_;
+
+    PIPIT_ASSIGN_OR_RETURN(auto linear, layer_kinds(cfg, n_layer));
+
+    // partial rotary: only the first head_dim * partial_rotary_factor dims of a head turn
+    const nlohmann::json rp = rope_parameters_of(cfg);
+    double prf = cfg.get_float_or("partial_rotary_factor", 0.25);
+    if (rp.is_object() && rp.contains("partial_rotary_factor") && rp["partial_rotary_factor"].is_number())
+      prf = rp["partial_rotary_factor"].get<double>();
+    const int64_t rot_dim = int64_t(double(head_dim) * prf);  // HF: int(head_dim * partial_rotary_factor)
+    PIPIT_ASSIGN_OR_RETURN(rope_spec_, rope_from_config(cfg, rot_dim));
+    // Interleaved M-RoPE: for text every position stream equals the token's position, so the plain rotation
+    // is exact (this model has no image input that could give it other positions).
+    rope_spec_.mrope_stream.clear();
+    attn_ = AttnConfig{n_embd, n_head, n_head_kv, head_dim, 1.0f / std::sqrt(float(head_dim)), eps_, kNormOffset};
+
+    PIPIT_ASSIGN_OR_RETURN(tok_embd_, w.get(pre + "embed_tokens.weight", {n_vocab, n_embd}));
+    PIPIT_ASSIGN_OR_RETURN(out_norm_, w.get(pre + "norm.weight", {n_embd}));
+    const bool tied = top.get_bool_or("tie_word_embeddings", cfg.get_bool_or("tie_word_embeddings", false));
+    if (w.has("lm_head.weight") || !tied) {
+      PIPIT_ASSIGN_OR_RETURN(output_, w.get("lm_head.weight", {n_vocab, n_embd}));
+    } else {
+      output_ = tok_embd_;
+    }
+    std::vector<StateShapes> state(static_cast<size_t>(n_layer));
+    for (int64_t il = 0; il < n_layer; ++il) {
+      const std::string p = pre + "layers." + std::to_string(il) + ".";
+      Qwen35Layer L;
+      L.linear = linear[size_t(il)];
+      PIPIT_ASSIGN_OR_RETURN(L.attn_norm, w.get(p + "input_layernorm.weight", {n_embd}));
+      PIPIT_ASSIGN_OR_RETURN(L.ffn_norm, w.get(p + "post_attention_layernorm.weight", {n_embd}));
+      if (L.linear) {
+        PIPIT_ASSIGN_OR_RETURN(L.lin, load_linear_attn(w, p + "linear_attn.", n_embd));
+        // conv window [K, conv_dim] and one [dk, dv] matrix per value head
+        state[size_t(il)] = {{kconv_, conv_dim_}, {nv_, dk_, dv_}};
+      } else {
+        const std::string a = p + "self_attn.";
+        const int64_t nq = n_head * head_dim, nkv = n_head_kv * head_dim;
+        PIPIT_ASSIGN_OR_RETURN(L.attn.q, w.get(a + "q_proj.weight", {gate_ ? 2 * nq : nq, n_embd}));  // [query | gate]
+        PIPIT_ASSIGN_OR_RETURN(L.attn.k, w.get(a + "k_proj.weight", {nkv, n_embd}));
+        PIPIT_ASSIGN_OR_RETURN(L.attn.v, w.get(a + "v_proj.weight", {nkv, n_embd}));
+        PIPIT_ASSIGN_OR_RETURN(L.attn.o, w.get(a + "o_proj.weight", {n_embd, nq}));
+        PIPIT_ASSIGN_OR_RETURN(L.attn.q_norm, w.get(a + "q_norm.weight", {head_dim}));
+        PIPIT_ASSIGN_OR_RETURN(L.attn.k_norm, w.get(a + "k_norm.weight", {head_dim}));
+      }
+      PIPIT_ASSIGN_OR_RETURN(L.mlp, load_mlp(w, p + "mlp.", n_embd, n_ff));
+      layers_.push_back(std::move(L));
+    }
+    fill_common_info(info_, cfg);
+    if (top.has("eos_token_id")) {  // the multimodal config keeps the special ids at the top level
+      info_.eos_ids.clear();
+      for (auto id : top.get_int_list("eos_token_id")) info_.eos_ids.push_back(int32_t(id));
+    }
+    info_.n_vocab = n_vocab;
+    info_.n_embd = n_embd;
+    info_.n_layer = n_layer;
+    info_.kv = {int(n_layer), int(n_head_kv), int(head_dim), {}, state};
+    return Status::ok();
+  }
+
+  Status forward(Ctx& ctx, const Batch& batch, KvCache& kv, Tensor* logits) override {
+    PIPIT_TRY(check_batch_fits(kArch, batch, kv));
+    PIPIT_TRY(kv.begin_state(kArch, batch));
+    Tensor x = ctx.name(input_embeddings(ctx, tok_embd_, batch), "embd");
+    for (int il = 0; il < int(layers_.size()); ++il) {
+      ArenaScope scope(*ctx.arena);
+      const Qwen35Layer& L = layers_[size_t(il)];
+      Tensor h = ctx.name(rms_norm(ctx, x, L.attn_norm, eps_, kNormOffset), "attn_norm", il);
+      Tensor a = L.linear ? linear_attention(ctx, h, L.lin, batch, kv, il) : gated_attention(ctx, h, L.attn, batch, kv, il);
+      ctx.name(a, "attn_proj", il);
+      add_(ctx, x, a);
+      h = ctx.name(rms_norm(ctx, x, L.ffn_norm, eps_, kNormOffset), "ffn_norm", il);
+      Tensor m = ctx.name(gated_mlp(ctx, h, L.mlp, MlpAct::kSilu), "ffn_out", il);
+      add_(ctx, x, m);
+      ctx.name(x, "l_out", il);
+    }
+    *logits = ctx.name(output_logits(ctx, x, out_norm_, eps_, kNormOffset, output_, batch), "logits");
+    kv.end_state(batch);
+    return Status::ok();
+  }
+
+ private:
+  float eps_ = 1e-6f;
+  bool gate_ = true;
+  int64_t nk_ = 0, nv_ = 0, dk_ = 0, dv_ = 0, kconv_ = 0, conv_dim_ = 0;
+  AttnConfig attn_{};
+  RopeSpec rope_spec_;
+  Tensor tok_embd_, out_norm_, output_;
+  std::vector<Qwen35Layer> layers_;
+
+  // layer_types, or HF's default from full_attention_interval: layer i is full when (i + 1) % interval == 0.
+  static Result<std::vector<bool>> layer_kinds(const HfConfig& cfg, int64_t n_layer) {
+    std::vector<bool> linear;
+    if (cfg.has("layer_types")) {
+      const auto& lt = cfg.json()["layer_types"];
+      if (!lt.is_array() || int64_t(lt.size()) != n_layer)
+        return Error::invalid_argument("[qwen3_5] config field 'layer_types' must list {} layer types", n_layer);
+      for (size_t i = 0; i < lt.size(); ++i) {
+        const std::string s = lt[i].is_string() ? lt[i].get<std::string>() : lt[i].dump();
+        if (s != "linear_attention" && s != "full_attention")
+          return Error::unsupported("[qwen3_5] layer_types[{}] is '{}', not a known layer type (linear_attention, "
+                                    "full_attention)", i, s);
+        linear.push_back(s == "linear_attention");
+      }
+      return linear;
+    }
+    const int64_t interval = cfg.get_int_or("full_attention_interval", 4);
+    if (interval <= 0)
+      return Error::invalid_argument("[qwen3_5] full_attention_interval {} must be positive", interval);
+    for (int64_t il = 0; il < n_layer; ++il) linear.push_back((il + 1) % interval != 0);
+    return linear;
+  }
+
+  Result<LinearAttnWeights> load_linear_attn(const WeightSource& w, const std::string& p, int64_t n_embd) const {
+    LinearAttnWeights L;
+    PIPIT_ASSIGN_OR_RETURN(L.qkv, w.get(p + "in_proj_qkv.weight", {conv_dim_, n_embd}));
+    PIPIT_ASSIGN_OR_RETURN(L.z, w.get(p + "in_proj_z.weight", {nv_ * dv_, n_embd}));
+    PIPIT_ASSIGN_OR_RETURN(L.b, w.get(p + "in_proj_b.weight", {nv_, n_embd}));
+    PIPIT_ASSIGN_OR_RETURN(L.a, w.get(p + "in_proj_a.weight", {nv_, n_embd}));
+    PIPIT_ASSIGN_OR_RETURN(L.out, w.get(p + "out_proj.weight", {n_embd, nv_ * dv_}));
+    if (w.has(p + "conv1d.bias")) return Error::unsupported("[qwen3_5] {}conv1d.bias: a conv bias is not supported", p);
+    PIPIT_ASSIGN_OR_RETURN(Tensor cw, w.get(p + "conv1d.weight", {conv_dim_, 1, kconv_}));
+    const Tensor cf = owned_f32(cw, {conv_dim_, kconv_});
+    L.conv_w = Tensor::empty(DType::F32, {kconv_, conv_dim_});  // tap-major: a tap's channels are contiguous
+    for (int64_t c = 0; c < conv_dim_; ++c)
+      for (int64_t j = 0; j < kconv_; ++j) L.conv_w.ptr<float>()[j * conv_dim_ + c] = cf.ptr<float>()[c * kconv_ + j];
+    PIPIT_ASSIGN_OR_RETURN(Tensor al, w.get(p + "A_log", {nv_}));
+    PIPIT_ASSIGN_OR_RETURN(Tensor dt, w.get(p + "dt_bias", {nv_}));
+    PIPIT_ASSIGN_OR_RETURN(Tensor nw, w.get(p + "norm.weight", {dv_}));
+    L.A_log = owned_f32(al, {nv_});
+    L.dt_bias = owned_f32(dt, {nv_});
+    L.norm = owned_f32(nw, {dv_});
+    return L;
+  }
+
+  // Qwen3_5GatedDeltaNet.forward for the batch's sequences, each continuing its own recurrent state.
+  Tensor linear_attention(Ctx& ctx, const Tensor& x, const LinearAttnWeights& w, const Batch& batch, KvCache& kv,
+                          int il) const {
+    const int64_t n = x.dim(0);
+    Tensor qkv, z, b, a;
+    const Tensor none;
+    const Tensor* ws[] = {&w.qkv, &w.z, &w.b, &w.a};
+    const Tensor* bs[] = {&none, &none, &none, &none};
+    Tensor* ys[] = {&qkv, &z, &b, &a};
+    linear_multi(ctx, x, ws, bs, ys);
+    ctx.name(qkv, "lin_qkv", il);
+    Tensor conv = ctx.alloc(DType::F32, {n, conv_dim_});
+    std::vector<DeltaSeq> seqs;
+    for (const auto& s : batch.seqs) {
+      Tensor cs = kv.state(il, s.slot, 0);
+      Tensor y = conv.slice(0, s.begin, s.begin + s.n);
+      causal_conv1d_silu(ctx, qkv.slice(0, s.begin, s.begin + s.n), cs, w.conv_w, y);
+      seqs.push_back({s.begin, s.n, kv.state(il, s.slot, 1)});
+    }
+    ctx.name(conv, "lin_conv", il);
+    Tensor q = conv.slice(1, 0, nk_ * dk_);
+    Tensor k = conv.slice(1, nk_ * dk_, 2 * nk_ * dk_);
+    Tensor v = conv.slice(1, 2 * nk_ * dk_, conv_dim_);
+    l2_norm_groups_(ctx, q, dk_, 1e-6f, 1.0f / std::sqrt(float(dk_)));  // HF l2norm eps, then q * dk^-0.5
+    l2_norm_groups_(ctx, k, dk_, 1e-6f);
+    delta_gates_(ctx, a, b, w.A_log, w.dt_bias);  // a -> g, b -> beta
+    Tensor o = ctx.alloc(DType::F32, {n, nv_ * dv_});
+    gated_delta_rule(ctx, q, k, v, dk_, dv_, a, b, seqs, o);
+    ctx.name(o, "lin_core", il);
+    Tensor normed = rms_norm_gated(ctx, o.reshape({n * nv_, dv_}), w.norm, z.reshape({n * nv_, dv_}), eps_);
+    return linear(ctx, normed.reshape({n, nv_ * dv_}), w.out);
+  }
+
+  // Qwen3_5Attention.forward: as blocks.h's self_attention, with the per-head output gate in q_proj.
+  Tensor gated_attention(Ctx& ctx, const Tensor& x, const AttnWeights& w, const Batch& batch, KvCache& kv,
+                         int il) const {
+    const int64_t n = x.dim(0), H = attn_.n_head, D = attn_.head_dim;
+    Tensor qg, k, v;
+    const Tensor none;
+    const Tensor* ws[] = {&w.q, &w.k, &w.v};
+    const Tensor* bs[] = {&none, &none, &none};
+    Tensor* ys[] = {&qg, &k, &v};
+    linear_multi(ctx, x, ws, bs, ys);
+    Tensor q = qg, gate;
+    if (gate_) {  // q_proj(x).view(n, H, 2D): query = first D of each head, gate = last D
+      q = ctx.alloc(DType::F32, {n, H, D});
+      gate = ctx.alloc(DType::F32, {n, H * D});
+      for (int64_t t = 0; t < n; ++t)
+        for (int64_t h = 0; h < H; ++h) {
+          const float* src = qg.ptr<float>() + (t * H + h) * 2 * D;
+          std::memcpy(q.ptr<float>() + (t * H + h) * D, src, size_t(D) * 4);
+          std::memcpy(gate.ptr<float>() + (t * H + h) * D, src + D, size_t(D) * 4);
+        }
+    }
+    q = q.reshape({n, H, D});
+    k = k.reshape({n, attn_.n_head_kv, D});
+    v = v.reshape({n, attn_.n_head_kv, D});
+    rms_norm_heads_(ctx, q, w.q_norm, eps_, kNormOffset);
+    rms_norm_heads_(ctx, k, w.k_norm, eps_, kNormOffset);
+    rope_(ctx, q, batch.pos, rope_spec_.inv_freq, rope_spec_.attention_factor);
+    rope_(ctx, k, batch.pos, rope_spec_.inv_freq, rope_spec_.attention_factor);
+    Tensor out = ctx.alloc(DType::F32, {n, H, D});
+    const AttnParams ap{attn_.scale};
+    for (const auto& s : batch.seqs) {
+      std::span<const int32_t> pos(batch.pos.data() + s.begin, size_t(s.n));
+      Tensor kc = kv.k(il, s.slot), vc = kv.v(il, s.slot);
+      store_kv(ctx, k.slice(0, s.begin, s.begin + s.n), kc, pos);
+      store_kv(ctx, v.slice(0, s.begin, s.begin + s.n), vc, pos);
+      Tensor o = out.slice(0, s.begin, s.begin + s.n);
+      attention(ctx, q.slice(0, s.begin, s.begin + s.n), kc, vc, pos, ap, o);
+    }
+    ctx.name(out, "attn_out", il);
+    Tensor o = out.reshape({n, H * D});
+    if (gate_) {
+      float* po = o.ptr<float>();
+      const float* pg = gate.ptr<float>();
+      for (int64_t i = 0; i < o.numel(); ++i) po[i] *= 1.0f / (1.0f + std::exp(-pg[i]));  // attn * sigmoid(gate)
+    }
+    return linear(ctx, o, w.o);
+  }
+};
+
+Result<std::unique_ptr<Model>> make_qwen3_5(const HfConfig& cfg, const WeightSource& w) {
+  auto m = std::make_unique<Qwen35Model>();
+  PIPIT_TRY(m->load(cfg, w));
+  return std::unique_ptr<Model>(std::move(m));
+}
+
+}  // namespace
+
+PIPIT_REGISTER_MODEL("qwen3_5_text", make_qwen3_5);
+PIPIT_REGISTER_MODEL("qwen3_5", make_qwen3_5);
+
+}  // namespace pipit

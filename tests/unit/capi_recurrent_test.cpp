@@ -1,0 +1,85 @@
+// The C API over a model with a recurrent state (Qwen3.5): chat turns that reuse the cached prefix, including an
+// edited earlier answer (the state is rewound to a snapshot and the rest re-evaluated), give the tokens a fresh
+// session gives for the same conversation. The tiny test checkpoint has no tokenizer; stories260k's (same 512-id
+// vocabulary size) is put next to it with a small chat template.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
+
+#include "include/pipit/pipit.h"
+#include "tests/test_util.h"
+
+namespace pipit {
+namespace {
+
+class CapiRecurrent : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    namespace fs = std::filesystem;
+    dir_ = (fs::temp_directory_path() / ("pipit_capi_qwen35_" + std::to_string(::getpid()))).string();
+    fs::create_directories(dir_);
+    const std::string q = test::model_dir("qwen3_5"), st = test::model_dir("stories260k");
+    fs::create_symlink(q + "/config.json", dir_ + "/config.json");
+    fs::create_symlink(q + "/model.safetensors", dir_ + "/model.safetensors");
+    fs::create_symlink(st + "/tokenizer.json", dir_ + "/tokenizer.json");
+    std::ofstream(dir_ + "/tokenizer_config.json") << R"({"bos_token": "<s>", "eos_token": "</s>", "chat_template":
+      "{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}{% if add_generation_prompt %}[assistant]{% endif %}"})";
+    ASSERT_EQ(pipit_model_load(dir_.c_str(), nullptr, &model_), PIPIT_OK) << pipit_last_error();
+  }
+  void TearDown() override {
+    pipit_model_destroy(model_);
+    std::filesystem::remove_all(dir_);
+  }
+  std::vector<int32_t> chat(pipit_session* s, const std::string& messages, int n) {
+    pipit_generate_options o;
+    pipit_generate_options_default(&o);
+    o.max_tokens = n;
+    o.temperature = 0;
+    std::vector<int32_t> got;
+    auto cb = [](const char*, size_t, int32_t tok, void* user) -> int32_t {
+      if (tok >= 0) static_cast<std::vector<int32_t>*>(user)->push_back(tok);
+      return 1;
+    };
+    EXPECT_EQ(pipit_session_generate(s, messages.c_str(), 1, &o, cb, &got), PIPIT_OK) << pipit_last_error();
+    return got;
+  }
+  std::vector<int32_t> fresh(const std::string& messages, int n) {
+    pipit_session* s = nullptr;
+    pipit_session_options so{0, 2, 0};
+    EXPECT_EQ(pipit_session_create(model_, &so, &s), PIPIT_OK);
+    auto r = chat(s, messages, n);
+    pipit_session_destroy(s);
+    return r;
+  }
+  std::string dir_;
+  pipit_model* model_ = nullptr;
+};
+
+TEST_F(CapiRecurrent, ChatTurnsReuseAndRewindTheState) {
+  pipit_session* s = nullptr;
+  pipit_session_options so{0, 2, 0};
+  ASSERT_EQ(pipit_session_create(model_, &so, &s), PIPIT_OK);
+  const std::string t1 = R"([{"role": "user", "content": "Once upon a time"}])";
+  const std::string t2 = R"([{"role": "user", "content": "Once upon a time"}, {"role": "assistant", "content": "there was"},
+                            {"role": "user", "content": "a cat"}])";  // not what the model said: rewinds
+  const std::string t3 = R"([{"role": "user", "content": "Once upon a time"}, {"role": "assistant", "content": "there was"},
+                            {"role": "user", "content": "a cat"}, {"role": "assistant", "content": "ok"},
+                            {"role": "user", "content": "and a dog"}])";
+  const std::string t4 = R"([{"role": "user", "content": "The end"}])";  // shares almost nothing
+  auto a1 = chat(s, t1, 6);
+  auto a2 = chat(s, t2, 6);
+  auto a3 = chat(s, t3, 6);
+  auto a4 = chat(s, t4, 6);
+  pipit_session_destroy(s);
+  EXPECT_FALSE(a1.empty());
+  EXPECT_EQ(a1, fresh(t1, 6));
+  EXPECT_EQ(a2, fresh(t2, 6));
+  EXPECT_EQ(a3, fresh(t3, 6));
+  EXPECT_EQ(a4, fresh(t4, 6));
+}
+
+}  // namespace
+}  // namespace pipit
