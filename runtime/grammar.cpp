@@ -422,10 +422,62 @@ Result<std::shared_ptr<const Grammar>> Grammar::parse(std::string_view gbnf, con
 
 // ---------------------------------------------------------------- token table
 
+namespace {
+
+// Whole UTF-8 characters (shortest form, no surrogates), none below 0x20, no '"' or '\\'; the last may be cut
+// short (the start of a valid character), which a string also allows.
+bool is_plain(const std::string& t) {
+  if (t.empty()) return false;
+  for (size_t i = 0; i < t.size();) {
+    const unsigned char c = uint8_t(t[i]);
+    if (c < 0x80) {
+      if (c < 0x20 || c == '"' || c == '\\') return false;
+      ++i;
+      continue;
+    }
+    const int n = (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (n == 0) return false;
+    if (i + size_t(n) > t.size()) {  // a token ending inside a character: the start of some valid one
+      if (c < 0xC2 || c > 0xF4) return false;
+      for (size_t k = 1; i + k < t.size(); ++k) {
+        const unsigned char cc = uint8_t(t[i + k]);
+        if ((cc & 0xC0) != 0x80) return false;
+        if (k == 1 && ((c == 0xE0 && cc < 0xA0) || (c == 0xED && cc > 0x9F) || (c == 0xF0 && cc < 0x90) ||
+                       (c == 0xF4 && cc > 0x8F)))
+          return false;
+      }
+      return true;
+    }
+    uint32_t cp = n == 2 ? (c & 0x1F) : n == 3 ? (c & 0x0F) : (c & 0x07);
+    for (int k = 1; k < n; ++k) {
+      const unsigned char cc = uint8_t(t[i + size_t(k)]);
+      if ((cc & 0xC0) != 0x80) return false;
+      cp = cp << 6 | (cc & 0x3F);
+    }
+    const uint32_t min_cp = n == 2 ? 0x80 : n == 3 ? 0x800 : 0x10000;
+    if (cp < min_cp || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += size_t(n);
+  }
+  return true;
+}
+
+}  // namespace
+
 TokenTable::TokenTable(std::vector<std::string> bytes) : bytes_(std::move(bytes)) {
-  std::vector<int32_t> order;
-  for (size_t i = 0; i < bytes_.size(); ++i)
-    if (!bytes_[i].empty()) order.push_back(int32_t(i));
+  std::vector<int32_t> all, other;
+  plain_.assign(bytes_.size(), 0);
+  for (size_t i = 0; i < bytes_.size(); ++i) {
+    if (bytes_[i].empty()) continue;
+    all.push_back(int32_t(i));
+    plain_[i] = is_plain(bytes_[i]);
+    if (!plain_[i]) other.push_back(int32_t(i));
+  }
+  build(bytes_, std::move(all), nodes_, tokens_);
+  build(bytes_, std::move(other), other_nodes_, other_tokens_);
+}
+
+void TokenTable::build(const std::vector<std::string>& bytes_, std::vector<int32_t> order, std::vector<Node>& nodes_,
+                       std::vector<int32_t>& tokens_) {
   std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return bytes_[size_t(a)] < bytes_[size_t(b)]; });
   tokens_.reserve(order.size());
   nodes_.push_back(Node{});
@@ -714,21 +766,30 @@ bool GrammarMatcher::allows(std::string_view bytes) const {
 bool GrammarMatcher::can_end() const { return impl_->st.can_end && impl_->st.n_pending == 0; }
 bool GrammarMatcher::finished() const { return impl_->st.stacks.empty() && impl_->st.n_pending == 0; }
 
-void GrammarMatcher::mask(const TokenTable& table, std::vector<uint8_t>& allowed) const {
-  // the cache key: the table, the pending UTF-8 bytes and each stack's elements top to bottom, stacks sorted
-  const State& st0 = impl_->st;
+namespace {
+
+// A parser state's structure: the pending UTF-8 bytes and each stack's elements top to bottom, stacks sorted. Two
+// states with the same key allow the same tokens.
+std::string state_key(const State& st) {
   std::vector<std::string> parts;
-  for (const Node* s : st0.stacks) {
+  for (const Node* s : st.stacks) {
     std::string one;
     for (const Node* n = s; n; n = n->next) one.append(reinterpret_cast<const char*>(&n->pos), sizeof(n->pos));
     parts.push_back(std::move(one));
   }
   std::sort(parts.begin(), parts.end());
-  const TokenTable* tp = &table;
-  std::string key(reinterpret_cast<const char*>(&tp), sizeof(tp));
-  key.append(reinterpret_cast<const char*>(st0.pending), st0.n_pending);
-  key += char(st0.need);
+  std::string key(reinterpret_cast<const char*>(st.pending), st.n_pending);
+  key += char(st.need);
   for (auto& p : parts) key += std::to_string(p.size()) + ":" + p;
+  return key;
+}
+
+}  // namespace
+
+void GrammarMatcher::mask(const TokenTable& table, std::vector<uint8_t>& allowed) const {
+  const TokenTable* tp = &table;  // the cache key: the table and the state
+  std::string key(reinterpret_cast<const char*>(&tp), sizeof(tp));
+  key += state_key(impl_->st);
   Grammar::MaskCache* cache = impl_->g->cache.get();
   if (cache) {
     std::lock_guard<std::mutex> lk(cache->mu);
@@ -748,8 +809,36 @@ void GrammarMatcher::mask(const TokenTable& table, std::vector<uint8_t>& allowed
 
 void GrammarMatcher::mask_uncached(const TokenTable& table, std::vector<uint8_t>& allowed) const {
   allowed.assign(table.size(), 0);
-  const auto& nodes = table.nodes();
-  const auto& toks = table.tokens();
+  // Inside a string: every stack's top takes every plain character or none (its class names only control
+  // characters, '"' and '\\') and one such character brings the parse back to the same state. Then every plain
+  // token is allowed without a walk, and only the other tokens are walked.
+  const State& st = impl_->st;
+  bool loop = st.n_pending == 0 && !st.stacks.empty();
+  // (a stack whose top takes no plain character at all, such as the closing '"' or an escape's '\\', just ends
+  // on one, the same for every plain character)
+  for (const Node* n : st.stacks) {
+    const GrammarElem* e = n->pos;
+    if (!loop) break;
+    for (auto& [lo, hi] : e->ranges)
+      loop = loop && (hi <= 0x1F || (lo == hi && (lo == '"' || lo == '\\')));
+  }
+  if (loop) {
+    const size_t m = impl_->scratch.mark();
+    State after;
+    loop = impl_->advance_cp(impl_->scratch, st, 'a', after) && state_key(after) == state_key(st);
+    impl_->scratch.rewind(m);
+  }
+  if (loop) {
+    const auto& plain = table.plain();
+    for (size_t i = 0; i < plain.size(); ++i) allowed[i] = plain[i];
+    walk(table.other_nodes(), table.other_tokens(), allowed);
+  } else {
+    walk(table.nodes(), table.tokens(), allowed);
+  }
+}
+
+void GrammarMatcher::walk(const std::vector<TokenTable::Node>& nodes, const std::vector<int32_t>& toks,
+                          std::vector<uint8_t>& allowed) const {
   auto& levels = impl_->levels;
   NodePool& p = impl_->scratch;
   p.rewind(0);

@@ -73,11 +73,22 @@ class TokenTable {
   };
   const std::vector<Node>& nodes() const { return nodes_; }
   const std::vector<int32_t>& tokens() const { return tokens_; }
+  // "Plain" tokens: UTF-8 characters (the last may be cut short), none a control character, '"' or '\\' (what
+  // fills a JSON string);
+  // plain_[id] = 1. The second trie holds every other token: inside a string only those need a walk.
+  const std::vector<uint8_t>& plain() const { return plain_; }
+  const std::vector<Node>& other_nodes() const { return other_nodes_; }
+  const std::vector<int32_t>& other_tokens() const { return other_tokens_; }
 
  private:
+  static void build(const std::vector<std::string>& bytes, std::vector<int32_t> ids, std::vector<Node>& nodes,
+                    std::vector<int32_t>& tokens);
   std::vector<std::string> bytes_;
   std::vector<Node> nodes_;  // nodes_[0]: the root
   std::vector<int32_t> tokens_;
+  std::vector<uint8_t> plain_;
+  std::vector<Node> other_nodes_;
+  std::vector<int32_t> other_tokens_;
 };
 
 class GrammarMatcher {
@@ -103,6 +114,8 @@ class GrammarMatcher {
   void mask_uncached(const TokenTable& table, std::vector<uint8_t>& allowed) const;  // the walk, always
 
  private:
+  void walk(const std::vector<TokenTable::Node>& nodes, const std::vector<int32_t>& toks,
+            std::vector<uint8_t>& allowed) const;
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
