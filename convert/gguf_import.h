@@ -9,8 +9,8 @@
 //  - Llama 3 RoPE scaling is stored as a `rope_freqs` tensor of per-frequency factors instead of config values; the
 //    HF rope_scaling (llama3: factor, low/high_freq_factor, original_max_position_embeddings) is recovered from it and
 //    checked to reproduce every factor.
-// Tensors of types F32, F16, BF16, Q8_0 and Q4_0 are views of the mapped file (Q8_0 / Q4_0 bytes are pipit's q8_0 /
-// q4_0); any other type is an error naming it.
+// Tensors of types F32, F16, BF16, Q8_0, Q4_0 and the other block types of ggml_to_dtype (K-quants, IQ4_NL/XS, Q4_1,
+// Q5_0/1) are views of the mapped file (their bytes are pipit's blocks, core/dtype.h); any other type is an error naming it.
 #pragma once
 
 #include <string>

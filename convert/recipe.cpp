@@ -1,7 +1,10 @@
 // Recipe parsing, glob matching and the per-tensor plan (see recipe.h for the rules).
 #include "convert/recipe.h"
 
+#include "backends/cpu/kernels.h"
 #include "core/storage.h"
+
+#include <algorithm>
 
 namespace pipit {
 
@@ -43,9 +46,70 @@ Result<std::string> canonical_quant(const std::string& s) {
   if (s == "q8" || s == "q8_0") return std::string("q8_0");
   if (s == "q4" || s == "q4_0") return std::string("q4_0");
   if (s == "f32" || s == "f16" || s == "bf16" || s == "auto" || s == "source") return s;
-  return Error::invalid_argument("[convert] unknown type '{}' (expected f32, f16, bf16, q8, q4{})", s,
-                                 s.empty() ? "" : ", auto");
+  // llama.cpp's K-quant mixes; like llama-quantize, "q4_k" / "q5_k" name the _M mixes
+  if (s == "q4_k" || s == "q4_k_m") return std::string("q4_k_m");
+  if (s == "q5_k" || s == "q5_k_m") return std::string("q5_k_m");
+  if (s == "q4_k_s" || s == "q5_k_s" || s == "q6_k") return s;
+  return Error::invalid_argument(
+      "[convert] unknown type '{}' (expected f32, f16, bf16, q8, q4, q4_k_m, q4_k_s, q5_k_m, q5_k_s, q6_k{})", s,
+      s.empty() ? "" : ", auto");
 }
+
+bool is_kquant_mix(const std::string& q) {
+  return q == "q4_k_m" || q == "q4_k_s" || q == "q5_k_m" || q == "q5_k_s" || q == "q6_k";
+}
+
+namespace {
+
+// llama.cpp's use_more_bits (llama-quant.cpp): the first and last eighth of the layers, and every third layer
+// between, get the larger type under the _M mixes.
+bool use_more_bits(int64_t i, int64_t n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
+
+// Layer index of "model.layers.N.<suffix>" (or a VLM's "model.language_model.layers.N.<suffix>"), -1 otherwise.
+int64_t layer_of(const std::string& name, const std::string& suffix) {
+  if (!ends_with(name, "." + suffix)) return -1;
+  const size_t at = name.rfind(".layers.", name.size() - suffix.size() - 1);
+  if (at == std::string::npos) return -1;
+  const size_t b = at + 8, e = name.size() - suffix.size() - 1;
+  if (b >= e) return -1;
+  int64_t v = 0;
+  for (size_t i = b; i < e; ++i) {
+    if (name[i] < '0' || name[i] > '9') return -1;
+    v = v * 10 + (name[i] - '0');
+  }
+  return v;
+}
+
+// The dtype a K-quant mix gives a 2-D weight that no earlier rule decided (llama_tensor_get_type for the llama-like
+// architectures without experts): the base type, and under _M the value projection and the FFN down projection of
+// the layers use_more_bits picks get q6_K; under q4_k_s the first 4 value projections and the first eighth of the
+// down projections get q5_K.
+DType kquant_mix_type(const std::string& q, const std::string& name, int64_t n_layers) {
+  const DType base = q == "q6_k" ? DType::Q6_K : (q == "q5_k_m" || q == "q5_k_s") ? DType::Q5_K : DType::Q4_K;
+  const int64_t v = layer_of(name, "self_attn.v_proj.weight"), down = layer_of(name, "mlp.down_proj.weight");
+  if (q == "q4_k_m" || q == "q5_k_m") {
+    if (v >= 0 && use_more_bits(v, n_layers)) return DType::Q6_K;
+    if (down >= 0 && use_more_bits(down, n_layers)) return DType::Q6_K;
+  } else if (q == "q4_k_s") {
+    if (v >= 0 && v < 4) return DType::Q5_K;
+    if (down >= 0 && down < n_layers / 8) return DType::Q5_K;
+  }
+  return base;
+}
+
+// llama.cpp's tensor_type_fallback for rows that are not whole 256-weight super-blocks.
+DType kquant_fallback(DType t) {
+  switch (t) {
+    case DType::Q4_K: return DType::Q5_0;
+    case DType::Q5_K: return DType::Q5_1;
+    case DType::Q6_K: return DType::Q8_0;
+    case DType::Q2_K: case DType::Q3_K: return DType::Q4_0;
+    case DType::IQ4_XS: return DType::IQ4_NL;
+    default: return t;
+  }
+}
+
+}  // namespace
 
 Result<Recipe> Recipe::parse(const std::string& text, const std::string& origin) {
   const std::string ctx = "[recipe] " + origin;
@@ -58,9 +122,17 @@ Result<Recipe> Recipe::parse(const std::string& text, const std::string& origin)
     if (!e.is_object() || !e.contains("pattern") || !e.contains("dtype") || !e["pattern"].is_string() ||
         !e["dtype"].is_string())
       return Error::format("{}: rules[{}] needs string 'pattern' and 'dtype'", ctx, i);
-    auto d = canonical_quant(e["dtype"].get<std::string>());
-    if (!d || *d == "auto") return Error::format("{}: rules[{}]: unknown dtype '{}' (f32, f16, bf16, q8, q4, source)",
-                                                 ctx, i, e["dtype"].get<std::string>());
+    const std::string want = e["dtype"].get<std::string>();
+    DType block;
+    if (want != "q4_0" && want != "q8_0" && dtype_from_name(want, &block) && dtype_is_quantized(block) &&
+        !dtype_is_panel(block) && block != DType::Q8_K && ref_kernels().from_f32[int(block)]) {
+      r.rules.push_back({e["pattern"].get<std::string>(), want});  // q4_k, q5_k, q6_k, q4_1, q5_0, q5_1
+      continue;
+    }
+    auto d = canonical_quant(want);
+    if (!d || *d == "auto" || is_kquant_mix(*d))
+      return Error::format("{}: rules[{}]: unknown dtype '{}' (f32, f16, bf16, q8, q4, q4_k, q5_k, q6_k, q4_1, "
+                           "q5_0, q5_1, source)", ctx, i, want);
     r.rules.push_back({e["pattern"].get<std::string>(), *d});
   }
   return r;
@@ -73,6 +145,22 @@ Result<Recipe> Recipe::load(const std::string& path) {
 
 std::vector<std::string> default_rule_descriptions(const std::string& q) {
   if (q == "auto") return {"* -> source dtype (auto)"};
+  if (is_kquant_mix(q)) {
+    const std::string base = q == "q6_k" ? "q6_k" : q.substr(0, 4);
+    std::vector<std::string> d = {
+        "1-D tensors (norms, biases) -> f32",
+        "output head (lm_head.weight, or the tied embedding) -> q6_k (q8_0 when its rows are not whole 256-blocks)",
+    };
+    if (q == "q4_k_m" || q == "q5_k_m")
+      d.push_back("self_attn.v_proj / mlp.down_proj of layer i -> q6_k when use_more_bits(i, n_layers): i < n/8, "
+                  "i >= 7n/8 or (i - n/8) % 3 == 2 (llama.cpp's " + std::string(q == "q4_k_m" ? "Q4_K_M" : "Q5_K_M") +
+                  ")");
+    if (q == "q4_k_s") d.push_back("self_attn.v_proj of layers < 4 and mlp.down_proj of layers < n/8 -> q5_k (Q4_K_S)");
+    d.push_back("* (the embedding included) -> " + base);
+    d.push_back("fallback (llama.cpp's): rows not whole 256-blocks: q4_k -> q5_0, q5_k -> q5_1, q6_k -> q8_0; rows "
+                "not whole 32-blocks -> bf16 if the source is bf16, else f16");
+    return d;
+  }
   const bool quant = q == "q8_0" || q == "q4_0";
   return {
       "1-D tensors (norms, biases) -> f32",
@@ -90,9 +178,20 @@ std::vector<std::string> default_rule_descriptions(const std::string& q) {
 
 Result<std::vector<TensorPlan>> plan_conversion(const Checkpoint& c, const std::string& q, const Recipe& user) {
   const bool quant = q == "q8_0" || q == "q4_0";
+  const bool mix = is_kquant_mix(q);
   const bool tied = !c.tensors.count("lm_head.weight");
   bool moe = false;  // routed experts (Qwen3-MoE, DeepSeek-OCR's decoder)
   for (auto& [name, t] : c.tensors) moe |= name.find(".mlp.experts.") != std::string::npos;
+  int64_t n_layers = 0;  // for the mixes' per-layer rules: the config's, else the highest layer index seen + 1
+  if (c.config.contains("num_hidden_layers") && c.config["num_hidden_layers"].is_number_integer())
+    n_layers = c.config["num_hidden_layers"].get<int64_t>();
+  if (c.config.contains("text_config") && c.config["text_config"].is_object() &&
+      c.config["text_config"].contains("num_hidden_layers") &&
+      c.config["text_config"]["num_hidden_layers"].is_number_integer())
+    n_layers = c.config["text_config"]["num_hidden_layers"].get<int64_t>();
+  if (n_layers <= 0)
+    for (auto& [name, t] : c.tensors)
+      n_layers = std::max(n_layers, layer_of(name, "self_attn.v_proj.weight") + 1);
   std::vector<TensorPlan> plans;
   for (auto& [name, t] : c.tensors) {
     TensorPlan p;
@@ -112,6 +211,14 @@ Result<std::vector<TensorPlan>> plan_conversion(const Checkpoint& c, const std::
         want = "source", p.rule = is_weight(p.src) ? "auto: source dtype" : "non-weight dtype kept";
       } else if (t.ndim() != 2) {
         want = "f32", p.rule = "1-D tensors -> f32";
+      } else if (mix) {
+        if (head) {
+          want = t.dim(-1) % kQK == 0 ? "q6_k" : "q8_0", p.rule = "output head";
+        } else {
+          want = std::string(dtype_name(kquant_mix_type(q, name, n_layers)));
+          p.rule = want == "q6_k" && q != "q6_k" ? "more bits (use_more_bits)" : want == "q5_k" && q == "q4_k_s"
+                       ? "more bits (first layers)" : "default";
+        }
       } else if (head) {
         want = q == "q4_0" ? "q8_0" : q, p.rule = "output head";
       } else if (ends_with(name, "embed_tokens.weight")) {
@@ -143,10 +250,16 @@ Result<std::vector<TensorPlan>> plan_conversion(const Checkpoint& c, const std::
     if (!is_weight(p.src) && p.dst != p.src)
       return Error::invalid_argument("[convert] {}: cannot convert a {} tensor to {}", name, dtype_name(p.src),
                                      dtype_name(p.dst));
-    if (dtype_is_quantized(p.dst) && (t.ndim() != 2 || t.dim(-1) % kQBlock != 0)) {
+    if (dtype_is_quantized(p.dst) && t.ndim() == 2 && t.dim(-1) % dtype_info(p.dst).block_elems != 0 &&
+        kquant_fallback(p.dst) != p.dst) {
+      p.fallback = fmt("input dim {} is not a multiple of {}", t.dim(-1), dtype_info(p.dst).block_elems);
+      p.dst = kquant_fallback(p.dst);
+    }
+    if (dtype_is_quantized(p.dst) && (t.ndim() != 2 || t.dim(-1) % dtype_info(p.dst).block_elems != 0)) {
       const DType fb = t.ndim() == 1 ? DType::F32 : half_of(p.src);
       p.fallback = t.ndim() != 2 ? fmt("{}-D tensor", t.ndim())
-                                 : fmt("input dim {} is not a multiple of {}", t.dim(-1), kQBlock);
+                                 : fmt("input dim {} is not a multiple of {}", t.dim(-1),
+                                       dtype_info(p.dst).block_elems);
       p.dst = fb;
     }
     plans.push_back(std::move(p));

@@ -10,12 +10,21 @@
 //      one row per value head that sets every token's decay and write strength, whose error the recurrent state
 //      carries along the sequence (A_log, dt_bias and conv1d.weight are not 2-D: f32 by rule 1 and the fallback)
 //   7. everything else                                  -> the requested type
+// The K-quant mixes (--quant q4_k_m / q4_k (= q4_k_m) / q4_k_s / q5_k_m / q5_k (= q5_k_m) / q5_k_s / q6_k) follow
+// llama-quantize's defaults (llama_tensor_get_type, no imatrix) so a converted file and a downloaded one get the same
+// types: 1-D -> f32; the output head (or tied embedding) -> q6_k; under _M, v_proj and down_proj of the layers
+// use_more_bits(i, n) picks (i < n/8, i >= 7n/8, every third between) -> q6_k, because those two are the most
+// sensitive to quantization error and holding them at 6.56 bits costs ~0.3 bits/weight overall; q4_k_s: v_proj of
+// layers < 4 and down_proj of layers < n/8 -> q5_k; everything else (the untied embedding too) -> the base type.
+// Rows that are not whole 256-weight super-blocks fall back as llama.cpp does (q4_k -> q5_0, q5_k -> q5_1,
+// q6_k -> q8_0, output head -> q8_0).
 // "auto" keeps every tensor's source dtype (GGUF Q8_0/Q4_0 stay as they are: no requantization).
 // A quantized dtype needs a 2-D tensor whose input (last) dimension is a multiple of 32; a tensor that is not falls
 // back to 16-bit (as rule 3) and the fallback is reported — e.g. stories260k's down_proj with an input of 172.
 //
 // Recipe file format (JSON): {"rules": [{"pattern": "model.layers.*.mlp.down_proj.weight", "dtype": "q8"}, ...]}
-// dtype: f32, f16, bf16, q8 (= q8_0), q4 (= q4_0), or "source" (keep the source dtype). Globs: '*' any run of
+// dtype: f32, f16, bf16, q8 (= q8_0), q4 (= q4_0), q4_k, q5_k, q6_k, q4_1, q5_0, q5_1, or "source" (keep the
+// source dtype). Globs: '*' any run of
 // characters (dots included), '?' one character.
 #pragma once
 
@@ -44,8 +53,10 @@ struct Recipe {
 
 bool glob_match(std::string_view pattern, std::string_view name);
 
-// "q8" -> "q8_0", "q4" -> "q4_0", "f32"... unchanged, "auto"; error for anything else.
+// "q8" -> "q8_0", "q4" -> "q4_0", "q4_k" -> "q4_k_m", "q5_k" -> "q5_k_m", "f32"... unchanged, "auto"; error for
+// anything else.
 Result<std::string> canonical_quant(const std::string& s);
+bool is_kquant_mix(const std::string& canonical);
 
 struct TensorPlan {
   std::string name;

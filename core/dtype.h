@@ -9,7 +9,12 @@
 
 namespace pipit {
 
-enum class DType : uint8_t { F32 = 0, F16 = 1, BF16 = 2, I32 = 3, I8 = 4, Q8_0 = 5, Q4_0 = 6, Q8_0X16 = 7, Q4_0X16 = 8, kCount };
+enum class DType : uint8_t {
+  F32 = 0, F16 = 1, BF16 = 2, I32 = 3, I8 = 4, Q8_0 = 5, Q4_0 = 6, Q8_0X16 = 7, Q4_0X16 = 8,
+  // llama.cpp's other block formats, byte for byte as GGUF stores them (see the structs below)
+  Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K, IQ4_NL, IQ4_XS,
+  kCount
+};
 
 // f16 / bf16 scalars are stored as their raw bits; arithmetic always goes through f32.
 using f16_t = uint16_t;
@@ -50,6 +55,113 @@ struct BlockQ8_0x16 {
 static_assert(sizeof(BlockQ8_0x16) == 16 * sizeof(BlockQ8_0));
 constexpr int kPanelRows = 16;
 
+// ---- llama.cpp's other block formats (ggml-common.h), byte for byte, so GGUF tensors are used in place ----
+// Values are listed as ggml's dequantization computes them, in f32, left to right.
+
+// q4_1: w = d * q + m, q = nibble (low: weight j, high: weight j + 16).
+struct BlockQ4_1 {
+  f16_t d, m;
+  uint8_t qs[kQBlock / 2];
+};
+static_assert(sizeof(BlockQ4_1) == 20);
+// q5_0: w = d * (q - 16), q = nibble | bit j (weight j) or j + 16 (weight j + 16) of the little-endian u32 qh, as bit 4.
+struct BlockQ5_0 {
+  f16_t d;
+  uint8_t qh[4];
+  uint8_t qs[kQBlock / 2];
+};
+static_assert(sizeof(BlockQ5_0) == 22);
+// q5_1: w = d * q + m with q as in q5_0.
+struct BlockQ5_1 {
+  f16_t d, m;
+  uint8_t qh[4];
+  uint8_t qs[kQBlock / 2];
+};
+static_assert(sizeof(BlockQ5_1) == 24);
+// iq4_nl: w = d * kIq4Values[nibble] (a fixed non-uniform 16-level grid), nibbles as in q4_0.
+struct BlockIQ4_NL {
+  f16_t d;
+  uint8_t qs[kQBlock / 2];
+};
+static_assert(sizeof(BlockIQ4_NL) == 18);
+constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+// K-quants: super-blocks of 256 weights along K (a K-type row is a multiple of 256).
+constexpr int kQK = 256;
+// q2_K: 16 groups of 16; scales[g] = scale (low nibble) | min (high nibble); w = d*sc * q - dmin*m with q 2 bits:
+// weight 128h + 32s + l (s < 4, l < 32) is bits 2s..2s+1 of qs[32h + l]; group g = weight / 16.
+struct BlockQ2_K {
+  uint8_t scales[kQK / 16];
+  uint8_t qs[kQK / 4];
+  f16_t d, dmin;
+};
+static_assert(sizeof(BlockQ2_K) == 84);
+// q3_K: 16 groups of 16 with 6-bit signed scales (sc - 32) packed in 12 bytes; w = d*(sc - 32) * (q - 4 * !hbit),
+// q 2 bits placed as in q2_K, hbit = bit (weight / 32) of hmask[weight % 32].
+struct BlockQ3_K {
+  uint8_t hmask[kQK / 8];
+  uint8_t qs[kQK / 4];
+  uint8_t scales[12];
+  f16_t d;
+};
+static_assert(sizeof(BlockQ3_K) == 110);
+// q4_K: 8 groups of 32 with 6-bit scales and mins packed in 12 bytes (k4_scale_min); w = d*sc * q - dmin*m.
+// Weights 64p + l (l < 32) are the low nibbles of qs[32p + l] (group 2p), weights 64p + 32 + l the high (2p + 1).
+struct BlockQ4_K {
+  f16_t d, dmin;
+  uint8_t scales[12];
+  uint8_t qs[kQK / 2];
+};
+static_assert(sizeof(BlockQ4_K) == 144);
+// q5_K: q4_K plus a fifth bit: bit 2p of qh[l] for weight 64p + l, bit 2p + 1 for 64p + 32 + l.
+struct BlockQ5_K {
+  f16_t d, dmin;
+  uint8_t scales[12];
+  uint8_t qh[kQK / 8];
+  uint8_t qs[kQK / 2];
+};
+static_assert(sizeof(BlockQ5_K) == 176);
+// q6_K: 16 groups of 16 with int8 scales; w = d*sc * (q - 32), q = 4 low bits from ql, 2 high bits from qh. Per half
+// h (128 weights), l < 32: weight 128h + l: ql[64h + l] low, qh[32h + l] bits 0-1; + 32: ql[64h + 32 + l] low,
+// bits 2-3; + 64: ql[64h + l] high, bits 4-5; + 96: ql[64h + 32 + l] high, bits 6-7.
+struct BlockQ6_K {
+  uint8_t ql[kQK / 2];
+  uint8_t qh[kQK / 4];
+  int8_t scales[kQK / 16];
+  f16_t d;
+};
+static_assert(sizeof(BlockQ6_K) == 210);
+// q8_K: llama.cpp's activation format for K-quant dot products (f32 scale, sums of each 16 quants); w = d * q.
+struct BlockQ8_K {
+  float d;
+  int8_t qs[kQK];
+  int16_t bsums[kQK / 16];
+};
+static_assert(sizeof(BlockQ8_K) == 292);
+// iq4_xs: 8 groups of 32 with 6-bit scales (low 4 bits in scales_l nibbles, high 2 in scales_h);
+// w = d*(ls - 32) * kIq4Values[nibble], nibbles of each group as in q4_0.
+struct BlockIQ4_XS {
+  f16_t d;
+  uint16_t scales_h;
+  uint8_t scales_l[kQK / 64];
+  uint8_t qs[kQK / 2];
+};
+static_assert(sizeof(BlockIQ4_XS) == 136);
+// 6-bit scale of group g (< 8) of an iq4_xs block, 0..63 (the weight scale is d * (ls - 32)).
+inline int iq4_xs_scale(const BlockIQ4_XS& b, int g) {
+  return ((b.scales_l[g / 2] >> (4 * (g % 2))) & 0xf) | (((b.scales_h >> (2 * g)) & 3) << 4);
+}
+// 6-bit scale and min of group j (< 8) of a q4_K / q5_K block (ggml's get_scale_min_k4).
+inline void kquant_scale_min(int j, const uint8_t* q, uint8_t* sc, uint8_t* m) {
+  if (j < 4) {
+    *sc = q[j] & 63;
+    *m = q[j + 4] & 63;
+  } else {
+    *sc = uint8_t((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+    *m = uint8_t((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+  }
+}
+
 struct DTypeInfo {
   std::string_view name;
   int block_elems;   // elements per block (1 for plain types)
@@ -62,6 +174,12 @@ constexpr DTypeInfo kDTypeInfo[] = {
     {"i8", 1, 1, false},  {"q8_0", kQBlock, sizeof(BlockQ8_0), true}, {"q4_0", kQBlock, sizeof(BlockQ4_0), true},
     // per row on average: a panel of 16 rows is 16 rows of plain blocks
     {"q8_0x16", kQBlock, sizeof(BlockQ8_0), true}, {"q4_0x16", kQBlock, sizeof(BlockQ4_0), true},
+    {"q4_1", kQBlock, sizeof(BlockQ4_1), true}, {"q5_0", kQBlock, sizeof(BlockQ5_0), true},
+    {"q5_1", kQBlock, sizeof(BlockQ5_1), true}, {"q2_k", kQK, sizeof(BlockQ2_K), true},
+    {"q3_k", kQK, sizeof(BlockQ3_K), true}, {"q4_k", kQK, sizeof(BlockQ4_K), true},
+    {"q5_k", kQK, sizeof(BlockQ5_K), true}, {"q6_k", kQK, sizeof(BlockQ6_K), true},
+    {"q8_k", kQK, sizeof(BlockQ8_K), true}, {"iq4_nl", kQBlock, sizeof(BlockIQ4_NL), true},
+    {"iq4_xs", kQK, sizeof(BlockIQ4_XS), true},
 };
 static_assert(sizeof(kDTypeInfo) / sizeof(kDTypeInfo[0]) == size_t(DType::kCount));
 

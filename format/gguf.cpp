@@ -172,6 +172,18 @@ bool ggml_to_dtype(uint32_t ggml_type, DType* out) {
     case kGgmlBF16: *out = DType::BF16; return true;
     case kGgmlQ8_0: *out = DType::Q8_0; return true;
     case kGgmlQ4_0: *out = DType::Q4_0; return true;
+    // the rest of llama.cpp's block formats keep their bytes (core/dtype.h); the ids are ggml's enum ggml_type
+    case 3: *out = DType::Q4_1; return true;
+    case 6: *out = DType::Q5_0; return true;
+    case 7: *out = DType::Q5_1; return true;
+    case 10: *out = DType::Q2_K; return true;
+    case 11: *out = DType::Q3_K; return true;
+    case 12: *out = DType::Q4_K; return true;
+    case 13: *out = DType::Q5_K; return true;
+    case 14: *out = DType::Q6_K; return true;
+    case 15: *out = DType::Q8_K; return true;
+    case 20: *out = DType::IQ4_NL; return true;
+    case 23: *out = DType::IQ4_XS; return true;
     default: return false;
   }
 }
@@ -289,9 +301,9 @@ Result<Tensor> GgufFile::tensor(const GgufTensorInfo& t) const {
   DType dt;
   if (!ggml_to_dtype(t.type, &dt)) {
     const GgmlTypeInfo* ti = ggml_type_info(t.type);
-    return Error::unsupported("[gguf] {}: tensor '{}' has type {}; {} is not supported (F32, F16, BF16, Q8_0 and "
-                              "Q4_0 are; re-quantize the model with llama-quantize to Q8_0 or Q4_0, or convert from "
-                              "the HF checkpoint)",
+    return Error::unsupported("[gguf] {}: tensor '{}' has type {}; {} is not supported (F32, F16, BF16, Q8_0, "
+                              "Q4_0, Q4_1, Q5_0, Q5_1, Q2_K-Q6_K, IQ4_NL and IQ4_XS are; re-quantize the model with "
+                              "llama-quantize to one of those, or convert from the HF checkpoint)",
                               path_, t.name, ti ? ti->name : "?", ti ? ti->name : "this type");
   }
   auto* p = const_cast<uint8_t*>(data_ + data_offset_ + t.offset);

@@ -54,7 +54,7 @@ struct GgmlTypeInfo {
 };
 const GgmlTypeInfo* ggml_type_info(uint32_t id);  // null for unknown ids
 constexpr uint32_t kGgmlF32 = 0, kGgmlF16 = 1, kGgmlQ4_0 = 2, kGgmlQ8_0 = 8, kGgmlBF16 = 30;
-// The pipit dtype of a ggml type (F32, F16, BF16, Q8_0, Q4_0); false for the rest.
+// The pipit dtype of a ggml type (F32, F16, BF16, the Q*_0/Q*_1/K-quants and IQ4_NL/IQ4_XS); false for the rest.
 bool ggml_to_dtype(uint32_t ggml_type, DType* out);
 
 struct GgufTensorInfo {
@@ -79,8 +79,8 @@ class GgufFile {
   const GgufValue* find(const std::string& key) const;
   const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
   const GgufTensorInfo* find_tensor(const std::string& name) const;
-  // A view of the tensor's bytes for the types pipit runs (F32, F16, BF16, Q8_0, Q4_0); an error naming the type
-  // (e.g. "Q4_K is not supported") otherwise.
+  // A view of the tensor's bytes for the types pipit runs (ggml_to_dtype); an error naming the type (e.g.
+  // "IQ2_XXS is not supported") otherwise.
   Result<Tensor> tensor(const GgufTensorInfo& t) const;
   const std::string& path() const { return path_; }
 

@@ -43,7 +43,7 @@ Result<PipitTensorEntry> parse_entry(const nlohmann::json& j, size_t index, uint
   e.name = j["name"].get<std::string>();
   const std::string tctx = fmt("{}: tensor '{}'", ctx, e.name);
   if (!j["dtype"].is_string() || !dtype_from_name(j["dtype"].get_ref<const std::string&>(), &e.dtype))
-    return Error::format("{}: unknown dtype {} (expected f32, f16, bf16, i32, i8, q8_0, q4_0)", tctx,
+    return Error::format("{}: unknown dtype {} (expected f32, f16, bf16, i32, i8, q8_0, q4_0, q4_k, q5_k, q6_k, ...)", tctx,
                          j["dtype"].dump());
   const auto& js = j["shape"];
   if (!js.is_array() || js.empty() || js.size() > size_t(kMaxDims))

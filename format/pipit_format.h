@@ -25,7 +25,7 @@
 //   "quantization": {"quant", "target", "layout", "rules": [...], "fallbacks": [...], "source_format"},
 //   "tensors": [{"name", "dtype", "shape", "offset", "nbytes"}, ...]
 //       name: the HF tensor name (models look tensors up by HF name); dtype: f32 f16 bf16 i32 i8 q8_0 q4_0
-//       q8_0x16 q4_0x16; shape: 1..4 dims outermost-first (a Linear weight is [out, in]); offset: from data_offset;
+//       q8_0x16 q4_0x16, or llama.cpp's q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k q8_k iq4_nl iq4_xs; shape: 1..4 dims outermost-first (a Linear weight is [out, in]); offset: from data_offset;
 //       nbytes: exactly what dtype and shape need (q8_0 / q4_0 rows are whole blocks of 32 along the last dim,
 //       byte-identical to GGUF Q8_0 / Q4_0; q8_0x16 / q4_0x16 are the same blocks 16 rows to a panel, interleaved
 //       as core/dtype.h defines: 2-d, rows a multiple of 16, the same size; "layout": "panel16" marks such files).

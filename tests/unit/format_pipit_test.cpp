@@ -124,7 +124,7 @@ TEST(PipitFormat, BadInputsGiveClearErrors) {
   expect_error(parse_with_header(good, [](json& h) { h["tensors"][1]["offset"] = 1u << 20; }), "outside the data");
   expect_error(parse_with_header(good, [](json& h) { h["tensors"][1]["offset"] = 1; }), "multiple of 64");
   expect_error(parse_with_header(good, [](json& h) { h["tensors"][1]["offset"] = 0; }), "overlap");
-  expect_error(parse_with_header(good, [](json& h) { h["tensors"][0]["dtype"] = "q5_k"; }), "unknown dtype");
+  expect_error(parse_with_header(good, [](json& h) { h["tensors"][0]["dtype"] = "iq2_xxs"; }), "unknown dtype");
   expect_error(parse_with_header(good, [](json& h) { h["tensors"][0]["shape"] = json::array(); }), "shape");
   expect_error(parse_with_header(good, [](json& h) { h["tensors"][0]["shape"] = {1, 2, 3, 4, 5}; }), "shape");
   expect_error(parse_with_header(good, [](json& h) { h["tensors"][0]["shape"] = {-3, 5}; }), "shape");

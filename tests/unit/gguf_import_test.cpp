@@ -244,10 +244,14 @@ std::string minimal_gguf(uint32_t tensor_type = 0, std::vector<uint64_t> ne = {3
   return g.bytes();
 }
 
-Result<GgufFile> parse(const std::string& b) {
+std::string& parse_keep() {
   static std::string keep;
-  keep = b;
-  return GgufFile::parse(reinterpret_cast<const uint8_t*>(keep.data()), keep.size(), nullptr, "bad.gguf");
+  return keep;
+}
+Result<GgufFile> parse(const std::string& b) {
+  parse_keep() = b;
+  return GgufFile::parse(reinterpret_cast<const uint8_t*>(parse_keep().data()), parse_keep().size(), nullptr,
+                         "bad.gguf");
 }
 
 void expect_error(const Status& st, const std::string& fragment) {
@@ -265,11 +269,11 @@ TEST(GgufErrors, EveryTruncationIsAnError) {
 }
 
 TEST(GgufErrors, UnsupportedTypeIsNamed) {
-  const std::string b = minimal_gguf(12, {256, 2});  // Q4_K
+  const std::string b = minimal_gguf(16, {256, 2});  // IQ2_XXS: a known type pipit does not run
   auto f = parse(b);
   ASSERT_TRUE(f.is_ok()) << f.status().message();  // the directory is fine; using the tensor is not
   auto t = f->tensor(f->tensors()[0]);
-  expect_error(t.status(), "Q4_K is not supported");
+  expect_error(t.status(), "IQ2_XXS is not supported");
   // and through the importer, with the tensor's name
   test::ScratchDir d("gguf");
   test::GgufWriter g;
@@ -278,11 +282,65 @@ TEST(GgufErrors, UnsupportedTypeIsNamed) {
                       {"feed_forward_length", 64}, {"attention.head_count", 2}})
     g.u32(std::string("qwen3.") + k, v);
   g.tensor("token_embd.weight", 0, {64, 8}, std::string(64 * 8 * 4, '\0'));
-  g.tensor("blk.0.ffn_down.weight", 12, {256, 64}, std::string(64 * 144, '\0'));
+  g.tensor("blk.0.ffn_down.weight", 16, {256, 64}, std::string(64 * 66, '\0'));
   g.write(d.path("k.gguf"));
   auto c = open_checkpoint(d.path("k.gguf"));
-  expect_error(c.status(), "Q4_K is not supported");
+  expect_error(c.status(), "IQ2_XXS is not supported");
   expect_error(c.status(), "blk.0.ffn_down.weight");
+}
+
+// The K-quant and other llama.cpp block types are views of the mapping with their bytes as stored; the errors a
+// broken K-type tensor can give (unknown type id, a row that is not whole super-blocks, a file cut inside a
+// super-block) name the tensor.
+TEST(GgufImport, BlockTypesAreViewsOfTheFile) {
+  const std::pair<uint32_t, DType> types[] = {
+      {3, DType::Q4_1},  {6, DType::Q5_0},  {7, DType::Q5_1},  {10, DType::Q2_K},   {11, DType::Q3_K},
+      {12, DType::Q4_K}, {13, DType::Q5_K}, {14, DType::Q6_K}, {15, DType::Q8_K}, {20, DType::IQ4_NL},
+      {23, DType::IQ4_XS}};
+  for (auto [id, dt] : types) {
+    const std::string b = minimal_gguf(id, {512, 3});
+    auto f = parse(b);
+    ASSERT_TRUE(f.is_ok()) << f.status().message();
+    auto t = f->tensor(f->tensors()[0]);
+    ASSERT_TRUE(t.is_ok()) << t.status().message();
+    EXPECT_EQ(t->dtype(), dt) << id;
+    EXPECT_EQ(t->shape(), (std::vector<int64_t>{3, 512}));
+    EXPECT_EQ(int64_t(t->nbytes()), 3 * dtype_row_bytes(dt, 512));
+    const GgmlTypeInfo* ti = ggml_type_info(id);
+    EXPECT_EQ(ti->block_elems, dtype_info(dt).block_elems) << ti->name;
+    EXPECT_EQ(ti->block_bytes, dtype_info(dt).block_bytes) << ti->name;
+    // in place: the tensor's bytes are the file's, at the data section offset
+    EXPECT_EQ(t->data(), reinterpret_cast<const uint8_t*>(parse_keep().data()) + f->data_offset()) << ti->name;
+  }
+}
+
+TEST(GgufErrors, BrokenKQuantTensorsAreNamed) {
+  // unknown type id
+  {
+    std::string b = minimal_gguf(12, {256, 2});
+    // the type id sits right after the dims of the only tensor: find it by its value 12 after the name
+    const size_t at = b.find("t.weight") + 8 + 4 + 2 * 8;
+    ASSERT_EQ(uint8_t(b[at]), 12);
+    b[at] = 99;
+    expect_error(parse(b).status(), "unknown ggml type 99");
+    expect_error(parse(b).status(), "'t.weight'");
+  }
+  // a row of 100 is not whole 256-weight super-blocks
+  {
+    test::GgufWriter g;
+    g.str("general.architecture", "llama");
+    g.tensor("blk.3.ffn_up.weight", 14, {100, 2}, std::string(210, '\0'));
+    auto st = parse(g.bytes()).status();
+    expect_error(st, "blk.3.ffn_up.weight");
+    expect_error(st, "not a multiple of the Q6_K block size 256");
+  }
+  // cut inside the last super-block
+  {
+    const std::string b = minimal_gguf(13, {256, 2});  // Q5_K: 2 x 176 bytes at the end
+    auto st = parse(b.substr(0, b.size() - 100)).status();
+    expect_error(st, "'t.weight'");
+    expect_error(st, "truncated");
+  }
 }
 
 TEST(GgufErrors, LyingHeadersGiveClearErrors) {

@@ -14,6 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "backends/cpu/ref/ref.h"
+#include "backends/cpu/kernels.h"
+#include <cstdio>
 #include "core/dtype.h"
 #include "format/safetensors.h"
 
@@ -114,7 +116,34 @@ struct HfToGguf {
   bool q8 = false;       // store 2-D weights (except the embedding) as Q8_0, quantized by the reference quantizer
   bool q4 = false;       // ... as Q4_0
   bool with_llama2c_tokenizer = false;  // stories260k: vocab from tokenizer.json + scores from original/tok512.bin
+  // "q4_k_m", "q5_k_m" or "q6_k": the types llama-quantize's default mix gives each tensor (kmix_type below),
+  // quantized by pipit's reference quantizers (llama.cpp's quantize_row_*_ref)
+  std::string kmix;
+  bool dequantized = false;  // with kmix: store each quantized tensor's dequantized values as F32 (the reference)
 };
+
+// The ggml type llama-quantize (no imatrix, not --pure) gives a 2-D weight under a K mix, written from
+// llama_tensor_get_type's description (llama.cpp src/llama-quant.cpp) for llama-like models without experts:
+// the output head (token_embd when tied) Q6_K (Q8_0 when its rows are not whole 256-blocks); under _M attn_v and
+// ffn_down of layer i Q6_K when i < n/8 || i >= 7n/8 || (i - n/8) % 3 == 2; the rest the base type; rows that are
+// not whole 256-blocks fall back Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, then F16 when not whole 32-blocks.
+inline uint32_t kmix_type(const std::string& mix, const std::string& gname, int64_t ne0, int64_t n_layer, bool tied) {
+  constexpr uint32_t kQ5_0 = 6, kQ5_1 = 7, kQ8_0 = 8, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14, kF16 = 1;
+  const uint32_t base = mix == "q6_k" ? kQ6_K : mix == "q5_k_m" ? kQ5_K : kQ4_K;
+  uint32_t t = base;
+  int layer = -1;
+  char what[64] = {};
+  std::sscanf(gname.c_str(), "blk.%d.%63[a-z_]", &layer, what);
+  const auto more = [&](int64_t i) { return i < n_layer / 8 || i >= 7 * n_layer / 8 || (i - n_layer / 8) % 3 == 2; };
+  if (gname == "output.weight" || (tied && gname == "token_embd.weight")) {
+    t = ne0 % 256 == 0 ? kQ6_K : kQ8_0;
+  } else if (mix != "q6_k" && (std::string(what) == "attn_v" || std::string(what) == "ffn_down") && more(layer)) {
+    t = kQ6_K;
+  }
+  if (ne0 % 256 != 0) t = t == kQ4_K ? kQ5_0 : t == kQ5_K ? kQ5_1 : t == kQ6_K ? kQ8_0 : t;
+  if (ne0 % 32 != 0) t = kF16;
+  return t;
+}
 
 // HF name -> llama.cpp name (an independent table: the inverse of what the importer maps).
 inline std::string gguf_name(const std::string& hf) {
@@ -225,7 +254,32 @@ inline void hf_to_gguf(const std::string& model_dir, const std::string& out, con
     for (int d = t.ndim() - 1; d >= 0; --d) ne.push_back(uint64_t(t.dim(d)));
     if (arch == "llama" && (name.find("q_proj") != std::string::npos || name.find("k_proj") != std::string::npos))
       bytes = permute_rows(bytes, t.dim(0), name.find("q_proj") != std::string::npos ? n_head : n_head_kv);
-    if ((opt.q8 || opt.q4) && t.ndim() == 2 && name != "model.embed_tokens.weight" && t.dim(1) % 32 == 0) {
+    if (!opt.kmix.empty() && t.ndim() == 2 && gname.find("_norm") == std::string::npos) {
+      const bool tied = !st->tensors().count("lm_head.weight");
+      const uint32_t kt = kmix_type(opt.kmix, gname, t.dim(1), cfg["num_hidden_layers"].get<int64_t>(), tied);
+      std::vector<float> f(size_t(t.numel()));
+      for (size_t i = 0; i < f.size(); ++i) {
+        if (t.dtype() == DType::F32) std::memcpy(&f[i], bytes.data() + 4 * i, 4);
+        else { uint16_t h; std::memcpy(&h, bytes.data() + 2 * i, 2); f[i] = bf16_to_f32(h); }
+      }
+      const std::map<uint32_t, DType> as = {{1, DType::F16}, {6, DType::Q5_0}, {7, DType::Q5_1}, {8, DType::Q8_0},
+                                            {12, DType::Q4_K}, {13, DType::Q5_K}, {14, DType::Q6_K}};
+      const DType dt = as.at(kt);
+      const int64_t K = t.dim(1), rb = dtype_row_bytes(dt, K);
+      std::string q(size_t(t.dim(0) * rb), '\0');
+      std::vector<float> back(size_t(t.numel()));
+      for (int64_t r = 0; r < t.dim(0); ++r) {
+        ref_kernels().from_f32[int(dt)](f.data() + r * K, q.data() + r * rb, K);
+        ref_kernels().to_f32[int(dt)](q.data() + r * rb, back.data() + r * K, K);
+      }
+      if (opt.dequantized) {
+        bytes.assign(reinterpret_cast<const char*>(back.data()), back.size() * 4);
+        type = 0;
+      } else {
+        bytes = q;
+        type = kt;
+      }
+    } else if ((opt.q8 || opt.q4) && t.ndim() == 2 && name != "model.embed_tokens.weight" && t.dim(1) % 32 == 0) {
       // quantize after permuting (rows move whole, so the order does not matter)
       std::vector<float> f(size_t(t.numel()));
       for (size_t i = 0; i < f.size(); ++i) {

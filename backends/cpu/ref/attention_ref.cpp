@@ -83,6 +83,7 @@ void fill(Kernels& k) {
   k.delta_step = delta_step;
   k.delta_chunk = delta_chunk;
   k.rms_norm_gated = rms_norm_gated;
+  fill_kquants(k);
 }
 
 }  // namespace pipit::ref

@@ -44,6 +44,38 @@ void causal_conv(const CausalConvArgs& a, int64_t c0, int64_t c1);
 void delta_step(const DeltaRuleArgs& a);
 void delta_chunk(const DeltaRuleArgs& a);
 void rms_norm_gated(const float* x, const float* w, const float* z, float* y, int64_t n, float eps);
+// llama.cpp's other block formats (kquant_ref.cpp): dequantization bit-identical to ggml, llama.cpp's reference
+// quantizers (q4_1, q5_0, q5_1, q4_K, q5_K, q6_K, q8_K), matmuls against BlockQ8Act rows.
+void q4_1_to_f32(const void* src, float* dst, int64_t n);
+void q5_0_to_f32(const void* src, float* dst, int64_t n);
+void q5_1_to_f32(const void* src, float* dst, int64_t n);
+void q2_k_to_f32(const void* src, float* dst, int64_t n);
+void q3_k_to_f32(const void* src, float* dst, int64_t n);
+void q4_k_to_f32(const void* src, float* dst, int64_t n);
+void q5_k_to_f32(const void* src, float* dst, int64_t n);
+void q6_k_to_f32(const void* src, float* dst, int64_t n);
+void q8_k_to_f32(const void* src, float* dst, int64_t n);
+void iq4_nl_to_f32(const void* src, float* dst, int64_t n);
+void iq4_xs_to_f32(const void* src, float* dst, int64_t n);
+void q4_1_from_f32(const float* src, void* dst, int64_t n);
+void q5_0_from_f32(const float* src, void* dst, int64_t n);
+void q5_1_from_f32(const float* src, void* dst, int64_t n);
+void q4_k_from_f32(const float* src, void* dst, int64_t n);
+void q5_k_from_f32(const float* src, void* dst, int64_t n);
+void q6_k_from_f32(const float* src, void* dst, int64_t n);
+void q8_k_from_f32(const float* src, void* dst, int64_t n);
+void matmul_q4_k(const MatmulArgs& a, int64_t n0, int64_t n1);
+void matmul_q5_k(const MatmulArgs& a, int64_t n0, int64_t n1);
+void matmul_q6_k(const MatmulArgs& a, int64_t n0, int64_t n1);
+void matmul_iq4_xs(const MatmulArgs& a, int64_t n0, int64_t n1);
+void matmul_iq4_nl(const MatmulArgs& a, int64_t n0, int64_t n1);
+// Exact integer dot of group g (32 weights) of a super-block with one activation block (q6_K: the two 16-weight
+// halves times their int8 scales, summed; q4_K/q5_K: unsigned q, no min).
+int32_t dot_q4_k_group(const BlockQ4_K& w, int g, const BlockQ8Act& a);
+int32_t dot_q5_k_group(const BlockQ5_K& w, int g, const BlockQ8Act& a);
+int32_t dot_q6_k_group(const BlockQ6_K& w, int g, const BlockQ8Act& a);
+int32_t dot_iq4_group(const uint8_t* qs16, const BlockQ8Act& a);
+void fill_kquants(Kernels& k);
 
 void fill(Kernels& k);  // the whole reference table
 

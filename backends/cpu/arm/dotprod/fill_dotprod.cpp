@@ -8,6 +8,10 @@ void fill(Kernels& k) {
   k.name = "dotprod";
   k.matmul[int(DType::Q8_0)] = matmul_q8_0;
   k.matmul[int(DType::Q4_0)] = matmul_q4_0;
+  k.matmul[int(DType::Q4_K)] = matmul_q4_k;
+  k.matmul[int(DType::Q5_K)] = matmul_q5_k;
+  k.matmul[int(DType::Q6_K)] = matmul_q6_k;
+  k.matmul[int(DType::IQ4_XS)] = matmul_iq4_xs;
   k.matmul[int(DType::Q8_0X16)] = matmul_q8_0x16;
   k.matmul[int(DType::Q4_0X16)] = matmul_q4_0x16;
   k.pack_quant = true;

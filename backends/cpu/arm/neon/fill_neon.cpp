@@ -16,6 +16,10 @@ void fill(Kernels& k) {
   k.matmul[int(DType::BF16)] = matmul_bf16;
   k.matmul[int(DType::Q8_0)] = matmul_q8_0;
   k.matmul[int(DType::Q4_0)] = matmul_q4_0;
+  k.matmul[int(DType::Q4_K)] = matmul_q4_k;
+  k.matmul[int(DType::Q5_K)] = matmul_q5_k;
+  k.matmul[int(DType::Q6_K)] = matmul_q6_k;
+  k.matmul[int(DType::IQ4_XS)] = matmul_iq4_xs;
   k.quantize_act = quantize_act;
   k.rms_norm = rms_norm;
   k.swiglu = swiglu;
