@@ -7,6 +7,7 @@
 #include <new>
 #include <string>
 
+#include "core/limits.h"
 #include "runtime/generator.h"
 #include "runtime/loader.h"
 #include "runtime/session.h"
@@ -54,8 +55,9 @@ pipit_status guard(F&& f) {
   g_last_error.clear();
   try {
     return f();
-  } catch (const std::bad_alloc&) {
-    return fail(PIPIT_ERR_INTERNAL, "out of memory");
+  } catch (const std::bad_alloc&) {  // a real allocation on a full machine: sizes were checked before
+    return fail(PIPIT_ERR_UNAVAILABLE, "out of memory (" + pipit::format_bytes(pipit::available_memory()) +
+                                           " available now)");
   } catch (const std::exception& e) {
     return fail(PIPIT_ERR_INTERNAL, std::string("internal error: ") + e.what());
   } catch (...) {
@@ -155,13 +157,16 @@ pipit_status pipit_session_create(pipit_model* model, const pipit_session_option
     if (!model || !out) return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_create: NULL argument");
     pipit::SessionOptions so;
     if (options) {
-      if (options->n_ctx < 0 || options->n_threads < 0)
-        return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_create: n_ctx and n_threads must be >= 0");
+      if (options->n_ctx < 0 || options->n_threads < 0 || options->n_threads > pipit::Limits::kMaxThreads)
+        return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_create: n_ctx must be >= 0 and n_threads in [0, " +
+                                                    std::to_string(pipit::Limits::kMaxThreads) + "]");
       so.n_ctx = options->n_ctx;
       so.n_threads = options->n_threads;
       so.kv_dtype = options->kv_f16 ? pipit::DType::F16 : pipit::DType::F32;
     }
-    auto* s = new pipit_session{model, std::make_unique<pipit::Session>(*model->lm.model, so), {}};
+    auto session = pipit::Session::create(*model->lm.model, so, nullptr, "n_ctx");
+    if (!session) return to_status(session.status());
+    auto* s = new pipit_session{model, std::move(session).value(), {}};
     *out = s;
     return PIPIT_OK;
   });

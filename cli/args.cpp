@@ -1,6 +1,8 @@
 // Argument parsing for the CLI.
 #include "cli/args.h"
 
+#include <cmath>
+
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
@@ -105,6 +107,7 @@ Result<double> Args::get_float(const std::string& name) const {
   char* end = nullptr;
   double x = std::strtod(v.c_str(), &end);
   if (v.empty() || *end || errno) return Error::invalid_argument("option {}: '{}' is not a number", name, v);
+  if (!std::isfinite(x)) return Error::invalid_argument("option {}: '{}' is not a finite number", name, v);
   return x;
 }
 

@@ -174,6 +174,8 @@ int cmd_bench(Args& a) {
     if (!*r) return fail(a, r->status().message());
   if (*n_prompt < 0 || *n_gen < 0 || *reps < 1 || *n_batch < 1)
     return fail(a, "-p and -n must be >= 0, -r and -b >= 1");
+  if (*n_prompt > Limits::kMaxCtx || *n_gen > Limits::kMaxCtx || *n_batch > Limits::kMaxBatch || *reps > 1000000)
+    return fail(a, fmt("-p and -n must be <= {}, -b <= {}, -r <= 1000000", Limits::kMaxCtx, Limits::kMaxBatch));
   std::vector<int> threads = a.has("-t") ? parse_int_list(a.get("-t")) : std::vector<int>{ThreadPool::default_threads()};
   for (int t : threads)
     if (t < 1 || t > 1024) return fail(a, fmt("-t {}: threads must be in [1, 1024]", t));
@@ -183,6 +185,7 @@ int cmd_bench(Args& a) {
   if (a.has("-c")) {
     auto c = a.get_int("-c");
     if (!c || *c < so.n_ctx) return fail(a, fmt("-c {}: must be >= max(n_prompt, n_gen) = {}", a.get("-c"), so.n_ctx));
+    if (*c > Limits::kMaxCtx) return fail(a, fmt("-c {}: the context must be in [1, {}]", *c, Limits::kMaxCtx));
     so.n_ctx = int(*c);
   }
   const std::string kv = a.get("--kv-type");
@@ -243,7 +246,9 @@ int cmd_bench(Args& a) {
       mm = std::move(p).value();
       so.n_ctx = std::max(so.n_ctx, int(mm->tokens.size()));
     }
-    Session s(*lm->model, so, pool);
+    auto sp = Session::create(*lm->model, so, pool);
+    if (!sp) return fail(a, sp.status().message());
+    Session& s = **sp;
     for (int kind = 0; kind < 3; ++kind) {
       const bool prompt = kind == 0, multimodal = kind == 1;
       if (multimodal && !mm) continue;

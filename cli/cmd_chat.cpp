@@ -72,7 +72,7 @@ class LineReader {
 struct Chat {
   const LoadedModel& lm;
   const Tokenizer& tok;
-  Session session;
+  Session& session;
   GenerateParams params;
   ImageOptions image_opt;
   std::string system;
@@ -210,7 +210,9 @@ int cmd_chat(Args& a) {
   if (lm->tokenizer->config().chat_template.empty())
     return fail(a, "this model has no chat template; use `pipit run` for plain text continuation");
 
-  Chat chat{*lm, *lm->tokenizer, Session(*lm->model, *so), *gp, *io, a.get("-s")};
+  auto session = Session::create(*lm->model, *so);
+  if (!session) return fail(a, session.status().message());
+  Chat chat{*lm, *lm->tokenizer, **session, *gp, *io, a.get("-s")};
   chat.clear();
   for (const auto& path : a.get_all("--image"))
     if (auto st = chat.attach(path); !st) return fail(a, st.message());

@@ -46,8 +46,14 @@ int cmd_logits(Args& a) {
   }
   const int64_t T = mm ? int64_t(mm->tokens.size()) : int64_t(ids.size());
   if (so->n_ctx == 0) so->n_ctx = int(std::max<int64_t>(T, default_ctx(*lm->model, 0)));
-  Session s(*lm->model, *so, pool);
+  auto sp = Session::create(*lm->model, *so, pool);
+  if (!sp) return fail(a, sp.status().message());
+  Session& s = **sp;
+  install_interrupt_handler();
+  s.set_progress(prefill_progress());
   auto logits = mm ? s.eval(*mm, /*all_logits=*/true) : s.eval(ids, /*all_logits=*/true);
+  if (!logits && logits.status().code() == Code::kCancelled && interrupted())
+    return interrupted_exit(a, fmt("after {} of {} tokens", s.n_past(), T));
   if (!logits) return fail(a, logits.status().message());
   std::vector<std::pair<std::string, Tensor>> out = {
       {"logits", logits->reshape({1, T, lm->model->info().n_vocab})}};

@@ -30,12 +30,13 @@ int cmd_run(Args& a) {
   }
   std::string prompt = a.get("-p");
   if (a.has("-f")) {
-    auto t = read_file(a.get("-f"));
+    auto t = read_prompt_file(a.get("-f"));
     if (!t) return fail(a, t.status().message());
     prompt = *t;
   }
   auto so = session_options(a);
   if (!so) return fail(a, so.status().message());
+  install_interrupt_handler();
   auto gp = generate_params(a);
   if (!gp) return fail(a, gp.status().message());
 
@@ -43,6 +44,12 @@ int cmd_run(Args& a) {
   auto lm = load_model(a.get("-m"), LoadOptions{.need_tokenizer = true});
   if (!lm) return fail(a, lm.status().message());
   if (auto st = check_kv_type(*lm->model, so->kv_dtype); !st) return fail(a, st.message());
+  // The session (its memory plan) before the prompt is tokenized: a context that cannot be held is refused at once,
+  // not after a minute of tokenizing a long prompt.
+  auto pool = std::make_shared<ThreadPool>(so->n_threads > 0 ? so->n_threads : ThreadPool::default_threads());
+  auto sp = Session::create(*lm->model, *so, pool);
+  if (!sp) return fail(a, sp.status().message());
+  Session& s = **sp;
   const Tokenizer& tok = *lm->tokenizer;
   const double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 
@@ -68,14 +75,12 @@ int cmd_run(Args& a) {
   if (!ids) return fail(a, ids.status().message());
   if (ids->empty()) return fail(a, "the prompt is empty after tokenization");
 
-  auto pool = std::make_shared<ThreadPool>(so->n_threads > 0 ? so->n_threads : ThreadPool::default_threads());
   std::optional<MultimodalPrompt> mm;  // --image: features for the image placeholders of the prompt
   if (has_images(a)) {
     auto p = image_prompt(a, *lm, with_image_placeholders(*lm->model, *ids, a.get_all("--image").size()), *pool);
     if (!p) return fail(a, p.status().message());
     mm = std::move(p).value();
   }
-  Session s(*lm->model, *so, pool);
   const size_t n_prompt = mm ? mm->tokens.size() : ids->size();
   if (int64_t(n_prompt) >= s.n_ctx())
     return fail(a, fmt("the prompt has {} tokens, which does not fit the context of {} (use -c to raise it)",
@@ -87,11 +92,16 @@ int cmd_run(Args& a) {
   auto print = [](const std::string& piece, int32_t) {
     std::fputs(piece.c_str(), stdout);
     std::fflush(stdout);
-    return true;
+    return !interrupted();
   };
+  s.set_progress(prefill_progress());
   auto res = mm ? generate(s, &tok, *mm, *gp, print) : generate(s, &tok, *ids, *gp, print);
   std::fputs("\n", stdout);
+  std::fflush(stdout);
+  if (!res && res.status().code() == Code::kCancelled && interrupted())
+    return interrupted_exit(a, fmt("during the prompt, after {} of {} tokens", s.n_past(), n_prompt));
   if (!res) return fail(a, res.status().message());
+  if (interrupted()) return interrupted_exit(a, fmt("after {} generated tokens", res->tokens.size()));
   const double pp = res->prompt_ms > 0 ? res->n_prompt * 1000.0 / res->prompt_ms : 0;
   const size_t n_dec = res->tokens.size() > 1 ? res->tokens.size() - 1 : 0;
   const double tg = res->gen_ms > 0 ? double(n_dec) * 1000.0 / res->gen_ms : 0;

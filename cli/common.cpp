@@ -1,6 +1,13 @@
 // Shared CLI option parsing.
 #include "cli/common.h"
 
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+
 namespace pipit::cli {
 
 void add_model_options(Args& a) {
@@ -28,12 +35,14 @@ Result<SessionOptions> session_options(const Args& a) {
   SessionOptions o;
   if (a.has("-t")) {
     PIPIT_ASSIGN_OR_RETURN(int64_t t, a.get_int("-t"));
-    if (t < 1 || t > 1024) return Error::invalid_argument("-t {}: threads must be in [1, 1024]", t);
+    if (t < 1 || t > Limits::kMaxThreads)
+      return Error::invalid_argument("-t {}: threads must be in [1, {}]", t, Limits::kMaxThreads);
     o.n_threads = int(t);
   }
   if (a.has("-c")) {
     PIPIT_ASSIGN_OR_RETURN(int64_t c, a.get_int("-c"));
-    if (c < 1 || c > (1 << 24)) return Error::invalid_argument("-c {}: context must be in [1, 16777216]", c);
+    if (c < 1 || c > Limits::kMaxCtx)
+      return Error::invalid_argument("-c {}: context must be in [1, {}]", c, Limits::kMaxCtx);
     o.n_ctx = int(c);
   }
   PIPIT_ASSIGN_OR_RETURN(o.kv_dtype, kv_type(a));
@@ -82,6 +91,76 @@ Result<GenerateParams> generate_params(const Args& a) {
   p.stop = a.get_all("--stop");
   p.ignore_eos = a.get_flag("--ignore-eos");
   return p;
+}
+
+Result<std::string> read_prompt_file(const std::string& path) {
+  auto t = read_file(path, Limits::kMaxPromptFile);
+  if (!t) return t.status().with_context("-f");
+  return t;
+}
+
+namespace {
+
+volatile std::sig_atomic_t g_interrupted = 0;
+bool g_line_open = false;  // a progress line without its newline is on stderr
+
+void on_sigint(int) {
+  if (g_interrupted) {  // the second Ctrl-C: the first one was not seen by a loop (tokenizing); leave now
+    const char msg[] = "\npipit: interrupted\n";
+    ssize_t w = ::write(2, msg, sizeof msg - 1);
+    (void)w;
+    _exit(130);
+  }
+  g_interrupted = 1;
+}
+
+}  // namespace
+
+void install_interrupt_handler() {
+  struct sigaction sa = {};
+  sa.sa_handler = on_sigint;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &sa, nullptr);
+}
+
+bool interrupted() { return g_interrupted != 0; }
+
+Session::Progress prefill_progress() {
+  const char* env = std::getenv("PIPIT_PROGRESS");
+  const bool show = env ? std::string(env) == "1" : isatty(2) == 1;
+  using Clock = std::chrono::steady_clock;
+  struct State {
+    Clock::time_point t0 = Clock::now(), last{};
+    bool shown = false;
+  };
+  auto st = std::make_shared<State>();
+  return [show, st](int64_t done, int64_t total) {
+    if (show) {
+      const auto now = Clock::now();
+      const double sec = std::chrono::duration<double>(now - st->t0).count();
+      const bool last = done >= total;
+      // after half a second, at most 4 updates a second, and the final count once a line was shown
+      if ((sec > 0.5 && std::chrono::duration<double>(now - st->last).count() > 0.25) || (last && st->shown)) {
+        const double tps = sec > 0 ? double(done) / sec : 0;
+        const double left = tps > 0 ? double(total - done) / tps : 0;
+        std::fprintf(stderr, "\r[pipit] prompt %lld/%lld tokens (%.0f%%), %.1f tok/s, %.0f s left%s",
+                     (long long)done, (long long)total, 100.0 * double(done) / double(total), tps, left,
+                     last ? "\n" : "   ");
+        std::fflush(stderr);
+        st->last = now;
+        st->shown = true;
+        g_line_open = !last;
+      }
+    }
+    return !interrupted();
+  };
+}
+
+int interrupted_exit(const Args& a, const std::string& what) {
+  std::fprintf(stderr, "%spipit %s: interrupted (Ctrl-C) %s\n", g_line_open ? "\n" : "", a.command().c_str(),
+               what.c_str());
+  return 130;
 }
 
 }  // namespace pipit::cli

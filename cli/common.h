@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cli/args.h"
+#include "core/limits.h"
 #include "runtime/generator.h"
 #include "runtime/loader.h"
 #include "runtime/session.h"
@@ -16,5 +17,21 @@ Result<SessionOptions> session_options(const Args& a);
 Result<DType> kv_type(const Args& a);                 // --kv-type f32 | f16 | q8
 Status check_kv_type(const Model& m, DType kv);       // q8 needs head_dim % 32 == 0
 Result<GenerateParams> generate_params(const Args& a);
+
+// -f: the prompt file, capped at Limits::kMaxPromptFile (a directory, /dev/zero or a huge file is an error naming
+// the cap).
+Result<std::string> read_prompt_file(const std::string& path);
+
+// Ctrl-C for the commands that run a long prefill or decode (run, logits): the first SIGINT sets a flag that
+// interrupted() reports and the prefill (between chunks) and decode (between tokens) loops check; a second SIGINT
+// exits at once with status 130 (for a long tokenization, which has no such loop).
+void install_interrupt_handler();
+bool interrupted();
+// The prefill progress callback for Session::set_progress: on a terminal (stderr), a line updated in place with the
+// tokens done / total, tok/s and the time left, for prefills that take longer than half a second; PIPIT_PROGRESS=1
+// shows it on a pipe too (tests). Returns false once interrupted().
+Session::Progress prefill_progress();
+// The one-line message and exit status (130) of a command stopped by Ctrl-C.
+int interrupted_exit(const Args& a, const std::string& what);
 
 }  // namespace pipit::cli

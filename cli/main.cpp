@@ -2,10 +2,13 @@
 #include <cstdio>
 #include <algorithm>
 #include <cstring>
+#include <exception>
+#include <new>
 #include <string>
 #include <vector>
 
 #include "cli/command.h"
+#include "core/limits.h"
 
 namespace pipit::cli {
 
@@ -42,7 +45,16 @@ int main(int argc, char** argv) {
   for (auto& c : pipit::cli::commands()) {
     if (std::strcmp(c.name, argv[1]) == 0) {
       pipit::cli::Args args(c.name, std::vector<std::string>(argv + 2, argv + argc));
-      return c.fn(args);
+      // The library returns errors as Status; an exception reaching here is an allocation that failed on a full
+      // machine (or a bug): one line and exit 1, never std::terminate's abort.
+      try {
+        return c.fn(args);
+      } catch (const std::bad_alloc&) {
+        return pipit::cli::fail(args, "out of memory (" + pipit::format_bytes(pipit::available_memory()) +
+                                          " available now); a smaller -c, -b or model needs less");
+      } catch (const std::exception& e) {
+        return pipit::cli::fail(args, std::string("internal error (a bug in pipit): ") + e.what());
+      }
     }
   }
   std::fprintf(stderr, "pipit: error: unknown command '%s' (see pipit --help)\n", argv[1]);

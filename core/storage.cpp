@@ -1,6 +1,8 @@
 // Heap, mmap and arena storages.
 #include "core/storage.h"
 
+#include "core/limits.h"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -10,16 +12,21 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <new>
 #include <sstream>
 
 namespace pipit {
 
 std::shared_ptr<HeapStorage> HeapStorage::make(size_t size) {
   auto s = std::shared_ptr<HeapStorage>(new HeapStorage());
+  if (size > SIZE_MAX - kAlign) throw std::bad_alloc();
   size_t rounded = (size + kAlign - 1) / kAlign * kAlign;
   if (rounded == 0) rounded = kAlign;
   void* p = std::aligned_alloc(kAlign, rounded);
-  PIPIT_ASSERT(p != nullptr, "out of memory allocating {} bytes", rounded);
+  // Sizes a user controls are checked before they get here (core/limits.h, runtime/memory_plan.h); what is left is
+  // a machine that ran out meanwhile. That is not a bug: it unwinds as bad_alloc to Session/loader, which return
+  // an error, and to the CLI / C API boundaries, which report it in one line.
+  if (p == nullptr) throw std::bad_alloc();
   std::memset(p, 0, rounded);
   s->data_ = static_cast<uint8_t*>(p);
   s->size_ = size;
@@ -119,13 +126,35 @@ size_t Arena::capacity() const {
   return c;
 }
 
-Result<std::string> read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return Error::io("cannot open '{}': {}", path, std::strerror(errno));
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  if (f.bad()) return Error::io("error reading '{}'", path);
-  return ss.str();
+Result<std::string> read_file(const std::string& path, size_t max_bytes) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Error::io("cannot open '{}': {}", path, std::strerror(errno));
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
+  struct stat st{};
+  if (fstat(fd, &st) != 0) return Error::io("cannot stat '{}': {}", path, std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) return Error::io("'{}' is a directory, expected a file", path);
+  if (S_ISREG(st.st_mode) && uint64_t(st.st_size) > max_bytes)
+    return Error::out_of_range("'{}' is {}, more than the {} this file may have", path,
+                               format_bytes(uint64_t(st.st_size)), format_bytes(max_bytes));
+  // Devices, pipes and files that grow are read up to the cap: /dev/zero must end in an error, not in bad_alloc.
+  std::string out;
+  if (S_ISREG(st.st_mode)) out.reserve(size_t(st.st_size));
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Error::io("error reading '{}': {}", path, std::strerror(errno));
+    }
+    if (n == 0) break;
+    if (out.size() + size_t(n) > max_bytes)
+      return Error::out_of_range("'{}' goes on past {}, the most this file may have", path, format_bytes(max_bytes));
+    out.append(buf, size_t(n));
+  }
+  return out;
 }
 
 bool file_exists(const std::string& path) {

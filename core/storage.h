@@ -25,7 +25,9 @@ class Storage {
   size_t size_ = 0;
 };
 
-// A 64-byte aligned, zero-initialised heap buffer.
+// A 64-byte aligned, zero-initialised heap buffer. make() throws std::bad_alloc when the machine has no memory
+// left (sizes users control are checked before, see core/limits.h); Session, the loader and the CLI / C API
+// boundaries turn it into an error.
 class HeapStorage : public Storage {
  public:
   static std::shared_ptr<HeapStorage> make(size_t size);
@@ -85,8 +87,10 @@ class ArenaScope {
   Arena::Mark mark_;
 };
 
-// Whole-file read helper for small files (configs, tokenizer.json).
-Result<std::string> read_file(const std::string& path);
+// Whole-file read helper for small files (configs, tokenizer.json, prompts). A directory, or a file / device / pipe
+// longer than max_bytes (/dev/zero), is an error naming the cap, not an endless read.
+constexpr size_t kMaxTextFile = size_t(1) << 30;  // 1 GiB: tokenizer.json files are 2-35 MB
+Result<std::string> read_file(const std::string& path, size_t max_bytes = kMaxTextFile);
 bool file_exists(const std::string& path);
 bool is_directory(const std::string& path);
 

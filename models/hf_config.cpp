@@ -1,6 +1,10 @@
 // HfConfig: config.json parsing with field-naming errors.
 #include "models/hf_config.h"
 
+#include <cmath>
+#include <map>
+
+#include "core/limits.h"
 #include "core/storage.h"
 
 namespace pipit {
@@ -33,9 +37,14 @@ HfConfig HfConfig::sub(const std::string& key) const {
 Result<int64_t> HfConfig::get_int(const std::string& key) const {
   if (!has(key)) return Error::invalid_argument("[config] {}: missing field '{}'", origin_, key);
   const auto& v = j_[key];
+  if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX))
+    return Error::invalid_argument("[config] {}: field '{}' is {}, too large", origin_, key, v.get<uint64_t>());
   if (v.is_number_integer()) return v.get<int64_t>();
-  if (v.is_number_float() && v.get<double>() == double(int64_t(v.get<double>()))) return int64_t(v.get<double>());
-  return Error::invalid_argument("[config] {}: field '{}' is {}, expected an integer", origin_, key, v.dump());
+  // 64.0 is 64; 1e30 is not an int64 (converting it would be undefined), nor is 64.5.
+  if (v.is_number_float() && std::fabs(v.get<double>()) < 9.2e18 && v.get<double>() == std::trunc(v.get<double>()))
+    return int64_t(v.get<double>());
+  return Error::invalid_argument("[config] {}: field '{}' is {}, expected an integer", origin_, key,
+                                 v.is_structured() ? std::string(v.type_name()) : v.dump());
 }
 
 int64_t HfConfig::get_int_or(const std::string& key, int64_t def) const {
@@ -47,7 +56,8 @@ Result<double> HfConfig::get_float(const std::string& key) const {
   if (!has(key)) return Error::invalid_argument("[config] {}: missing field '{}'", origin_, key);
   const auto& v = j_[key];
   if (v.is_number()) return v.get<double>();
-  return Error::invalid_argument("[config] {}: field '{}' is {}, expected a number", origin_, key, v.dump());
+  return Error::invalid_argument("[config] {}: field '{}' is {}, expected a number", origin_, key,
+                                 v.is_structured() ? std::string(v.type_name()) : v.dump());
 }
 
 double HfConfig::get_float_or(const std::string& key, double def) const {
@@ -72,6 +82,86 @@ std::vector<int64_t> HfConfig::get_int_list(const std::string& key) const {
     for (auto& x : v)
       if (x.is_number_integer()) out.push_back(x.get<int64_t>());
   return out;
+}
+
+namespace {
+
+// The size fields models read, by kind: [min, max]. A field absent from this table is not checked here.
+struct SizeRule {
+  int64_t min, max;
+  const char* kind;
+};
+const std::map<std::string, SizeRule>& size_rules() {
+  static const std::map<std::string, SizeRule> r = [] {
+    std::map<std::string, SizeRule> m;
+    const SizeRule dim{0, Limits::kMaxDim, "dimension"}, head_dim{0, Limits::kMaxHeadDim, "head dimension"},
+        heads{0, Limits::kMaxHeads, "head count"}, layers{0, Limits::kMaxLayers, "layer count"},
+        vocab{0, Limits::kMaxVocab, "vocabulary size"}, experts{0, Limits::kMaxExperts, "expert count"},
+        pos{0, Limits::kMaxPositions, "position count"}, image{0, Limits::kMaxImageSide, "image size"},
+        id{-1, Limits::kMaxTokenId, "token id"};
+    for (const char* k : {"hidden_size", "intermediate_size", "moe_intermediate_size", "shared_expert_intermediate_size",
+                          "embed_dim", "out_hidden_size", "projection_dim", "hidden_dim", "kv_lora_rank",
+                          "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim",
+                          "num_channels", "in_chans", "in_channels"})
+      m[k] = dim;
+    m["head_dim"] = head_dim;
+    for (const char* k : {"num_attention_heads", "num_key_value_heads", "num_heads"}) m[k] = heads;
+    for (const char* k : {"num_hidden_layers", "num_layers", "depth", "sliding_window_pattern", "no_rope_layer_interval",
+                          "decoder_sparse_step", "first_k_dense_replace"})
+      m[k] = layers;
+    m["vocab_size"] = vocab;
+    for (const char* k : {"num_experts", "num_local_experts", "num_experts_per_tok", "n_routed_experts",
+                          "n_shared_experts", "experts_per_token"})
+      m[k] = experts;
+    for (const char* k : {"max_position_embeddings", "original_max_position_embeddings", "sliding_window",
+                          "window_size"})
+      m[k] = pos;
+    for (const char* k : {"image_size", "patch_size", "spatial_patch_size", "temporal_patch_size", "spatial_merge_size"})
+      m[k] = image;
+    for (const char* k : {"bos_token_id", "eos_token_id", "pad_token_id", "image_token_id", "image_token_index",
+                          "video_token_id", "vision_start_token_id", "vision_end_token_id"})
+      m[k] = id;
+    return m;
+  }();
+  return r;
+}
+
+Status check_size(const std::string& where, const std::string& key, const nlohmann::json& v, const SizeRule& r) {
+  auto bad = [&](const std::string& what) {
+    return Error::invalid_argument("[config] {}: field '{}' is {}; a {} must be an integer in [{}, {}]", where, key,
+                                   what, r.kind, r.min, r.max);
+  };
+  if (v.is_null()) return Status::ok();  // HF writes null for "not used" (sliding_window, pad_token_id)
+  if (v.is_array() && std::string(r.kind) == "token id") {  // eos_token_id may list several
+    for (const auto& x : v) PIPIT_TRY(check_size(where, key, x, r));
+    return Status::ok();
+  }
+  if (v.is_boolean()) return bad(v.dump());
+  if (v.is_structured() || v.is_string()) return bad(std::string("a ") + v.type_name());
+  double x;
+  if (v.is_number_unsigned()) x = double(v.get<uint64_t>());
+  else if (v.is_number_integer()) x = double(v.get<int64_t>());
+  else x = v.get<double>();
+  if (!std::isfinite(x) || x != std::trunc(x)) return bad(v.dump());
+  if (x < double(r.min) || x > double(r.max)) return bad(v.dump());
+  return Status::ok();
+}
+
+Status validate_object(const nlohmann::json& j, const std::string& where, int depth) {
+  if (depth > 8) return Status::ok();  // configs nest 2-3 levels; deeper objects are nothing a model reads
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const auto& rules = size_rules();
+    if (auto r = rules.find(it.key()); r != rules.end()) PIPIT_TRY(check_size(where, it.key(), it.value(), r->second));
+    else if (it.value().is_object()) PIPIT_TRY(validate_object(it.value(), where + ":" + it.key(), depth + 1));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status HfConfig::validate_sizes() const {
+  if (!j_.is_object()) return Error::format("[config] {}: expected a JSON object", origin_);
+  return validate_object(j_, origin_, 0);
 }
 
 }  // namespace pipit

@@ -33,6 +33,12 @@ class HfConfig {
   // An int or a list of ints (eos_token_id may be either).
   std::vector<int64_t> get_int_list(const std::string& key) const;
 
+  // Every size field a model reads (hidden_size, num_hidden_layers, head_dim, vocab_size, num_experts, image_size,
+  // ... here and in nested objects such as text_config / vision_config / rope_scaling), checked before any model
+  // sees it: an integer within core/limits.h's maximum for its kind. A wrong JSON type, a negative value, 2^31 or
+  // 1e15 is an error naming the field, so no model allocates from such a value. Called by create_model.
+  Status validate_sizes() const;
+
  private:
   nlohmann::json j_ = nlohmann::json::object();
   std::string origin_ = "config.json";

@@ -152,6 +152,7 @@ std::vector<std::string> registered_models() {
 }
 
 Result<std::unique_ptr<Model>> create_model(const HfConfig& cfg, const WeightSource& w) {
+  PIPIT_TRY(cfg.validate_sizes());  // before any model allocates from a size the file declares
   const std::string mt = cfg.model_type();
   ModelFactory f = find_model(mt);
   if (!f) {

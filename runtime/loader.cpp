@@ -4,12 +4,15 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <new>
+#include <stdexcept>
 
 #if defined(__GLIBC__)
 #include <malloc.h>  // malloc_trim
 #endif
 
 #include "backends/cpu/kernels.h"
+#include "core/limits.h"
 #include "core/panels.h"
 #include "core/storage.h"
 #include "convert/checkpoint.h"
@@ -81,9 +84,7 @@ void pack_weights(std::map<std::string, Tensor>& tensors) {
   }
 }
 
-}  // namespace
-
-Result<LoadedModel> load_model(const std::string& path, const LoadOptions& opt) {
+Result<LoadedModel> load_model_impl(const std::string& path, const LoadOptions& opt) {
   PIPIT_ASSIGN_OR_RETURN(Checkpoint c, open_checkpoint(path));
   LoadedModel lm;
   lm.path = path;
@@ -112,6 +113,21 @@ Result<LoadedModel> load_model(const std::string& path, const LoadOptions& opt) 
     return Error::not_found("[load] {}: no tokenizer (tokenizer.json); this command needs one", path);
   }
   return lm;
+}
+
+}  // namespace
+
+Result<LoadedModel> load_model(const std::string& path, const LoadOptions& opt) {
+  // Sizes a file declares are checked before they are allocated (HfConfig::validate_sizes, the readers' header
+  // checks); what can still fail is a real allocation on a full machine (packing weights, the tokenizer's tables).
+  try {
+    return load_model_impl(path, opt);
+  } catch (const std::bad_alloc&) {
+    return Error::unavailable("[load] {}: out of memory while loading ({} available now)", path,
+                              format_bytes(available_memory()));
+  } catch (const std::length_error&) {
+    return Error::format("[load] {}: a size in the file is too large to allocate", path);
+  }
 }
 
 }  // namespace pipit

@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
 
+#include "runtime/memory_plan.h"
 #include "runtime/multimodal.h"
 
 namespace pipit {
@@ -24,6 +26,20 @@ Session::Session(Model& model, const SessionOptions& opt, std::shared_ptr<Thread
   ctx_.arena = &arena_;
   ctx_.pool = pool_.get();
   ctx_.k = &kernels();
+}
+
+Result<std::unique_ptr<Session>> Session::create(Model& model, const SessionOptions& opt,
+                                                 std::shared_ptr<ThreadPool> pool, const char* ctx_flag) {
+  if (opt.n_ctx < 0) return Error::invalid_argument("{} {}: the context must be >= 1", ctx_flag, opt.n_ctx);
+  SessionSizes sz{.n_ctx = default_ctx(model, opt.n_ctx), .n_batch = std::max(1, opt.n_batch), .n_slot = 1,
+                  .n_threads = pool ? 0 : opt.n_threads, .kv_dtype = opt.kv_dtype};
+  PIPIT_TRY(plan_session(model.info(), sz, ctx_flag).status());
+  try {
+    return std::make_unique<Session>(model, opt, std::move(pool));
+  } catch (const std::bad_alloc&) {  // the plan fit, but the memory went elsewhere meanwhile
+    return Error::unavailable("[session] out of memory allocating the KV cache for {} {} ({} available now)",
+                              ctx_flag, sz.n_ctx, format_bytes(available_memory()));
+  }
 }
 
 Result<Tensor> Session::eval(std::span<const int32_t> tokens, bool all_logits) {
@@ -75,7 +91,17 @@ Result<Tensor> Session::eval_chunks(std::span<const int32_t> tokens, bool all_lo
     if (t < 0 || t >= n_vocab) return Error::invalid_argument("[eval] token id {} outside the vocabulary [0, {})", t, n_vocab);
   const int64_t chunk = std::max(1, opt_.n_batch), n_all = int64_t(tokens.size());
   const bool mrope = (mm && !mm->mrope_pos.empty()) || rope_delta_ != 0;
-  if (all_logits) all_logits_.resize(tokens.size() * size_t(n_vocab));
+  if (all_logits) {
+    const double need = double(tokens.size()) * double(n_vocab) * 4.0;
+    if (need > double(available_memory()))
+      return Error::out_of_range("[eval] the logits of all {} tokens need {}, but {} of memory is available",
+                                 tokens.size(), format_bytes(uint64_t(need)), format_bytes(available_memory()));
+    try {
+      all_logits_.resize(tokens.size() * size_t(n_vocab));
+    } catch (const std::bad_alloc&) {
+      return Error::unavailable("[eval] out of memory allocating the logits of {} tokens", tokens.size());
+    }
+  }
   Tensor logits;
   for (int64_t b = 0; b < n_all; b += chunk) {
     const int64_t n = std::min<int64_t>(chunk, n_all - b);
@@ -93,10 +119,18 @@ Result<Tensor> Session::eval_chunks(std::span<const int32_t> tokens, bool all_lo
               mm && !mm->mrope_pos.empty() ? n_past_ - int32_t(b) + rope_delta_ + mm->mrope_pos[size_t(s * n_all + b + i)]
                                            : n_past_ + int32_t(i) + rope_delta_;
     }
-    PIPIT_TRY(model_.forward(ctx_, batch, kv_, &logits));
+    try {
+      PIPIT_TRY(model_.forward(ctx_, batch, kv_, &logits));
+    } catch (const std::bad_alloc&) {  // activations (the arena grows on a first long chunk), model scratch
+      return Error::unavailable("[eval] out of memory running a chunk of {} tokens ({} available now; a smaller "
+                                "batch or context needs less)",
+                                n, format_bytes(available_memory()));
+    }
     n_past_ += int(n);
     if (n > 1) snapshot_state();
     if (all_logits) std::memcpy(all_logits_.data() + b * n_vocab, logits.data(), size_t(n * n_vocab) * 4);
+    if (progress_ && !progress_(b + n, n_all) && b + n < n_all)
+      return Error::cancelled("[eval] stopped after {} of {} prompt tokens", b + n, n_all);
   }
   if (all_logits)
     return Tensor::from_data(DType::F32, {int64_t(tokens.size()), n_vocab}, all_logits_.data(), nullptr);

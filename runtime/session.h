@@ -3,6 +3,7 @@
 // steps of one token. The arena is reset per forward pass, so decoding allocates nothing after the first step.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -26,7 +27,19 @@ struct SessionOptions {
 
 class Session {
  public:
+  // Allocates at once (the KV cache): for sizes a caller chose itself (tests, tools). Sizes from a user go through
+  // create(), which checks them first.
   Session(Model& model, const SessionOptions& opt, std::shared_ptr<ThreadPool> pool = nullptr);
+  // Checks the options against runtime/memory_plan.h (limits, the memory the machine has) before allocating, and
+  // turns an allocation failure into an error. `ctx_flag` names the context setting in messages ("-c", "n_ctx").
+  static Result<std::unique_ptr<Session>> create(Model& model, const SessionOptions& opt,
+                                                 std::shared_ptr<ThreadPool> pool = nullptr,
+                                                 const char* ctx_flag = "-c");
+
+  // Called after each prefill chunk of a multi-chunk eval() with the tokens done and the total; returning false
+  // stops the eval with a kCancelled error (Ctrl-C). Positions done so far stay in the context.
+  using Progress = std::function<bool(int64_t done, int64_t total)>;
+  void set_progress(Progress p) { progress_ = std::move(p); }
 
   // Appends tokens and returns logits: [1, n_vocab] for the last token, or [n_tokens, n_vocab] when all_logits.
   // The returned tensor stays valid until the next eval(). Errors when the context would overflow.
@@ -74,6 +87,7 @@ class Session {
   int32_t rope_delta_ = 0;
   std::vector<StateSnapshot> snapshots_;  // recurrent state at chunk ends, oldest first
   void snapshot_state();
+  Progress progress_;
 
   Result<Tensor> eval_chunks(std::span<const int32_t> tokens, bool all_logits, const MultimodalPrompt* mm);
 };

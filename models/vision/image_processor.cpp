@@ -174,7 +174,9 @@ Result<ImageProcessorConfig> parse_image_processor(const nlohmann::json& pp, Ima
   }
   PIPIT_TRY(read_triple(pp, "image_mean", false, &c.mean));
   PIPIT_TRY(read_triple(pp, "image_std", true, &c.std));
-  const int64_t kBig = int64_t(1) << 40;
+  // Pixel counts beyond the decoder's limit would only make the resized image (and the vision tower's patches)
+  // too large to allocate: the same bound as a decoded image's.
+  const int64_t kBig = kMaxImagePixels;
   const nlohmann::json size = pp.contains("size") && pp["size"].is_object() ? pp["size"] : nlohmann::json::object();
   if (c.kind == ImageProcessorConfig::Kind::kQwen2VL) {
     // newer HF: size {shortest_edge: min_pixels, longest_edge: max_pixels}; min_pixels / max_pixels override it
@@ -200,6 +202,9 @@ Result<ImageProcessorConfig> parse_image_processor(const nlohmann::json& pp, Ima
       PIPIT_TRY(read_int(pp, "crop_size", 1, 1 << 16, &c.crop_height));
       c.crop_width = c.crop_height;
     }
+    if (int64_t(c.crop_height) * c.crop_width > kMaxImagePixels)
+      return Error::invalid_argument("[image processor] crop_size {}x{} is more than the limit of {} pixels",
+                                     c.crop_width, c.crop_height, kMaxImagePixels);
     bool do_pad = false;
     PIPIT_TRY(read_bool(pp, "do_pad", &do_pad));
     if (do_pad) return Error::unsupported("[image processor] do_pad (pad to square) is not supported yet");
