@@ -137,7 +137,7 @@ Status check_size(const std::string& where, const std::string& key, const nlohma
     return Status::ok();
   }
   if (v.is_boolean()) return bad(v.dump());
-  if (v.is_structured() || v.is_string()) return bad(std::string("a ") + v.type_name());
+  if (v.is_structured() || v.is_string()) return bad(std::string(v.is_string() ? "a " : "an ") + v.type_name());
   double x;
   if (v.is_number_unsigned()) x = double(v.get<uint64_t>());
   else if (v.is_number_integer()) x = double(v.get<int64_t>());
