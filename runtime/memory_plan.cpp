@@ -11,12 +11,20 @@ double kv_cache_bytes(const ModelInfo& info, int64_t n_slot, int64_t n_ctx, DTyp
   const auto& kv = info.kv;
   // One row of one layer: n_head_kv rows of head_dim elements (q8_0 K/V are blocks along head_dim).
   const double row = double(kv.n_head_kv) * double(dtype_row_bytes(dtype, kv.head_dim));
-  double rows = 0;
+  double rows = 0, state = 0;
   for (int l = 0; l < kv.n_layer; ++l) {
+    if (size_t(l) < kv.state.size() && !kv.state[size_t(l)].empty()) {  // recurrent: fixed f32 state, no rows
+      for (const auto& shape : kv.state[size_t(l)]) {
+        double n = 4.0;
+        for (int64_t d : shape) n *= double(d);
+        state += n;
+      }
+      continue;
+    }
     const int64_t w = size_t(l) < kv.window.size() ? std::max(0, kv.window[size_t(l)]) : 0;
     rows += (w > 0 && n_batch > 0 && w + n_batch < n_ctx) ? double(w + n_batch) : double(n_ctx);
   }
-  return 2.0 * double(n_slot) * rows * row;  // K and V
+  return double(n_slot) * (2.0 * rows * row + state);  // K and V rows, and the recurrent state
 }
 
 Result<SessionPlan> plan_session(const ModelInfo& info, const SessionSizes& s, const char* ctx_flag,
