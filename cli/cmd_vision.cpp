@@ -1,18 +1,30 @@
 // `pipit vision`: run a vision-language model's image side only — the HF processor and the vision tower — and write
-// what HF would feed the language model, under the names the goldens use: pixel_values, image_grid_thw (Qwen) and
-// vision_embeds. For parity checks against transformers and for timing the tower.
+// what HF would feed the language model, under the names the goldens use: pixel_values, image_grid_thw (Qwen),
+// vision_embeds and, for Qwen3-VL, deepstack_embeds.K (DeepStack merger K's features). With --stages, also every
+// named intermediate of the tower (vision.patch_embed, vision.pos_embed, vision.block.N, ...), images concatenated
+// along rows. For parity checks against transformers and for timing the tower.
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <map>
 
 #include "cli/command.h"
 #include "cli/common.h"
 #include "cli/image_args.h"
 #include "format/safetensors.h"
+#include "models/vision/vision_model.h"
 
 namespace pipit::cli {
 
 namespace {
+
+// Columns [c0, c0 + n) of a 2-D tensor, as a contiguous copy.
+Tensor columns(const Tensor& t, int64_t c0, int64_t n) {
+  Tensor out = Tensor::empty(DType::F32, {t.dim(0), n});
+  for (int64_t r = 0; r < t.dim(0); ++r)
+    std::memcpy(out.ptr<float>() + r * n, t.ptr<float>() + r * t.dim(1) + c0, size_t(n) * 4);
+  return out;
+}
 
 // Images stacked as HF returns them: Qwen patch rows concatenated, CLIP images along a new first dimension.
 Tensor concat(const std::vector<Tensor>& parts, bool stack) {
@@ -33,7 +45,8 @@ Tensor concat(const std::vector<Tensor>& parts, bool stack) {
 int cmd_vision(Args& a) {
   add_model_options(a);
   add_image_options(a);
-  a.option({"-o", "--output"}, "safetensors to write pixel_values, image_grid_thw, vision_embeds");
+  a.option({"-o", "--output"}, "safetensors to write pixel_values, image_grid_thw, vision_embeds, deepstack_embeds.K");
+  a.flag({"--stages"}, "also write the tower's intermediates (vision.patch_embed, vision.block.N, ...)");
   if (auto st = a.parse(); !st) return fail(a, st.message());
   if (a.help() || !a.has("-m") || !has_images(a) || !a.has("-o")) {
     std::printf("usage: pipit vision -m MODEL --image IMG [--image IMG2 ...] --output OUT.safetensors\n%s",
@@ -54,6 +67,21 @@ int cmd_vision(Args& a) {
 
   ThreadPool pool(so->n_threads > 0 ? so->n_threads : ThreadPool::default_threads());
   std::vector<Tensor> pixels, feats;
+  const int64_t n_embd = lm->model->info().n_embd;
+  const int n_deepstack = lm->model->vision()->vision_tokens().deepstack;
+  std::vector<std::vector<Tensor>> deepstack{size_t(n_deepstack)};
+  // --stages: each named intermediate, per image in order (copied: the tower's arena is reused)
+  std::vector<std::string> stage_names;
+  std::map<std::string, std::vector<Tensor>> stages;
+  TensorHook hook;
+  if (a.has("--stages"))
+    hook = [&](const std::string& name, int layer, const Tensor& t) {
+      const std::string key = layer >= 0 ? name + "." + std::to_string(layer) : name;
+      if (!stages.count(key)) stage_names.push_back(key);
+      Tensor c = Tensor::empty(DType::F32, t.shape());
+      std::memcpy(c.data(), t.data(), c.nbytes());
+      stages[key].push_back(c);
+    };
   Tensor grid = Tensor::empty(DType::I32, {int64_t(a.get_all("--image").size()), 3});
   const bool qwen = proc->kind == ImageProcessorConfig::Kind::kQwen2VL;
   double encode_ms = 0;
@@ -61,16 +89,26 @@ int cmd_vision(Args& a) {
     auto img = load_image(src);
     if (!img) return fail(a, img.status().message());
     auto t0 = std::chrono::steady_clock::now();
-    auto e = encode_image(*lm->model, *proc, *img, pool);
+    auto e = encode_image(*lm->model, *proc, *img, pool, hook);
     encode_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (!e) return fail(a, e.status().message());
     std::memcpy(grid.ptr<int32_t>() + pixels.size() * 3, e->processed.grid_thw.data(), 12);
     pixels.push_back(e->processed.pixel_values);
-    feats.push_back(e->features);
+    if (n_deepstack == 0) {
+      feats.push_back(e->features);
+      continue;
+    }
+    feats.push_back(columns(e->features, 0, n_embd));
+    for (int k = 0; k < n_deepstack; ++k)
+      deepstack[size_t(k)].push_back(columns(e->features, (k + 1) * n_embd, n_embd));
   }
   std::vector<std::pair<std::string, Tensor>> out = {{"pixel_values", concat(pixels, !qwen)},
                                                      {"vision_embeds", concat(feats, !qwen)}};
   if (qwen) out.push_back({"image_grid_thw", grid});
+  for (int k = 0; k < n_deepstack; ++k)
+    out.push_back({"deepstack_embeds." + std::to_string(k), concat(deepstack[size_t(k)], false)});
+  for (const auto& name : stage_names)
+    if (stages[name].size() == pixels.size()) out.push_back({name, concat(stages[name], !qwen)});
   if (auto st = write_safetensors(a.get("-o"), out); !st) return fail(a, st.message());
   std::fprintf(stderr, "[pipit] %zu image(s), %lld image tokens, vision encode %.1f ms, threads %d\n", pixels.size(),
                static_cast<long long>(out[1].second.numel() / lm->model->info().n_embd), encode_ms, pool.size());

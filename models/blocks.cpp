@@ -84,7 +84,8 @@ Tensor input_embeddings(Ctx& ctx, const Tensor& tok_embd, const Batch& batch) {
   Tensor x = embedding(ctx, tok_embd, batch.tokens);
   if (batch.embd_row.empty()) return x;
   PIPIT_ASSERT(batch.embd_row.size() == batch.tokens.size() && batch.embd.dtype() == DType::F32 &&
-               batch.embd.dim(-1) == x.dim(1), "embd {} for {} tokens", batch.embd.describe(), batch.tokens.size());
+               batch.embd.dim(-1) % x.dim(1) == 0 && batch.embd.is_contiguous(), "embd {} for {} tokens",
+               batch.embd.describe(), batch.tokens.size());
   for (size_t i = 0; i < batch.embd_row.size(); ++i) {
     const int32_t r = batch.embd_row[i];
     if (r < 0) continue;
@@ -92,6 +93,19 @@ Tensor input_embeddings(Ctx& ctx, const Tensor& tok_embd, const Batch& batch) {
     std::memcpy(x.row_ptr(int64_t(i)), batch.embd.row_ptr(r), size_t(x.dim(1)) * 4);
   }
   return x;
+}
+
+void add_deepstack_(Tensor& x, const Batch& batch, int layer) {
+  if (batch.embd_row.empty()) return;
+  const int64_t n_embd = x.dim(1), width = batch.embd.dim(-1);
+  if (width < (int64_t(layer) + 2) * n_embd) return;
+  for (size_t i = 0; i < batch.embd_row.size(); ++i) {
+    const int32_t r = batch.embd_row[i];
+    if (r < 0) continue;
+    const float* d = batch.embd.ptr<float>() + int64_t(r) * width + (int64_t(layer) + 1) * n_embd;
+    float* xr = reinterpret_cast<float*>(x.row_ptr(int64_t(i)));
+    for (int64_t e = 0; e < n_embd; ++e) xr[e] += d[e];
+  }
 }
 
 Tensor gated_mlp(Ctx& ctx, const Tensor& x, const MlpWeights& w, MlpAct act) {

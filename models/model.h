@@ -40,7 +40,8 @@ struct Batch {
   std::vector<int64_t> logits_rows;
   // Optional multimodal inputs (runtime/multimodal.h). Both empty for text: existing models ignore them.
   // embd_row[i] >= 0: token i's input embedding is row embd_row[i] of `embd` ([rows, n_embd] f32, image features)
-  // instead of its token embedding.
+  // instead of its token embedding. DeepStack (Qwen3-VL): `embd` is [rows, n_embd * (1 + K)] and column block k + 1
+  // of the row is added to the token's hidden state after decoder layer k (models/blocks.h add_deepstack_).
   Tensor embd;
   std::vector<int32_t> embd_row;
   // M-RoPE positions (Qwen2-VL): 3 streams (temporal, height, width) of n_tokens each, stream-major. They differ

@@ -6,7 +6,7 @@ namespace pipit {
 
 namespace {
 Result<std::unique_ptr<Model>> make_qwen2_5_vl(const HfConfig& cfg, const WeightSource& w) {
-  return make_qwen2_vl_family(cfg, w, /*qwen2_5=*/true);
+  return make_qwen_vl_family(cfg, w, QwenVisionTower::Kind::kQwen2_5);
 }
 }  // namespace
 

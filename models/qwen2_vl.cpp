@@ -1,32 +1,52 @@
-// Qwen2-VL (and, with the other tower, Qwen2.5-VL): the Qwen2 decoder from models/llama.cpp, fed token embeddings
-// with image features spliced in at the <|image_pad|> tokens and rotated with M-RoPE positions (rope_scaling
-// mrope_section splits the frequencies into t/h/w sections). Both come from the Batch the runtime builds
-// (runtime/multimodal.cpp: get_rope_index). reference: HF modeling_qwen2_vl.py (Qwen2VLForConditionalGeneration).
+// Qwen2-VL (and, with the other towers, Qwen2.5-VL and Qwen3-VL): the Qwen2 decoder from models/llama.cpp (Qwen3's
+// for Qwen3-VL), fed token embeddings with image features spliced in at the <|image_pad|> tokens and rotated with
+// M-RoPE positions (rope_scaling mrope_section splits the frequencies into t/h/w sections). Both come from the
+// Batch the runtime builds (runtime/multimodal.cpp: get_rope_index); so do Qwen3-VL's DeepStack features.
+// reference: HF modeling_qwen2_vl.py (Qwen2VLForConditionalGeneration), modeling_qwen3_vl.py.
 #include "models/qwen2_vl.h"
 
 #include "models/llama.h"
 #include "models/rope.h"
-#include "models/vision/qwen_vision.h"
 #include "models/vision/vision_model.h"
 
 namespace pipit {
 
 namespace {
 
+// HF's Qwen3VLTextRotaryEmbedding always interleaves the M-RoPE streams (apply_interleaved_mrope) and takes
+// mrope_section [24, 20, 20] when the config names none: say so in the rope object rope_from_config reads.
+HfConfig qwen3_vl_rope(const HfConfig& tc) {
+  nlohmann::json j = tc.json();
+  nlohmann::json* rs = nullptr;
+  if (j.contains("rope_parameters") && j["rope_parameters"].is_object()) rs = &j["rope_parameters"];
+  else if (j.contains("rope_scaling") && j["rope_scaling"].is_object()) rs = &j["rope_scaling"];
+  else rs = &(j["rope_scaling"] = {{"rope_type", "default"}});
+  if (!rs->contains("mrope_section")) (*rs)["mrope_section"] = {24, 20, 20};
+  (*rs)["mrope_interleaved"] = true;
+  return HfConfig(std::move(j));
+}
+
 class Qwen2VLModel : public Model, public VisionLanguageModel {
  public:
-  Status load(const HfConfig& cfg, const WeightSource& base, bool qwen2_5) {
-    const char* arch = qwen2_5 ? "qwen2_5_vl" : "qwen2_vl";
-    // Hub names (model.*, visual.*) or those of transformers >= 4.52 (model.language_model.*, model.visual.*)
+  Status load(const HfConfig& cfg, const WeightSource& base, QwenVisionTower::Kind kind) {
+    const bool v3 = kind == QwenVisionTower::Kind::kQwen3;
+    const char* arch = kind == QwenVisionTower::Kind::kQwen2_5 ? "qwen2_5_vl" : v3 ? "qwen3_vl" : "qwen2_vl";
+    // Hub names (model.*, visual.*) or those of transformers >= 4.52 (model.language_model.*, model.visual.*);
+    // Qwen3-VL's Hub files use the latter
     AliasedWeights w(base, {{"model.", {"model.", "model.language_model."}}, {"visual.", {"visual.", "model.visual."}}});
-    const HfConfig tc = text_config_of(cfg);
+    HfConfig tc = text_config_of(cfg, v3 ? nlohmann::json{{"rope_theta", 5000000.0}} : nlohmann::json::object());
+    if (v3) tc = qwen3_vl_rope(tc);
     const nlohmann::json params = rope_parameters_of(tc);
     const nlohmann::json rs = params.is_object() ? params
                               : tc.json().contains("rope_scaling") ? tc.json()["rope_scaling"] : nlohmann::json();
     if (!rs.is_object() || !rs.contains("mrope_section"))
       return Error::invalid_argument("[{}] config has no rope_scaling.mrope_section", arch);
-    PIPIT_ASSIGN_OR_RETURN(lm_, make_llama_like(tc, w, LlamaOptions{.qkv_bias = true}));
-    PIPIT_ASSIGN_OR_RETURN(tower_, QwenVisionTower::load(cfg.sub("vision_config"), w, qwen2_5, lm_->info().n_embd));
+    PIPIT_ASSIGN_OR_RETURN(lm_, make_llama_like(tc, w, v3 ? LlamaOptions{.qk_norm = true}
+                                                          : LlamaOptions{.qkv_bias = true}));
+    PIPIT_ASSIGN_OR_RETURN(tower_, QwenVisionTower::load(cfg.sub("vision_config"), w, kind, lm_->info().n_embd));
+    if (tower_.n_deepstack() > lm_->info().n_layer)
+      return Error::invalid_argument("[{}] {} DeepStack features for a decoder of {} layers", arch,
+                                     tower_.n_deepstack(), lm_->info().n_layer);
     info_ = lm_->info();
     info_.arch = arch;
     tokens_.image_token_id = int32_t(cfg.get_int_or("image_token_id", 151655));
@@ -34,6 +54,7 @@ class Qwen2VLModel : public Model, public VisionLanguageModel {
     tokens_.vision_end_id = int32_t(cfg.get_int_or("vision_end_token_id", 151653));
     tokens_.mrope = true;
     tokens_.merge_size = tower_.merge_size();
+    tokens_.deepstack = tower_.n_deepstack();
     for (int32_t id : {tokens_.image_token_id, tokens_.vision_start_id})
       if (id < 0 || id >= info_.n_vocab)
         return Error::invalid_argument("[{}] image token id {} outside the vocabulary of {}", arch, id, info_.n_vocab);
@@ -76,14 +97,15 @@ class Qwen2VLModel : public Model, public VisionLanguageModel {
 };
 
 Result<std::unique_ptr<Model>> make_qwen2_vl(const HfConfig& cfg, const WeightSource& w) {
-  return make_qwen2_vl_family(cfg, w, /*qwen2_5=*/false);
+  return make_qwen_vl_family(cfg, w, QwenVisionTower::Kind::kQwen2);
 }
 
 }  // namespace
 
-Result<std::unique_ptr<Model>> make_qwen2_vl_family(const HfConfig& cfg, const WeightSource& w, bool qwen2_5) {
+Result<std::unique_ptr<Model>> make_qwen_vl_family(const HfConfig& cfg, const WeightSource& w,
+                                                   QwenVisionTower::Kind kind) {
   auto m = std::make_unique<Qwen2VLModel>();
-  PIPIT_TRY(m->load(cfg, w, qwen2_5));
+  PIPIT_TRY(m->load(cfg, w, kind));
   return std::unique_ptr<Model>(std::move(m));
 }
 

@@ -51,6 +51,13 @@ Result<RopeSpec> rope_from_config(const HfConfig& cfg, int64_t rot_dim, const ch
     if (total != int64_t(r.inv_freq.size()))
       return Error::invalid_argument("[rope] mrope_section {} sums to {}, expected rotary dim / 2 = {}", ms.dump(),
                                      total, r.inv_freq.size());
+    if (sc.get_bool_or("mrope_interleaved", false)) {
+      // Qwen3-VL (apply_interleaved_mrope): frequency i turns with h when i % 3 == 1 and i < 3 * section[1], with
+      // w when i % 3 == 2 and i < 3 * section[2], else with t; the sizes still count each stream's frequencies
+      const int64_t sh = ms[1].get<int64_t>(), sw = ms[2].get<int64_t>();
+      for (int64_t i = 0; i < total; ++i)
+        r.mrope_stream[size_t(i)] = i % 3 == 1 && i < 3 * sh ? 1 : i % 3 == 2 && i < 3 * sw ? 2 : 0;
+    }
     if (type == "mrope") type = "default";  // HF maps the old "type": "mrope" to the default rope
   }
   if (type == "default") return r;

@@ -57,10 +57,9 @@ Result<EncodedImage> encode_image(const Model& m, const ImageProcessorConfig& pr
   Arena arena(size_t(1) << 22);
   Ctx ctx{&arena, &pool, &kernels(), on_tensor};
   PIPIT_ASSIGN_OR_RETURN(e.features, v->encode_image(ctx, e.processed));
-  const int64_t want = v->n_image_tokens(e.processed);
-  if (e.features.ndim() != 2 || e.features.dim(0) != want || e.features.dim(1) != m.info().n_embd)
-    return Error::internal("[image] vision tower returned {}, expected [{}, {}]", e.features.describe(), want,
-                           m.info().n_embd);
+  const int64_t want = v->n_image_tokens(e.processed), width = m.info().n_embd * (1 + v->vision_tokens().deepstack);
+  if (e.features.ndim() != 2 || e.features.dim(0) != want || e.features.dim(1) != width)
+    return Error::internal("[image] vision tower returned {}, expected [{}, {}]", e.features.describe(), want, width);
   return e;
 }
 
@@ -68,7 +67,7 @@ Result<MultimodalPrompt> build_multimodal_prompt(const Model& m, std::span<const
                                                  const std::vector<EncodedImage>& images) {
   PIPIT_ASSIGN_OR_RETURN(const VisionLanguageModel* v, vision_of(m));
   const VisionTokens& vt = v->vision_tokens();
-  const int64_t n_embd = m.info().n_embd;
+  const int64_t width = m.info().n_embd * (1 + vt.deepstack);  // image features, then DeepStack blocks
   int64_t n_marks = 0, n_feat = 0;
   for (int32_t t : tokens) n_marks += t == vt.image_token_id;
   for (const auto& im : images) n_feat += im.features.dim(0);
@@ -80,9 +79,11 @@ Result<MultimodalPrompt> build_multimodal_prompt(const Model& m, std::span<const
                                    "per image ({}), or {} when already expanded", n_marks, n_img, n_img, n_feat);
 
   MultimodalPrompt p;
-  p.embd = Tensor::empty(DType::F32, {std::max<int64_t>(n_feat, 1), n_embd});
+  p.embd = Tensor::empty(DType::F32, {std::max<int64_t>(n_feat, 1), width});
   int64_t row = 0;
   for (const auto& im : images) {
+    if (im.features.ndim() != 2 || im.features.dim(1) != width)
+      return Error::invalid_argument("[image] image features {}, expected rows of {}", im.features.describe(), width);
     std::memcpy(p.embd.row_ptr(row), im.features.data(), im.features.nbytes());
     row += im.features.dim(0);
   }

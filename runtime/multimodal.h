@@ -36,7 +36,9 @@ Result<nlohmann::json> preprocessor_config_of(const LoadedModel& lm);
 
 struct EncodedImage {
   ProcessedImage processed;  // pixel_values and grid, as HF's processor returns them
-  Tensor features;           // [n_image_tokens, n_embd] f32: vision tower + merger / projector output
+  // [n_image_tokens, n_embd * (1 + K)] f32: vision tower + merger / projector output, then the K DeepStack
+  // feature blocks of Qwen3-VL (VisionTokens::deepstack)
+  Tensor features;
 };
 
 using TensorHook = std::function<void(const std::string& name, int layer, const Tensor& t)>;
@@ -49,7 +51,7 @@ Result<EncodedImage> encode_image(const Model& m, const ImageProcessorConfig& pr
 // A prompt with its images, ready for Session::eval(const MultimodalPrompt&).
 struct MultimodalPrompt {
   std::vector<int32_t> tokens;    // placeholders expanded: one image token per feature row
-  Tensor embd;                    // [n_image_tokens, n_embd] f32: every image's features, in prompt order
+  Tensor embd;                    // [n_image_tokens, n_embd * (1 + K)] f32: every image's features, in prompt order
   std::vector<int32_t> embd_row;  // per token: its row of embd, or -1 for text
   // M-RoPE models: 3 streams (t, h, w) of tokens.size() positions, counted from 0 at the prompt's first token
   // (Session adds where the context stands). Empty for plain-position models.

@@ -1,4 +1,4 @@
-// Qwen2-VL / Qwen2.5-VL vision towers (see qwen_vision.h).
+// Qwen2-VL / Qwen2.5-VL / Qwen3-VL vision towers (see qwen_vision.h).
 #include "models/vision/qwen_vision.h"
 
 #include <cmath>
@@ -23,18 +23,35 @@ Tensor split_heads(Ctx& ctx, const Tensor& qkv, int64_t part, int64_t n_head, in
   return out;
 }
 
+// gelu_pytorch_tanh in place (Qwen3-VL's vision MLP): the formula of the ref geglu kernel without the up factor.
+void gelu_tanh_(Ctx& ctx, Tensor& x) {
+  const int64_t n = x.dim(-1);
+  ctx.pool->parallel_for(x.rows(), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      float* p = reinterpret_cast<float*>(x.row_ptr(r));
+      for (int64_t i = 0; i < n; ++i)
+        p[i] = 0.5f * p[i] * (1.0f + std::tanh(0.7978845608028654f * (p[i] + 0.044715f * p[i] * p[i] * p[i])));
+    }
+  }, 16);
+}
+
 }  // namespace
 
-Result<QwenVisionTower> QwenVisionTower::load(const HfConfig& v, const WeightSource& w, bool v25, int64_t out_dim) {
-  const char* arch = v25 ? "qwen2_5_vl vision" : "qwen2_vl vision";
+Result<QwenVisionTower> QwenVisionTower::load(const HfConfig& v, const WeightSource& w, Kind kind, int64_t out_dim) {
+  const bool v25 = kind == Kind::kQwen2_5, v3 = kind == Kind::kQwen3;
+  const char* arch = v25 ? "qwen2_5_vl vision" : v3 ? "qwen3_vl vision" : "qwen2_vl vision";
   QwenVisionTower t;
+  t.kind_ = kind;
   t.v25_ = v25;
-  const int64_t depth = v.get_int_or("depth", 32);
-  t.n_embd_ = v25 ? v.get_int_or("hidden_size", 1280) : v.get_int_or("embed_dim", 1280);
+  // HF config class defaults (Qwen2VLVisionConfig, Qwen2_5_VLVisionConfig, Qwen3VLVisionConfig)
+  const int64_t depth = v.get_int_or("depth", v3 ? 27 : 32);
+  t.n_embd_ = v25 ? v.get_int_or("hidden_size", 1280) : v3 ? v.get_int_or("hidden_size", 1152)
+                                                           : v.get_int_or("embed_dim", 1280);
   t.n_head_ = v.get_int_or("num_heads", 16);
-  t.n_ff_ = v25 ? v.get_int_or("intermediate_size", 3420) : t.n_embd_ * v.get_int_or("mlp_ratio", 4);
-  t.out_dim_ = v25 ? v.get_int_or("out_hidden_size", out_dim) : v.get_int_or("hidden_size", out_dim);
-  t.patch_ = int(v.get_int_or("patch_size", v.get_int_or("spatial_patch_size", 14)));
+  t.n_ff_ = v25 ? v.get_int_or("intermediate_size", 3420) : v3 ? v.get_int_or("intermediate_size", 4304)
+                                                               : t.n_embd_ * v.get_int_or("mlp_ratio", 4);
+  t.out_dim_ = v25 || v3 ? v.get_int_or("out_hidden_size", out_dim) : v.get_int_or("hidden_size", out_dim);
+  t.patch_ = int(v.get_int_or("patch_size", v.get_int_or("spatial_patch_size", v3 ? 16 : 14)));
   t.merge_ = int(v.get_int_or("spatial_merge_size", 2));
   t.tps_ = int(v.get_int_or("temporal_patch_size", 2));
   t.in_ch_ = int(v.get_int_or("in_channels", v.get_int_or("in_chans", 3)));
@@ -52,7 +69,7 @@ Result<QwenVisionTower> QwenVisionTower::load(const HfConfig& v, const WeightSou
     return Error::invalid_argument("[{}] window_size {} is smaller than merge * patch = {}", arch, t.window_,
                                    t.merge_ * t.patch_);
   t.head_dim_ = t.n_embd_ / t.n_head_;
-  const std::string act = v.get_string_or("hidden_act", v25 ? "silu" : "quick_gelu");
+  const std::string act = v.get_string_or("hidden_act", v25 ? "silu" : v3 ? "gelu_pytorch_tanh" : "quick_gelu");
   if (act == "quick_gelu") t.act_ = Act::kQuickGelu;
   else if (act == "gelu") t.act_ = Act::kGelu;
   else if (act == "silu") t.act_ = Act::kSilu;
@@ -82,12 +99,22 @@ Result<QwenVisionTower> QwenVisionTower::load(const HfConfig& v, const WeightSou
   const int64_t E = t.n_embd_, K = int64_t(t.in_ch_) * t.tps_ * t.patch_ * t.patch_, M = E * t.merge_ * t.merge_;
   PIPIT_ASSIGN_OR_RETURN(Tensor pw, w.get("visual.patch_embed.proj.weight", {E, t.in_ch_, t.tps_, t.patch_, t.patch_}));
   t.patch_w_ = pw.reshape({E, K});
+  if (v3) {
+    PIPIT_ASSIGN_OR_RETURN(t.patch_b_, w.get("visual.patch_embed.proj.bias", {E}));
+    // num_grid_per_side = int(num_position_embeddings ** 0.5): the table is a side x side grid
+    const int64_t n_pos = v.get_int_or("num_position_embeddings", 2304);
+    if (n_pos < 1) return Error::invalid_argument("[{}] num_position_embeddings {} must be positive", arch, n_pos);
+    t.pos_side_ = int64_t(std::sqrt(double(n_pos)));
+    while (t.pos_side_ * t.pos_side_ > n_pos) --t.pos_side_;
+    while ((t.pos_side_ + 1) * (t.pos_side_ + 1) <= n_pos) ++t.pos_side_;
+    PIPIT_ASSIGN_OR_RETURN(t.pos_table_, w.get("visual.pos_embed.weight", {n_pos, E}));
+  }
   for (int64_t i = 0; i < depth; ++i) {
     const std::string p = "visual.blocks." + std::to_string(i) + ".";
     Block b;
     PIPIT_ASSIGN_OR_RETURN(b.norm1_w, w.get(p + "norm1.weight", {E}));
     PIPIT_ASSIGN_OR_RETURN(b.norm2_w, w.get(p + "norm2.weight", {E}));
-    if (!v25) {
+    if (!v25) {  // LayerNorm
       PIPIT_ASSIGN_OR_RETURN(b.norm1_b, w.get(p + "norm1.bias", {E}));
       PIPIT_ASSIGN_OR_RETURN(b.norm2_b, w.get(p + "norm2.bias", {E}));
     }
@@ -103,21 +130,46 @@ Result<QwenVisionTower> QwenVisionTower::load(const HfConfig& v, const WeightSou
       PIPIT_ASSIGN_OR_RETURN(b.down_w, w.get(p + "mlp.down_proj.weight", {E, t.n_ff_}));
       PIPIT_ASSIGN_OR_RETURN(b.down_b, w.get(p + "mlp.down_proj.bias", {E}));
     } else {
-      PIPIT_ASSIGN_OR_RETURN(b.fc1_w, w.get(p + "mlp.fc1.weight", {t.n_ff_, E}));
-      PIPIT_ASSIGN_OR_RETURN(b.fc1_b, w.get(p + "mlp.fc1.bias", {t.n_ff_}));
-      PIPIT_ASSIGN_OR_RETURN(b.fc2_w, w.get(p + "mlp.fc2.weight", {E, t.n_ff_}));
-      PIPIT_ASSIGN_OR_RETURN(b.fc2_b, w.get(p + "mlp.fc2.bias", {E}));
+      const std::string fc1 = v3 ? "mlp.linear_fc1." : "mlp.fc1.", fc2 = v3 ? "mlp.linear_fc2." : "mlp.fc2.";
+      PIPIT_ASSIGN_OR_RETURN(b.fc1_w, w.get(p + fc1 + "weight", {t.n_ff_, E}));
+      PIPIT_ASSIGN_OR_RETURN(b.fc1_b, w.get(p + fc1 + "bias", {t.n_ff_}));
+      PIPIT_ASSIGN_OR_RETURN(b.fc2_w, w.get(p + fc2 + "weight", {E, t.n_ff_}));
+      PIPIT_ASSIGN_OR_RETURN(b.fc2_b, w.get(p + fc2 + "bias", {E}));
     }
     t.blocks_.push_back(std::move(b));
   }
-  PIPIT_ASSIGN_OR_RETURN(t.merger_norm_w_, w.get("visual.merger.ln_q.weight", {E}));
-  if (!v25) {
-    PIPIT_ASSIGN_OR_RETURN(t.merger_norm_b_, w.get("visual.merger.ln_q.bias", {E}));
+  // Qwen2/2.5: merger.{ln_q, mlp.0, mlp.2}; Qwen3: merger.{norm, linear_fc1, linear_fc2}
+  auto load_merger = [&](const std::string& p, int64_t norm_dim, bool norm_bias) -> Result<Merger> {
+    Merger m;
+    const std::string norm = v3 ? "norm." : "ln_q.", fc1 = v3 ? "linear_fc1." : "mlp.0.",
+                      fc2 = v3 ? "linear_fc2." : "mlp.2.";
+    PIPIT_ASSIGN_OR_RETURN(m.norm_w, w.get(p + norm + "weight", {norm_dim}));
+    if (norm_bias) {
+      PIPIT_ASSIGN_OR_RETURN(m.norm_b, w.get(p + norm + "bias", {norm_dim}));
+    }
+    PIPIT_ASSIGN_OR_RETURN(m.w0, w.get(p + fc1 + "weight", {M, M}));
+    PIPIT_ASSIGN_OR_RETURN(m.b0, w.get(p + fc1 + "bias", {M}));
+    PIPIT_ASSIGN_OR_RETURN(m.w2, w.get(p + fc2 + "weight", {t.out_dim_, M}));
+    PIPIT_ASSIGN_OR_RETURN(m.b2, w.get(p + fc2 + "bias", {t.out_dim_}));
+    return m;
+  };
+  auto merger = load_merger("visual.merger.", E, !v25);
+  if (!merger.is_ok()) return merger.status().with_context(fmt("[{}] patch merger", arch));
+  t.merger_ = std::move(merger).value();
+  if (v3 && v.has("deepstack_visual_indexes")) {
+    const auto& ds = v.json()["deepstack_visual_indexes"];
+    if (!ds.is_array()) return Error::invalid_argument("[{}] deepstack_visual_indexes must be a list", arch);
+    for (size_t k = 0; k < ds.size(); ++k) {
+      if (!ds[k].is_number_integer() || ds[k].get<int64_t>() < 0 || ds[k].get<int64_t>() >= depth)
+        return Error::invalid_argument("[{}] deepstack_visual_indexes {} outside [0, {})", arch, ds.dump(), depth);
+      const std::string p = "visual.deepstack_merger_list." + std::to_string(k) + ".";
+      auto m = load_merger(p, M, true);
+      if (!m.is_ok())
+        return m.status().with_context(fmt("[{}] DeepStack merger {} (of vision block {})", arch, k,
+                                           ds[k].get<int64_t>()));
+      t.deepstack_.push_back({int(ds[k].get<int64_t>()), std::move(m).value()});
+    }
   }
-  PIPIT_ASSIGN_OR_RETURN(t.merger_w0_, w.get("visual.merger.mlp.0.weight", {M, M}));
-  PIPIT_ASSIGN_OR_RETURN(t.merger_b0_, w.get("visual.merger.mlp.0.bias", {M}));
-  PIPIT_ASSIGN_OR_RETURN(t.merger_w2_, w.get("visual.merger.mlp.2.weight", {t.out_dim_, M}));
-  PIPIT_ASSIGN_OR_RETURN(t.merger_b2_, w.get("visual.merger.mlp.2.bias", {t.out_dim_}));
   return t;
 }
 
@@ -157,8 +209,62 @@ Tensor QwenVisionTower::mlp(Ctx& ctx, const Tensor& h, const Block& b) const {
   Tensor a = linear(ctx, h, b.fc1_w, b.fc1_b);
   if (act_ == Act::kQuickGelu) quick_gelu_(ctx, a);
   else if (act_ == Act::kGelu) gelu_(ctx, a);
+  else if (act_ == Act::kGeluTanh) gelu_tanh_(ctx, a);
   else PIPIT_ASSERT(false, "activation {} in a plain MLP", int(act_));
   return linear(ctx, a, b.fc2_w, b.fc2_b);
+}
+
+Tensor QwenVisionTower::merge(Ctx& ctx, const Tensor& x, const Merger& m, bool postshuffle_norm) const {
+  const int64_t unit = int64_t(merge_) * merge_, rows = x.dim(0) / unit;
+  // 2x2 neighbours are consecutive rows: side by side they are one row of unit * n_embd
+  Tensor hm = postshuffle_norm ? layer_norm(ctx, x.reshape({rows, n_embd_ * unit}), m.norm_w, m.norm_b, eps_)
+                               : norm(ctx, x, m.norm_w, m.norm_b).reshape({rows, n_embd_ * unit});
+  Tensor a = linear(ctx, hm, m.w0, m.b0);
+  gelu_(ctx, a);  // nn.GELU() (erf) in every Qwen merger, whatever the blocks use
+  return linear(ctx, a, m.w2, m.b2);
+}
+
+Tensor QwenVisionTower::position_embeddings(Ctx& ctx, std::array<int32_t, 3> grid) const {
+  // fast_pos_embed_interpolate: torch.linspace(0, side - 1, h) in float32 (start + i * step for the first half,
+  // end - (steps - 1 - i) * step for the second, as torch computes it), floor by .int(), ceil = floor + 1 clipped,
+  // the four bilinear weights in float32, and the weighted table rows summed in the order HF sums them
+  const int64_t n = pos_side_, E = n_embd_, gh = grid[1], gw = grid[2], m = merge_;
+  auto linspace = [&](int64_t steps) {
+    std::vector<float> v(size_t(steps), 0.0f);
+    if (steps < 2) return v;
+    const float end = float(n - 1), step = end / float(steps - 1);
+    for (int64_t i = 0; i < steps; ++i)
+      v[size_t(i)] = i < steps / 2 ? step * float(i) : end - step * float(steps - i - 1);
+    return v;
+  };
+  const std::vector<float> hs = linspace(gh), ws = linspace(gw);
+  const Tensor table_f32 = to_f32(ctx, pos_table_);
+  const float* table = table_f32.ptr<float>();
+  std::vector<float> grid_pe(size_t(gh * gw * E));  // raster order
+  for (int64_t y = 0; y < gh; ++y)
+    for (int64_t x = 0; x < gw; ++x) {
+      const int64_t y0 = int64_t(hs[size_t(y)]), x0 = int64_t(ws[size_t(x)]);
+      const int64_t y1 = std::min(y0 + 1, n - 1), x1 = std::min(x0 + 1, n - 1);
+      const float dh = hs[size_t(y)] - float(y0), dw = ws[size_t(x)] - float(x0);
+      const int64_t idx[4] = {y0 * n + x0, y0 * n + x1, y1 * n + x0, y1 * n + x1};
+      const float wt[4] = {(1 - dh) * (1 - dw), (1 - dh) * dw, dh * (1 - dw), dh * dw};
+      float* out = grid_pe.data() + (y * gw + x) * E;
+      for (int64_t e = 0; e < E; ++e) {
+        float acc = table[idx[0] * E + e] * wt[0];
+        for (int k = 1; k < 4; ++k) acc += table[idx[k] * E + e] * wt[k];
+        out[e] = acc;
+      }
+    }
+  // every frame the same, rows permuted to (t, h / m, w / m, m, m)
+  Tensor pe = Tensor::empty(DType::F32, {int64_t(grid[0]) * gh * gw, E});
+  int64_t row = 0;
+  for (int64_t t = 0; t < grid[0]; ++t)
+    for (int64_t by = 0; by < gh / m; ++by)
+      for (int64_t bx = 0; bx < gw / m; ++bx)
+        for (int64_t iy = 0; iy < m; ++iy)
+          for (int64_t ix = 0; ix < m; ++ix, ++row)
+            std::memcpy(pe.row_ptr(row), grid_pe.data() + ((by * m + iy) * gw + bx * m + ix) * E, size_t(E) * 4);
+  return pe;
 }
 
 Result<Tensor> QwenVisionTower::encode(Ctx& ctx, const Tensor& pv, std::array<int32_t, 3> grid) const {
@@ -178,7 +284,19 @@ Result<Tensor> QwenVisionTower::encode(Ctx& ctx, const Tensor& pv, std::array<in
   std::vector<int32_t> cu_full;  // each frame attends within itself
   for (int64_t f = 0; f <= t; ++f) cu_full.push_back(int32_t(f * h * w));
 
-  Tensor x = heap_copy(ctx.name(linear(ctx, pv, patch_w_), "vision.patch_embed"));
+  Tensor x = heap_copy(ctx.name(linear(ctx, pv, patch_w_, patch_b_), "vision.patch_embed"));
+  if (kind_ == Kind::kQwen3) {
+    Tensor pe = position_embeddings(ctx, grid);
+    ctx.name(pe, "vision.pos_embed");
+    add_(ctx, x, pe);
+  }
+  // Qwen3-VL: [merged tokens, out_dim] final features, then one such block per DeepStack merger
+  const int64_t n_out = n / unit, width = out_dim_ * (1 + int64_t(deepstack_.size()));
+  Tensor out = Tensor::empty(DType::F32, {n_out, width});
+  auto put = [&](const Tensor& f, int64_t block) {
+    for (int64_t r = 0; r < n_out; ++r)
+      std::memcpy(out.ptr<float>() + r * width + block * out_dim_, f.row_ptr(r), size_t(out_dim_) * 4);
+  };
   Windows win;
   if (v25_) {  // group the rows (4 patches per merged token) by window
     win = window_index(grid);
@@ -211,21 +329,20 @@ Result<Tensor> QwenVisionTower::encode(Ctx& ctx, const Tensor& pv, std::array<in
     add_(ctx, x, linear(ctx, o.reshape({n, n_embd_}), b.proj_w, b.proj_b));
     add_(ctx, x, mlp(ctx, norm(ctx, x, b.norm2_w, b.norm2_b), b));
     ctx.name(x, "vision.block", il);
+    for (size_t k = 0; k < deepstack_.size(); ++k)
+      if (deepstack_[k].first == il) put(ctx.name(merge(ctx, x, deepstack_[k].second, true), "vision.deepstack",
+                                                   int(k)), int64_t(k) + 1);
     ctx.arena->reset();
   }
 
   // PatchMerger: norm, 2x2 neighbours side by side (consecutive rows), Linear, GELU, Linear
-  Tensor hm = norm(ctx, x, merger_norm_w_, merger_norm_b_).reshape({n / unit, n_embd_ * unit});
-  Tensor a = linear(ctx, hm, merger_w0_, merger_b0_);
-  gelu_(ctx, a);
-  Tensor merged = linear(ctx, a, merger_w2_, merger_b2_);
-  Tensor out = Tensor::empty(DType::F32, {n / unit, out_dim_});
+  Tensor merged = merge(ctx, x, merger_, false);
   if (v25_) {  // back to the processor's order
     ctx.name(merged, "vision.merger_windowed");
     for (int64_t g = 0; g < n / unit; ++g)
       std::memcpy(out.row_ptr(win.index[size_t(g)]), merged.row_ptr(g), size_t(out_dim_) * 4);
   } else {
-    std::memcpy(out.data(), merged.data(), out.nbytes());
+    put(merged, 0);
   }
   ctx.arena->reset();
   return out;

@@ -21,6 +21,9 @@ struct VisionTokens {
   int32_t vision_end_id = -1;    // Qwen: <|vision_end|> after it
   bool mrope = false;            // Qwen: positions by get_rope_index (3 streams), else plain positions
   int merge_size = 1;            // Qwen: spatial merge; the LM sees an image as a (t, h/m, w/m) grid
+  // Qwen3-VL: DeepStack feature blocks after the n_embd image features of each row encode_image returns; block k
+  // is added to the image token's hidden state after decoder layer k (Batch::embd carries them the same way)
+  int deepstack = 0;
 };
 
 class VisionLanguageModel {
@@ -33,8 +36,9 @@ class VisionLanguageModel {
   virtual Status check_processor(const ImageProcessorConfig& p) const = 0;
   // Language-model tokens the image becomes.
   virtual int64_t n_image_tokens(const ProcessedImage& img) const = 0;
-  // Image features [n_image_tokens, n_embd] f32 on the heap. Resets ctx.arena between blocks (pass one that holds
-  // nothing else). Intermediates are named through ctx.name ("vision.patch_embed", "vision.block" + layer, ...).
+  // Image features [n_image_tokens, n_embd * (1 + vision_tokens().deepstack)] f32 on the heap. Resets ctx.arena
+  // between blocks (pass one that holds nothing else). Intermediates are named through ctx.name
+  // ("vision.patch_embed", "vision.block" + layer, ...).
   virtual Result<Tensor> encode_image(Ctx& ctx, const ProcessedImage& img) const = 0;
 
  protected:

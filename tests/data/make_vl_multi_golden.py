@@ -2,13 +2,15 @@
 """Two images in one prompt, for tests/models/vl_multi_test.cpp: the shared goldens have one image per case.
 
 Runs the PyTorch reference that made the shared VL goldens (../shared/testdata/reference: vl_models.py,
-image_processing.py; Debian python3-torch, python3-pil) in float32 on the tiny checkpoints with both case images
-(img_100x75 then img_300x200) in one user turn, and writes tests/data/vl_multi/<arch>.safetensors:
+qwen3_vl.py, image_processing.py; Debian python3-torch, python3-pil) in float32 on the tiny checkpoints with both
+case images (img_100x75 then img_300x200; Qwen3-VL: img_150x90 then img_256x160) in one user turn, and writes
+tests/data/vl_multi/<arch>.safetensors:
   input_ids_unexpanded [1, T0], input_ids [1, T], position_ids ([3, 1, T] Qwen, [1, T] LLaVA),
   rope_deltas [1, 1], logits_rows [R] (I32 row indices), logits [R, vocab] (only those rows, to stay small:
   the token before, the first and the last token of each image, the token after each image, the last token),
   greedy_ids [1, 8] (KV-cache greedy decode, EOS ignored, decode positions T + k + rope_delta).
-Usage: /usr/bin/python3 tests/data/make_vl_multi_golden.py [testdata dir]
+Qwen3-VL's DeepStack features of both images are added, in image-token order, after its first decoder layers.
+Usage: /usr/bin/python3 tests/data/make_vl_multi_golden.py [testdata dir [arch ...]]
 """
 import json
 import os
@@ -21,12 +23,18 @@ TESTDATA = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "..", 
 sys.path.insert(0, os.path.join(TESTDATA, "reference"))
 
 import image_processing as ip  # noqa: E402
+import qwen3_vl as q3  # noqa: E402
 import st_io  # noqa: E402
 import vl_models as vl  # noqa: E402
 from PIL import Image  # noqa: E402
 
 OUT = os.path.join(HERE, "vl_multi")
 IMAGES = ["img_100x75", "img_300x200"]
+IMAGES_QWEN3_VL = ["img_150x90", "img_256x160"]
+
+
+def images_of(arch):
+    return IMAGES_QWEN3_VL if arch == "qwen3_vl" else IMAGES
 
 
 def load(arch):
@@ -34,7 +42,7 @@ def load(arch):
     cfg = json.load(open(os.path.join(d, "config.json")))
     pp = json.load(open(os.path.join(d, "preprocessor_config.json")))
     W = {k: v.float() for k, v in st_io.load_file(os.path.join(d, "model.safetensors")).items()}
-    imgs = [Image.open(os.path.join(d, n + ".png")).convert("RGB") for n in IMAGES]
+    imgs = [Image.open(os.path.join(d, n + ".png")).convert("RGB") for n in images_of(arch)]
     return cfg, pp, W, imgs
 
 
@@ -75,6 +83,28 @@ def run(arch):
         pos = torch.arange(T).view(1, 1, -1).expand(3, 1, -1)
         delta = 0
         prefix, head, mrope, bias = "language_model.model.", "language_model.lm_head.weight", None, False
+    elif arch == "qwen3_vl":
+        pv, thw, _ = ip.qwen2vl_preprocess(imgs, pp)
+        feats, deepstack = q3.qwen3vl_vision(W, cfg["vision_config"], pv, thw)
+        merge = cfg["vision_config"]["spatial_merge_size"]
+        token = cfg["image_token_id"]
+        ids0 = qwen_ids(len(imgs))
+        ids = expand(ids0, token, [int(t * h * w) // (merge * merge) for t, h, w in thw.tolist()])
+        T = len(ids)
+        pos, d = q3.get_rope_index(torch.tensor([ids]), thw, cfg)
+        delta = int(d)
+        head = q3.TP + "embed_tokens.weight"  # tied
+        x = q3.embed(W, torch.tensor([ids]), token, feats)
+        cache = [None] * tc["num_hidden_layers"]
+        mask = torch.tensor(ids) == token
+        logits = q3.text_forward(W, tc, x, pos, cache, mask, deepstack, lm_head=head)[0]
+        greedy, step = [], logits[-1]
+        for k in range(8):
+            nxt = int(step.argmax())
+            greedy.append(nxt)
+            p = torch.full((3, 1, 1), T + k + delta, dtype=torch.long)
+            step = q3.text_forward(W, tc, q3.embed(W, torch.tensor([[nxt]]), token, None), p, cache,
+                                   lm_head=head)[0, -1]
     else:
         vc = dict(cfg["vision_config"])
         pv, thw, _ = ip.qwen2vl_preprocess(imgs, pp)
@@ -88,18 +118,19 @@ def run(arch):
         pos, d = vl.get_rope_index(torch.tensor([ids]), thw, cfg, merge)
         delta = int(d)
         prefix, head, mrope, bias = "model.", "lm_head.weight", tc["rope_scaling"]["mrope_section"], True
-    x = W[prefix + "embed_tokens.weight"][torch.tensor(ids)].clone()
-    x[torch.tensor(ids) == token] = feats
-    cache = [None] * tc["num_hidden_layers"]
-    logits = vl.decoder_forward(W, tc, prefix, head, x[None], pos, cache, mrope, bias)[0]
-    greedy = []
-    step = logits[-1]
-    for k in range(8):
-        nxt = int(step.argmax())
-        greedy.append(nxt)
-        p = torch.full((3, 1, 1), T + k + delta, dtype=torch.long)
-        e = W[prefix + "embed_tokens.weight"][torch.tensor([[nxt]])]
-        step = vl.decoder_forward(W, tc, prefix, head, e, p, cache, mrope, bias)[0, -1]
+    if arch != "qwen3_vl":
+        x = W[prefix + "embed_tokens.weight"][torch.tensor(ids)].clone()
+        x[torch.tensor(ids) == token] = feats
+        cache = [None] * tc["num_hidden_layers"]
+        logits = vl.decoder_forward(W, tc, prefix, head, x[None], pos, cache, mrope, bias)[0]
+        greedy = []
+        step = logits[-1]
+        for k in range(8):
+            nxt = int(step.argmax())
+            greedy.append(nxt)
+            p = torch.full((3, 1, 1), T + k + delta, dtype=torch.long)
+            e = W[prefix + "embed_tokens.weight"][torch.tensor([[nxt]])]
+            step = vl.decoder_forward(W, tc, prefix, head, e, p, cache, mrope, bias)[0, -1]
     rows = set([T - 1])
     i = 0
     while i < T:
@@ -121,7 +152,8 @@ def run(arch):
         "logits": logits[rows].contiguous(),
         "greedy_ids": torch.tensor([greedy], dtype=torch.int32),
     }
-    meta = {"arch": arch, "images": ",".join(IMAGES), "reference": "shared/testdata/reference/vl_models.py",
+    reference = "qwen3_vl.py" if arch == "qwen3_vl" else "vl_models.py"
+    meta = {"arch": arch, "images": ",".join(images_of(arch)), "reference": "shared/testdata/reference/" + reference,
             "torch": torch.__version__}
     os.makedirs(OUT, exist_ok=True)
     st_io.save_file(out, os.path.join(OUT, arch + ".safetensors"), meta)
@@ -130,5 +162,5 @@ def run(arch):
 
 if __name__ == "__main__":
     torch.manual_seed(0)
-    for a in ["qwen2_vl", "qwen2_5_vl", "llava"]:
+    for a in sys.argv[2:] or ["qwen2_vl", "qwen2_5_vl", "qwen3_vl", "llava"]:
         run(a)

@@ -1,7 +1,9 @@
-// Golden parity for the vision-language models (Qwen2-VL, Qwen2.5-VL, LLaVA) on every case image: HF processor
-// output (pixel_values, image_grid_thw), vision tower output and its intermediates, placeholder expansion and
-// M-RoPE position ids, prefill logits, and the greedy continuation with the KV cache (decode positions after the
-// image). Goldens: ../shared/testdata/models/{qwen2_vl,qwen2_5_vl,llava} (README-vl.md describes the keys).
+// Golden parity for the vision-language models (Qwen2-VL, Qwen2.5-VL, Qwen3-VL, LLaVA) on every case image: HF
+// processor output (pixel_values, image_grid_thw), vision tower output and its intermediates (Qwen3-VL: position
+// embeddings and DeepStack features), placeholder expansion and M-RoPE position ids, prefill logits (with the
+// residual stream after each layer, DeepStack adds included), and the greedy continuation with the KV cache (decode
+// positions after the image). Goldens: ../shared/testdata/models/{qwen2_vl,qwen2_5_vl,qwen3_vl,llava}
+// (README-vl.md and qwen3_vl/README.md describe the keys).
 #include <gtest/gtest.h>
 
 #include <map>
@@ -102,6 +104,7 @@ TEST_P(GoldenVL, VisionEmbedsAndIntermediates) {
   std::vector<std::string> names;
   if (qwen()) {
     names.push_back("vision.patch_embed");
+    if (has("vision.pos_embed")) names.push_back("vision.pos_embed");
     if (has("vision.patch_embed_windowed")) names.push_back("vision.patch_embed_windowed");
     for (int i = 0; has("vision.block." + std::to_string(i)); ++i) names.push_back("vision.block." + std::to_string(i));
     if (has("vision.merger_windowed")) names.push_back("vision.merger_windowed");
@@ -117,10 +120,23 @@ TEST_P(GoldenVL, VisionEmbedsAndIntermediates) {
     auto d = test::max_abs_diff(trace[n].data(), want.ptr<float>(), want.numel());
     ASSERT_LE(d.max_abs, kTol) << "first difference at " << n << " element " << d.worst;
   }
-  Tensor want = get("vision_embeds");
-  ASSERT_EQ(e.features.numel(), want.numel());
-  auto d = test::max_abs_diff(e.features.ptr<float>(), want.ptr<float>(), want.numel());
-  EXPECT_LE(d.max_abs, kTol) << "worst at element " << d.worst;
+  // features, then (Qwen3-VL) one column block per DeepStack merger
+  const int n_ds = lm_->model->vision()->vision_tokens().deepstack;
+  const int64_t E = lm_->model->info().n_embd, rows = e.features.dim(0);
+  ASSERT_EQ(e.features.dim(1), E * (1 + n_ds));
+  int n_ds_golden = 0;
+  while (has("deepstack_embeds." + std::to_string(n_ds_golden))) ++n_ds_golden;
+  EXPECT_EQ(n_ds, n_ds_golden);
+  for (int k = 0; k <= n_ds; ++k) {
+    const std::string key = k == 0 ? "vision_embeds" : "deepstack_embeds." + std::to_string(k - 1);
+    Tensor want = get(key);
+    ASSERT_EQ(rows * E, want.numel()) << key;
+    double worst = 0;
+    for (int64_t r = 0; r < rows; ++r)
+      worst = std::max(worst, test::max_abs_diff(e.features.ptr<float>() + r * e.features.dim(1) + k * E,
+                                                 want.ptr<float>() + r * E, E).max_abs);
+    EXPECT_LE(worst, kTol) << key;
+  }
 }
 
 TEST_P(GoldenVL, PlaceholderExpansionAndPositions) {
@@ -203,7 +219,7 @@ TEST_P(GoldenVL, GreedyContinuationAfterImage) {
 
 std::vector<Case> all_cases() {
   std::vector<Case> v;
-  for (const char* arch : {"qwen2_vl", "qwen2_5_vl", "llava"}) {
+  for (const char* arch : {"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "llava"}) {
     auto g = SafetensorsFile::open(test::model_dir(arch) + "/golden.safetensors");
     if (!g.is_ok()) continue;
     auto it = g->metadata().find("cases");
