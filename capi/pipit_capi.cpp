@@ -2,6 +2,7 @@
 // keeps the message in a thread-local last-error string.
 #include "pipit/pipit.h"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -10,6 +11,8 @@
 #include "core/limits.h"
 #include "runtime/generator.h"
 #include "runtime/loader.h"
+#include "models/vision/vision_model.h"
+#include "runtime/multimodal.h"
 #include "runtime/session.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -22,6 +25,12 @@ struct pipit_session {
   pipit_model* model;
   std::unique_ptr<pipit::Session> s;
   std::vector<int32_t> history;  // tokens in the KV cache, in order
+  // Images of the conversation (vision-language models): attached paths not yet used, the encoded ones in the
+  // order their placeholders appear, and the conversation's tokens with one placeholder per image (what the chat
+  // template or the raw prompts give, before expansion)
+  std::vector<std::string> pending_images;
+  std::vector<pipit::EncodedImage> images;
+  std::vector<int32_t> unexpanded;
 };
 
 namespace {
@@ -84,6 +93,20 @@ void sync_prefix(pipit_session* s, const std::vector<int32_t>& ids, size_t* reus
   n = size_t(s->s->n_past());
   s->history.resize(n);
   *reused = n;
+}
+
+int32_t image_token(const pipit::Model& m) {
+  return m.vision() ? m.vision()->vision_tokens().image_token_id : -1;
+}
+
+// `n` image placeholders before the text of `ids` (after its BOS).
+std::vector<int32_t> with_image_placeholders(const pipit::Model& m, const std::vector<int32_t>& ids, size_t n) {
+  std::vector<int32_t> out = ids, marks;
+  const std::vector<int32_t> mark = pipit::image_placeholder_tokens(m);
+  for (size_t i = 0; i < n; ++i) marks.insert(marks.end(), mark.begin(), mark.end());
+  const bool bos = !out.empty() && out[0] == m.info().bos_id;
+  out.insert(out.begin() + (bos ? 1 : 0), marks.begin(), marks.end());
+  return out;
 }
 
 }  // namespace
@@ -179,6 +202,9 @@ pipit_status pipit_session_reset(pipit_session* session) {
     if (!session) return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_reset: NULL session");
     session->s->reset();
     session->history.clear();
+    session->pending_images.clear();
+    session->images.clear();
+    session->unexpanded.clear();
     return PIPIT_OK;
   });
 }
@@ -205,7 +231,8 @@ pipit_status pipit_session_generate(pipit_session* session, const char* prompt, 
       if (o.stop && o.stop[i]) gp.stop.push_back(o.stop[i]);
     const pipit::Tokenizer& tok = *session->model->lm.tokenizer;
 
-    std::vector<int32_t> full;  // the whole token sequence this call wants in the context
+    std::vector<int32_t> full;  // the whole token sequence this call wants in the context (placeholders unexpanded)
+    const bool with_images = !session->images.empty() || !session->pending_images.empty();
     if (use_chat_template) {
       auto j = nlohmann::json::parse(prompt, nullptr, false);
       if (j.is_discarded() || !j.is_array())
@@ -218,29 +245,72 @@ pipit_status pipit_session_generate(pipit_session* session, const char* prompt, 
     } else {
       auto ids = tok.encode(prompt, session->history.empty());
       if (!ids) return to_status(ids.status());
-      full = session->history;
-      full.insert(full.end(), ids->begin(), ids->end());
+      full = session->unexpanded;
+      // raw text without placeholders: the newly attached images go first (after BOS), as with `pipit run`
+      const bool has_marks = std::find(ids->begin(), ids->end(), image_token(*session->model->lm.model)) != ids->end();
+      const auto marked = has_marks ? *ids : with_image_placeholders(*session->model->lm.model, *ids,
+                                                                     session->pending_images.size());
+      full.insert(full.end(), marked.begin(), marked.end());
     }
     if (full.empty()) return fail(PIPIT_ERR_INVALID_ARGUMENT, "the prompt is empty");
-    if (int64_t(full.size()) >= session->s->n_ctx())
-      return fail(PIPIT_ERR_OUT_OF_RANGE, "the conversation has " + std::to_string(full.size()) +
-                                              " tokens, which does not fit the context of " +
-                                              std::to_string(session->s->n_ctx()));
-    size_t reused = 0;
-    sync_prefix(session, full, &reused);
-    std::vector<int32_t> rest(full.begin() + long(reused), full.end());
-    auto res = pipit::generate(*session->s, &tok, rest, gp, [&](const std::string& piece, int32_t token) {
+    auto on_text = [&](const std::string& piece, int32_t token) {
       return callback ? callback(piece.c_str(), piece.size(), token, user) != 0 : true;
-    });
+    };
+    pipit::Result<pipit::GenerateResult> res = pipit::Status::ok();
+    std::vector<int32_t> in_context;  // the tokens the KV cache will hold before the generated ones
+    if (!with_images) {
+      if (int64_t(full.size()) >= session->s->n_ctx())
+        return fail(PIPIT_ERR_OUT_OF_RANGE, "the conversation has " + std::to_string(full.size()) +
+                                                " tokens, which does not fit the context of " +
+                                                std::to_string(session->s->n_ctx()));
+      size_t reused = 0;
+      sync_prefix(session, full, &reused);
+      std::vector<int32_t> rest(full.begin() + long(reused), full.end());
+      res = pipit::generate(*session->s, &tok, rest, gp, on_text);
+      in_context = full;
+    } else {
+      // images: encode the new ones, expand every placeholder of the conversation and evaluate it from the start
+      // (its image features are not part of the token prefix the text path compares)
+      const pipit::LoadedModel& lm = session->model->lm;
+      auto pp = pipit::preprocessor_config_of(lm);
+      if (!pp) return to_status(pp.status());
+      auto proc = pipit::image_processor_for(*lm.model, *pp);
+      if (!proc) return to_status(proc.status());
+      std::vector<pipit::EncodedImage> images = session->images;
+      const std::vector<std::string> pending = std::move(session->pending_images);
+      session->pending_images.clear();  // an image that fails here is dropped, with the error naming it
+      for (const auto& path : pending) {
+        auto img = pipit::load_image(path);
+        if (!img) return to_status(img.status());
+        auto e = pipit::encode_image(*lm.model, *proc, *img, session->s->pool());
+        if (!e) return to_status(e.status().with_context("[image] " + path));
+        images.push_back(std::move(e).value());
+      }
+      auto mm = pipit::build_multimodal_prompt(*lm.model, full, images);
+      if (!mm) return to_status(mm.status());
+      if (int64_t(mm->tokens.size()) >= session->s->n_ctx())
+        return fail(PIPIT_ERR_OUT_OF_RANGE, "the conversation has " + std::to_string(mm->tokens.size()) +
+                                                " tokens with its images, which does not fit the context of " +
+                                                std::to_string(session->s->n_ctx()));
+      session->images = std::move(images);
+      session->s->reset();
+      session->history.clear();
+      res = pipit::generate(*session->s, &tok, *mm, gp, on_text);
+      in_context = mm->tokens;
+    }
     if (!res) {
       session->s->reset();
       session->history.clear();
+      session->unexpanded.clear();
+      session->images.clear();
       return to_status(res.status());
     }
-    // the KV cache holds `full` and the generated tokens that were fed back (all but possibly the last)
-    session->history = full;
-    session->history.insert(session->history.end(), res->tokens.begin(), res->tokens.end());
-    session->history.resize(size_t(session->s->n_past()));
+    // the KV cache holds the prompt and the generated tokens that were fed back (all but possibly the last)
+    const size_t n_fed = size_t(session->s->n_past()) - in_context.size();
+    session->history = in_context;
+    session->history.insert(session->history.end(), res->tokens.begin(), res->tokens.begin() + long(n_fed));
+    session->unexpanded = full;
+    session->unexpanded.insert(session->unexpanded.end(), res->tokens.begin(), res->tokens.begin() + long(n_fed));
     return PIPIT_OK;
   });
 }
@@ -248,7 +318,12 @@ pipit_status pipit_session_generate(pipit_session* session, const char* prompt, 
 pipit_status pipit_session_attach_image(pipit_session* session, const char* path) {
   return guard([&] {
     if (!session || !path) return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_attach_image: NULL argument");
-    return fail(PIPIT_ERR_UNSUPPORTED, "this model has no vision tower; images are not supported");
+    if (!session->model->lm.model->vision())
+      return fail(PIPIT_ERR_UNSUPPORTED, "model '" + session->model->lm.model->info().arch +
+                                             "' has no vision tower; images are not supported");
+    // decoded at the next generate, with the conversation's other images
+    session->pending_images.push_back(path);
+    return PIPIT_OK;
   });
 }
 

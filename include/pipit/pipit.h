@@ -101,7 +101,11 @@ typedef int32_t (*pipit_token_callback)(const char* piece, size_t len, int32_t t
 pipit_status pipit_session_generate(pipit_session* session, const char* prompt, int32_t use_chat_template,
                                     const pipit_generate_options* options, pipit_token_callback callback, void* user);
 
-/* Attaches an image (file path) for the next chat generation. PIPIT_ERR_UNSUPPORTED for text-only models. */
+/* Attaches an image (file path, or a data: URL) for the next generation of a vision-language model; it fills the
+ * next image placeholder of the conversation (use_chat_template = 1: a {"type": "image"} content part; raw
+ * prompts: a placeholder is put before the new text). The image is decoded and encoded at that generation; a
+ * placeholder count that does not match the images is an error then (an image that cannot be read is dropped). A conversation with images is evaluated
+ * from its start at each generation. PIPIT_ERR_UNSUPPORTED for text-only models. */
 pipit_status pipit_session_attach_image(pipit_session* session, const char* path);
 
 #ifdef __cplusplus

@@ -1,5 +1,5 @@
-// The image paths of the CLI on the tiny VLM checkpoints: `pipit vision` and `pipit logits --image` against the
-// goldens, and bad image input (text-only model, placeholder/image count mismatch, broken files) giving one clear
+// The image paths of the CLI on the tiny VLM checkpoints: `pipit vision` (with --stages) and `pipit logits --image`
+// against the goldens (Qwen3-VL's DeepStack features too), and bad image input (text-only model, placeholder/image count mismatch, broken files) giving one clear
 // error line and exit code 1, never a crash.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -127,6 +127,43 @@ TEST_F(CliVision, SeveralImagesInOnePrompt) {
   EXPECT_EQ(r2.code, 0) << r2.out;
 }
 
+// Qwen3-VL: `pipit vision --stages` on both case images writes every stage the goldens hold (rows of the two
+// images one after the other), DeepStack features included; `pipit logits --image` gives the golden logits.
+TEST_F(CliVision, Qwen3VLStagesDeepStackAndLogits) {
+  SafetensorsFile g = golden("qwen3_vl");
+  const std::vector<std::string> cases = {"img_150x90", "img_256x160"};
+  const std::string out = (dir_ / "q3.safetensors").string();
+  auto r = run_cli("vision -t 2 -m " + model("qwen3_vl") + " --image " + image("qwen3_vl", cases[0]) + " --image " +
+                   image("qwen3_vl", cases[1]) + " --stages -o " + out);
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto f = SafetensorsFile::open(out);
+  ASSERT_TRUE(f.is_ok()) << f.status().message();
+  for (const std::string key : {"pixel_values", "vision.patch_embed", "vision.pos_embed", "vision.block.0",
+                                "vision.block.2", "vision_embeds", "deepstack_embeds.0", "deepstack_embeds.1"}) {
+    auto got = f->get(key);
+    ASSERT_TRUE(got.is_ok()) << "no " << key;
+    std::vector<float> want;
+    for (const auto& c : cases) {
+      Tensor t = *g.get(c + "." + key);
+      want.insert(want.end(), t.ptr<float>(), t.ptr<float>() + t.numel());
+    }
+    ASSERT_EQ(got->numel(), int64_t(want.size())) << key;
+    EXPECT_LE(test::max_abs_diff(got->ptr<float>(), want.data(), got->numel()).max_abs,
+              key == "pixel_values" ? 1e-4 : 1e-3) << key;
+  }
+  EXPECT_EQ(ids_of(*f->get("image_grid_thw")), (std::vector<int32_t>{1, 6, 10, 1, 10, 16}));
+
+  const std::string in = write_ids("q3_in.safetensors", ids_of(*g.get("img_256x160.input_ids_unexpanded")));
+  const std::string lo = (dir_ / "q3_logits.safetensors").string();
+  auto l = run_cli("logits -t 2 -m " + model("qwen3_vl") + " --input " + in + " --image " +
+                   image("qwen3_vl", "img_256x160") + " --output " + lo);
+  ASSERT_EQ(l.code, 0) << l.out;
+  auto lf = SafetensorsFile::open(lo);
+  ASSERT_TRUE(lf.is_ok());
+  EXPECT_EQ(ids_of(*lf->get("position_ids")), ids_of(*g.get("img_256x160.position_ids")));
+  EXPECT_LE(diff(*lf->get("logits"), *g.get("img_256x160.logits")), 1e-3);
+}
+
 TEST_F(CliVision, BadImageInputGivesClearErrors) {
   SafetensorsFile g = golden("qwen2_vl");
   const std::string img = image("qwen2_vl", "img_100x75");
@@ -156,6 +193,29 @@ TEST_F(CliVision, BadImageInputGivesClearErrors) {
   expect_error(run_cli(qwen + " --input " + in + " --image " + text.string()), "not a PNG or JPEG");
   expect_error(run_cli(qwen + " --input " + in + " --image " + (dir_ / "missing.png").string()), "no such file");
   expect_error(run_cli(qwen + " --input " + in + " --image " + img + " --image-max-pixels 10"), "image-max-pixels");
+}
+
+// `pipit run --image` on the tiny Qwen3-VL (same special ids as the tiny Qwen2-VL, so the same toy tokenizer and
+// Qwen chat template): the template's placeholder becomes the 15 image tokens of img_150x90; two images, one
+// placeholder each.
+TEST_F(CliVision, Qwen3VLRunWithImages) {
+  const fs::path m = dir_ / "qwen3_vl";
+  fs::copy(model("qwen3_vl"), m, fs::copy_options::recursive);
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
+    fs::copy_file(std::string(PIPIT_SOURCE_DIR) + "/tests/data/vl_tokenizer/" + f, m / f);
+  const fs::path msgs = dir_ / "m.jsonl";
+  std::ofstream(msgs) << R"({"messages": [{"role": "user", "content": [{"type": "image"}, )"
+                      << R"({"type": "text", "text": "Describe this image."}]}], "add_generation_prompt": true})" << "\n";
+  auto t = run_cli("template -m " + m.string() + " --jsonl " + msgs.string());
+  ASSERT_EQ(t.code, 0) << t.out;
+  const auto ids = nlohmann::json::parse(t.out.substr(0, t.out.find('\n')))["ids"];
+  const std::string img = " --image " + image("qwen3_vl", "img_150x90");
+  auto r = run_cli("run -t 2 -m " + m.string() + img + " -p 'Describe this image.' -n 4 --temp 0 --ignore-eos");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("prompt " + std::to_string(ids.size() + 14) + " tokens"), std::string::npos) << r.out;
+  auto two = run_cli("run -t 2 -m " + m.string() + img + " --image " + image("qwen3_vl", "img_256x160") +
+                     " -p hi -n 2 --temp 0");
+  EXPECT_EQ(two.code, 0) << two.out;
 }
 
 // `pipit run --image` on the tiny Qwen2-VL with the toy tokenizer of tests/data/vl_tokenizer: the chat template
@@ -199,15 +259,15 @@ TEST_F(CliVision, ImageMaxPixelsMeansFewerTokens) {
 // `pipit bench --image`: the image test counts the tokens the tower returns (as `pipit vision` writes them), and the
 // multimodal prefill covers the image's tokens, its markers and the N text tokens; a text-only model is refused.
 TEST_F(CliVision, BenchWithImage) {
-  for (const std::string arch : {"qwen2_vl", "llava"}) {
+  for (const std::string arch : {"qwen2_vl", "qwen3_vl", "llava"}) {
     const std::string out = (dir_ / (arch + ".safetensors")).string();
-    auto v = run_cli("vision -m " + model(arch) + " --image " + image(arch, "img_100x75") + " -o " + out);
+    const std::string img = image(arch, arch == "qwen3_vl" ? "img_150x90" : "img_100x75");
+    auto v = run_cli("vision -m " + model(arch) + " --image " + img + " -o " + out);
     ASSERT_EQ(v.code, 0) << v.out;
     auto f = SafetensorsFile::open(out);
     ASSERT_TRUE(f.is_ok());
     const int64_t n_image = f->get("vision_embeds")->dim(-2);
-    auto r = run_cli("bench -m " + model(arch) + " --image " + image(arch, "img_100x75") +
-                     " -p 8 -n 2 -r 1 -t 1 --json");
+    auto r = run_cli("bench -m " + model(arch) + " --image " + img + " -p 8 -n 2 -r 1 -t 1 --json");
     ASSERT_EQ(r.code, 0) << r.out;
     const auto j = nlohmann::json::parse(r.out.substr(r.out.find('{')));
     std::map<std::string, nlohmann::json> tests;

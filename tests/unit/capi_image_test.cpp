@@ -1,0 +1,136 @@
+// Images through the C API (pipit_session_attach_image) on the tiny Qwen3-VL with the toy tokenizer of
+// tests/data/vl_tokenizer: the greedy tokens equal those of the C++ path (chat template -> placeholders expanded
+// with the encoded image -> Session), over two turns that keep the first turn's image, in raw mode, and with two
+// images; plus the errors (text-only model, more placeholders than images).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "pipit/pipit.h"
+#include "runtime/generator.h"
+#include "runtime/loader.h"
+#include "runtime/multimodal.h"
+#include "tests/test_util.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace fs = std::filesystem;
+
+namespace pipit {
+namespace {
+
+class CapiImage : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("pipit_capi_image_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    for (const char* f : {"config.json", "generation_config.json", "preprocessor_config.json", "model.safetensors"})
+      fs::create_symlink(test::model_dir("qwen3_vl") + "/" + f, dir_ / f);
+    for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
+      fs::copy_file(std::string(PIPIT_SOURCE_DIR) + "/tests/data/vl_tokenizer/" + f, dir_ / f);
+    ASSERT_EQ(pipit_model_load(dir_.c_str(), nullptr, &model_), PIPIT_OK) << pipit_last_error();
+    pipit_session_options so = {0, 2, 0};
+    ASSERT_EQ(pipit_session_create(model_, &so, &session_), PIPIT_OK) << pipit_last_error();
+    pipit_generate_options_default(&opt_);
+    opt_.temperature = 0.0f;
+    opt_.max_tokens = 4;
+  }
+  void TearDown() override {
+    pipit_session_destroy(session_);
+    pipit_model_destroy(model_);
+    fs::remove_all(dir_);
+  }
+  static std::string image(const std::string& name) { return test::model_dir("qwen3_vl") + "/" + name + ".png"; }
+
+  std::vector<int32_t> capi_generate(const std::string& prompt, int32_t chat) {
+    std::vector<int32_t> got;
+    auto cb = [](const char*, size_t, int32_t token, void* user) -> int32_t {
+      static_cast<std::vector<int32_t>*>(user)->push_back(token);
+      return 1;
+    };
+    EXPECT_EQ(pipit_session_generate(session_, prompt.c_str(), chat, &opt_, cb, &got), PIPIT_OK) << pipit_last_error();
+    return got;
+  }
+
+  // The same through the C++ runtime on a fresh session: prompt ids -> placeholders filled -> greedy tokens.
+  std::vector<int32_t> cpp_generate(const std::vector<int32_t>& ids, const std::vector<std::string>& images) {
+    auto lm = load_model(dir_.string());
+    EXPECT_TRUE(lm.is_ok()) << lm.status().message();
+    Session s(*lm->model, SessionOptions{.n_threads = 2});
+    auto mm = prepare_multimodal_prompt(*lm, ids, images, {}, s.pool());
+    EXPECT_TRUE(mm.is_ok()) << mm.status().message();
+    GenerateParams gp;
+    gp.max_tokens = 4;
+    gp.sampler.temperature = 0.0f;
+    auto r = generate(s, lm->tokenizer.get(), *mm, gp);
+    EXPECT_TRUE(r.is_ok()) << r.status().message();
+    return r->tokens;
+  }
+  std::vector<int32_t> chat_ids(const std::string& messages) {
+    auto lm = load_model(dir_.string());
+    auto text = apply_chat_template(*lm->tokenizer, nlohmann::json::parse(messages), true);
+    EXPECT_TRUE(text.is_ok()) << text.status().message();
+    return *lm->tokenizer->encode(*text, false);
+  }
+
+  fs::path dir_;
+  pipit_model* model_ = nullptr;
+  pipit_session* session_ = nullptr;
+  pipit_generate_options opt_;
+};
+
+TEST_F(CapiImage, ChatTurnsKeepTheirImages) {
+  const std::string turn1 = R"([{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Describe."}]}])";
+  ASSERT_EQ(pipit_session_attach_image(session_, image("img_150x90").c_str()), PIPIT_OK) << pipit_last_error();
+  const auto got1 = capi_generate(turn1, 1);
+  ASSERT_EQ(got1.size(), 4u);
+  EXPECT_EQ(got1, cpp_generate(chat_ids(turn1), {image("img_150x90")}));
+  // the second turn repeats the first turn's image part and adds a new image
+  const std::string turn2 = R"([{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Describe."}]},)"
+                            R"({"role": "assistant", "content": "abc"},)"
+                            R"({"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "And?"}]}])";
+  ASSERT_EQ(pipit_session_attach_image(session_, image("img_256x160").c_str()), PIPIT_OK);
+  const auto got2 = capi_generate(turn2, 1);
+  EXPECT_EQ(got2, cpp_generate(chat_ids(turn2), {image("img_150x90"), image("img_256x160")}));
+  // a placeholder without an image: one clear error, and the session stays usable
+  const std::string turn3 = turn2.substr(0, turn2.size() - 1) +
+                            R"(,{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "?"}]}])";
+  EXPECT_EQ(pipit_session_generate(session_, turn3.c_str(), 1, &opt_, nullptr, nullptr), PIPIT_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(pipit_last_error()).find("3 image tokens for 2 image(s)"), std::string::npos)
+      << pipit_last_error();
+  ASSERT_EQ(pipit_session_reset(session_), PIPIT_OK);
+  EXPECT_EQ(capi_generate(R"([{"role": "user", "content": "hi"}])", 1).size(), 4u);
+}
+
+TEST_F(CapiImage, RawPromptPutsTheImageFirst) {
+  ASSERT_EQ(pipit_session_attach_image(session_, image("img_256x160").c_str()), PIPIT_OK);
+  const auto got = capi_generate("Describe", 0);
+  auto lm = load_model(dir_.string());
+  std::vector<int32_t> ids = *lm->tokenizer->encode("Describe", true);
+  const auto marks = image_placeholder_tokens(*lm->model);
+  const bool bos = !ids.empty() && ids[0] == lm->model->info().bos_id;
+  ids.insert(ids.begin() + (bos ? 1 : 0), marks.begin(), marks.end());
+  EXPECT_EQ(got, cpp_generate(ids, {image("img_256x160")}));
+}
+
+TEST_F(CapiImage, TextOnlyModelRefusesImages) {
+  pipit_model* text = nullptr;
+  ASSERT_EQ(pipit_model_load(test::model_dir("stories260k").c_str(), nullptr, &text), PIPIT_OK) << pipit_last_error();
+  pipit_session* s = nullptr;
+  ASSERT_EQ(pipit_session_create(text, nullptr, &s), PIPIT_OK);
+  EXPECT_EQ(pipit_session_attach_image(s, image("img_150x90").c_str()), PIPIT_ERR_UNSUPPORTED);
+  EXPECT_NE(std::string(pipit_last_error()).find("no vision tower"), std::string::npos) << pipit_last_error();
+  EXPECT_EQ(pipit_session_attach_image(s, nullptr), PIPIT_ERR_INVALID_ARGUMENT);
+  pipit_session_destroy(s);
+  pipit_model_destroy(text);
+  // a broken image path is named at the generation that needs it, and dropped
+  ASSERT_EQ(pipit_session_attach_image(session_, (dir_ / "missing.png").c_str()), PIPIT_OK);
+  EXPECT_NE(pipit_session_generate(session_, "x", 0, &opt_, nullptr, nullptr), PIPIT_OK);
+  EXPECT_NE(std::string(pipit_last_error()).find("missing.png"), std::string::npos) << pipit_last_error();
+  EXPECT_EQ(capi_generate("x", 0).size(), 4u);
+}
+
+}  // namespace
+}  // namespace pipit
