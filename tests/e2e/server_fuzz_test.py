@@ -66,16 +66,16 @@ WRONG = {
     "stream": ["true", 1, 0, [], {}],
     "stop": [5, [1], {"a": 1}, [["x"]], True, ["x" * 300]],
     "seed": ["x", 1.5, [], True],
-    "n": [2, 0, "1", 1.0, -3],
+    "n": [0, "1", 1.0, -3, 1000],  # 1..16 choices are valid (issue 16)
     "presence_penalty": [3, -3, "0"],
     "frequency_penalty": [2.5, "a", []],
     "stream_options": ["x", 5, {"include_usage": "yes"}],
     "model": [5, [], {}, True],
     "top_k": ["10", 1.5, -5],
     "min_p": [2, "0.1"],
-    "logprobs": [True, 3],
+    "logprobs": [3, "yes"],  # chat logprobs is a bool
     "tools": [[{"type": "function"}]],
-    "response_format": [{"type": "json_object"}, "json", 5],
+    "response_format": [{"type": "xml"}, "json", 5],
     "ignore_eos": ["yes", 1],
     "chat_template_kwargs": [5, "x", {"a": {"b": 1}}, {"a": [1]}],
 }
@@ -160,7 +160,7 @@ def missing_or_odd_body(rng):
         (COMPLETIONS, b'{"prompt": [-1]}'), (COMPLETIONS, b'{"prompt": [1000000000000]}'),
         (COMPLETIONS, b'{"prompt": [1.5]}'), (COMPLETIONS, b'{"prompt": "x", "echo": true}'),
         (COMPLETIONS, b'{"prompt": "x", "best_of": 3}'), (COMPLETIONS, b'{"prompt": "x", "suffix": "y"}'),
-        (CHAT, b'{"messages": [{"role": "user", "content": "hi"}], "n": 3}'),
+        (CHAT, b'{"messages": [{"role": "user", "content": "hi"}], "n": 17}'),
     ])
 
 
