@@ -64,7 +64,13 @@ Tensor self_attention(Ctx& ctx, const Tensor& x, const AttnWeights& w, const Att
   }
   ctx.name(q, "q_rope", layer);
   ctx.name(k, "k_rope", layer);
-  Tensor out = ctx.alloc(DType::F32, {n, c.n_head, c.head_dim});
+  Tensor out = cached_attention(ctx, q, k, v, c, batch, kv, layer);
+  return linear(ctx, out.reshape({n, c.n_head * c.head_dim}), w.o, w.o_bias);
+}
+
+Tensor cached_attention(Ctx& ctx, const Tensor& q, const Tensor& k, const Tensor& v, const AttnConfig& c,
+                        const Batch& batch, KvCache& kv, int layer) {
+  Tensor out = ctx.alloc(DType::F32, {q.dim(0), c.n_head, c.head_dim});
   const bool ring = kv.is_ring(layer);  // a sliding-window layer's bounded cache
   PIPIT_ASSERT(!ring || c.window > 0, "layer {} has a ring cache but no sliding window", layer);
   AttnParams ap{c.scale, c.softcap, c.window, ring};
@@ -76,8 +82,7 @@ Tensor self_attention(Ctx& ctx, const Tensor& x, const AttnWeights& w, const Att
     Tensor o = out.slice(0, s.begin, s.begin + s.n);
     attention(ctx, q.slice(0, s.begin, s.begin + s.n), kc, vc, pos, ap, o);
   }
-  ctx.name(out, "attn_out", layer);
-  return linear(ctx, out.reshape({n, c.n_head * c.head_dim}), w.o, w.o_bias);
+  return ctx.name(out, "attn_out", layer);
 }
 
 Tensor input_embeddings(Ctx& ctx, const Tensor& tok_embd, const Batch& batch) {

@@ -39,6 +39,10 @@ Result<MlpWeights> load_mlp(const WeightSource& w, const std::string& prefix, in
 // x: [n_tokens, n_embd] (already normed). rope may be null (NoPE layers). Returns the o_proj output.
 Tensor self_attention(Ctx& ctx, const Tensor& x, const AttnWeights& w, const AttnConfig& c, const RopeSpec* rope,
                       const Batch& batch, KvCache& kv, int layer);
+// The attention core of self_attention: appends each sequence's k/v ([n, n_head_kv, head_dim], RoPE applied) to its
+// cache rows and attends q ([n, n_head, head_dim]) over them; returns [n, n_head, head_dim], named "attn_out".
+Tensor cached_attention(Ctx& ctx, const Tensor& q, const Tensor& k, const Tensor& v, const AttnConfig& c,
+                        const Batch& batch, KvCache& kv, int layer);
 // Token embeddings of the batch with the rows of batch.embd spliced in where batch.embd_row says (image features).
 Tensor input_embeddings(Ctx& ctx, const Tensor& tok_embd, const Batch& batch);
 // DeepStack (Qwen3-VL): after decoder layer `layer`, x [n_tokens, n_embd] += column block layer + 1 of the batch's

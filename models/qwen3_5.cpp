@@ -273,18 +273,7 @@ class Qwen35Model : public Model {
     rms_norm_heads_(ctx, k, w.k_norm, eps_, kNormOffset);
     rope_(ctx, q, batch.pos, rope_spec_.inv_freq, rope_spec_.attention_factor);
     rope_(ctx, k, batch.pos, rope_spec_.inv_freq, rope_spec_.attention_factor);
-    Tensor out = ctx.alloc(DType::F32, {n, H, D});
-    const AttnParams ap{attn_.scale};
-    for (const auto& s : batch.seqs) {
-      std::span<const int32_t> pos(batch.pos.data() + s.begin, size_t(s.n));
-      Tensor kc = kv.k(il, s.slot), vc = kv.v(il, s.slot);
-      store_kv(ctx, k.slice(0, s.begin, s.begin + s.n), kc, pos);
-      store_kv(ctx, v.slice(0, s.begin, s.begin + s.n), vc, pos);
-      Tensor o = out.slice(0, s.begin, s.begin + s.n);
-      attention(ctx, q.slice(0, s.begin, s.begin + s.n), kc, vc, pos, ap, o);
-    }
-    ctx.name(out, "attn_out", il);
-    Tensor o = out.reshape({n, H * D});
+    Tensor o = cached_attention(ctx, q, k, v, attn_, batch, kv, il).reshape({n, H * D});
     if (gate_) {
       float* po = o.ptr<float>();
       const float* pg = gate.ptr<float>();

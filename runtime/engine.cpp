@@ -365,13 +365,8 @@ bool Engine::step() {
     }
     const int32_t next = sample(s, std::span<const float>(l, size_t(V)));
     bool end = false;
-    if (next < 0) {  // the grammar allows no token and cannot end here: stop rather than break it
-      s.res.reason = StopReason::kEos;
-      end = true;
-      std::string tail = s.text->finish();
-      s.res.text += tail;
-      if (!tail.empty() && s.req.on_token) s.req.on_token(tail, -1);
-    } else if (is_eos(s.req.params, model_, next)) {
+    // next < 0: the grammar allows no token and cannot end here: stop as at an EOS rather than break it
+    if (next < 0 || is_eos(s.req.params, model_, next)) {
       s.res.reason = StopReason::kEos;
       end = true;
       std::string tail = s.text->finish();

@@ -27,7 +27,7 @@ if ((${#missing[@]})); then
 else
   echo "[setup] all packages present"
 fi
-# npm for the openai client test (tests/e2e/setup_openai_npm.sh). NodeSource's nodejs bundles npm and conflicts
+# npm for the Node client and browser tests (tests/e2e/setup_npm.sh). NodeSource's nodejs bundles npm and conflicts
 # with Debian's npm package, so install that only when npm is missing.
 if ! command -v npm >/dev/null; then
   echo "[setup] installing: npm"

@@ -6,10 +6,11 @@
 //   node chat_page_test.js PIPIT_BINARY VL_MODEL_DIR NODE_PREFIX IMAGE.png [SCREENSHOT.png]
 'use strict';
 const assert = require('node:assert/strict');
-const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
 const zlib = require('node:zlib');
+
+const { startServer, stopServer } = require('./server_util.js');
 
 const [pipit, model, prefix, image, shotPath] = process.argv.slice(2);
 if (!image) {
@@ -18,33 +19,6 @@ if (!image) {
 }
 const { chromium } = require(path.join(path.resolve(prefix), 'node_modules', 'playwright-core'));
 const CHROMIUM = process.env.PIPIT_CHROMIUM || '/usr/bin/chromium';
-
-function startServer(args) {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(pipit, ['serve', '-m', model, '--port', '0', '-t', '1', ...args], {
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    let log = '';
-    const timer = setTimeout(() => reject(new Error('pipit serve did not start:\n' + log)), 120000);
-    proc.stderr.on('data', (d) => {
-      log += d.toString();
-      const m = log.match(/listening on (http:\/\/[0-9.]+:\d+)/);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ proc, url: m[1], log: () => log });
-      }
-    });
-    proc.on('exit', (code) => reject(new Error(`pipit serve exited with ${code}:\n${log}`)));
-  });
-}
-
-function stopServer(srv) {
-  return new Promise((resolve) => {
-    srv.proc.removeAllListeners('exit');
-    srv.proc.on('exit', (code, signal) => resolve({ code, signal }));
-    srv.proc.kill('SIGTERM');
-  });
-}
 
 // PNG size and whether its pixels vary (a blank page would be one colour): decodes the IDAT stream.
 function pngStats(buf) {
@@ -67,7 +41,7 @@ async function health(url) {
 }
 
 async function main() {
-  const srv = await startServer(['--parallel', '2', '--ctx', '4096']);
+  const srv = await startServer(pipit, model, ['--parallel', '2', '--ctx', '4096']);
   const browser = await chromium.launch({
     executablePath: CHROMIUM, headless: true,
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',

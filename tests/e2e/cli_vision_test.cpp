@@ -47,6 +47,26 @@ class CliVision : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
   static std::string model(const std::string& arch) { return test::model_dir(arch); }
   static std::string image(const std::string& arch, const std::string& c) { return model(arch) + "/" + c + ".png"; }
+  // A copy of a tiny VL checkpoint with the toy tokenizer of tests/data/vl_tokenizer (the Qwen2-VL special ids and a
+  // Qwen chat template).
+  fs::path with_toy_tokenizer(const std::string& arch) {
+    const fs::path m = dir_ / arch;
+    fs::copy(model(arch), m, fs::copy_options::recursive);
+    for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
+      fs::copy_file(std::string(PIPIT_SOURCE_DIR) + "/tests/data/vl_tokenizer/" + f, m / f);
+    return m;
+  }
+  // The ids `pipit template` gives for one user turn of an image and "Describe this image." (empty on failure).
+  nlohmann::json describe_image_prompt_ids(const fs::path& m) {
+    const fs::path msgs = dir_ / "m.jsonl";
+    std::ofstream(msgs) << R"({"messages": [{"role": "user", "content": [{"type": "image"}, )"
+                        << R"({"type": "text", "text": "Describe this image."}]}], "add_generation_prompt": true})"
+                        << "\n";
+    auto t = run_cli("template -m " + m.string() + " --jsonl " + msgs.string());
+    EXPECT_EQ(t.code, 0) << t.out;
+    if (t.code != 0) return nlohmann::json::array();
+    return nlohmann::json::parse(t.out.substr(0, t.out.find('\n')))["ids"];
+  }
   static SafetensorsFile golden(const std::string& arch) {
     auto g = SafetensorsFile::open(model(arch) + "/golden.safetensors");
     EXPECT_TRUE(g.is_ok()) << g.status().message();
@@ -199,16 +219,9 @@ TEST_F(CliVision, BadImageInputGivesClearErrors) {
 // Qwen chat template): the template's placeholder becomes the 15 image tokens of img_150x90; two images, one
 // placeholder each.
 TEST_F(CliVision, Qwen3VLRunWithImages) {
-  const fs::path m = dir_ / "qwen3_vl";
-  fs::copy(model("qwen3_vl"), m, fs::copy_options::recursive);
-  for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
-    fs::copy_file(std::string(PIPIT_SOURCE_DIR) + "/tests/data/vl_tokenizer/" + f, m / f);
-  const fs::path msgs = dir_ / "m.jsonl";
-  std::ofstream(msgs) << R"({"messages": [{"role": "user", "content": [{"type": "image"}, )"
-                      << R"({"type": "text", "text": "Describe this image."}]}], "add_generation_prompt": true})" << "\n";
-  auto t = run_cli("template -m " + m.string() + " --jsonl " + msgs.string());
-  ASSERT_EQ(t.code, 0) << t.out;
-  const auto ids = nlohmann::json::parse(t.out.substr(0, t.out.find('\n')))["ids"];
+  const fs::path m = with_toy_tokenizer("qwen3_vl");
+  const nlohmann::json ids = describe_image_prompt_ids(m);
+  ASSERT_FALSE(ids.empty());
   const std::string img = " --image " + image("qwen3_vl", "img_150x90");
   auto r = run_cli("run -t 2 -m " + m.string() + img + " -p 'Describe this image.' -n 4 --temp 0 --ignore-eos");
   ASSERT_EQ(r.code, 0) << r.out;
@@ -221,17 +234,10 @@ TEST_F(CliVision, Qwen3VLRunWithImages) {
 // `pipit run --image` on the tiny Qwen2-VL with the toy tokenizer of tests/data/vl_tokenizer: the chat template
 // places <|vision_start|><|image_pad|><|vision_end|>, which becomes 12 image tokens for img_100x75.
 TEST_F(CliVision, RunWithImageThroughTheChatTemplate) {
-  const fs::path m = dir_ / "qwen2_vl";
-  fs::copy(model("qwen2_vl"), m, fs::copy_options::recursive);
-  for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
-    fs::copy_file(std::string(PIPIT_SOURCE_DIR) + "/tests/data/vl_tokenizer/" + f, m / f);
-  const fs::path msgs = dir_ / "m.jsonl";
-  std::ofstream(msgs) << R"({"messages": [{"role": "user", "content": [{"type": "image"}, )"
-                      << R"({"type": "text", "text": "Describe this image."}]}], "add_generation_prompt": true})" << "\n";
-  auto t = run_cli("template -m " + m.string() + " --jsonl " + msgs.string());
-  ASSERT_EQ(t.code, 0) << t.out;
-  const auto ids = nlohmann::json::parse(t.out.substr(0, t.out.find('\n')))["ids"];
-  ASSERT_NE(std::find(ids.begin(), ids.end(), 1012), ids.end()) << t.out;
+  const fs::path m = with_toy_tokenizer("qwen2_vl");
+  const nlohmann::json ids = describe_image_prompt_ids(m);
+  ASSERT_FALSE(ids.empty());
+  ASSERT_NE(std::find(ids.begin(), ids.end(), 1012), ids.end()) << ids.dump();
   const std::string img = " --image " + image("qwen2_vl", "img_100x75");
   auto r = run_cli("run -t 2 -m " + m.string() + img + " -p 'Describe this image.' -n 4 --temp 0 --ignore-eos");
   ASSERT_EQ(r.code, 0) << r.out;

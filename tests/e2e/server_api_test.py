@@ -19,7 +19,7 @@ import jsonschema
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from server_util import Server, deltas  # noqa: E402
+from server_util import Server, ServerCase, deltas  # noqa: E402
 
 PIPIT = MODEL = None
 
@@ -71,16 +71,10 @@ def log_softmax(x):
     return x - m - np.log(np.exp(x - m).sum(axis=-1, keepdims=True))
 
 
-class Api(unittest.TestCase):
+class Api(ServerCase):
     @classmethod
     def setUpClass(cls):
         cls.srv = Server(PIPIT, MODEL, "--parallel", "4", "--ctx", "512")
-
-    @classmethod
-    def tearDownClass(cls):
-        out = cls.srv.output()
-        rc = cls.srv.stop()
-        assert rc == 0, f"pipit serve exited with {rc}:\n{out}"
 
     def test_models_context_length(self):
         status, m = self.srv.get("/v1/models")
@@ -223,19 +217,13 @@ PERSON = {"type": "object", "properties": {
     "required": ["name", "age", "color"]}
 
 
-class Structured(unittest.TestCase):
+class Structured(ServerCase):
     """Tool calls and structured output on the tiny random model: it never calls a tool or writes JSON by itself,
     so calls are forced with tool_choice (a grammar) and JSON with response_format; the answers are checked."""
 
     @classmethod
     def setUpClass(cls):
         cls.srv = Server(PIPIT, MODEL, "--parallel", "4", "--ctx", "1024")
-
-    @classmethod
-    def tearDownClass(cls):
-        out = cls.srv.output()
-        rc = cls.srv.stop()
-        assert rc == 0, f"pipit serve exited with {rc}:\n{out}"
 
     def test_tool_call_round_trip(self):
         messages = [{"role": "user", "content": "What is the weather in Paris?"}]

@@ -34,7 +34,7 @@ import unittest
 import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from server_util import Server  # noqa: E402
+from server_util import Server, ServerCase  # noqa: E402
 
 PIPIT = MODEL = VL_MODEL = TESTDATA = None
 CHAT = "/v1/chat/completions"
@@ -132,7 +132,7 @@ class HealthWatch:
         self.t.join()
 
 
-class Guarded(unittest.TestCase):
+class Guarded(ServerCase):
     """Shared checks: the server stays up, /health < 1 s during the attack, RSS grows by less than `mb`."""
 
     def attack(self, fn, mb=64, health=True):
@@ -151,12 +151,6 @@ class Guarded(unittest.TestCase):
         self.assertLess(after - before, mb, f"RSS {before:.0f} -> {after:.0f} MB")
         self.assertTrue(self.srv.alive())
         return out
-
-    @classmethod
-    def tearDownClass(cls):
-        out = cls.srv.output()
-        rc = cls.srv.stop()
-        assert rc == 0, f"pipit serve exited with {rc}:\n{out}"
 
 
 class Bodies(Guarded):

@@ -5,8 +5,9 @@
 //   node server_openai_test.js PIPIT_BINARY MODEL_DIR NODE_PREFIX   (NODE_PREFIX/node_modules/openai installed)
 'use strict';
 const assert = require('node:assert/strict');
-const { spawn } = require('node:child_process');
 const path = require('node:path');
+
+const { startServer, stopServer } = require('./server_util.js');
 
 const [pipit, model, prefix] = process.argv.slice(2);
 if (!prefix) {
@@ -15,36 +16,8 @@ if (!prefix) {
 }
 const OpenAI = require(path.join(path.resolve(prefix), 'node_modules', 'openai')).default;
 
-// Starts the server on a free port; resolves with {proc, url} once it prints its "listening on" line.
-function startServer(args) {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(pipit, ['serve', '-m', model, '--port', '0', '-t', '1', ...args], {
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    let log = '';
-    const timer = setTimeout(() => reject(new Error('pipit serve did not start:\n' + log)), 120000);
-    proc.stderr.on('data', (d) => {
-      log += d.toString();
-      const m = log.match(/listening on (http:\/\/[0-9.]+:\d+)/);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ proc, url: m[1], log: () => log });
-      }
-    });
-    proc.on('exit', (code) => reject(new Error(`pipit serve exited with ${code}:\n${log}`)));
-  });
-}
-
-function stopServer(srv) {
-  return new Promise((resolve) => {
-    srv.proc.removeAllListeners('exit');
-    srv.proc.on('exit', (code, signal) => resolve({ code, signal }));
-    srv.proc.kill('SIGTERM');
-  });
-}
-
 async function main() {
-  const srv = await startServer(['--parallel', '2', '--ctx', '512', '--api-key', 'sekrit']);
+  const srv = await startServer(pipit, model, ['--parallel', '2', '--ctx', '512', '--api-key', 'sekrit']);
   let checks = 0;
   try {
     const client = new OpenAI({ baseURL: srv.url + '/v1', apiKey: 'sekrit', maxRetries: 0, timeout: 120000 });

@@ -20,7 +20,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from server_util import Server, deltas, finish_reason  # noqa: E402
+from server_util import Server, ServerCase, deltas, finish_reason  # noqa: E402
 
 PIPIT = MODEL = VL_MODEL = TESTDATA = None
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -59,18 +59,12 @@ def assert_error(t, status, body, want_status, param=None, needle=None, code=Non
         t.assertEqual(e["code"], code, e)
 
 
-class Api(unittest.TestCase):
+class Api(ServerCase):
     """One server with 8 slots for everything that does not need special limits."""
 
     @classmethod
     def setUpClass(cls):
         cls.srv = Server(PIPIT, MODEL, "--parallel", "8", "--ctx", "512")
-
-    @classmethod
-    def tearDownClass(cls):
-        out = cls.srv.output()
-        rc = cls.srv.stop()
-        assert rc == 0, f"pipit serve exited with {rc}:\n{out}"
 
     def test_health_and_models(self):
         status, h = self.srv.get("/health")
@@ -257,7 +251,7 @@ class WaitsForHealth:
         self.fail(f"/health never satisfied the condition: {self.srv.health()}")
 
 
-class Limits(WaitsForHealth, unittest.TestCase):
+class Limits(WaitsForHealth, ServerCase):
     """One slot, a queue of one, a small context and body limit, and an API key."""
 
     KEY = {"Authorization": "Bearer sekrit"}
@@ -266,12 +260,6 @@ class Limits(WaitsForHealth, unittest.TestCase):
     def setUpClass(cls):
         cls.srv = Server(PIPIT, MODEL, "--parallel", "1", "--queue", "1", "--ctx", "256", "--max-body", "65536",
                          "--api-key", "sekrit")
-
-    @classmethod
-    def tearDownClass(cls):
-        out = cls.srv.output()
-        rc = cls.srv.stop()
-        assert rc == 0, f"pipit serve exited with {rc}:\n{out}"
 
     def post(self, body, path="/v1/chat/completions"):
         return self.srv.post(path, body, self.KEY)
@@ -339,19 +327,13 @@ class Limits(WaitsForHealth, unittest.TestCase):
         self.assertEqual(self.post(chat("hi", max_tokens=2))[0], 200)
 
 
-class LongAnswers(WaitsForHealth, unittest.TestCase):
+class LongAnswers(WaitsForHealth, ServerCase):
     """--keepalive 0.2: non-streaming answers that take longer are written late (leading spaces, then the JSON),
     and a client that leaves before its answer is noticed and cancelled like a stream's."""
 
     @classmethod
     def setUpClass(cls):
         cls.srv = Server(PIPIT, MODEL, "--parallel", "1", "--ctx", "4096", "--keepalive", "0.2")
-
-    @classmethod
-    def tearDownClass(cls):
-        out = cls.srv.output()
-        rc = cls.srv.stop()
-        assert rc == 0, f"pipit serve exited with {rc}:\n{out}"
 
     def test_long_answer_is_the_streamed_text(self):
         body = chat(PROMPTS[0], max_tokens=600, ignore_eos=True)
@@ -383,7 +365,7 @@ class LongAnswers(WaitsForHealth, unittest.TestCase):
         self.assertEqual(status, 200, body)
 
 
-class Vision(unittest.TestCase):
+class Vision(ServerCase):
     """A Qwen2-VL-shaped model: images as data URLs (and local files when allowed) through the Engine."""
 
     QUESTION = "Describe the picture."
@@ -393,12 +375,6 @@ class Vision(unittest.TestCase):
         cls.srv = Server(PIPIT, VL_MODEL, "--parallel", "4", "--ctx", "512", "--allow-local-files",
                          os.path.join(TESTDATA, "models", "qwen2_vl"))
         cls.images = [os.path.join(TESTDATA, "models", "qwen2_vl", n) for n in ("img_100x75.png", "img_300x200.png")]
-
-    @classmethod
-    def tearDownClass(cls):
-        out = cls.srv.output()
-        rc = cls.srv.stop()
-        assert rc == 0, f"pipit serve exited with {rc}:\n{out}"
 
     def body(self, url, **kw):
         b = {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}},

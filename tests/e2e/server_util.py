@@ -8,6 +8,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import unittest
 
 
 class Server:
@@ -142,3 +143,14 @@ def finish_reason(events):
             if ch.get("finish_reason"):
                 return ch["finish_reason"]
     return None
+
+
+class ServerCase(unittest.TestCase):
+    """A test class sharing one server: its setUpClass sets cls.srv; tearDownClass stops it and fails the class
+    when the server did not exit cleanly (printing what it wrote)."""
+
+    @classmethod
+    def tearDownClass(cls):
+        out = cls.srv.output()
+        rc = cls.srv.stop()
+        assert rc == 0, f"pipit serve exited with {rc}:\n{out}"

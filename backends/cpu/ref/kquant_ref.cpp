@@ -678,30 +678,31 @@ int32_t dot_iq4_group(const uint8_t* qs, const BlockQ8Act& a) {
   return s;
 }
 
-void matmul_q4_k(const MatmulArgs& a, int64_t n0, int64_t n1) {
-  matmul_super<BlockQ4_K>(a, n0, n1, [](const BlockQ4_K& w, const BlockQ8Act* x, float acc) {
+namespace {
+
+// Q4_K and Q5_K: 8 groups of 32 with a 6-bit scale and min each; a group adds d sc (w . x) - dmin m x.d sum(x).
+template <class Block, int32_t (*kDotGroup)(const Block&, int, const BlockQ8Act&)>
+void matmul_k_with_mins(const MatmulArgs& a, int64_t n0, int64_t n1) {
+  matmul_super<Block>(a, n0, n1, [](const Block& w, const BlockQ8Act* x, float acc) {
     const float d = f16_to_f32(w.d), dmin = f16_to_f32(w.dmin);
     for (int g = 0; g < 8; ++g) {
       uint8_t sc, m;
       kquant_scale_min(g, w.scales, &sc, &m);
-      acc = std::fma(float(dot_q4_k_group(w, g, x[g])), (d * float(sc)) * x[g].d, acc);
+      acc = std::fma(float(kDotGroup(w, g, x[g])), (d * float(sc)) * x[g].d, acc);
       acc = std::fma(-(dmin * float(m)), x[g].d * float(x[g].sum), acc);
     }
     return acc;
   });
 }
 
+}  // namespace
+
+void matmul_q4_k(const MatmulArgs& a, int64_t n0, int64_t n1) {
+  matmul_k_with_mins<BlockQ4_K, dot_q4_k_group>(a, n0, n1);
+}
+
 void matmul_q5_k(const MatmulArgs& a, int64_t n0, int64_t n1) {
-  matmul_super<BlockQ5_K>(a, n0, n1, [](const BlockQ5_K& w, const BlockQ8Act* x, float acc) {
-    const float d = f16_to_f32(w.d), dmin = f16_to_f32(w.dmin);
-    for (int g = 0; g < 8; ++g) {
-      uint8_t sc, m;
-      kquant_scale_min(g, w.scales, &sc, &m);
-      acc = std::fma(float(dot_q5_k_group(w, g, x[g])), (d * float(sc)) * x[g].d, acc);
-      acc = std::fma(-(dmin * float(m)), x[g].d * float(x[g].sum), acc);
-    }
-    return acc;
-  });
+  matmul_k_with_mins<BlockQ5_K, dot_q5_k_group>(a, n0, n1);
 }
 
 void matmul_q6_k(const MatmulArgs& a, int64_t n0, int64_t n1) {

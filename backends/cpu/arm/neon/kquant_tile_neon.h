@@ -18,6 +18,17 @@
 namespace pipit::neon {
 namespace {
 
+// q4_K / q5_K: the 8 groups' scale d * sc and min dmin * m, into every 4th float (one lane of the row's tile).
+inline void k4_scales(f16_t d16, f16_t dmin16, const uint8_t* scales, float* sc, float* mn) {
+  const float d = f16_scalar(d16), dmin = f16_scalar(dmin16);
+  for (int g = 0; g < 8; ++g) {
+    uint8_t s, m;
+    kquant_scale_min(g, scales, &s, &m);
+    sc[4 * g] = d * float(s);
+    mn[4 * g] = dmin * float(m);
+  }
+}
+
 struct KQ4K {
   using Block = BlockQ4_K;
   static constexpr bool kMins = true, kScales16 = false;
@@ -27,15 +38,7 @@ struct KQ4K {
     w0 = vreinterpretq_s8_u8(g % 2 ? vshrq_n_u8(v0, 4) : vandq_u8(v0, m4));
     w1 = vreinterpretq_s8_u8(g % 2 ? vshrq_n_u8(v1, 4) : vandq_u8(v1, m4));
   }
-  static void scales(const Block& b, float* sc, float* mn) {
-    const float d = f16_scalar(b.d), dmin = f16_scalar(b.dmin);
-    for (int g = 0; g < 8; ++g) {
-      uint8_t s, m;
-      kquant_scale_min(g, b.scales, &s, &m);
-      sc[4 * g] = d * float(s);
-      mn[4 * g] = dmin * float(m);
-    }
-  }
+  static void scales(const Block& b, float* sc, float* mn) { k4_scales(b.d, b.dmin, b.scales, sc, mn); }
 };
 
 struct KQ5K {
@@ -49,15 +52,7 @@ struct KQ5K {
     w0 = vreinterpretq_s8_u8(vorrq_u8(g % 2 ? vshrq_n_u8(v0, 4) : vandq_u8(v0, m4), h0));
     w1 = vreinterpretq_s8_u8(vorrq_u8(g % 2 ? vshrq_n_u8(v1, 4) : vandq_u8(v1, m4), h1));
   }
-  static void scales(const Block& b, float* sc, float* mn) {
-    const float d = f16_scalar(b.d), dmin = f16_scalar(b.dmin);
-    for (int g = 0; g < 8; ++g) {
-      uint8_t s, m;
-      kquant_scale_min(g, b.scales, &s, &m);
-      sc[4 * g] = d * float(s);
-      mn[4 * g] = dmin * float(m);
-    }
-  }
+  static void scales(const Block& b, float* sc, float* mn) { k4_scales(b.d, b.dmin, b.scales, sc, mn); }
 };
 
 struct KQ6K {
