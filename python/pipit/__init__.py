@@ -1,0 +1,163 @@
+"""pipit: LLM / VLM inference on the CPU, from Python.
+
+    import pipit
+    m = pipit.Model("stories260k")                      # HF directory, .pipit or .gguf file
+    print(m.generate("Once upon a time", max_tokens=32, temperature=0,
+                     on_text=lambda piece, tok: print(piece, end="", flush=True)))
+    logits = m.logits(m.tokenize("Hello"))              # numpy [n_tokens, n_vocab]
+
+pipit.ops runs the engine's kernels eagerly on numpy arrays (matmul with quantized pipit.Tensor weights, rms_norm,
+rope, attention, softmax, silu, ...), so a new model can be written op by op in Python; see README.md.
+Errors the engine reports (a missing file, an unknown architecture, a prompt over the context) are pipit.Error;
+bad arguments are ValueError / TypeError.
+"""
+import json
+
+from . import _pipit
+from ._pipit import Completion, Error, Tensor, load_safetensors  # noqa: F401  (public names)
+from ._pipit import ops  # noqa: F401
+
+__version__ = _pipit.__version__
+__all__ = ["Model", "Session", "Tensor", "Completion", "Error", "ops", "load_safetensors", "rope_freqs"]
+
+
+def _options(max_tokens=256, temperature=0.8, top_k=40, top_p=0.95, min_p=0.05, repeat_penalty=1.0,
+             presence_penalty=0.0, frequency_penalty=0.0, seed=0xC0FFEE, stop=None, ignore_eos=False):
+    o = _pipit.GenerateOptions()
+    o.max_tokens, o.temperature, o.top_k, o.top_p, o.min_p = max_tokens, temperature, top_k, top_p, min_p
+    o.repeat_penalty, o.presence_penalty, o.frequency_penalty = repeat_penalty, presence_penalty, frequency_penalty
+    o.seed, o.ignore_eos = seed, ignore_eos
+    o.stop = [stop] if isinstance(stop, str) else list(stop or [])
+    return o
+
+
+def _image_source(part):
+    """The file path / URL of an image content part ({"type": "image", "image": ...} as HF processors take it, or
+    OpenAI's {"type": "image_url", "image_url": {"url": ...}}); None when the part names no image."""
+    if part.get("type") == "image_url":
+        u = part.get("image_url")
+        return u.get("url") if isinstance(u, dict) else u
+    for key in ("image", "path", "url"):
+        if isinstance(part.get(key), str):
+            return part[key]
+    return None
+
+
+class Session:
+    """One conversation: a KV cache that grows with each call. Not shared between threads."""
+
+    def __init__(self, model, n_ctx=0, n_batch=512, kv_f16=False):
+        self.model = model
+        self._s = model._m.session(n_ctx, n_batch, kv_f16)
+
+    @property
+    def n_past(self):
+        return self._s.n_past
+
+    @property
+    def n_ctx(self):
+        return self._s.n_ctx
+
+    def reset(self):
+        self._s.reset()
+
+    def truncate(self, n):
+        """Forget positions from n on (the session may keep fewer: check n_past)."""
+        self._s.truncate(n)
+
+    def eval(self, ids, all_logits=False, images=()):
+        """Appends ids; returns float32 logits [1, n_vocab] for the last one, or [len(ids), n_vocab]."""
+        return self._s.eval(ids, list(images), all_logits)
+
+    def generate(self, prompt, on_text=None, images=(), **options):
+        """Continues the session with prompt (text, or token ids) and samples a reply; see Model.generate."""
+        ids = self.model.tokenize(prompt, add_special=self.n_past == 0) if isinstance(prompt, str) else prompt
+        return self._s.generate(ids, list(images), _options(**options), on_text)
+
+
+class Model:
+    """A loaded model: an HF checkpoint directory, a .pipit file or a .gguf file (weights stay memory-mapped)."""
+
+    def __init__(self, path, n_threads=0):
+        self._m = _pipit.Model(str(path), n_threads)
+
+    arch = property(lambda self: self._m.arch)
+    n_vocab = property(lambda self: self._m.n_vocab)
+    n_embd = property(lambda self: self._m.n_embd)
+    n_layer = property(lambda self: self._m.n_layer)
+    max_ctx = property(lambda self: self._m.max_ctx)
+    bos_id = property(lambda self: self._m.bos_id)
+    eos_ids = property(lambda self: self._m.eos_ids)
+    has_vision = property(lambda self: self._m.has_vision)
+    has_tokenizer = property(lambda self: self._m.has_tokenizer)
+
+    @property
+    def config(self):
+        """config.json as a dict."""
+        return json.loads(self._m.config_json)
+
+    def tokenize(self, text, add_special=True):
+        return self._m.tokenize(text, add_special)
+
+    def detokenize(self, ids, skip_special=False):
+        return self._m.detokenize(ids, skip_special)
+
+    def apply_chat_template(self, messages, add_generation_prompt=True):
+        """The model's chat template rendered over messages ([{"role": ..., "content": ...}]), as text."""
+        return self._m._chat_template(json.dumps(messages), add_generation_prompt)
+
+    def weight(self, name):
+        """A weight by its HF name as a pipit.Tensor in the file's dtype (q4_0, q6_k, bf16, ...)."""
+        return self._m.weight(name)
+
+    def weight_names(self):
+        return self._m.weight_names()
+
+    def session(self, n_ctx=0, n_batch=512, kv_f16=False):
+        return Session(self, n_ctx, n_batch, kv_f16)
+
+    def _fit_session(self, n_tokens, n_ctx):
+        return Session(self, n_ctx or max(n_tokens, min(self.max_ctx or 4096, 4096)))
+
+    def logits(self, ids, images=()):
+        """One forward pass over ids (from position 0): float32 logits [len(ids), n_vocab] (numpy). With images, ids
+        hold one image placeholder per image (or runs already expanded), as `pipit logits --image` takes them."""
+        ids = list(ids)
+        return self._fit_session(len(ids), 0).eval(ids, all_logits=True, images=images)
+
+    def generate(self, prompt, on_text=None, images=(), n_ctx=0, **options):
+        """Samples a continuation of prompt (text, or token ids; text gets the tokenizer's BOS).
+
+        on_text(piece, token) is called for each piece of text as it is generated (valid UTF-8; a stop string is
+        never shown); returning False stops. options: max_tokens=256, temperature=0.8 (0: greedy), top_k=40,
+        top_p=0.95, min_p=0.05, repeat_penalty=1.0, presence_penalty=0, frequency_penalty=0, seed, stop (strings),
+        ignore_eos=False. Returns a Completion (str() gives its text)."""
+        ids = self.tokenize(prompt) if isinstance(prompt, str) else list(prompt)
+        s = self._fit_session(len(ids) + options.get("max_tokens", 256), n_ctx)
+        return s.generate(ids, on_text=on_text, images=images, **options)
+
+    def chat(self, messages, on_text=None, images=None, n_ctx=0, **options):
+        """A reply to a conversation, through the model's chat template.
+
+        messages: a list of {"role", "content"} dicts (content a string or a list of parts, where
+        {"type": "image", "image": "photo.png"} places an image), or one string (a user message). images: image
+        files for a string message, placed before its text. Other arguments as in generate()."""
+        if isinstance(messages, str):
+            parts = [{"type": "image", "image": p} for p in (images or [])]
+            messages = [{"role": "user", "content": parts + [{"type": "text", "text": messages}] if parts else messages}]
+            images = None
+        if images is None:  # the image parts of the conversation, in order
+            images = [_image_source(p) for msg in messages if isinstance(msg.get("content"), list)
+                      for p in msg["content"] if isinstance(p, dict) and p.get("type") in ("image", "image_url")]
+            if None in images:
+                raise ValueError("an image part names no image (expected {'type': 'image', 'image': PATH})")
+        text = self.apply_chat_template(messages, add_generation_prompt=True)
+        ids = self.tokenize(text, add_special=False)
+        s = self._fit_session(len(ids) + options.get("max_tokens", 256), n_ctx)
+        return s.generate(ids, on_text=on_text, images=images, **options)
+
+
+def rope_freqs(config, head_dim):
+    """(inv_freq, attention_factor) for a config dict's RoPE settings (rope_theta, rope_scaling: llama3, yarn, linear,
+    dynamic, longrope, partial_rotary_factor is the caller's: pass the rotated dims), as the C++ models compute them."""
+    return ops._rope_freqs(json.dumps(config), head_dim)

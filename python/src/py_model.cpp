@@ -1,0 +1,251 @@
+// Models and sessions for Python: load (.pipit, HF directory, .gguf), tokenize, logits as numpy arrays, generation
+// with a streaming callback, prompts with images. The GIL is released while the engine runs and taken back for each
+// callback; an exception raised by a callback (or Ctrl-C) stops the generation and is re-raised to the caller.
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "core/limits.h"
+#include "models/vision/vision_model.h"
+#include "python/src/py_common.h"
+#include "runtime/generator.h"
+#include "runtime/loader.h"
+#include "runtime/multimodal.h"
+#include "runtime/session.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace pipit::python {
+
+namespace {
+
+struct PyModel {
+  LoadedModel lm;
+  std::shared_ptr<ThreadPool> pool;
+
+  const Tokenizer& tok() const {
+    if (!lm.tokenizer) throw PipitError("model '" + lm.path + "' has no tokenizer files (tokenizer.json)");
+    return *lm.tokenizer;
+  }
+};
+
+struct PySession {
+  std::shared_ptr<PyModel> m;
+  std::unique_ptr<Session> s;
+};
+
+// Sampling and stopping, filled by pipit.GenerateOptions in __init__.py.
+struct GenOptions {
+  int max_tokens = 256;
+  float temperature = 0.8f;
+  int top_k = 40;
+  float top_p = 0.95f, min_p = 0.05f, repeat_penalty = 1.0f, presence_penalty = 0.0f, frequency_penalty = 0.0f;
+  uint64_t seed = 0xC0FFEE;
+  std::vector<std::string> stop;
+  bool ignore_eos = false;
+};
+
+struct Completion {
+  std::string text;
+  std::vector<int32_t> tokens;
+  std::string finish_reason;
+  int n_prompt = 0;
+  double prompt_ms = 0, gen_ms = 0;
+};
+
+GenerateParams gen_params(const GenOptions& o) {
+  if (o.max_tokens < 0) bad_arg("max_tokens must be >= 0, got {}", o.max_tokens);
+  if (!(o.top_p > 0.0f) || !(o.temperature >= 0.0f) || !(o.min_p >= 0.0f) || !(o.repeat_penalty > 0.0f))
+    bad_arg("temperature and min_p must be >= 0, top_p and repeat_penalty > 0");
+  GenerateParams p;
+  p.max_tokens = o.max_tokens;
+  p.sampler.temperature = o.temperature;
+  p.sampler.top_k = o.top_k;
+  p.sampler.top_p = o.top_p;
+  p.sampler.min_p = o.min_p;
+  p.sampler.repetition_penalty = o.repeat_penalty;
+  p.sampler.presence_penalty = o.presence_penalty;
+  p.sampler.frequency_penalty = o.frequency_penalty;
+  p.sampler.seed = o.seed;
+  p.stop = o.stop;
+  p.ignore_eos = o.ignore_eos;
+  return p;
+}
+
+std::unique_ptr<Session> new_session(PyModel& m, int n_ctx, int n_batch, bool kv_f16) {
+  if (n_ctx < 0) bad_arg("n_ctx must be >= 0, got {}", n_ctx);
+  if (n_batch < 1) bad_arg("n_batch must be >= 1, got {}", n_batch);
+  SessionOptions so;
+  so.n_ctx = n_ctx;
+  so.n_batch = n_batch;
+  so.kv_dtype = kv_f16 ? DType::F16 : DType::F32;
+  so.n_threads = m.pool->size();
+  return unwrap(Session::create(*m.lm.model, so, m.pool, "n_ctx"));
+}
+
+py::array_t<float> logits_array(const Tensor& t) { return to_numpy(t); }
+
+// The prompt with its images (null without images): decoded, preprocessed, encoded, placeholders expanded.
+std::optional<MultimodalPrompt> image_prompt(PyModel& m, const std::vector<int32_t>& ids,
+                                             const std::vector<std::string>& images) {
+  if (images.empty()) return std::nullopt;
+  if (!m.lm.model->vision())
+    throw PipitError("model '" + m.lm.model->info().arch + "' has no vision tower; images are not supported");
+  return unwrap(prepare_multimodal_prompt(m.lm, ids, images, ImageOptions{}, *m.pool));
+}
+
+// Runs generate() without the GIL; on_text (a Python callable or None) gets (piece, token) with the GIL and may
+// return False to stop. A Python exception inside it, or a pending signal (Ctrl-C), stops the run and is raised.
+Completion run_generate(PySession& ps, const std::vector<int32_t>& ids, const std::vector<std::string>& images,
+                        const GenOptions& o, const py::object& on_text) {
+  GenerateParams gp = gen_params(o);
+  const Tokenizer* tok = ps.m->lm.tokenizer.get();
+  if (ids.empty()) bad_arg("the prompt is empty");
+  std::optional<py::error_already_set> raised;
+  auto cb = [&](const std::string& piece, int32_t token) -> bool {
+    py::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) {
+      raised.emplace();
+      return false;
+    }
+    if (on_text.is_none()) return true;
+    try {
+      py::object s = py::reinterpret_steal<py::object>(PyUnicode_DecodeUTF8(piece.data(), py::ssize_t(piece.size()),
+                                                                            "replace"));
+      py::object r = on_text(s, token);
+      return r.is_none() || py::bool_(r);
+    } catch (py::error_already_set& e) {
+      raised.emplace(std::move(e));
+      return false;
+    }
+  };
+  std::optional<MultimodalPrompt> mm = image_prompt(*ps.m, ids, images);
+  Result<GenerateResult> r = Status::ok();
+  {
+    py::gil_scoped_release nogil;
+    r = mm ? generate(*ps.s, tok, *mm, gp, cb) : generate(*ps.s, tok, std::span<const int32_t>(ids), gp, cb);
+  }
+  if (raised) throw *raised;
+  GenerateResult g = unwrap(std::move(r));
+  return Completion{g.text, g.tokens, stop_reason_name(g.reason), g.n_prompt, g.prompt_ms, g.gen_ms};
+}
+
+py::array_t<float> session_eval(PySession& ps, const std::vector<int32_t>& ids, const std::vector<std::string>& images,
+                                bool all_logits) {
+  if (ids.empty()) bad_arg("eval: no tokens");
+  const int64_t V = ps.m->lm.model->info().n_vocab;
+  for (int32_t id : ids)
+    if (id < 0 || id >= V) bad_arg("token id {} outside the vocabulary of {}", id, V);
+  std::optional<MultimodalPrompt> mm = image_prompt(*ps.m, ids, images);
+  Result<Tensor> r = Status::ok();
+  {
+    py::gil_scoped_release nogil;
+    r = mm ? ps.s->eval(*mm, all_logits) : ps.s->eval(ids, all_logits);
+  }
+  return logits_array(unwrap(std::move(r)));
+}
+
+std::shared_ptr<PyModel> load(const std::string& path, int n_threads) {
+  if (n_threads < 0 || n_threads > Limits::kMaxThreads)
+    bad_arg("n_threads must be in [0, {}], got {}", Limits::kMaxThreads, n_threads);
+  Result<LoadedModel> lm = Status::ok();
+  {
+    py::gil_scoped_release nogil;
+    lm = load_model(path);
+  }
+  auto m = std::make_shared<PyModel>();
+  m->lm = unwrap(std::move(lm));
+  m->pool = std::make_shared<ThreadPool>(n_threads > 0 ? n_threads : ThreadPool::default_threads());
+  return m;
+}
+
+}  // namespace
+
+void bind_model(py::module_& m) {
+  py::class_<GenOptions>(m, "GenerateOptions")
+      .def(py::init<>())
+      .def_readwrite("max_tokens", &GenOptions::max_tokens)
+      .def_readwrite("temperature", &GenOptions::temperature)
+      .def_readwrite("top_k", &GenOptions::top_k)
+      .def_readwrite("top_p", &GenOptions::top_p)
+      .def_readwrite("min_p", &GenOptions::min_p)
+      .def_readwrite("repeat_penalty", &GenOptions::repeat_penalty)
+      .def_readwrite("presence_penalty", &GenOptions::presence_penalty)
+      .def_readwrite("frequency_penalty", &GenOptions::frequency_penalty)
+      .def_readwrite("seed", &GenOptions::seed)
+      .def_readwrite("stop", &GenOptions::stop)
+      .def_readwrite("ignore_eos", &GenOptions::ignore_eos);
+
+  py::class_<Completion>(m, "Completion", "A generation's text, token ids and why it stopped.")
+      .def_readonly("text", &Completion::text)
+      .def_readonly("tokens", &Completion::tokens)
+      .def_readonly("finish_reason", &Completion::finish_reason, "'length', 'stop' (EOS or a stop string), ...")
+      .def_readonly("n_prompt", &Completion::n_prompt)
+      .def_readonly("prompt_ms", &Completion::prompt_ms)
+      .def_readonly("gen_ms", &Completion::gen_ms)
+      .def("__str__", [](const Completion& c) { return c.text; })
+      .def("__repr__", [](const Completion& c) {
+        return "Completion(" + std::to_string(c.tokens.size()) + " tokens, finish_reason='" + c.finish_reason + "')";
+      });
+
+  py::class_<PySession>(m, "Session")
+      .def("eval", [](PySession& s, const py::handle& ids, const std::vector<std::string>& images, bool all_logits) {
+        return session_eval(s, to_ids(ids, "ids"), images, all_logits);
+      }, py::arg("ids"), py::arg("images") = std::vector<std::string>{}, py::arg("all_logits") = false)
+      .def("generate", [](PySession& s, const py::handle& ids, const std::vector<std::string>& images,
+                          const GenOptions& o, const py::object& on_text) {
+        return run_generate(s, to_ids(ids, "ids"), images, o, on_text);
+      }, py::arg("ids"), py::arg("images"), py::arg("options"), py::arg("on_text"))
+      .def("reset", [](PySession& s) { s.s->reset(); })
+      .def("truncate", [](PySession& s, int n) {
+        if (n < 0 || n > s.s->n_past()) bad_arg("truncate({}): the session holds {} positions", n, s.s->n_past());
+        s.s->truncate(n);
+      }, py::arg("n"))
+      .def_property_readonly("n_past", [](const PySession& s) { return s.s->n_past(); })
+      .def_property_readonly("n_ctx", [](const PySession& s) { return s.s->n_ctx(); });
+
+  py::class_<PyModel, std::shared_ptr<PyModel>>(m, "Model")
+      .def(py::init(&load), py::arg("path"), py::arg("n_threads") = 0)
+      .def_property_readonly("arch", [](const PyModel& pm) { return pm.lm.model->info().arch; })
+      .def_property_readonly("n_vocab", [](const PyModel& pm) { return pm.lm.model->info().n_vocab; })
+      .def_property_readonly("n_embd", [](const PyModel& pm) { return pm.lm.model->info().n_embd; })
+      .def_property_readonly("n_layer", [](const PyModel& pm) { return pm.lm.model->info().n_layer; })
+      .def_property_readonly("max_ctx", [](const PyModel& pm) { return pm.lm.model->info().max_ctx; })
+      .def_property_readonly("bos_id", [](const PyModel& pm) { return pm.lm.model->info().bos_id; })
+      .def_property_readonly("eos_ids", [](const PyModel& pm) { return pm.lm.model->info().eos_ids; })
+      .def_property_readonly("has_tokenizer", [](const PyModel& pm) { return bool(pm.lm.tokenizer); })
+      .def_property_readonly("has_vision", [](const PyModel& pm) { return pm.lm.model->vision() != nullptr; })
+      .def_property_readonly("config_json", [](const PyModel& pm) { return pm.lm.config.json().dump(); })
+      .def_property_readonly("path", [](const PyModel& pm) { return pm.lm.path; })
+      .def("tokenize", [](const PyModel& pm, const std::string& text, bool add_special) {
+        return unwrap(pm.tok().encode(text, add_special));
+      }, py::arg("text"), py::arg("add_special") = true)
+      .def("detokenize", [](const PyModel& pm, const py::handle& ids_obj, bool skip_special) {
+        const std::vector<int32_t> ids = to_ids(ids_obj, "ids");
+        const int32_t V = pm.tok().vocab_size();
+        for (int32_t id : ids)
+          if (id < 0 || id >= V) bad_arg("token id {} outside the tokenizer's {} ids", id, V);
+        const std::string s = pm.tok().decode(ids, skip_special);
+        return py::reinterpret_steal<py::str>(PyUnicode_DecodeUTF8(s.data(), py::ssize_t(s.size()), "replace"));
+      }, py::arg("ids"), py::arg("skip_special") = false)
+      .def("_chat_template", [](const PyModel& pm, const std::string& messages_json, bool add_generation_prompt) {
+        auto j = nlohmann::ordered_json::parse(messages_json, nullptr, false);
+        if (j.is_discarded() || !j.is_array()) bad_arg("messages must be a list of dicts");
+        return unwrap(apply_chat_template(pm.tok(), j, add_generation_prompt));
+      }, py::arg("messages_json"), py::arg("add_generation_prompt") = true)
+      .def("_image_placeholder", [](const PyModel& pm) { return image_placeholder_tokens(*pm.lm.model); })
+      .def("weight_names", [](const PyModel& pm) {
+        std::vector<std::string> names;
+        if (auto* ms = dynamic_cast<const MapWeightSource*>(pm.lm.weights.get()))
+          for (const auto& kv : ms->tensors()) names.push_back(kv.first);
+        return names;
+      })
+      .def("weight", [](const PyModel& pm, const std::string& name) {
+        return PyTensor{unwrap(pm.lm.weights->find(name))};
+      }, py::arg("name"), "A weight under its HF name, in the dtype the file holds (shares the file's bytes).")
+      .def("session", [](std::shared_ptr<PyModel> pm, int n_ctx, int n_batch, bool kv_f16) {
+        return PySession{pm, new_session(*pm, n_ctx, n_batch, kv_f16)};
+      }, py::arg("n_ctx") = 0, py::arg("n_batch") = 512, py::arg("kv_f16") = false);
+}
+
+}  // namespace pipit::python

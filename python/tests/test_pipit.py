@@ -1,0 +1,275 @@
+#!/usr/bin/env python3
+"""Tests of the pipit Python package (ctest python_api): generation equals the goldens, numpy logits equal the C++
+path (`pipit logits`), a Qwen3 written with pipit.ops in Python reproduces the golden logits, the streaming callback
+sees every piece in order, chat with images equals `pipit run --image`, and bad input raises Python exceptions.
+
+Usage: test_pipit.py PIPIT_BIN TESTDATA_DIR SERVER_MODELS_DIR    (PYTHONPATH must hold build/python)
+"""
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+
+import pipit
+from pipit import ops
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "examples"))
+import qwen3_eager  # noqa: E402
+
+PIPIT, TESTDATA, SERVER_MODELS = sys.argv[1:4] if len(sys.argv) >= 4 else ("", "", "")
+MODELS = os.path.join(TESTDATA, "models")
+
+
+def golden(name, file="golden.safetensors"):
+    return {k: t.numpy() for k, t in pipit.load_safetensors(os.path.join(MODELS, name, file)).items()}
+
+
+def read_f32_safetensors(path):
+    return {k: t.numpy() for k, t in pipit.load_safetensors(path).items()}
+
+
+class Generation(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.m = pipit.Model(os.path.join(MODELS, "stories260k"), n_threads=2)
+
+    def test_stories_golden_text(self):
+        g = golden("stories260k")
+        prompt = g["input_ids"][0].tolist()
+        want = g["greedy_ids"][0].tolist()
+        c = self.m.generate(prompt, max_tokens=len(want), temperature=0, ignore_eos=True)
+        self.assertEqual(c.tokens, want)
+        self.assertEqual(c.text, self.m.detokenize(want))
+        self.assertEqual(c.finish_reason, "length")
+        # from text, as `python3 -c "import pipit; ..."` does it: the README's story
+        text = self.m.generate("Once upon a time", max_tokens=24, temperature=0).text
+        self.assertTrue(text.startswith(", there was a little girl named Lily"), text)
+
+    def test_tokenize_roundtrip(self):
+        ids = self.m.tokenize("Once upon a time")
+        self.assertEqual(ids[0], self.m.bos_id)
+        self.assertEqual(self.m.detokenize(ids, skip_special=True), "Once upon a time")
+
+    def test_streaming_callback_order(self):
+        seen = []
+        c = self.m.generate("Once upon a time", max_tokens=20, temperature=0,
+                            on_text=lambda piece, tok: seen.append((piece, tok)))
+        self.assertEqual([t for _, t in seen], c.tokens)
+        self.assertEqual("".join(p for p, _ in seen), c.text)
+        # returning False stops at that token
+        n = []
+        c2 = self.m.generate("Once upon a time", max_tokens=20, temperature=0,
+                             on_text=lambda piece, tok: n.append(tok) or len(n) < 5)
+        self.assertEqual(len(n), 5)
+        self.assertEqual(c2.tokens, c.tokens[:5])
+
+    def test_stop_string_and_sampling_seed(self):
+        c = self.m.generate("Once upon a time", max_tokens=40, temperature=0, stop=["Lily"])
+        self.assertEqual(c.finish_reason, "stop")
+        self.assertNotIn("Lily", c.text)
+        a = self.m.generate("Once upon a time", max_tokens=16, temperature=1.0, seed=7).tokens
+        b = self.m.generate("Once upon a time", max_tokens=16, temperature=1.0, seed=7).tokens
+        self.assertEqual(a, b)
+
+    def test_session_continues(self):
+        s = self.m.session(n_ctx=128)
+        ids = self.m.tokenize("Once upon a time")
+        last = s.eval(ids)
+        self.assertEqual(last.shape, (1, self.m.n_vocab))
+        self.assertEqual(s.n_past, len(ids))
+        full = self.m.logits(ids)
+        np.testing.assert_array_equal(last[0], full[-1])
+        c = s.generate(", there", max_tokens=4, temperature=0)
+        self.assertEqual(s.n_past, len(ids) + len(self.m.tokenize(", there", add_special=False)) + 3)
+        self.assertEqual(len(c.tokens), 4)
+
+
+class Logits(unittest.TestCase):
+    def test_equal_to_cli_and_golden(self):
+        for name in ("qwen3", "llama"):
+            g = golden(name)
+            m = pipit.Model(os.path.join(MODELS, name), n_threads=2)
+            got = m.logits(g["input_ids"][0])
+            self.assertEqual(got.shape, g["logits"][0].shape)
+            self.assertLessEqual(np.abs(got - g["logits"][0]).max(), 1e-3, name)
+            with tempfile.TemporaryDirectory() as d:
+                out = os.path.join(d, "out.safetensors")
+                subprocess.run([PIPIT, "logits", "-m", os.path.join(MODELS, name), "-t", "2", "--input",
+                                os.path.join(MODELS, name, "golden.safetensors"), "--output", out], check=True)
+                cli = read_f32_safetensors(out)["logits"][0]
+            np.testing.assert_array_equal(got, cli)  # the same engine path: bit for bit
+
+
+class EagerModel(unittest.TestCase):
+    def test_python_qwen3_reproduces_golden(self):
+        w, cfg = qwen3_eager.load(os.path.join(MODELS, "qwen3"))
+        g = golden("qwen3")
+        logits = qwen3_eager.forward(w, cfg, g["input_ids"][0])
+        diff = np.abs(logits - g["logits"][0]).max()
+        print(f"[eager qwen3] max |logits - golden| = {diff:.3g}")
+        self.assertLessEqual(diff, 1e-3)
+        # and the same numbers as the C++ model
+        cpp = pipit.Model(os.path.join(MODELS, "qwen3"), n_threads=2).logits(g["input_ids"][0])
+        self.assertLessEqual(np.abs(logits - cpp).max(), 1e-4)
+
+
+class Ops(unittest.TestCase):
+    rng = np.random.default_rng(0)
+
+    def r(self, *shape):
+        return self.rng.standard_normal(shape).astype(np.float32)
+
+    def test_float_ops_match_numpy(self):
+        x, w = self.r(5, 33), self.r(33)
+        ref = x / np.sqrt((x.astype(np.float64) ** 2).mean(-1, keepdims=True) + 1e-6) * w
+        np.testing.assert_allclose(ops.rms_norm(x, w, 1e-6), ref, atol=1e-5)
+        np.testing.assert_allclose(ops.rms_norm(x, w, 1e-6, offset=1.0), ref / w * (1 + w), atol=1e-5)
+        b = self.r(33)
+        mu, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+        np.testing.assert_allclose(ops.layer_norm(x, w, b, 1e-5), (x - mu) / np.sqrt(var + 1e-5) * w + b, atol=1e-5)
+        e = np.exp(x - x.max(-1, keepdims=True))
+        np.testing.assert_allclose(ops.softmax(x), e / e.sum(-1, keepdims=True), atol=1e-6)
+        np.testing.assert_allclose(ops.silu(x), x / (1 + np.exp(-x)), atol=1e-5)
+        np.testing.assert_allclose(ops.swiglu(x, w * np.ones_like(x)), x / (1 + np.exp(-x)) * w, atol=1e-5)
+        from math import erf
+        np.testing.assert_allclose(ops.gelu(x), 0.5 * x * (1 + np.vectorize(erf)(x / np.sqrt(2))), atol=1e-5)
+        t = 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
+        np.testing.assert_allclose(ops.gelu_tanh(x), t, atol=1e-5)
+        np.testing.assert_allclose(ops.quick_gelu(x), x / (1 + np.exp(-1.702 * x)), atol=1e-5)
+        W, bias = self.r(7, 33), self.r(7)
+        np.testing.assert_allclose(ops.matmul(x, W, bias), x @ W.T + bias, atol=1e-4)
+        np.testing.assert_allclose(ops.matmul(x.reshape(1, 5, 33), W), (x @ W.T).reshape(1, 5, 7), atol=1e-4)
+        table = self.r(10, 4)
+        np.testing.assert_array_equal(ops.embedding(table, [3, 0, 9]), table[[3, 0, 9]])
+
+    def test_rope_and_attention_match_numpy(self):
+        n, H, Hkv, D = 6, 4, 2, 8
+        x, pos = self.r(n, H, D), np.arange(3, 3 + n)
+        inv = (1.0 / 10000 ** (np.arange(0, D, 2) / D)).astype(np.float32)
+        ang = pos[:, None] * inv[None, :]
+        c, s = np.cos(np.concatenate([ang, ang], -1))[:, None], np.sin(np.concatenate([ang, ang], -1))[:, None]
+        rot = np.concatenate([-x[..., D // 2:], x[..., :D // 2]], -1)
+        np.testing.assert_allclose(ops.rope(x, pos, inv), x * c + rot * s, atol=1e-5)
+        q, k, v = self.r(n, H, D), self.r(n + 2, Hkv, D), self.r(n + 2, Hkv, D)
+
+        def ref(window=0, causal=True):
+            out = np.zeros_like(q)
+            for t in range(n):
+                p = t + 2  # queries are the last n of the n + 2 keys
+                for h in range(H):
+                    lo = max(0, p - window + 1) if window else 0
+                    kk, vv = k[lo:p + 1, h // (H // Hkv)], v[lo:p + 1, h // (H // Hkv)]
+                    sc = kk @ q[t, h] / np.sqrt(D)
+                    e = np.exp(sc - sc.max())
+                    out[t, h] = e @ vv / e.sum()
+            return out
+        np.testing.assert_allclose(ops.attention(q, k, v), ref(), atol=1e-5)
+        np.testing.assert_allclose(ops.attention(q, k, v, window=3), ref(window=3), atol=1e-5)
+        kb, vb = self.r(n, Hkv, D), self.r(n, Hkv, D)
+        sc = np.einsum("thd,shd->hts", q, np.repeat(kb, H // Hkv, 1)) / np.sqrt(D)
+        e = np.exp(sc - sc.max(-1, keepdims=True))
+        full = np.einsum("hts,shd->thd", e / e.sum(-1, keepdims=True), np.repeat(vb, H // Hkv, 1))
+        np.testing.assert_allclose(ops.attention_segments(q, kb, vb), full, atol=1e-5)
+
+    def test_quantized_matmul(self):
+        x, W = self.r(4, 512), self.r(48, 512)
+        for dt, bound in (("q8_0", 0.01), ("q4_0", 0.15), ("q4_k", 0.12), ("q5_k", 0.06), ("q6_k", 0.03),
+                          ("bf16", 0.01), ("f16", 0.001)):
+            wq = pipit.Tensor(W, dt)
+            self.assertEqual((wq.dtype, wq.shape), (dt, (48, 512)))
+            deq = wq.numpy()
+            y = ops.matmul(x, wq)
+            # against the dequantized weights: only the int8 activation blocks differ (bound: rel RMS)
+            ref = x @ deq.T
+            rel = np.sqrt(((y - ref) ** 2).mean() / (ref ** 2).mean())
+            self.assertLess(rel, 0.01, dt)
+            # and the weights' own error against the float ones
+            rel_w = np.sqrt(((deq - W) ** 2).mean() / (W ** 2).mean())
+            self.assertLess(rel_w, bound, dt)
+        # a loaded model's weights, in the dtype its file holds, are pipit.Tensors too
+        m = pipit.Model(os.path.join(MODELS, "qwen3"))
+        t = m.weight("model.layers.0.mlp.up_proj.weight")
+        self.assertEqual((t.dtype, t.shape), ("bf16", (256, 64)))
+        self.assertIn("model.norm.weight", m.weight_names())
+
+
+class Errors(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.m = pipit.Model(os.path.join(MODELS, "stories260k"), n_threads=1)
+
+    def test_library_errors_are_pipit_error(self):
+        with self.assertRaisesRegex(pipit.Error, "no such file"):
+            pipit.Model("/nonexistent/model")
+        with self.assertRaisesRegex(pipit.Error, "does not fit|context"):
+            self.m.session(n_ctx=8).eval(list(range(1, 20)))
+        with self.assertRaisesRegex(pipit.Error, "vision"):
+            self.m.generate("hi", images=[os.path.join(MODELS, "qwen2_vl", "img_100x75.png")], max_tokens=2)
+        with self.assertRaisesRegex(pipit.Error, "tokenizer"):
+            pipit.Model(os.path.join(MODELS, "qwen3")).tokenize("hello")
+
+    def test_bad_arguments_are_value_errors(self):
+        with self.assertRaises(ValueError):
+            self.m.detokenize([1, 10 ** 6])
+        with self.assertRaises(ValueError):
+            self.m.session().eval([1.5, 2.0])
+        with self.assertRaises(ValueError):
+            self.m.session().eval([-3])
+        with self.assertRaises(ValueError):
+            self.m.generate("hi", max_tokens=-1)
+        with self.assertRaises(TypeError):
+            self.m.generate("hi", max_tokenz=3)
+        bad = [lambda: ops.matmul(np.ones((2, 3), np.float32), np.ones((4, 5), np.float32)),
+               lambda: ops.rms_norm(np.ones((2, 3)), np.ones(4)),
+               lambda: ops.attention(np.ones((2, 3, 4)), np.ones((2, 2, 4)), np.ones((2, 2, 4))),
+               lambda: ops.attention(np.ones((2, 2, 4)), np.ones((2, 2, 4)), np.ones((2, 2, 4)), pos=[0, 5]),
+               lambda: ops.rope(np.ones((2, 2, 4)), [0, 1], np.ones(3)),
+               lambda: ops.embedding(np.ones((4, 2)), [4]),
+               lambda: ops.matmul(np.ones((1, 8)), "weights"),
+               lambda: pipit.Tensor(np.ones((2, 100)), "q4_k"),
+               lambda: pipit.Tensor(np.ones((2, 32)), "q9_9"),
+               lambda: pipit.Tensor(np.ones((2, 256)), "iq4_xs")]
+        for f in bad:
+            with self.assertRaises(ValueError):
+                f()
+
+    def test_callback_exception_propagates(self):
+        def boom(piece, tok):
+            raise ZeroDivisionError("from the callback")
+        with self.assertRaises(ZeroDivisionError):
+            self.m.generate("Once upon a time", max_tokens=8, on_text=boom)
+        # the model is still usable
+        self.assertEqual(len(self.m.generate("Once", max_tokens=3, temperature=0).tokens), 3)
+
+
+@unittest.skipUnless(os.path.isdir(os.path.join(SERVER_MODELS, "qwen2_vl_chat")), "server_models fixture missing")
+class ChatWithImages(unittest.TestCase):
+    def test_chat_image_equals_cli(self):
+        model = os.path.join(SERVER_MODELS, "qwen2_vl_chat")
+        img = os.path.join(MODELS, "qwen2_vl", "img_100x75.png")
+        m = pipit.Model(model, n_threads=2)
+        self.assertTrue(m.has_vision)
+        pieces = []
+        c = m.chat("Describe the picture.", images=[img], max_tokens=8, temperature=0, ignore_eos=True,
+                   on_text=lambda p, t: pieces.append(p))
+        self.assertEqual(len(c.tokens), 8)
+        self.assertEqual("".join(pieces), c.text)
+        self.assertGreater(c.n_prompt, 30)  # the image's tokens are in the prompt
+        cli = subprocess.run([PIPIT, "run", "-m", model, "-t", "2", "--image", img, "-p", "Describe the picture.",
+                              "-n", "8", "--temp", "0", "--ignore-eos"], check=True, capture_output=True)
+        self.assertEqual(cli.stdout.rstrip(b"\n"), c.text.encode())
+        # the same through message parts
+        c2 = m.chat([{"role": "user", "content": [{"type": "image", "image": img},
+                                                  {"type": "text", "text": "Describe the picture."}]}],
+                    max_tokens=8, temperature=0, ignore_eos=True)
+        self.assertEqual(c2.tokens, c.tokens)
+        with self.assertRaises(pipit.Error):  # more images than placeholders
+            m.chat([{"role": "user", "content": "no placeholder"}], images=[img], max_tokens=2)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1], verbosity=2)
