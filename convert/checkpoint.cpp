@@ -5,6 +5,7 @@
 #include <dirent.h>
 
 #include "convert/gguf_import.h"
+#include "convert/gpt_oss_import.h"
 #include "convert/torch_checkpoint.h"
 #include "core/storage.h"
 #include "format/gguf.h"
@@ -105,6 +106,7 @@ Result<Checkpoint> open_hf(const std::string& dir, const std::string& single_fil
       PIPIT_ASSIGN_OR_RETURN(auto set, SafetensorsSet::open_dir(dir));
       PIPIT_TRY(add_tensors(c, set.tensors(), dir));
     }
+    PIPIT_TRY(import_gpt_oss_experts(c));
     return c;
   }
   std::vector<std::string> files;
@@ -123,6 +125,7 @@ Result<Checkpoint> open_hf(const std::string& dir, const std::string& single_fil
     PIPIT_ASSIGN_OR_RETURN(auto t, read_torch_checkpoint(fpath, &c.notes));
     PIPIT_TRY(add_tensors(c, std::move(t), fpath));
   }
+  PIPIT_TRY(import_gpt_oss_experts(c));
   return c;
 }
 

@@ -163,10 +163,12 @@ std::vector<std::string> default_rule_descriptions(const std::string& q) {
   }
   const bool quant = q == "q8_0" || q == "q4_0";
   return {
-      "1-D tensors (norms, biases) -> f32",
+      "1-D tensors (norms, biases) and biases (*.bias, *_bias) -> f32",
+      "mxfp4 tensors (GPT-OSS experts as shipped) -> kept mxfp4",
+      std::string("stacked experts ([E, out, in], *.experts.*) -> ") + (q == "q4_0" ? "mxfp4" : q),
       std::string("output head (lm_head.weight, or the tied embedding) -> ") + (q == "q4_0" ? "q8_0" : q),
       std::string("model.embed_tokens.weight -> ") + (quant ? "bf16 if the source is bf16, else f16" : q),
-      std::string("MoE router (*.mlp.gate.weight beside *.mlp.experts.*) -> ") + (quant ? "source dtype" : q),
+      std::string("MoE router (*.mlp.gate.weight, *.mlp.router.weight beside *.mlp.experts.*) -> ") + (quant ? "source dtype" : q),
       std::string("attention of an MoE checkpoint (*.self_attn.*) -> ") + (q == "q4_0" ? "q8_0" : q),
       std::string("linear-attention gate projections (*linear_attn.in_proj_a/in_proj_b.weight) -> ") +
           (quant ? "bf16 if the source is bf16, else f16" : q),
@@ -192,6 +194,10 @@ Result<std::vector<TensorPlan>> plan_conversion(const Checkpoint& c, const std::
   if (n_layers <= 0)
     for (auto& [name, t] : c.tensors)
       n_layers = std::max(n_layers, layer_of(name, "self_attn.v_proj.weight") + 1);
+  // stacked MoE experts ([E, out, in], GPT-OSS) are matrices too: quantized row by row like a 2-D weight
+  auto matrix = [](const std::string& name, const Tensor& t) {
+    return t.ndim() == 2 || (t.ndim() == 3 && name.find(".experts.") != std::string::npos);
+  };
   std::vector<TensorPlan> plans;
   for (auto& [name, t] : c.tensors) {
     TensorPlan p;
@@ -209,8 +215,10 @@ Result<std::vector<TensorPlan>> plan_conversion(const Checkpoint& c, const std::
       const bool head = name == "lm_head.weight" || (tied && ends_with(name, "embed_tokens.weight"));
       if (q == "auto" || !is_weight(p.src)) {
         want = "source", p.rule = is_weight(p.src) ? "auto: source dtype" : "non-weight dtype kept";
-      } else if (t.ndim() != 2) {
-        want = "f32", p.rule = "1-D tensors -> f32";
+      } else if (p.src == DType::MXFP4) {
+        want = "source", p.rule = "mxfp4 kept";
+      } else if (!matrix(name, t) || ends_with(name, "_bias") || ends_with(name, ".bias")) {
+        want = "f32", p.rule = "1-D tensors and biases -> f32";
       } else if (mix) {
         if (head) {
           want = t.dim(-1) % kQK == 0 ? "q6_k" : "q8_0", p.rule = "output head";
@@ -219,11 +227,15 @@ Result<std::vector<TensorPlan>> plan_conversion(const Checkpoint& c, const std::
           p.rule = want == "q6_k" && q != "q6_k" ? "more bits (use_more_bits)" : want == "q5_k" && q == "q4_k_s"
                        ? "more bits (first layers)" : "default";
         }
+      } else if (q == "q4_0" && t.ndim() == 3 && name.find(".experts.") != std::string::npos) {
+        // GPT-OSS's stacked experts in bf16 are the dequantized MXFP4 the model ships as: mxfp4 (4.25 bits, ggml's
+        // rounding = the Hub packing's exponent rule) gives those values back exactly, where q4_0 would not
+        want = "mxfp4", p.rule = "stacked experts under q4 -> mxfp4";
       } else if (head) {
         want = q == "q4_0" ? "q8_0" : q, p.rule = "output head";
       } else if (ends_with(name, "embed_tokens.weight")) {
         want = quant ? std::string(dtype_name(half_of(p.src))) : q, p.rule = "embedding";
-      } else if (moe && quant && ends_with(name, ".mlp.gate.weight")) {
+      } else if (moe && quant && (ends_with(name, ".mlp.gate.weight") || ends_with(name, ".mlp.router.weight"))) {
         // E x n_embd, a rounding error here moves a token to another expert: a discrete jump, not a small error
         want = "source", p.rule = "MoE router";
       } else if (moe && q == "q4_0" && name.find(".self_attn.") != std::string::npos) {
@@ -250,16 +262,17 @@ Result<std::vector<TensorPlan>> plan_conversion(const Checkpoint& c, const std::
     if (!is_weight(p.src) && p.dst != p.src)
       return Error::invalid_argument("[convert] {}: cannot convert a {} tensor to {}", name, dtype_name(p.src),
                                      dtype_name(p.dst));
-    if (dtype_is_quantized(p.dst) && t.ndim() == 2 && t.dim(-1) % dtype_info(p.dst).block_elems != 0 &&
-        kquant_fallback(p.dst) != p.dst) {
+    if (dtype_is_quantized(p.dst) && p.dst != p.src && matrix(name, t) &&
+        t.dim(-1) % dtype_info(p.dst).block_elems != 0 && kquant_fallback(p.dst) != p.dst) {
       p.fallback = fmt("input dim {} is not a multiple of {}", t.dim(-1), dtype_info(p.dst).block_elems);
       p.dst = kquant_fallback(p.dst);
     }
-    if (dtype_is_quantized(p.dst) && (t.ndim() != 2 || t.dim(-1) % dtype_info(p.dst).block_elems != 0)) {
+    if (dtype_is_quantized(p.dst) && p.dst != p.src &&
+        (!matrix(name, t) || t.dim(-1) % dtype_info(p.dst).block_elems != 0)) {
       const DType fb = t.ndim() == 1 ? DType::F32 : half_of(p.src);
-      p.fallback = t.ndim() != 2 ? fmt("{}-D tensor", t.ndim())
-                                 : fmt("input dim {} is not a multiple of {}", t.dim(-1),
-                                       dtype_info(p.dst).block_elems);
+      p.fallback = !matrix(name, t) ? fmt("{}-D tensor", t.ndim())
+                                    : fmt("input dim {} is not a multiple of {}", t.dim(-1),
+                                          dtype_info(p.dst).block_elems);
       p.dst = fb;
     }
     plans.push_back(std::move(p));

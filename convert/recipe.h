@@ -1,10 +1,15 @@
 // Quantization recipes: which dtype each tensor gets. A recipe is an ordered list of rules (tensor-name glob ->
 // dtype, first match wins); user rules from a JSON file come first, then the defaults for the requested --quant:
-//   1. 1-D tensors (norms, biases)                      -> f32
+//   0. mxfp4 tensors (GPT-OSS experts)                   -> kept as they are (already 4.25 bits/weight; q4_0 would
+//                                                          add error, q8_0 would double them for nothing)
+//   1. 1-D tensors (norms, biases), and biases (*.bias, *_bias: GPT-OSS's per-expert [E, n] biases) -> f32
+//   1a. stacked experts ([E, out, in], GPT-OSS) under q4 -> mxfp4: bf16 GPT-OSS experts are dequantized MXFP4, which
+//                                                          mxfp4 gives back exactly (q4_0 would lose them)
 //   2. the output head (lm_head, or the embedding when tied) -> q8_0 under q4, else the requested type
 //   3. the token embedding (untied)                     -> the requested float type; under q8/q4 it stays 16-bit
 //                                                          (bf16 when the source is bf16, else f16)
-//   4. an MoE router (*.mlp.gate.weight in a checkpoint with *.mlp.experts.*) -> its source dtype under q8/q4
+//   4. an MoE router (*.mlp.gate.weight, GPT-OSS *.mlp.router.weight, in a checkpoint with *.mlp.experts.*) -> its
+//      source dtype under q8/q4
 //   5. the attention (*.self_attn.*) of such an MoE checkpoint -> q8_0 under q4
 //   6. Gated DeltaNet gate projections (*linear_attn.in_proj_a/in_proj_b.weight, Qwen3.5) -> 16-bit under q8/q4:
 //      one row per value head that sets every token's decay and write strength, whose error the recurrent state
@@ -19,7 +24,7 @@
 // Rows that are not whole 256-weight super-blocks fall back as llama.cpp does (q4_k -> q5_0, q5_k -> q5_1,
 // q6_k -> q8_0, output head -> q8_0).
 // "auto" keeps every tensor's source dtype (GGUF Q8_0/Q4_0 stay as they are: no requantization).
-// A quantized dtype needs a 2-D tensor whose input (last) dimension is a multiple of 32; a tensor that is not falls
+// A quantized dtype needs a 2-D tensor (or stacked experts [E, out, in], names with ".experts.") whose input (last) dimension is a multiple of 32; a tensor that is not falls
 // back to 16-bit (as rule 3) and the fallback is reported — e.g. stories260k's down_proj with an input of 172.
 //
 // Recipe file format (JSON): {"rules": [{"pattern": "model.layers.*.mlp.down_proj.weight", "dtype": "q8"}, ...]}

@@ -13,6 +13,7 @@ enum class DType : uint8_t {
   F32 = 0, F16 = 1, BF16 = 2, I32 = 3, I8 = 4, Q8_0 = 5, Q4_0 = 6, Q8_0X16 = 7, Q4_0X16 = 8,
   // llama.cpp's other block formats, byte for byte as GGUF stores them (see the structs below)
   Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K, IQ4_NL, IQ4_XS,
+  MXFP4,  // OCP microscaling FP4 (GPT-OSS experts), ggml's block_mxfp4
   kCount
 };
 
@@ -162,6 +163,26 @@ inline void kquant_scale_min(int j, const uint8_t* q, uint8_t* sc, uint8_t* m) {
   }
 }
 
+// mxfp4 (OCP microscaling FP4, GPT-OSS experts): 32 E2M1 elements sharing one E8M0 exponent. The bytes are ggml's
+// block_mxfp4 (GGUF type 39), so GGUF files import as they are: e is the E8M0 exponent, byte j holds element j in
+// its low nibble and element j + 16 in its high nibble (q4_0's order; HF's *_blocks pack elements 2j / 2j + 1
+// instead, and are reordered at import). A nibble is sign (bit 3) + E2M1 magnitude {0, .5, 1, 1.5, 2, 3, 4, 6}.
+// Doubled, every E2M1 value is an integer in [-12, 12] (kMxfp4Int8), so w = kMxfp4Int8[nibble] * 2^(e - 128):
+// integer kernels take the nibbles through a 16-entry int8 table and apply the exponent once per block.
+struct BlockMXFP4 {
+  uint8_t e;
+  uint8_t qs[kQBlock / 2];
+};
+static_assert(sizeof(BlockMXFP4) == 17);
+inline constexpr int8_t kMxfp4Int8[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+// 2^(e - 128), exact for every e (e < 2 gives an f32 subnormal), as ggml's E8M0_TO_FP32_HALF.
+inline float e8m0_half_to_f32(uint8_t e) {
+  const uint32_t u = e < 2 ? (uint32_t(0x00200000) << e) : (uint32_t(e - 1) << 23);
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
 struct DTypeInfo {
   std::string_view name;
   int block_elems;   // elements per block (1 for plain types)
@@ -180,6 +201,7 @@ constexpr DTypeInfo kDTypeInfo[] = {
     {"q5_k", kQK, sizeof(BlockQ5_K), true}, {"q6_k", kQK, sizeof(BlockQ6_K), true},
     {"q8_k", kQK, sizeof(BlockQ8_K), true}, {"iq4_nl", kQBlock, sizeof(BlockIQ4_NL), true},
     {"iq4_xs", kQK, sizeof(BlockIQ4_XS), true},
+    {"mxfp4", kQBlock, sizeof(BlockMXFP4), true},
 };
 static_assert(sizeof(kDTypeInfo) / sizeof(kDTypeInfo[0]) == size_t(DType::kCount));
 

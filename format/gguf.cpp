@@ -184,6 +184,7 @@ bool ggml_to_dtype(uint32_t ggml_type, DType* out) {
     case 15: *out = DType::Q8_K; return true;
     case 20: *out = DType::IQ4_NL; return true;
     case 23: *out = DType::IQ4_XS; return true;
+    case kGgmlMXFP4: *out = DType::MXFP4; return true;
     default: return false;
   }
 }
@@ -302,7 +303,7 @@ Result<Tensor> GgufFile::tensor(const GgufTensorInfo& t) const {
   if (!ggml_to_dtype(t.type, &dt)) {
     const GgmlTypeInfo* ti = ggml_type_info(t.type);
     return Error::unsupported("[gguf] {}: tensor '{}' has type {}; {} is not supported (F32, F16, BF16, Q8_0, "
-                              "Q4_0, Q4_1, Q5_0, Q5_1, Q2_K-Q6_K, IQ4_NL and IQ4_XS are; re-quantize the model with "
+                              "Q4_0, Q4_1, Q5_0, Q5_1, Q2_K-Q6_K, IQ4_NL, IQ4_XS and MXFP4 are; re-quantize the model with "
                               "llama-quantize to one of those, or convert from the HF checkpoint)",
                               path_, t.name, ti ? ti->name : "?", ti ? ti->name : "this type");
   }

@@ -54,7 +54,8 @@ struct GgmlTypeInfo {
 };
 const GgmlTypeInfo* ggml_type_info(uint32_t id);  // null for unknown ids
 constexpr uint32_t kGgmlF32 = 0, kGgmlF16 = 1, kGgmlQ4_0 = 2, kGgmlQ8_0 = 8, kGgmlBF16 = 30;
-// The pipit dtype of a ggml type (F32, F16, BF16, the Q*_0/Q*_1/K-quants and IQ4_NL/IQ4_XS); false for the rest.
+constexpr uint32_t kGgmlMXFP4 = 39;  // block_mxfp4: the bytes of pipit's mxfp4 (core/dtype.h)
+// The pipit dtype of a ggml type (F32, F16, BF16, the Q*_0/Q*_1/K-quants, IQ4_NL/IQ4_XS and MXFP4); false for the rest.
 bool ggml_to_dtype(uint32_t ggml_type, DType* out);
 
 struct GgufTensorInfo {

@@ -11,7 +11,8 @@ namespace pipit {
 
 bool safetensors_dtype(const std::string& s, DType* out) {
   static const std::pair<const char*, DType> kMap[] = {
-      {"F32", DType::F32}, {"F16", DType::F16}, {"BF16", DType::BF16}, {"I32", DType::I32}, {"I8", DType::I8}};
+      {"F32", DType::F32}, {"F16", DType::F16}, {"BF16", DType::BF16}, {"I32", DType::I32}, {"I8", DType::I8},
+      {"U8", DType::I8}};  // raw bytes (GPT-OSS's MXFP4 *_blocks / *_scales); read only
   for (auto& [n, t] : kMap)
     if (s == n) {
       *out = t;
@@ -77,7 +78,7 @@ Result<SafetensorsFile> SafetensorsFile::parse(const uint8_t* data, size_t size,
       return Error::format("{}: malformed dtype/shape/data_offsets", tctx);
     DType dt;
     if (!safetensors_dtype(jd.get<std::string>(), &dt))
-      return Error::unsupported("{}: dtype {} is not supported (F32, F16, BF16, I32, I8 are)", tctx,
+      return Error::unsupported("{}: dtype {} is not supported (F32, F16, BF16, I32, I8, U8 are)", tctx,
                                 jd.get<std::string>());
     if (js.size() > size_t(kMaxDims))
       return Error::unsupported("{}: {} dimensions, at most {} supported", tctx, js.size(), kMaxDims);

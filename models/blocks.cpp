@@ -73,7 +73,7 @@ Tensor cached_attention(Ctx& ctx, const Tensor& q, const Tensor& k, const Tensor
   Tensor out = ctx.alloc(DType::F32, {q.dim(0), c.n_head, c.head_dim});
   const bool ring = kv.is_ring(layer);  // a sliding-window layer's bounded cache
   PIPIT_ASSERT(!ring || c.window > 0, "layer {} has a ring cache but no sliding window", layer);
-  AttnParams ap{c.scale, c.softcap, c.window, ring};
+  AttnParams ap{c.scale, c.softcap, c.window, ring, c.sinks};
   for (const auto& s : batch.seqs) {
     std::span<const int32_t> pos(batch.pos.data() + s.begin, size_t(s.n));
     Tensor kc = kv.k(layer, s.slot), vc = kv.v(layer, s.slot);

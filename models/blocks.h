@@ -24,6 +24,7 @@ struct AttnConfig {
   float norm_offset = 0.0f;     // 1 for Gemma's (1 + w) norms
   int window = 0;               // sliding window (0: full causal)
   float softcap = 0.0f;         // attention logit soft-capping (0: off)
+  const float* sinks = nullptr; // per-head attention-sink logits [n_head] (GPT-OSS), or none
 };
 
 struct MlpWeights {

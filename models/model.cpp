@@ -20,9 +20,9 @@ Result<Tensor> WeightSource::get(const std::string& name, const std::vector<int6
   if (t.shape() != shape)
     return Error::format("[load] {}: shape {}, expected {}", name, t.shape_str(), shape_to_string(shape));
   if (!is_weight_dtype(t.dtype()))
-    return Error::format("[load] {}: dtype {} is not a weight dtype (f32, f16, bf16, q8_0, q4_0)", name,
+    return Error::format("[load] {}: dtype {} is not a weight dtype (f32, f16, bf16, q8_0, q4_0, mxfp4)", name,
                          dtype_name(t.dtype()));
-  if (dtype_is_quantized(t.dtype()) && shape.size() != 2)
+  if (dtype_is_quantized(t.dtype()) && shape.size() != 2 && shape.size() != 3)  // 3-D: stacked experts
     return Error::format("[load] {}: quantized dtype {} on a {}-d tensor", name, dtype_name(t.dtype()), shape.size());
   return t;
 }

@@ -63,7 +63,19 @@ Tensor moe_mlp(Ctx& ctx, const Tensor& x, const MoeWeights& w, const MoeConfig& 
       for (int64_t k = 0; k < K; ++k) ws[k] *= c.routed_scaling_factor;
   }
 
-  // 3. group the (token, weight) pairs by expert: counting sort, tokens in order within an expert
+  // 3./4. each used expert on its tokens, summed in expert order as HF's index_add_
+  Tensor out = moe_dispatch(ctx, x, sel, wt, E, n_embd, [&](Ctx& c2, const Tensor& xe, int64_t e) {
+    return gated_mlp(c2, xe, w.experts[size_t(e)], c.act);
+  });
+  if (w.shared) add_(ctx, out, ctx.name(gated_mlp(ctx, x, *w.shared, c.act), "moe_shared_out", layer));
+  return out;
+}
+
+Tensor moe_dispatch(Ctx& ctx, const Tensor& x, const Tensor& sel, const Tensor& wt, int64_t E, int64_t n_out,
+                    const ExpertFn& expert) {
+  const int64_t n = x.dim(0), n_embd = x.dim(1), K = sel.dim(1);
+  PIPIT_ASSERT(sel.dim(0) == n && wt.dim(0) == n && wt.dim(1) == K);
+  // group the (token, weight) pairs by expert: counting sort, tokens in order within an expert
   Tensor count = ctx.alloc(DType::I32, {E + 1});
   int32_t* off = count.ptr<int32_t>();
   std::memset(off, 0, size_t(E + 1) * 4);
@@ -84,8 +96,8 @@ Tensor moe_mlp(Ctx& ctx, const Tensor& x, const MoeWeights& w, const MoeConfig& 
       }
   }
 
-  // 4. each used expert on its tokens; out[t] += weight * expert(x[t]), experts in index order as HF's index_add_
-  Tensor out = ctx.alloc(DType::F32, {n, n_embd});
+  // each used expert on its tokens; out[t] += weight * expert(x[t]), experts in index order
+  Tensor out = ctx.alloc(DType::F32, {n, n_out});
   std::memset(out.data(), 0, size_t(out.nbytes()));
   for (int64_t e = 0; e < E; ++e) {
     const int64_t b = off[e], m = off[e + 1] - off[e];
@@ -93,15 +105,15 @@ Tensor moe_mlp(Ctx& ctx, const Tensor& x, const MoeWeights& w, const MoeConfig& 
     Tensor xe = ctx.alloc(DType::F32, {m, n_embd});
     for (int64_t i = 0; i < m; ++i)
       std::memcpy(xe.row_ptr(i), x.row_ptr(tok.ptr<int32_t>()[b + i]), size_t(n_embd) * 4);
-    Tensor ye = gated_mlp(ctx, xe, w.experts[size_t(e)], c.act);
+    Tensor ye = expert(ctx, xe, e);
+    PIPIT_ASSERT(ye.dim(0) == m && ye.dim(1) == n_out);
     for (int64_t i = 0; i < m; ++i) {
       float* o = reinterpret_cast<float*>(out.row_ptr(tok.ptr<int32_t>()[b + i]));
       const float* y = reinterpret_cast<const float*>(ye.row_ptr(i));
       const float wi = tok_w.ptr<float>()[b + i];
-      for (int64_t d = 0; d < n_embd; ++d) o[d] += wi * y[d];
+      for (int64_t d = 0; d < n_out; ++d) o[d] += wi * y[d];
     }
   }
-  if (w.shared) add_(ctx, out, ctx.name(gated_mlp(ctx, x, *w.shared, c.act), "moe_shared_out", layer));
   return out;
 }
 

@@ -4,6 +4,7 @@
 // always-on shared expert and a constant factor on the routed weights.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,5 +38,13 @@ Result<MoeWeights> load_moe(const WeightSource& w, const std::string& prefix, in
 // all experts in f32 -> top-k -> optional renormalisation -> times routed_scaling_factor -> sum over the kept
 // experts (in expert order) of weight * expert(x), plus shared_experts(x) when present.
 Tensor moe_mlp(Ctx& ctx, const Tensor& x, const MoeWeights& w, const MoeConfig& c, int layer = -1);
+
+// The dispatch every MoE shares: token t goes to experts sel[t, 0..K) with weights wt[t, 0..K) (I32 / F32 [n, K]).
+// The (token, weight) pairs are grouped by expert; expert(ctx, xe, e) runs once per expert that has tokens, on
+// xe = their rows of x ([m, n_embd], in token order), and returns [m, n_out]; out[t] = sum over t's experts, in
+// expert index order, of weight * row. Experts no token chose are never called (their weights stay unread).
+using ExpertFn = std::function<Tensor(Ctx& ctx, const Tensor& xe, int64_t e)>;
+Tensor moe_dispatch(Ctx& ctx, const Tensor& x, const Tensor& sel, const Tensor& wt, int64_t n_expert, int64_t n_out,
+                    const ExpertFn& expert);
 
 }  // namespace pipit

@@ -1,10 +1,59 @@
 // RoPE inverse frequencies, in float32 as HF computes them.
 #include "models/rope.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string_view>
 
 namespace pipit {
+
+namespace {
+
+// YaRN. reference: HF modeling_rope_utils.py _compute_yarn_parameters (v4.55+, with `truncate`). The correction
+// range [low, high] of dimensions between interpolation and extrapolation is floored/ceiled only when `truncate`
+// is true (the default); GPT-OSS ships truncate = false and keeps the fractional range (llama.cpp always rounds it:
+// ggml_rope_yarn_corr_dims). Scalars are Python floats (double) as in HF; the tensor arithmetic is float32, so the
+// scalars are rounded to float where they meet a tensor.
+Result<RopeSpec> yarn(const HfConfig& cfg, const HfConfig& sc, double theta, int64_t dim, RopeSpec r) {
+  const double max_pos = double(cfg.get_int_or("max_position_embeddings", 0));
+  const double omax = sc.has("original_max_position_embeddings")
+                          ? double(sc.get_int_or("original_max_position_embeddings", 0)) : max_pos;
+  double factor = sc.get_float_or("factor", 0.0);
+  if (factor <= 0.0 && omax > 0.0) factor = max_pos / omax;
+  if (factor <= 0.0 || omax <= 0.0 || theta <= 1.0)
+    return Error::invalid_argument("[rope] yarn needs a positive factor and original_max_position_embeddings (got "
+                                   "factor {}, original_max_position_embeddings {})", factor, omax);
+  auto get_mscale = [](double scale, double m) { return scale <= 1 ? 1.0 : 0.1 * m * std::log(scale) + 1.0; };
+  double attention_factor;
+  if (sc.has("attention_factor")) {
+    PIPIT_ASSIGN_OR_RETURN(attention_factor, sc.get_float("attention_factor"));
+  } else {
+    const double mscale = sc.get_float_or("mscale", 0.0), mscale_all = sc.get_float_or("mscale_all_dim", 0.0);
+    attention_factor = mscale != 0.0 && mscale_all != 0.0 ? get_mscale(factor, mscale) / get_mscale(factor, mscale_all)
+                                                          : get_mscale(factor, 1.0);
+  }
+  const double beta_fast = sc.get_float_or("beta_fast", 0.0) != 0.0 ? sc.get_float_or("beta_fast", 32.0) : 32.0;
+  const double beta_slow = sc.get_float_or("beta_slow", 0.0) != 0.0 ? sc.get_float_or("beta_slow", 1.0) : 1.0;
+  const double pi = 3.14159265358979323846;
+  auto correction_dim = [&](double rot) { return double(dim) * std::log(omax / (rot * 2 * pi)) / (2 * std::log(theta)); };
+  double low = correction_dim(beta_fast), high = correction_dim(beta_slow);
+  if (sc.get_bool_or("truncate", true)) low = std::floor(low), high = std::ceil(high);
+  low = std::max(low, 0.0);
+  high = std::min(high, double(dim - 1));
+  if (low == high) high += 0.001;  // HF linear_ramp_factor: no division by zero
+  const float flow = float(low), frange = float(high - low), ffactor = float(factor);
+  for (int64_t i = 0; i < dim / 2; ++i) {
+    const float pos_freq = std::pow(float(theta), float(2 * i) / float(dim));  // as the default inv_freq's base
+    const float extrapolation = 1.0f / pos_freq, interpolation = 1.0f / (ffactor * pos_freq);
+    const float ramp = std::clamp((float(i) - flow) / frange, 0.0f, 1.0f);
+    const float extra_factor = 1.0f - ramp;
+    r.inv_freq[size_t(i)] = interpolation * (1.0f - extra_factor) + extrapolation * extra_factor;
+  }
+  r.attention_factor = float(attention_factor);
+  return r;
+}
+
+}  // namespace
 
 nlohmann::json rope_parameters_of(const HfConfig& cfg, const char* layer_type) {
   if (!cfg.has("rope_parameters")) return nullptr;
@@ -84,7 +133,8 @@ Result<RopeSpec> rope_from_config(const HfConfig& cfg, int64_t rot_dim, const ch
     }
     return r;
   }
-  return Error::unsupported("[rope] rope_scaling type '{}' is not supported (default, linear, llama3 are)", type);
+  if (type == "yarn") return yarn(cfg, sc, theta, rot_dim, std::move(r));
+  return Error::unsupported("[rope] rope_scaling type '{}' is not supported (default, linear, llama3, yarn are)", type);
 }
 
 }  // namespace pipit

@@ -53,17 +53,27 @@ using FromF32Fn = void (*)(const float* src, void* dst, int64_t n);
 // Keys [k0, k1) are visible. When softcap > 0, scores become softcap * tanh(score / softcap).
 // ring > 0: the keys wrap around a ring buffer of `ring` rows: key j is at row j for j < ring and at row j - ring
 // after (k0 < ring < k1 <= k0 + ring), i.e. two contiguous segments [k0, ring) then [0, k1 - ring), in that order.
+// has_sink (GPT-OSS attention sinks): one more logit, `sink`, joins the softmax and its probability is dropped, so
+// the weights of the keys sum to less than 1; the scratch then needs one more float.
 struct AttnRowArgs {
   const float* q;
   const void* k;
   const void* v;
   int64_t kv_stride;
   float* out;
-  float* scratch;  // k1 - k0 floats
+  float* scratch;  // k1 - k0 floats (+ 1 with a sink)
   int64_t head_dim, k0, k1;
   float scale, softcap;
   int64_t ring = 0;
+  bool has_sink = false;
+  float sink = 0.0f;
 };
+// The length to hand the softmax over the scores s[0, n): with a sink it goes in s[n] and takes part.
+inline int64_t with_sink(float* s, int64_t n, bool has_sink, float sink) {
+  if (!has_sink) return n;
+  s[n] = sink;
+  return n + 1;
+}
 using AttnRowFn = void (*)(const AttnRowArgs& a);
 
 // Attention for up to kAttnMaxRows query rows that share K/V (the heads of a GQA group, consecutive tokens) and the
@@ -79,10 +89,12 @@ struct AttnRowsArgs {
   const void* k;
   const void* v;
   int64_t kv_stride;
-  float* scratch;  // n_q * (max k1 - k0) floats, + 4 * head_dim when n_q > 1
+  float* scratch;  // n_q * (max k1 - k0 (+ 1 with sinks)) floats, + 4 * head_dim when n_q > 1
   int64_t head_dim, k0;
   float scale, softcap;
   int64_t ring = 0;  // as AttnRowArgs::ring
+  bool has_sink = false;  // as AttnRowArgs: row i's sink logit is sink[i]
+  float sink[kAttnMaxRows];
 };
 using AttnRowsFn = void (*)(const AttnRowsArgs& a);
 

@@ -304,7 +304,7 @@ void attention(Ctx& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v
   const int64_t tok_block = grouped ? std::max<int64_t>(1, kAttnMaxRows / group) : 1;
   const int64_t n_tok_blocks = (n_tokens + tok_block - 1) / tok_block;
   const int64_t n_jobs = grouped ? n_head_kv * n_tok_blocks : n_tokens * n_head;
-  const int64_t scratch_row = (grouped ? tok_block * group : 1) * max_keys + 4 * hd;
+  const int64_t scratch_row = (grouped ? tok_block * group : 1) * (max_keys + (p.sinks ? 1 : 0)) + 4 * hd;
   const int nth = ctx.pool->size();
   Tensor scratch = ctx.alloc(DType::F32, {nth, scratch_row});
   const int64_t head_bytes = dtype_row_bytes(k_cache.dtype(), hd);  // one kv head of a cache row
@@ -336,6 +336,8 @@ void attention(Ctx& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v
         key_range(t, &a.k0, &a.k1, &a.ring);
         a.scale = p.scale;
         a.softcap = p.softcap;
+        a.has_sink = p.sinks != nullptr;
+        if (p.sinks) a.sink = p.sinks[j % n_head];
         row_fn(a);
         continue;
       }
@@ -349,10 +351,12 @@ void attention(Ctx& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v
       a.head_dim = hd;
       a.scale = p.scale;
       a.softcap = p.softcap;
+      a.has_sink = p.sinks != nullptr;
       for (int64_t t = t0; t < std::min(n_tokens, t0 + tok_block); ++t)
         for (int64_t h = kvh * group; h < (kvh + 1) * group; ++h) {
           const int64_t i = t * n_head + h;
           a.q[a.n_q] = q.ptr<float>() + i * hd;
+          a.sink[a.n_q] = p.sinks ? p.sinks[h] : 0.0f;
           a.out[a.n_q] = out.ptr<float>() + i * hd;
           int64_t k0, ring;
           key_range(t, &k0, &a.k1[a.n_q], &ring);

@@ -111,11 +111,14 @@ void attention_segments(Ctx& ctx, const Tensor& q, const Tensor& k, const Tensor
 // [max(0, pos[i] - window + 1), pos[i]] (window <= 0: no window). GQA: head h reads kv head h / (n_head / n_head_kv).
 // ring: the cache is a sliding-window ring (needs window > 0): position p is at row p % n_rows, and every position a
 // query sees must still be there (the caller bounds the chunk; see KvCache).
+// sinks: optional per-query-head sink logits ([n_head] f32, GPT-OSS): each head's softmax has one more logit whose
+// probability is dropped (see AttnRowArgs::has_sink).
 struct AttnParams {
   float scale;
   float softcap = 0.0f;
   int window = 0;
   bool ring = false;
+  const float* sinks = nullptr;
 };
 // Writes into `out` ([n_tokens, n_head, head_dim] f32, may be a view into a larger batch output).
 void attention(Ctx& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, std::span<const int32_t> pos,

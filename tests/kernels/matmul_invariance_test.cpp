@@ -14,7 +14,8 @@ class MatmulInvariance : public IsaTest {};
 
 TEST_P(MatmulInvariance, RowsEqualSoloRows) {
   const int64_t K = 160, M = 11;
-  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q8_0X16, DType::Q4_0X16}) {
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q8_0X16, DType::Q4_0X16,
+                  DType::MXFP4}) {
     const bool panel = dtype_is_panel(t), quant = dtype_is_quantized(t);
     const int64_t N = panel ? 48 : 45;  // panels need N % 16 == 0
     const DType plain = dtype_unpanel(t);

@@ -137,7 +137,8 @@ TEST_P(GoldenText, Q8KvCacheStaysClose) {
   const double rel = std::sqrt(num / den);
   std::printf("[ measure  ] %s q8 KV: relative RMS logit error %.5f\n", GetParam().c_str(), rel);
   EXPECT_GT(rel, 0.0) << "the q8 cache changed nothing?";
-  EXPECT_LE(rel, kQ8KvBound);
+  // gpt_oss measured 0.0190: its sinks and clamped SwiGLU (inputs up to ~50) pass the K/V rounding on more strongly
+  EXPECT_LE(rel, GetParam() == "gpt_oss" ? 0.025 : kQ8KvBound);
   const std::vector<float> full(logits->ptr<float>(), logits->ptr<float>() + logits->numel());
   Session t(*lm.model, SessionOptions{.n_threads = 2, .kv_dtype = DType::Q8_0});
   const int64_t V = lm.model->info().n_vocab;
@@ -150,7 +151,7 @@ TEST_P(GoldenText, Q8KvCacheStaysClose) {
 
 INSTANTIATE_TEST_SUITE_P(Text, GoldenText, ::testing::Values("llama", "qwen2", "qwen3", "stories260k", "gemma3_text",
                                                         "smollm3", "qwen3_moe", "minicpm",
-                                                        "deepseek_ocr_lm", "qwen3_5"));
+                                                        "deepseek_ocr_lm", "qwen3_5", "gpt_oss"));
 
 }  // namespace
 }  // namespace pipit

@@ -28,7 +28,7 @@ std::vector<int32_t> solo(Model& m, const std::vector<int32_t>& prompt, int n) {
 
 TEST(Engine, ConcurrentGreedyEqualsSolo) {
   for (const char* arch : {"stories260k", "qwen3", "gemma3_text", "smollm3", "qwen3_moe", "minicpm",
-                           "deepseek_ocr_lm", "qwen3_5"}) {
+                           "deepseek_ocr_lm", "qwen3_5", "gpt_oss", "gpt_oss_mxfp4"}) {
     auto lm = load_model(test::model_dir(arch));
     ASSERT_TRUE(lm.is_ok()) << lm.status().message();
     Model& m = *lm->model;

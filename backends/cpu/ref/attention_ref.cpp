@@ -24,7 +24,7 @@ void attn_row(const AttnRowArgs& a, Load load) {
     if (a.softcap > 0.0f) sc = a.softcap * std::tanh(sc / a.softcap);
     s[j] = sc;
   }
-  softmax(s, n);
+  softmax(s, with_sink(s, n, a.has_sink, a.sink));
   for (int64_t d = 0; d < a.head_dim; ++d) a.out[d] = 0.0f;
   for (int64_t j = 0; j < n; ++j) {  // weighted values
     const uint8_t* v = vb + row(j) * a.kv_stride;
@@ -59,6 +59,7 @@ void fill(Kernels& k) {
   k.matmul[int(DType::Q4_0)] = matmul_q4_0;
   k.matmul[int(DType::Q8_0X16)] = matmul_q8_0x16;
   k.matmul[int(DType::Q4_0X16)] = matmul_q4_0x16;
+  k.matmul[int(DType::MXFP4)] = matmul_mxfp4;
   k.quantize_act = quantize_act;
   k.rms_norm = rms_norm;
   k.swiglu = swiglu;
@@ -71,11 +72,13 @@ void fill(Kernels& k) {
   k.to_f32[int(DType::BF16)] = bf16_to_f32_row;
   k.to_f32[int(DType::Q8_0)] = q8_0_to_f32;
   k.to_f32[int(DType::Q4_0)] = q4_0_to_f32;
+  k.to_f32[int(DType::MXFP4)] = mxfp4_to_f32;
   k.from_f32[int(DType::F32)] = f32_from_f32;
   k.from_f32[int(DType::F16)] = f16_from_f32_row;
   k.from_f32[int(DType::BF16)] = bf16_from_f32_row;
   k.from_f32[int(DType::Q8_0)] = q8_0_from_f32;
   k.from_f32[int(DType::Q4_0)] = q4_0_from_f32;
+  k.from_f32[int(DType::MXFP4)] = mxfp4_from_f32;
   k.attn_row[int(DType::F32)] = attn_row_f32;
   k.attn_row[int(DType::F16)] = attn_row_f16;
   k.attn_row[int(DType::Q8_0)] = attn_row_q8_0;

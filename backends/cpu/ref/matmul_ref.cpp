@@ -84,6 +84,31 @@ int32_t dot_q4_0_block(const BlockQ4_0& w, const BlockQ8Act& a) {
   return s;
 }
 
+int32_t dot_mxfp4_block(const BlockMXFP4& w, const BlockQ8Act& a) {
+  int32_t s = 0;
+  for (int j = 0; j < kQBlock / 2; ++j) {
+    s += int32_t(kMxfp4Int8[w.qs[j] & 0x0f]) * int32_t(a.qs[j]);              // low nibble: element j
+    s += int32_t(kMxfp4Int8[w.qs[j] >> 4]) * int32_t(a.qs[j + kQBlock / 2]);  // high nibble: element j + 16
+  }
+  return s;
+}
+
+// mxfp4: y += (2^(e - 128) * d_a) * sum_i(2 w_i * a_i); the block scale is exact, so only the activation's int8
+// rounding separates this from the f32 product.
+void matmul_mxfp4(const MatmulArgs& a, int64_t n0, int64_t n1) {
+  const int64_t nb = a.K / kQBlock;
+  for (int64_t m = 0; m < a.M; ++m) {
+    const auto* x = reinterpret_cast<const BlockQ8Act*>(static_cast<const uint8_t*>(a.x) + m * a.x_stride);
+    float* y = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(a.y) + m * a.y_stride);
+    for (int64_t n = n0; n < n1; ++n) {
+      const auto* w = reinterpret_cast<const BlockMXFP4*>(static_cast<const uint8_t*>(a.w) + n * a.w_stride);
+      float acc = 0.0f;
+      for (int64_t b = 0; b < nb; ++b) acc += e8m0_half_to_f32(w[b].e) * x[b].d * float(dot_mxfp4_block(w[b], x[b]));
+      y[n] = acc;
+    }
+  }
+}
+
 void matmul_q8_0(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul_quant<BlockQ8_0>(a, n0, n1, dot_q8_0_block); }
 void matmul_q4_0(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul_quant<BlockQ4_0>(a, n0, n1, dot_q4_0_block); }
 void matmul_q8_0x16(const MatmulArgs& a, int64_t n0, int64_t n1) {

@@ -65,6 +65,41 @@ void q4_0_from_f32(const float* src, void* dst, int64_t n) {
   }
 }
 
+// mxfp4 as ggml's reference quantizer: exponent floor(log2(amax)) - 2 (so amax / 2^e lands in [4, 8): E2M1's
+// largest values), each element the nearest doubled E2M1 value of v / 2^(e - 128), the first code on ties.
+void mxfp4_from_f32(const float* src, void* dst, int64_t n) {
+  auto* y = static_cast<BlockMXFP4*>(dst);
+  for (int64_t b = 0; b < n / kQBlock; ++b) {
+    const float* v = src + b * kQBlock;
+    float amax = 0.0f;
+    for (int i = 0; i < kQBlock; ++i) amax = std::fmax(amax, std::fabs(v[i]));
+    const int e = amax > 0.0f ? std::clamp(int(std::floor(std::log2(amax))) - 2 + 127, 0, 254) : 0;
+    const float d = e8m0_half_to_f32(uint8_t(e));
+    auto best = [&](float x) {
+      int bi = 0;
+      float be = std::fabs(float(kMxfp4Int8[0]) * d - x);
+      for (int i = 1; i < 16; ++i) {
+        const float err = std::fabs(float(kMxfp4Int8[i]) * d - x);
+        if (err < be) bi = i, be = err;
+      }
+      return uint8_t(bi);
+    };
+    y[b].e = uint8_t(e);
+    for (int j = 0; j < kQBlock / 2; ++j) y[b].qs[j] = uint8_t(best(v[j]) | (best(v[j + kQBlock / 2]) << 4));
+  }
+}
+
+void mxfp4_to_f32(const void* src, float* dst, int64_t n) {
+  const auto* x = static_cast<const BlockMXFP4*>(src);
+  for (int64_t b = 0; b < n / kQBlock; ++b) {
+    const float d = e8m0_half_to_f32(x[b].e);
+    for (int j = 0; j < kQBlock / 2; ++j) {
+      dst[b * kQBlock + j] = d * float(kMxfp4Int8[x[b].qs[j] & 0x0f]);
+      dst[b * kQBlock + j + kQBlock / 2] = d * float(kMxfp4Int8[x[b].qs[j] >> 4]);
+    }
+  }
+}
+
 void q8_0_to_f32(const void* src, float* dst, int64_t n) {
   const auto* x = static_cast<const BlockQ8_0*>(src);
   for (int64_t b = 0; b < n / kQBlock; ++b) {

@@ -12,11 +12,14 @@ void matmul_q8_0(const MatmulArgs& a, int64_t n0, int64_t n1);  // x is BlockQ8A
 void matmul_q4_0(const MatmulArgs& a, int64_t n0, int64_t n1);  // x is BlockQ8Act rows
 void matmul_q8_0x16(const MatmulArgs& a, int64_t n0, int64_t n1);  // row-interleaved panels (core/dtype.h)
 void matmul_q4_0x16(const MatmulArgs& a, int64_t n0, int64_t n1);
+void matmul_mxfp4(const MatmulArgs& a, int64_t n0, int64_t n1);  // x is BlockQ8Act rows
 
 void quantize_act(const float* x, int64_t x_stride, BlockQ8Act* y, int64_t M, int64_t K);
 // Integer dot products of one weight block with one activation block (exact).
 int32_t dot_q8_0_block(const BlockQ8_0& w, const BlockQ8Act& a);
 int32_t dot_q4_0_block(const BlockQ4_0& w, const BlockQ8Act& a);
+// mxfp4: the doubled E2M1 integers (kMxfp4Int8) times the activation's int8 values.
+int32_t dot_mxfp4_block(const BlockMXFP4& w, const BlockQ8Act& a);
 
 void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps, float w_offset);
 void swiglu(const float* gate, const float* up, float* y, int64_t n);
@@ -30,11 +33,13 @@ void f16_to_f32_row(const void* src, float* dst, int64_t n);
 void bf16_to_f32_row(const void* src, float* dst, int64_t n);
 void q8_0_to_f32(const void* src, float* dst, int64_t n);
 void q4_0_to_f32(const void* src, float* dst, int64_t n);
+void mxfp4_to_f32(const void* src, float* dst, int64_t n);
 void f32_from_f32(const float* src, void* dst, int64_t n);
 void f16_from_f32_row(const float* src, void* dst, int64_t n);
 void bf16_from_f32_row(const float* src, void* dst, int64_t n);
 void q8_0_from_f32(const float* src, void* dst, int64_t n);  // weight quantizers (converter)
 void q4_0_from_f32(const float* src, void* dst, int64_t n);
+void mxfp4_from_f32(const float* src, void* dst, int64_t n);
 
 void attn_row_f32(const AttnRowArgs& a);
 void attn_row_f16(const AttnRowArgs& a);

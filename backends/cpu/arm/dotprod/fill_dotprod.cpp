@@ -12,6 +12,7 @@ void fill(Kernels& k) {
   k.matmul[int(DType::Q5_K)] = matmul_q5_k;
   k.matmul[int(DType::Q6_K)] = matmul_q6_k;
   k.matmul[int(DType::IQ4_XS)] = matmul_iq4_xs;
+  k.matmul[int(DType::MXFP4)] = matmul_mxfp4;
   k.matmul[int(DType::Q8_0X16)] = matmul_q8_0x16;
   k.matmul[int(DType::Q4_0X16)] = matmul_q4_0x16;
   k.pack_quant = true;

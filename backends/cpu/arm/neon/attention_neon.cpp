@@ -84,7 +84,7 @@ void attn_row(const AttnRowArgs& a) {
       for (int64_t u = 0; u < n - i; ++u) s[i + u] = o[u];
     }
   }
-  softmax(s, n);
+  softmax(s, with_sink(s, n, a.has_sink, a.sink));
 
   float* out = a.out;
   for (int64_t d = 0; d < hd; ++d) out[d] = 0.0f;

@@ -20,6 +20,7 @@ void fill(Kernels& k) {
   k.matmul[int(DType::Q5_K)] = matmul_q5_k;
   k.matmul[int(DType::Q6_K)] = matmul_q6_k;
   k.matmul[int(DType::IQ4_XS)] = matmul_iq4_xs;
+  k.matmul[int(DType::MXFP4)] = matmul_mxfp4;
   k.quantize_act = quantize_act;
   k.rms_norm = rms_norm;
   k.swiglu = swiglu;

@@ -1,4 +1,4 @@
-// NEON (Armv8.0) integer matmuls for q8_0 and q4_0 weights against BlockQ8Act rows. A block's dot product:
+// NEON (Armv8.0) integer matmuls for q8_0, q4_0 and mxfp4 weights against BlockQ8Act rows. A block's dot product:
 // vmull_s8 / vmlal_high_s8 multiply 8 byte pairs each and add two products per int16 lane (|w a| <= 128 * 127,
 // so two fit), vpadal widens pairs into 4 int32 lanes: exact. The tile is quant_tile_neon.h's.
 #include "backends/cpu/arm/neon/kernels_neon.h"
@@ -22,5 +22,6 @@ struct DotMull {
 
 void matmul_q8_0(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul_quant<DotMull, WQ8>(a, n0, n1); }
 void matmul_q4_0(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul_quant<DotMull, WQ4>(a, n0, n1); }
+void matmul_mxfp4(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul_quant<DotMull, WMX>(a, n0, n1); }
 
 }  // namespace pipit::neon

@@ -1,4 +1,4 @@
-// The register tile shared by the NEON and dotprod quantized matmuls (q8_0 / q4_0 weights x BlockQ8Act): MR
+// The register tile shared by the NEON and dotprod quantized matmuls (q8_0 / q4_0 / mxfp4 weights x BlockQ8Act): MR
 // activation rows x NR weight rows, one block of 32 per step. A Dot policy computes a block's exact integer dot
 // product as 4 int32 lanes (NEON: vmull_s8 + vpadal; dotprod: sdot), which are added into the block's dot and
 // scaled by d_w * d_a into f32 accumulators (see quant_tile). Templates live in an anonymous namespace: each
@@ -20,6 +20,7 @@ struct WQ8 {
     w0 = vld1q_s8(b.qs);
     w1 = vld1q_s8(b.qs + 16);
   }
+  static float scale(const Block& b) { return f16_scalar(b.d); }
 };
 struct WQ4 {
   using Block = BlockQ4_0;
@@ -28,6 +29,18 @@ struct WQ4 {
     w0 = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(v, vdupq_n_u8(0x0f))), vdupq_n_s8(8));
     w1 = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(v, 4)), vdupq_n_s8(8));
   }
+  static float scale(const Block& b) { return f16_scalar(b.d); }
+};
+// mxfp4: the nibbles (low: 0..15, high: 16..31) through the doubled E2M1 table (one tbl each); |w| <= 12.
+struct WMX {
+  using Block = BlockMXFP4;
+  static void load(const Block& b, int8x16_t& w0, int8x16_t& w1) {
+    const uint8x16_t v = vld1q_u8(b.qs);
+    const int8x16_t lut = vld1q_s8(kMxfp4Int8);
+    w0 = vqtbl1q_s8(lut, vandq_u8(v, vdupq_n_u8(0x0f)));
+    w1 = vqtbl1q_s8(lut, vshrq_n_u8(v, 4));
+  }
+  static float scale(const Block& b) { return e8m0_half_to_f32(b.e); }
 };
 
 template <class Dot, class WB, int MR, int NR>
@@ -65,7 +78,7 @@ inline void quant_tile(const MatmulArgs& a, int64_t m, int64_t n) {
     if constexpr (NR == 1) {
       int8x16_t w0, w1;
       WB::load(w[0][b], w0, w1);
-      const float dw = f16_scalar(w[0][b].d);
+      const float dw = WB::scale(w[0][b]);
       for (int i = 0; i < MR; ++i)
         acc1[i] = std::fma(float(vaddvq_s32(Dot::dot(w0, w1, a0[i], a1[i]))), dw * da[i], acc1[i]);
     } else {
@@ -74,7 +87,7 @@ inline void quant_tile(const MatmulArgs& a, int64_t m, int64_t n) {
         float dws[4];
         for (int t = 0; t < 4; ++t) {
           WB::load(w[4 * v + t][b], w0[t], w1[t]);
-          dws[t] = f16_scalar(w[4 * v + t][b].d);
+          dws[t] = WB::scale(w[4 * v + t][b]);
         }
         const float32x4_t dw = vld1q_f32(dws);
         for (int i = 0; i < MR; ++i) {

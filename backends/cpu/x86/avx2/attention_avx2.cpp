@@ -81,7 +81,7 @@ void attn_row(const AttnRowArgs& a) {
       _mm256_maskstore_ps(s + i, mask, _mm256_mul_ps(cap, tanh_ps(_mm256_div_ps(_mm256_maskload_ps(s + i, mask), cap))));
     }
   }
-  softmax(s, n);
+  softmax(s, with_sink(s, n, a.has_sink, a.sink));
 
   // out = sum_j p_j v_j
   float* out = a.out;

@@ -16,6 +16,7 @@ void fill(Kernels& k) {
   k.matmul[int(DType::BF16)] = matmul_bf16;
   k.matmul[int(DType::Q8_0)] = matmul_q8_0;
   k.matmul[int(DType::Q4_0)] = matmul_q4_0;
+  k.matmul[int(DType::MXFP4)] = matmul_mxfp4;
   k.matmul[int(DType::Q8_0X16)] = matmul_q8_0x16;
   k.matmul[int(DType::Q4_0X16)] = matmul_q4_0x16;
   k.matmul[int(DType::Q4_K)] = matmul_q4_k;

@@ -1,6 +1,6 @@
-// AVX2 integer matmuls for q8_0 and q4_0 weights against int8 activation blocks (BlockQ8Act).
+// AVX2 integer matmuls for q8_0, q4_0 and mxfp4 weights against int8 activation blocks (BlockQ8Act).
 // Per block pair: maddubs(|w|, sign(a, w)) multiplies signed by signed through the unsigned x signed instruction
-// (|w| <= 128, |a| <= 127, so the int16 pair sums cannot saturate), madd widens to 8 int32 lanes: the block's
+// (|w| <= 128, |a| <= 127, so the int16 pair sums cannot saturate; mxfp4's doubled E2M1 values are <= 12), madd widens to 8 int32 lanes: the block's
 // integer dot product is exact. It is then scaled by d_w * d_a into f32 lane accumulators, reduced once per output.
 // The core loop is a register tile of MR activation rows x NR weight rows, so each unpacked block is reused.
 #include "backends/cpu/x86/avx2/kernels_avx2.h"
@@ -17,6 +17,7 @@ constexpr int kNR = 4;  // weight rows per tile when M > 1
 struct WQ8 {
   using Block = BlockQ8_0;
   static __m256i load(const Block& b) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)); }
+  static float scale(const Block& b) { return f16_scalar(b.d); }
 };
 struct WQ4 {
   using Block = BlockQ4_0;
@@ -26,6 +27,18 @@ struct WQ4 {
     const __m256i q = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m4), _mm_and_si128(v, m4));
     return _mm256_sub_epi8(q, _mm256_set1_epi8(8));
   }
+  static float scale(const Block& b) { return f16_scalar(b.d); }
+};
+struct WMX {
+  using Block = BlockMXFP4;
+  static __m256i load(const Block& b) {  // nibbles (low: 0..15, high: 16..31) through the doubled E2M1 table
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
+    const __m128i m4 = _mm_set1_epi8(0x0f);
+    const __m128i lut = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kMxfp4Int8));
+    return _mm256_set_m128i(_mm_shuffle_epi8(lut, _mm_and_si128(_mm_srli_epi16(v, 4), m4)),
+                            _mm_shuffle_epi8(lut, _mm_and_si128(v, m4)));
+  }
+  static float scale(const Block& b) { return e8m0_half_to_f32(b.e); }
 };
 
 template <class WB, int MR, int NR>
@@ -55,7 +68,7 @@ inline void tile(const MatmulArgs& a, int64_t m, int64_t n) {
     for (int j = 0; j < NR; ++j) {
       const __m256i wv = WB::load(w[j][b]);
       const __m256i wabs = _mm256_abs_epi8(wv);
-      const float dw = f16_scalar(w[j][b].d);
+      const float dw = WB::scale(w[j][b]);
       for (int i = 0; i < MR; ++i) {
         const __m256i p16 = _mm256_maddubs_epi16(wabs, _mm256_sign_epi8(av[i], wv));
         const __m256 isum = _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, ones));  // 8 exact int32 partial sums
@@ -96,5 +109,6 @@ void matmul(const MatmulArgs& a, int64_t n0, int64_t n1) {
 
 void matmul_q8_0(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<WQ8>(a, n0, n1); }
 void matmul_q4_0(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<WQ4>(a, n0, n1); }
+void matmul_mxfp4(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<WMX>(a, n0, n1); }
 
 }  // namespace pipit::avx2

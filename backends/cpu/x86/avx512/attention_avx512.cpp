@@ -168,9 +168,10 @@ void attn_rows(const AttnRowsArgs& a) {
     shared = std::min(shared, n[i] / 4 * 4);  // keys in groups of 4 for every row
   }
   if (nq == 1) shared = 0;  // nothing to share: read K/V in place (and need no scratch beyond the scores)
-  float* buf = a.scratch + nq * n_max;
+  const int64_t s_stride = n_max + (a.has_sink ? 1 : 0);  // a sink logit after each row's scores
+  float* buf = a.scratch + nq * s_stride;
   float* srow[kAttnMaxRows];  // each row's scores, then probabilities
-  for (int64_t i = 0; i < nq; ++i) srow[i] = a.scratch + i * n_max;
+  for (int64_t i = 0; i < nq; ++i) srow[i] = a.scratch + i * s_stride;
   const uint8_t* kb = static_cast<const uint8_t*>(a.k);
   const uint8_t* vb = static_cast<const uint8_t*>(a.v);
   // byte offset of the j-th visible key's row; a wrapped ring continues at row 0 (see AttnRowArgs::ring)
@@ -186,7 +187,7 @@ void attn_rows(const AttnRowsArgs& a) {
     for (; i < nq; ++i) scores_group<1>(a.q + i, buf, hd, a.scale, j, srow + i);
   }
   for (int64_t i = 0; i < nq; ++i) {
-    float* s = a.scratch + i * n_max;
+    float* s = srow[i];
     scores<KV>(a.q[i], hd, a.scale, shared, n[i], s, krow);
     if (a.softcap > 0.0f) {  // s = softcap * tanh(s / softcap)
       const __m512 cap = _mm512_set1_ps(a.softcap);
@@ -195,7 +196,7 @@ void attn_rows(const AttnRowsArgs& a) {
         _mm512_mask_storeu_ps(s + j, mk, _mm512_mul_ps(cap, tanh_ps(_mm512_div_ps(_mm512_maskz_loadu_ps(mk, s + j), cap))));
       }
     }
-    softmax(s, n[i]);
+    softmax(s, with_sink(s, n[i], a.has_sink, a.sink[i]));
     for (int64_t d = 0; d < hd; d += 16) _mm512_mask_storeu_ps(a.out[i] + d, mask16(hd - d), _mm512_setzero_ps());
   }
   for (int64_t j = 0; j < shared; j += 4) {  // 2. values, in the same order
@@ -204,7 +205,7 @@ void attn_rows(const AttnRowsArgs& a) {
     for (; i + 4 <= nq; i += 4) values_group<4>(srow + i, buf, hd, j, a.out + i);
     for (; i < nq; ++i) values_group<1>(srow + i, buf, hd, j, a.out + i);
   }
-  for (int64_t i = 0; i < nq; ++i) weighted_values<KV>(a.scratch + i * n_max, hd, shared, n[i], a.out[i], vrow);
+  for (int64_t i = 0; i < nq; ++i) weighted_values<KV>(srow[i], hd, shared, n[i], a.out[i], vrow);
 }
 
 template <class KV>
@@ -223,6 +224,8 @@ void attn_row(const AttnRowArgs& a) {  // one row: attn_rows of one query, so th
   r.scale = a.scale;
   r.softcap = a.softcap;
   r.ring = a.ring;
+  r.has_sink = a.has_sink;
+  r.sink[0] = a.sink;
   attn_rows<KV>(r);
 }
 

@@ -9,7 +9,8 @@ void matmul_f32(const MatmulArgs& a, int64_t n0, int64_t n1);
 void matmul_f16(const MatmulArgs& a, int64_t n0, int64_t n1);
 void matmul_bf16(const MatmulArgs& a, int64_t n0, int64_t n1);
 void matmul_q8_0(const MatmulArgs& a, int64_t n0, int64_t n1);
-void matmul_q4_0(const MatmulArgs& a, int64_t n0, int64_t n1);  // q8_0 and q4_0 need AVX512-VNNI
+void matmul_q4_0(const MatmulArgs& a, int64_t n0, int64_t n1);
+void matmul_mxfp4(const MatmulArgs& a, int64_t n0, int64_t n1);  // q8_0 and q4_0 need AVX512-VNNI
 void matmul_q8_0x16(const MatmulArgs& a, int64_t n0, int64_t n1);  // panels (core/dtype.h), AVX512-VNNI
 void matmul_q4_0x16(const MatmulArgs& a, int64_t n0, int64_t n1);
 

@@ -1,6 +1,6 @@
-// AVX512-VNNI integer matmuls for q8_0 and q4_0 weights against int8 activation blocks (BlockQ8Act).
+// AVX512-VNNI integer matmuls for q8_0, q4_0 and mxfp4 weights against int8 activation blocks (BlockQ8Act).
 // vpdpbusd multiplies unsigned by signed bytes, so weights are made unsigned by an offset: q8_0 uses w + 128
-// (xor 0x80), q4_0 its raw nibble q = w + 8. Then sum(u * a) = dot(w, a) + off * sum(a), so the accumulator starts
+// (xor 0x80), q4_0 its raw nibble q = w + 8, mxfp4 its doubled E2M1 value + 12 (one table lookup). Then sum(u * a) = dot(w, a) + off * sum(a), so the accumulator starts
 // at -off * sum(a) (BlockQ8Act::sum) in lane 0: the 8 lanes add up to the block's exact integer dot product.
 // The lanes are scaled by d_w * d_a into f32 accumulators, reduced once per output. One block per 256-bit step
 // (AVX512-VL encodings with 32 registers): on Zen 4 a 512-bit step pairing two blocks costs more in shuffles
@@ -22,6 +22,7 @@ struct WQ8 {
   static __m256i load(const Block& b) {
     return _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)), _mm256_set1_epi8(char(0x80)));
   }
+  static float scale(const Block& b) { return f16_scalar(b.d); }
 };
 struct WQ4 {
   using Block = BlockQ4_0;
@@ -31,6 +32,20 @@ struct WQ4 {
     const __m128i m4 = _mm_set1_epi8(0x0f);
     return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m4), _mm_and_si128(v, m4));
   }
+  static float scale(const Block& b) { return f16_scalar(b.d); }
+};
+struct WMX {
+  using Block = BlockMXFP4;
+  static constexpr int kOffset = 12;
+  static __m256i load(const Block& b) {  // low nibbles: 0..15, high: 16..31, each to kMxfp4Int8 + 12 in [0, 24]
+    static constexpr int8_t lut_u[16] = {12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0};
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
+    const __m128i m4 = _mm_set1_epi8(0x0f);
+    const __m128i lut = _mm_loadu_si128(reinterpret_cast<const __m128i*>(lut_u));
+    return _mm256_set_m128i(_mm_shuffle_epi8(lut, _mm_and_si128(_mm_srli_epi16(v, 4), m4)),
+                            _mm_shuffle_epi8(lut, _mm_and_si128(v, m4)));
+  }
+  static float scale(const Block& b) { return e8m0_half_to_f32(b.e); }
 };
 
 template <class WB, int MR, int NR>
@@ -59,7 +74,7 @@ inline void tile(const MatmulArgs& a, int64_t m, int64_t n) {
     }
     for (int j = 0; j < NR; ++j) {
       const __m256i wv = WB::load(w[j][b]);
-      const __m256 dw = _mm256_set1_ps(f16_scalar(w[j][b].d));
+      const __m256 dw = _mm256_set1_ps(WB::scale(w[j][b]));
       for (int i = 0; i < MR; ++i) {
         const __m256i isum = _mm256_dpbusd_epi32(corr[i], wv, aq[i]);  // 8 lanes adding up to the exact dot
         acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, da[i]), acc[i][j]);
@@ -104,5 +119,6 @@ void matmul(const MatmulArgs& a, int64_t n0, int64_t n1) {
 
 void matmul_q8_0(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<WQ8>(a, n0, n1); }
 void matmul_q4_0(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<WQ4>(a, n0, n1); }
+void matmul_mxfp4(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<WMX>(a, n0, n1); }
 
 }  // namespace pipit::avx512
