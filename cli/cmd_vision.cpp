@@ -1,8 +1,9 @@
 // `pipit vision`: run a vision-language model's image side only — the HF processor and the vision tower — and write
 // what HF would feed the language model, under the names the goldens use: pixel_values, image_grid_thw (Qwen),
-// vision_embeds and, for Qwen3-VL, deepstack_embeds.K (DeepStack merger K's features). With --stages, also every
-// named intermediate of the tower (vision.patch_embed, vision.pos_embed, vision.block.N, ...), images concatenated
-// along rows. For parity checks against transformers and for timing the tower.
+// vision_embeds and, for Qwen3-VL, deepstack_embeds.K (DeepStack merger K's features); for DeepSeek-OCR
+// pixel_values is the global view and pixel_values_crops the tiles of crop mode (--image-mode). With --stages, also
+// every named intermediate of the tower (vision.patch_embed, vision.pos_embed, vision.block.N, ...; DeepSeek-OCR:
+// vision.sam.*, vision.clip.* of the global view), images concatenated along rows. For parity checks against transformers and for timing the tower.
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -66,7 +67,7 @@ int cmd_vision(Args& a) {
   if (!proc) return fail(a, proc.status().message());
 
   ThreadPool pool(so->n_threads > 0 ? so->n_threads : ThreadPool::default_threads());
-  std::vector<Tensor> pixels, feats;
+  std::vector<Tensor> pixels, feats, crops;  // crops: DeepSeek-OCR's tiles (crop mode), images in order
   const int64_t n_embd = lm->model->info().n_embd;
   const int n_deepstack = lm->model->vision()->vision_tokens().deepstack;
   std::vector<std::vector<Tensor>> deepstack{size_t(n_deepstack)};
@@ -94,6 +95,7 @@ int cmd_vision(Args& a) {
     if (!e) return fail(a, e.status().message());
     std::memcpy(grid.ptr<int32_t>() + pixels.size() * 3, e->processed.grid_thw.data(), 12);
     pixels.push_back(e->processed.pixel_values);
+    if (e->processed.crops.defined()) crops.push_back(e->processed.crops);
     if (n_deepstack == 0) {
       feats.push_back(e->features);
       continue;
@@ -105,6 +107,7 @@ int cmd_vision(Args& a) {
   std::vector<std::pair<std::string, Tensor>> out = {{"pixel_values", concat(pixels, !qwen)},
                                                      {"vision_embeds", concat(feats, !qwen)}};
   if (qwen) out.push_back({"image_grid_thw", grid});
+  if (!crops.empty()) out.push_back({"pixel_values_crops", concat(crops, false)});
   for (int k = 0; k < n_deepstack; ++k)
     out.push_back({"deepstack_embeds." + std::to_string(k), concat(deepstack[size_t(k)], false)});
   for (const auto& name : stage_names)

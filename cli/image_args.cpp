@@ -9,6 +9,7 @@ namespace pipit::cli {
 void add_image_options(Args& a) {
   a.multi({"--image"}, "image file (PNG/JPEG) or data: URL; repeatable, in prompt order");
   a.option({"--image-max-pixels"}, "cap the pixels an image is resized to (Qwen2-VL: fewer image tokens)");
+  a.option({"--image-mode"}, "DeepSeek-OCR resolution mode: tiny, small, base, large, gundam (default gundam)");
 }
 
 bool has_images(const Args& a) { return !a.get_all("--image").empty(); }
@@ -20,6 +21,7 @@ Result<ImageOptions> image_options(const Args& a) {
     if (v < 1) return Error::invalid_argument("--image-max-pixels {}: must be >= 1", v);
     o.max_pixels = v;
   }
+  if (a.has("--image-mode")) o.mode = a.get("--image-mode");
   return o;
 }
 

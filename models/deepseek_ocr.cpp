@@ -13,9 +13,16 @@
 // scoring_func softmax, rope_theta 10000, rms_norm_eps 1e-6).
 //
 // The fields may sit at the top level of config.json (DeepseekOCRConfig inherits DeepseekV2Config) or in its
-// "language_config"; as the remote code reads the top level first, a top-level value wins. The vision tower's
-// tensors (model.sam_model.*, model.vision_model.*, model.projector.*) are not read here.
+// "language_config"; as the remote code reads the top level first, a top-level value wins.
+//
+// With a vision tower (a checkpoint with model.sam_model.* or a config with vision_config), the model is the whole
+// DeepseekOCRForCausalLM: the DeepEncoder (models/vision/deepseek_ocr_vision.h) turns each image into rows that
+// replace its <image> tokens in the order the remote code's masked_scatter_ gives them (tiles, global view,
+// separator; every image token has the same id, so the id layout only fixes their count). Plain positions.
+// Without one (a decoder-only checkpoint), token ids only.
 #include "models/llama.h"
+#include "models/vision/deepseek_ocr_vision.h"
+#include "models/vision/vision_model.h"
 
 namespace pipit {
 
@@ -33,7 +40,7 @@ HfConfig language_config(const HfConfig& cfg) {
   return HfConfig(j);
 }
 
-Result<std::unique_ptr<Model>> make_deepseek_ocr(const HfConfig& full, const WeightSource& w) {
+Result<std::unique_ptr<Model>> make_deepseek_ocr_lm(const HfConfig& full, const WeightSource& w) {
   const char* arch = "deepseek_vl_v2";
   const HfConfig cfg = language_config(full);
   // DeepseekV2Config's default is use_mla = true (DeepSeek-VL2's decoders); only DeepSeek-OCR's MHA decoder is here
@@ -90,6 +97,68 @@ Result<std::unique_ptr<Model>> make_deepseek_ocr(const HfConfig& full, const Wei
   if (!cfg.has("tie_word_embeddings")) j["tie_word_embeddings"] = false;
   if (!cfg.has("max_position_embeddings")) j["max_position_embeddings"] = 2048;  // DeepseekV2Config default
   return make_llama_like(HfConfig(j), w, opt);
+}
+
+// The remote code's constant: the <image> id of DeepSeek-OCR's tokenizer (infer(): image_token_id = 128815).
+constexpr int64_t kImageTokenId = 128815;
+
+class DeepseekOcrModel : public Model, public VisionLanguageModel {
+ public:
+  Status load(const HfConfig& cfg, const WeightSource& w) {
+    PIPIT_ASSIGN_OR_RETURN(lm_, make_deepseek_ocr_lm(cfg, w));
+    info_ = lm_->info();
+    auto enc = DeepEncoder::load(cfg, w, info_.n_embd);
+    if (!enc.is_ok()) return enc.status().with_context("[deepseek_vl_v2] vision tower");
+    encoder_ = std::move(enc).value();
+    // image_token_id is not in the real config.json (the remote code hard-codes it); a checkpoint with a smaller
+    // vocabulary (the tiny test model) names its own
+    tokens_.image_token_id = int32_t(cfg.get_int_or("image_token_id", kImageTokenId));
+    if (tokens_.image_token_id < 0 || tokens_.image_token_id >= info_.n_vocab)
+      return Error::invalid_argument("[deepseek_vl_v2] image_token_id {} outside the vocabulary of {}",
+                                     tokens_.image_token_id, info_.n_vocab);
+    return Status::ok();
+  }
+
+  Status forward(Ctx& ctx, const Batch& batch, KvCache& kv, Tensor* logits) override {
+    return lm_->forward(ctx, batch, kv, logits);
+  }
+  const VisionLanguageModel* vision() const override { return this; }
+
+  ImageProcessorConfig default_processor() const override {
+    ImageProcessorConfig p;  // infer()'s defaults: Gundam (base 1024, tiles 640, crop mode), mean = std = 0.5
+    p.kind = ImageProcessorConfig::Kind::kDeepseekOcr;
+    p.mean = {0.5f, 0.5f, 0.5f};
+    p.std = {0.5f, 0.5f, 0.5f};
+    p.resample = ResampleFilter::kBicubic;  // PIL's default for Image.resize and ImageOps.pad
+    return p;
+  }
+  Status check_processor(const ImageProcessorConfig& p) const override {
+    if (p.kind != ImageProcessorConfig::Kind::kDeepseekOcr)
+      return Error::invalid_argument("[deepseek_vl_v2] needs DeepSeek-OCR's image preprocessing");
+    for (int s : {p.base_size, p.image_size})
+      if (s < 64 || s % 64)  // 16 px patches, then two stride-2 convs: whole tokens only
+        return Error::invalid_argument("[deepseek_vl_v2] view size {} must be a positive multiple of 64", s);
+    if (p.crop_mode && p.image_size != 640)  // infer() always cuts 640 px tiles but counts tokens by image_size
+      return Error::invalid_argument("[deepseek_vl_v2] crop mode needs image_size 640 (the remote code's tile size), "
+                                     "not {}", p.image_size);
+    return Status::ok();
+  }
+  int64_t n_image_tokens(const ProcessedImage& img) const override { return DeepEncoder::n_tokens(img); }
+  Result<Tensor> encode_image(Ctx& ctx, const ProcessedImage& img) const override {
+    return encoder_.encode(ctx, img);
+  }
+
+ private:
+  std::unique_ptr<Model> lm_;
+  DeepEncoder encoder_;
+};
+
+Result<std::unique_ptr<Model>> make_deepseek_ocr(const HfConfig& cfg, const WeightSource& w) {
+  if (!cfg.has("vision_config") && !w.has("model.sam_model.patch_embed.proj.weight"))
+    return make_deepseek_ocr_lm(cfg, w);  // the decoder alone
+  auto m = std::make_unique<DeepseekOcrModel>();
+  PIPIT_TRY(m->load(cfg, w));
+  return std::unique_ptr<Model>(std::move(m));
 }
 
 }  // namespace

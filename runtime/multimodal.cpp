@@ -35,6 +35,12 @@ Result<ImageProcessorConfig> image_processor_for(const Model& m, const nlohmann:
     p.max_pixels = std::min(p.max_pixels, opt.max_pixels);
     p.min_pixels = std::min(p.min_pixels, p.max_pixels);
   }
+  if (!opt.mode.empty()) {
+    if (p.kind != ImageProcessorConfig::Kind::kDeepseekOcr)
+      return Error::invalid_argument("[image] an image mode ('{}') is for DeepSeek-OCR; model '{}' has none", opt.mode,
+                                     m.info().arch);
+    PIPIT_TRY(apply_deepseek_ocr_mode(p, opt.mode));
+  }
   PIPIT_TRY(v->check_processor(p));
   return p;
 }

@@ -23,6 +23,7 @@ struct LoadedModel;
 
 struct ImageOptions {
   int64_t max_pixels = 0;  // caps the processor's max_pixels (Qwen: fewer image tokens); 0: the config's
+  std::string mode;        // DeepSeek-OCR: tiny, small, base, large or gundam ("": the config's, else gundam)
 };
 
 // The image processor of a loaded model: the family defaults, preprocessor_config.json over them (may be null),

@@ -2,12 +2,16 @@
 //  - Qwen2VLImageProcessor (Qwen2-VL, Qwen2.5-VL): smart_resize to multiples of patch * merge within
 //    [min_pixels, max_pixels], PIL resize, rescale, normalize, the still image repeated temporal_patch_size times,
 //    then patches flattened in (t, h/m, w/m, m, m) row order with (c, t, py, px) columns;
-//  - CLIPImageProcessor (LLaVA): shortest edge to `size`, PIL resize, center crop, rescale, normalize.
+//  - CLIPImageProcessor (LLaVA): shortest edge to `size`, PIL resize, center crop, rescale, normalize;
+//  - DeepSeek-OCR (the remote code's infer(), no HF processor class): a global view (ImageOps.pad to base_size, or a
+//    plain resize for image_size <= 640 without crop mode) and, in crop mode ("Gundam"), 640x640 tiles of the image
+//    resized to the grid dynamic_preprocess picks; ToTensor + Normalize(0.5, 0.5).
 // Numerics as HF: uint8 resize, x * rescale_factor in double cast to float, (x - mean) / std in float.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -18,7 +22,7 @@
 namespace pipit {
 
 struct ImageProcessorConfig {
-  enum class Kind { kQwen2VL, kClip };
+  enum class Kind { kQwen2VL, kClip, kDeepseekOcr };
   Kind kind = Kind::kQwen2VL;
   ResampleFilter resample = ResampleFilter::kBicubic;
   bool do_resize = true, do_rescale = true, do_normalize = true, do_center_crop = true;
@@ -30,15 +34,26 @@ struct ImageProcessorConfig {
   int patch_size = 14, merge_size = 2, temporal_patch_size = 2;
   // CLIP
   int shortest_edge = 224, crop_height = 224, crop_width = 224;
+  // DeepSeek-OCR: infer(base_size, image_size, crop_mode); the default is infer()'s own (Gundam)
+  int base_size = 1024, image_size = 640;
+  bool crop_mode = true;
 };
+
+// DeepSeek-OCR's named modes (README of deepseek-ai/DeepSeek-OCR): tiny 512/512, small 640/640, base 1024/1024,
+// large 1280/1280 without crops; gundam 1024 global + 640 tiles. Errors for any other name.
+Status apply_deepseek_ocr_mode(ImageProcessorConfig& c, const std::string& mode);
 
 // Fields of a preprocessor_config.json over `base` (the model's defaults). Unknown fields are ignored; wrong types
 // and impossible values are errors.
 Result<ImageProcessorConfig> parse_image_processor(const nlohmann::json& pp, ImageProcessorConfig base);
 
 struct ProcessedImage {
-  // Qwen: [grid_t * grid_h * grid_w, 3 * temporal_patch * patch * patch]; CLIP: [3, crop_height, crop_width].
+  // Qwen: [grid_t * grid_h * grid_w, 3 * temporal_patch * patch * patch]; CLIP: [3, crop_height, crop_width];
+  // DeepSeek-OCR: the global view [3, S, S].
   Tensor pixel_values;
+  // DeepSeek-OCR crop mode: the tiles [crop_rows * crop_cols, 3, 640, 640], row-major (undefined: no tiles).
+  Tensor crops;
+  int crop_cols = 1, crop_rows = 1;
   std::array<int32_t, 3> grid_thw{};  // Qwen: (t, h, w) in patches. CLIP: (1, H / patch, W / patch)
   int resized_height = 0, resized_width = 0;  // after resize (before the CLIP crop)
 };

@@ -1,6 +1,7 @@
 // PIL's resampling filters, coefficient tables and the two fixed-point passes.
 #include "models/vision/resample.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace pipit {
@@ -171,6 +172,83 @@ Image resize_image(const Image& in, int out_w, int out_h, ResampleFilter filter)
   Image tmp = horizontal_pass(in, out_w, need_v ? y_first : 0, need_v ? y_last - y_first : in.height, ch);
   if (!need_v) return tmp;
   return vertical_pass(tmp, out_h, y_first, cv);
+}
+
+namespace {
+
+// torch's _compute_indices_weights_aa for one axis, in float (scalar_t of a float tensor): per output index, the
+// first input index and normalised weights (ksize slots, unused ones zero).
+struct AaCoeffs {
+  int ksize = 0;
+  std::vector<int> first, count;
+  std::vector<float> w;
+};
+
+float aa_bicubic(float x) {
+  constexpr float a = -0.5f;
+  x = std::fabs(x);
+  if (x < 1.0f) return ((a + 2.0f) * x - (a + 3.0f)) * x * x + 1.0f;
+  if (x < 2.0f) return ((a * x - 5.0f * a) * x + 8.0f * a) * x - 4.0f * a;
+  return 0.0f;
+}
+
+AaCoeffs aa_coeffs(int in_size, int out_size) {
+  const float scale = float(in_size) / float(out_size);  // area_pixel_compute_scale, align_corners = false
+  const float support = scale >= 1.0f ? 2.0f * scale : 2.0f;  // interp_size 4 for bicubic, halved
+  const float invscale = scale >= 1.0f ? 1.0f / scale : 1.0f;
+  AaCoeffs c;
+  c.ksize = int(std::ceil(support)) * 2 + 1;
+  c.first.resize(size_t(out_size));
+  c.count.resize(size_t(out_size));
+  c.w.assign(size_t(out_size) * size_t(c.ksize), 0.0f);
+  for (int i = 0; i < out_size; ++i) {
+    const float center = scale * (float(i) + 0.5f);
+    const int xmin = std::max(int(center - support + 0.5f), 0);
+    const int xsize = std::min(int(center + support + 0.5f), in_size) - xmin;
+    float* w = c.w.data() + size_t(i) * size_t(c.ksize);
+    float total = 0.0f;
+    for (int j = 0; j < xsize; ++j) {
+      w[j] = aa_bicubic((float(j + xmin) - center + 0.5f) * invscale);
+      total += w[j];
+    }
+    if (total != 0.0f)
+      for (int j = 0; j < xsize; ++j) w[j] /= total;
+    c.first[size_t(i)] = xmin;
+    c.count[size_t(i)] = xsize;
+  }
+  return c;
+}
+
+}  // namespace
+
+std::vector<float> resize_planes_bicubic_aa(const float* in, int channels, int in_h, int in_w, int out_h, int out_w) {
+  PIPIT_ASSERT(channels >= 1 && in_h >= 1 && in_w >= 1 && out_h >= 1 && out_w >= 1);
+  const AaCoeffs cw = aa_coeffs(in_w, out_w), ch = aa_coeffs(in_h, out_h);
+  std::vector<float> tmp(size_t(channels) * size_t(in_h) * size_t(out_w));
+  std::vector<float> out(size_t(channels) * size_t(out_h) * size_t(out_w));
+  for (int c = 0; c < channels; ++c) {
+    const float* src = in + size_t(c) * size_t(in_h) * size_t(in_w);
+    float* t = tmp.data() + size_t(c) * size_t(in_h) * size_t(out_w);
+    for (int y = 0; y < in_h; ++y)
+      for (int x = 0; x < out_w; ++x) {
+        const float* w = cw.w.data() + size_t(x) * size_t(cw.ksize);
+        const float* s = src + size_t(y) * size_t(in_w) + size_t(cw.first[size_t(x)]);
+        float acc = 0.0f;
+        for (int j = 0; j < cw.count[size_t(x)]; ++j) acc += s[j] * w[j];
+        t[size_t(y) * size_t(out_w) + size_t(x)] = acc;
+      }
+    float* o = out.data() + size_t(c) * size_t(out_h) * size_t(out_w);
+    for (int y = 0; y < out_h; ++y) {
+      const float* w = ch.w.data() + size_t(y) * size_t(ch.ksize);
+      for (int x = 0; x < out_w; ++x) {
+        float acc = 0.0f;
+        for (int j = 0; j < ch.count[size_t(y)]; ++j)
+          acc += t[size_t(ch.first[size_t(y)] + j) * size_t(out_w) + size_t(x)] * w[j];
+        o[size_t(y) * size_t(out_w) + size_t(x)] = acc;
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace pipit
