@@ -162,6 +162,7 @@ int cmd_bench(Args& a) {
   a.flag({"--json"}, "print one JSON object instead of the table");
   a.flag({"--bandwidth"}, "also measure memory read bandwidth per thread count (decode roofline)");
   a.option({"--image"}, "vision-language models: also time this image's encoding and a prefill with it");
+  a.option({"--mmproj"}, "llama.cpp mmproj file: the vision tower of a .gguf model");
   a.option({"--image-max-pixels"}, "cap the pixels the image is resized to (Qwen2-VL: fewer image tokens)");
   if (auto st = a.parse(); !st) return fail(a, st.message());
   if (a.help() || !a.has("-m")) {
@@ -193,7 +194,7 @@ int cmd_bench(Args& a) {
   if (!kvt) return fail(a, kvt.status().message());
   so.kv_dtype = *kvt;
 
-  auto lm = load_model(a.get("-m"));
+  auto lm = load_model(a.get("-m"), load_options(a));
   if (!lm) return fail(a, lm.status().message());
   if (auto st = check_kv_type(*lm->model, so.kv_dtype); !st) return fail(a, st.message());
   int64_t bytes = 0, params = 0;

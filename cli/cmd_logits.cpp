@@ -31,7 +31,7 @@ int cmd_logits(Args& a) {
     return fail(a, "input_ids must be I32 [1, T], got " + ids_t->describe());
   std::vector<int32_t> ids(ids_t->ptr<int32_t>(), ids_t->ptr<int32_t>() + ids_t->numel());
 
-  auto lm = load_model(a.get("-m"));
+  auto lm = load_model(a.get("-m"), load_options(a));
   if (!lm) return fail(a, lm.status().message());
   auto so = session_options(a);
   if (!so) return fail(a, so.status().message());

@@ -123,7 +123,7 @@ int cmd_serve(Args& a) {
   }
   opt.model_name = a.has("--alias") ? a.get("--alias") : model_id(a.get("-m"));
 
-  auto lm = load_model(a.get("-m"), LoadOptions{.need_tokenizer = true});
+  auto lm = load_model(a.get("-m"), load_options(a, true));
   if (!lm) return fail(a, lm.status().message());
   if (auto st = check_kv_type(*lm->model, so->kv_dtype); !st) return fail(a, st.message());
 

@@ -15,6 +15,14 @@ void add_model_options(Args& a) {
   a.option({"-t", "--threads"}, "threads (default: physical cores)");
   a.option({"-c", "--ctx"}, "context length (default: min(model max, 4096))");
   a.option({"--kv-type"}, "KV cache dtype: f32, f16 or q8 (q8_0 blocks: head_dim a multiple of 32)", "f32");
+  a.option({"--mmproj"}, "llama.cpp mmproj file: the vision tower of a .gguf model (Qwen2-VL, Qwen2.5-VL)");
+}
+
+LoadOptions load_options(const Args& a, bool need_tokenizer) {
+  LoadOptions o;
+  o.need_tokenizer = need_tokenizer;
+  if (a.has("--mmproj")) o.mmproj = a.get("--mmproj");
+  return o;
 }
 
 void add_sampling_options(Args& a) {

@@ -11,7 +11,9 @@
 
 namespace pipit::cli {
 
-void add_model_options(Args& a);     // -m, -t, -c, --kv-type
+void add_model_options(Args& a);     // -m, -t, -c, --kv-type, --mmproj
+// What -m needs besides its path: --mmproj, and whether the command needs a tokenizer.
+LoadOptions load_options(const Args& a, bool need_tokenizer = false);
 void add_sampling_options(Args& a);  // --temp, --top-k, --top-p, --min-p, --repeat-penalty, --seed, -n, --stop
 Result<SessionOptions> session_options(const Args& a);
 Result<DType> kv_type(const Args& a);                 // --kv-type f32 | f16 | q8

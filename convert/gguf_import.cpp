@@ -8,20 +8,32 @@
 #include <cstring>
 #include <optional>
 
+#include "core/limits.h"
+
 namespace pipit {
 
 namespace {
 
+// What llama.cpp's converter does beyond the shared llama-family layout (conversion/*.py, src/models/*.cpp).
+enum class ArchKind { kPlain, kGemma3, kQwen3Moe, kSmolLM3, kQwen2VL };
 struct ArchInfo {
   const char* gguf;
   const char* model_type;
   const char* hf_class;
-  bool permuted_qk;  // convert_hf_to_gguf permutes q/k rows for this arch
+  bool permuted_qk;  // convert_hf_to_gguf permutes q/k rows for this arch (LlamaModel and its subclasses)
+  ArchKind kind;
 };
 const ArchInfo kArchs[] = {
-    {"llama", "llama", "LlamaForCausalLM", true},
-    {"qwen2", "qwen2", "Qwen2ForCausalLM", false},
-    {"qwen3", "qwen3", "Qwen3ForCausalLM", false},
+    {"llama", "llama", "LlamaForCausalLM", true, ArchKind::kPlain},
+    {"qwen2", "qwen2", "Qwen2ForCausalLM", false, ArchKind::kPlain},
+    {"qwen3", "qwen3", "Qwen3ForCausalLM", false, ArchKind::kPlain},
+    {"gemma3", "gemma3_text", "Gemma3ForCausalLM", false, ArchKind::kGemma3},
+    {"qwen3moe", "qwen3_moe", "Qwen3MoeForCausalLM", false, ArchKind::kQwen3Moe},
+    {"smollm3", "smollm3", "SmolLM3ForCausalLM", true, ArchKind::kSmolLM3},
+    // Qwen2-VL / Qwen2.5-VL's language model: Qwen2 with M-RoPE sections. Alone it is a Qwen2 (text positions turn
+    // every M-RoPE stream alike, which is plain RoPE); with an mmproj file it becomes qwen2_vl / qwen2_5_vl
+    // (gguf_mmproj.cpp).
+    {"qwen2vl", "qwen2", "Qwen2ForCausalLM", false, ArchKind::kQwen2VL},
 };
 
 // llama.cpp tensor name -> HF name: whole names, then per-layer suffixes of blk.N.
@@ -46,10 +58,17 @@ const std::pair<const char*, const char*> kLayerNames[] = {
     {"ffn_gate.weight", "mlp.gate_proj.weight"},
     {"ffn_up.weight", "mlp.up_proj.weight"},
     {"ffn_down.weight", "mlp.down_proj.weight"},
+    {"ffn_gate_inp.weight", "mlp.gate.weight"},  // MoE router
+};
+// Gemma 3 has four norms per layer; llama.cpp's ffn_norm is its pre_feedforward_layernorm.
+const std::pair<const char*, const char*> kGemma3LayerNames[] = {
+    {"post_attention_norm.weight", "post_attention_layernorm.weight"},
+    {"ffn_norm.weight", "pre_feedforward_layernorm.weight"},
+    {"post_ffw_norm.weight", "post_feedforward_layernorm.weight"},
 };
 
 // "blk.12.attn_q.weight" -> "model.layers.12.self_attn.q_proj.weight"; "" for names we do not know.
-std::string hf_name(const std::string& g) {
+std::string hf_name(const std::string& g, ArchKind kind) {
   for (auto& [a, b] : kGlobalNames)
     if (g == a) return b;
   if (g.rfind("blk.", 0) != 0) return "";
@@ -58,6 +77,9 @@ std::string hf_name(const std::string& g) {
   for (size_t k = 4; k < dot; ++k)
     if (g[k] < '0' || g[k] > '9') return "";
   const std::string layer = g.substr(4, dot - 4), rest = g.substr(dot + 1);
+  if (kind == ArchKind::kGemma3)
+    for (auto& [a, b] : kGemma3LayerNames)
+      if (rest == a) return "model.layers." + layer + "." + b;
   for (auto& [a, b] : kLayerNames)
     if (rest == a) return "model.layers." + layer + "." + b;
   return "";
@@ -167,6 +189,129 @@ Result<nlohmann::json> llama3_scaling_from_factors(const float* f, int64_t n, do
                             ctx, factor);
 }
 
+
+// Gemma's RMSNorm multiplies by (1 + w); llama.cpp's converter stores 1 + w (Gemma3Model.norm_shift) so its graph
+// multiplies by the stored value. pipit's Gemma 3 takes HF's w: subtract the 1 again (f32; for weights from bf16
+// both steps are exact).
+Result<Tensor> unshift_norm(const Tensor& t, const std::string& name) {
+  if (t.dtype() != DType::F32 && t.dtype() != DType::F16 && t.dtype() != DType::BF16)
+    return Error::unsupported("[gguf] {}: a norm weight of type {} (expected F32/F16/BF16)", name,
+                              dtype_name(t.dtype()));
+  Tensor out = Tensor::empty(DType::F32, t.shape());
+  float* o = out.ptr<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const float v = t.dtype() == DType::F32  ? t.ptr<float>()[i]
+                    : t.dtype() == DType::F16 ? f16_to_f32(t.ptr<uint16_t>()[i])
+                                              : bf16_to_f32(t.ptr<uint16_t>()[i]);
+    o[i] = v - 1.0f;
+  }
+  return out;
+}
+
+// llama.cpp stores a layer's experts stacked: blk.N.ffn_{gate,up,down}_exps [n_expert, rows, cols]. The MoE block
+// reads HF's per-expert matrices; each is a view of its slice of the stacked tensor (no copy).
+bool split_experts(const std::string& gname, const Tensor& t, std::map<std::string, Tensor>& out) {
+  static const std::pair<const char*, const char*> kExps[] = {
+      {".ffn_gate_exps.weight", "gate_proj"}, {".ffn_up_exps.weight", "up_proj"}, {".ffn_down_exps.weight", "down_proj"}};
+  for (auto& [suffix, proj] : kExps) {
+    const std::string sfx = suffix;
+    if (gname.size() <= sfx.size() || gname.compare(gname.size() - sfx.size(), sfx.size(), sfx) != 0) continue;
+    const std::string layer = gname.substr(4, gname.size() - sfx.size() - 4);  // "blk.N" -> N
+    const int64_t n_expert = t.dim(0);
+    const size_t bytes = t.nbytes() / size_t(n_expert);
+    for (int64_t e = 0; e < n_expert; ++e)
+      out["model.layers." + layer + ".mlp.experts." + std::to_string(e) + "." + proj + ".weight"] =
+          Tensor::from_data(t.dtype(), {t.dim(1), t.dim(2)}, t.data() + size_t(e) * bytes, t.storage());
+    return true;
+  }
+  return false;
+}
+
+// The per-architecture HF config fields llama.cpp keeps as metadata (or as the fixed rules of its graph code).
+Status arch_config(const ArchInfo& arch, const Meta& m, const GgufFile& f, int64_t n_layer, int64_t n_embd,
+                   int64_t n_head, int64_t head_dim, nlohmann::json& cfg, std::vector<std::string>& notes) {
+  const std::string ctx = "[gguf] " + f.path();
+  // per-layer lists are built here, before the config's sizes are checked (HfConfig::validate_sizes)
+  if (n_layer > Limits::kMaxLayers)
+    return Error::format("{}: block_count {} is over the maximum of {}", ctx, n_layer, Limits::kMaxLayers);
+  switch (arch.kind) {
+    case ArchKind::kPlain: break;
+    case ArchKind::kGemma3: {
+      cfg["hidden_activation"] = "gelu_pytorch_tanh";
+      cfg["head_dim"] = head_dim;
+      // sliding layers: the pattern key (int n: layer il slides when il % n < n - 1; or one bool per layer), else
+      // llama.cpp's default of 6 (every Gemma 3 size); no window key: every layer global
+      PIPIT_ASSIGN_OR_RETURN(int64_t window, m.get_int_or("attention.sliding_window", 0));
+      std::vector<bool> sliding(size_t(n_layer), false);
+      if (window > 0) {
+        const GgufValue* pv = m.find("attention.sliding_window_pattern");
+        if (pv && pv->type == GgufType::kArray) {
+          if (int64_t(pv->arr.size()) != n_layer || (!pv->arr.empty() && !pv->arr[0].is_int()))
+            return Error::format("{}: gemma3.attention.sliding_window_pattern must hold {} bools", ctx, n_layer);
+          for (int64_t il = 0; il < n_layer; ++il) sliding[size_t(il)] = pv->arr[size_t(il)].as_int() != 0;
+        } else {
+          PIPIT_ASSIGN_OR_RETURN(int64_t n, m.get_int_or("attention.sliding_window_pattern", 6));
+          for (int64_t il = 0; il < n_layer; ++il) sliding[size_t(il)] = n == 0 || il % n < n - 1;
+        }
+        cfg["sliding_window"] = window;
+      }
+      nlohmann::json types = nlohmann::json::array();
+      for (bool sl : sliding) types.push_back(sl ? "sliding_attention" : "full_attention");
+      cfg["layer_types"] = types;
+      PIPIT_ASSIGN_OR_RETURN(double swa_theta, m.get_float_or("rope.freq_base_swa", 10000.0));
+      cfg["rope_local_base_freq"] = swa_theta;
+      // attention scale: the metadata's when present; else llama.cpp's rule (query_pre_attn_scalar = head_dim,
+      // n_embd / n_head for the 62-layer 27B), which is what every released Gemma 3 config says
+      PIPIT_ASSIGN_OR_RETURN(double scale, m.get_float_or("attention.scale", 0.0));
+      if (scale < 0) return Error::format("{}: gemma3.attention.scale {} must be positive", ctx, scale);
+      cfg["query_pre_attn_scalar"] = scale > 0 ? 1.0 / (scale * scale)
+                                     : n_layer == 62 ? double(n_embd / n_head) : double(head_dim);
+      PIPIT_ASSIGN_OR_RETURN(double softcap, m.get_float_or("final_logit_softcapping", 0.0));
+      if (softcap > 0) cfg["final_logit_softcapping"] = softcap;
+      notes.push_back("gemma3: norm weights stored as 1 + w, taken back to w");
+      break;
+    }
+    case ArchKind::kQwen3Moe: {
+      PIPIT_ASSIGN_OR_RETURN(int64_t n_expert, m.get_int("expert_count"));
+      PIPIT_ASSIGN_OR_RETURN(int64_t n_used, m.get_int("expert_used_count"));
+      PIPIT_ASSIGN_OR_RETURN(int64_t n_ff_exp, m.get_int("expert_feed_forward_length"));
+      cfg["num_experts"] = n_expert;
+      cfg["num_experts_per_tok"] = n_used;
+      cfg["moe_intermediate_size"] = n_ff_exp;
+      // llama.cpp's qwen3moe graph always renormalises the kept weights (every released Qwen3-MoE has
+      // norm_topk_prob true); expert_weights_norm overrides when present
+      const GgufValue* nv = m.find("expert_weights_norm");
+      cfg["norm_topk_prob"] = nv && nv->is_int() ? nv->as_int() != 0 : true;
+      cfg["decoder_sparse_step"] = 1;
+      cfg["mlp_only_layers"] = nlohmann::json::array();
+      break;
+    }
+    case ArchKind::kSmolLM3: {
+      // llama.cpp's smollm3 graph: layer il has no RoPE when (il + 1) % 4 == 0 (HF's no_rope_layer_interval 4)
+      nlohmann::json nope = nlohmann::json::array();
+      for (int64_t il = 0; il < n_layer; ++il) nope.push_back((il + 1) % 4 != 0 ? 1 : 0);
+      cfg["no_rope_layers"] = nope;
+      break;
+    }
+    case ArchKind::kQwen2VL: {
+      // rope.dimension_sections holds (t, h, w, 0): kept as HF's mrope_section for an mmproj to use
+      const GgufValue* sv = m.find("rope.dimension_sections");
+      if (!sv || sv->type != GgufType::kArray || sv->arr.size() < 3)
+        return Error::format("{}: qwen2vl needs the array 'qwen2vl.rope.dimension_sections'", ctx);
+      nlohmann::json sec = nlohmann::json::array();
+      for (size_t k = 0; k < 3; ++k) {
+        if (!sv->arr[k].is_int() || sv->arr[k].as_int() < 0)
+          return Error::format("{}: qwen2vl.rope.dimension_sections must hold non-negative integers", ctx);
+        sec.push_back(sv->arr[k].as_int());
+      }
+      if (cfg["rope_scaling"].is_null()) cfg["rope_scaling"] = {{"type", "mrope"}};
+      cfg["rope_scaling"]["mrope_section"] = sec;
+      cfg["use_sliding_window"] = false;
+      break;
+    }
+  }
+  return Status::ok();
+}
 }  // namespace
 
 Result<Checkpoint> import_gguf(const GgufFile& f) {
@@ -179,12 +324,16 @@ Result<Checkpoint> import_gguf(const GgufFile& f) {
   const ArchInfo* arch = nullptr;
   for (auto& a : kArchs)
     if (av->s == a.gguf) arch = &a;
-  if (!arch) return Error::unsupported("{}: architecture '{}' is not supported (llama, qwen2, qwen3 are)", ctx, av->s);
+  if (!arch)
+    return Error::unsupported("{}: architecture '{}' is not supported (llama, qwen2, qwen3, gemma3, qwen3moe, "
+                              "smollm3, qwen2vl are)", ctx, av->s);
   Meta m(f, arch->gguf);
 
   PIPIT_ASSIGN_OR_RETURN(int64_t n_embd, m.get_int("embedding_length"));
   PIPIT_ASSIGN_OR_RETURN(int64_t n_layer, m.get_int("block_count"));
-  PIPIT_ASSIGN_OR_RETURN(int64_t n_ff, m.get_int("feed_forward_length"));
+  // a MoE model may have no dense width (its experts' is expert_feed_forward_length)
+  PIPIT_ASSIGN_OR_RETURN(int64_t n_ff, arch->kind == ArchKind::kQwen3Moe ? m.get_int_or("feed_forward_length", 0)
+                                                                          : m.get_int("feed_forward_length"));
   PIPIT_ASSIGN_OR_RETURN(int64_t n_head, m.get_int("attention.head_count"));
   PIPIT_ASSIGN_OR_RETURN(int64_t n_head_kv, m.get_int_or("attention.head_count_kv", n_head));
   if (n_head <= 0 || n_head_kv <= 0 || n_head % n_head_kv)
@@ -253,16 +402,25 @@ Result<Checkpoint> import_gguf(const GgufFile& f) {
     c.generation_config["eos_token_id"] = *e;
   }
   if (arch->model_type == std::string("qwen2")) cfg["use_sliding_window"] = false;
+  PIPIT_TRY(arch_config(*arch, m, f, n_layer, n_embd, n_head, head_dim, cfg, c.notes));
   c.config = cfg;
 
   for (auto& ti : f.tensors()) {
     if (ti.name == "rope_freqs.weight") continue;
-    const std::string name = hf_name(ti.name);
+    const std::string name = hf_name(ti.name, arch->kind);
     if (name.empty()) {
+      if (arch->kind == ArchKind::kQwen3Moe && ti.ne.size() == 3) {
+        PIPIT_ASSIGN_OR_RETURN(Tensor t, f.tensor(ti));
+        if (split_experts(ti.name, t, c.tensors)) continue;
+      }
       c.notes.push_back("skipped unknown tensor '" + ti.name + "'");
       continue;
     }
     PIPIT_ASSIGN_OR_RETURN(Tensor t, f.tensor(ti));
+    if (arch->kind == ArchKind::kGemma3 && ti.name.size() > 11 &&
+        ti.name.compare(ti.name.size() - 11, 11, "norm.weight") == 0) {
+      PIPIT_ASSIGN_OR_RETURN(t, unshift_norm(t, ti.name));
+    }
     const bool is_q = ti.name.find(".attn_q.") != std::string::npos;
     const bool is_k = ti.name.find(".attn_k.") != std::string::npos;
     if (arch->permuted_qk && (is_q || is_k)) {
@@ -283,11 +441,6 @@ Result<Checkpoint> import_gguf(const GgufFile& f) {
     c.notes.push_back("no tokenizer: " + c.tokenizer_error);
   }
   return c;
-}
-
-Result<Checkpoint> open_gguf_checkpoint(const std::string& path) {
-  PIPIT_ASSIGN_OR_RETURN(GgufFile f, GgufFile::open(path));
-  return import_gguf(f);
 }
 
 }  // namespace pipit

@@ -1,11 +1,18 @@
 // GGUF -> the HF view of a checkpoint: llama.cpp tensor names and metadata mapped to HF names and an HF config.json
-// for the llama, qwen2 and qwen3 architectures, and the GGUF vocabulary turned into an HF tokenizer.json.
+// for the llama, qwen2, qwen3, gemma3, qwen3moe, smollm3 and qwen2vl architectures (plus llama.cpp's mmproj vision
+// files for Qwen2-VL / Qwen2.5-VL), and the GGUF vocabulary turned into an HF tokenizer.json.
 //
 // Layout differences undone here:
 //  - llama.cpp's convert_hf_to_gguf.py permutes the rows of q_proj / k_proj (weights and biases) of llama-arch
 //    models so its RoPE can rotate adjacent pairs: within each head, HF row j*(head_dim/2) + i becomes GGUF row 2i + j.
 //    We apply the inverse (a row copy, the only tensors not used in place) so HF's rotate_half RoPE applies.
 //    qwen2 / qwen3 are stored unpermuted (llama.cpp runs them with NEOX-style RoPE).
+//  - Gemma 3 norm weights are stored as 1 + w (llama.cpp multiplies by the stored value): 1 is subtracted again.
+//  - MoE experts are stored stacked per layer ([n_expert, rows, cols]): each expert is a view of its slice.
+//  - Settings llama.cpp fixes in its graph code rather than the metadata take llama.cpp's values: Gemma 3's sliding
+//    pattern (6 unless attention.sliding_window_pattern says), local RoPE base 10000 (rope.freq_base_swa) and
+//    attention scale (head_dim, n_embd / n_head for the 62-layer 27B, unless attention.scale says); SmolLM3's NoPE
+//    layers (every 4th); Qwen3-MoE's renormalised top-k (expert_weights_norm).
 //  - Llama 3 RoPE scaling is stored as a `rope_freqs` tensor of per-frequency factors instead of config values; the
 //    HF rope_scaling (llama3: factor, low/high_freq_factor, original_max_position_embeddings) is recovered from it and
 //    checked to reproduce every factor.
@@ -21,7 +28,11 @@
 namespace pipit {
 
 Result<Checkpoint> import_gguf(const GgufFile& f);
-Result<Checkpoint> open_gguf_checkpoint(const std::string& path);
+// mmproj: llama.cpp's vision-tower file for a multimodal model (gguf_mmproj.cpp); empty: text only.
+Result<Checkpoint> open_gguf_checkpoint(const std::string& path, const std::string& mmproj = "");
+// Adds an mmproj file's vision tower, image processor and multimodal config to the checkpoint of its language
+// model (`text`, imported into `c`): Qwen2-VL / Qwen2.5-VL (projector qwen2vl_merger / qwen2.5vl_merger).
+Status add_gguf_mmproj(Checkpoint& c, const GgufFile& text, const GgufFile& mmproj);
 
 // The HF tokenizer.json and tokenizer_config.json texts for the vocabulary in a GGUF file
 // (tokenizer.ggml.model "gpt2": byte-level BPE; "llama": SentencePiece-style BPE with byte fallback).

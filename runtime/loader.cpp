@@ -16,6 +16,7 @@
 #include "core/panels.h"
 #include "core/storage.h"
 #include "convert/checkpoint.h"
+#include "convert/gguf_import.h"
 #ifdef PIPIT_WITH_TOKENIZER
 #include "tokenizer/tokenizer.h"
 #endif
@@ -85,7 +86,11 @@ void pack_weights(std::map<std::string, Tensor>& tensors) {
 }
 
 Result<LoadedModel> load_model_impl(const std::string& path, const LoadOptions& opt) {
-  PIPIT_ASSIGN_OR_RETURN(Checkpoint c, open_checkpoint(path));
+  if (!opt.mmproj.empty() && is_directory(path))
+    return Error::invalid_argument("[load] --mmproj goes with a .gguf model; '{}' is a directory (an HF checkpoint "
+                                   "holds its vision tower itself)", path);
+  PIPIT_ASSIGN_OR_RETURN(Checkpoint c, opt.mmproj.empty() ? open_checkpoint(path)
+                                                          : open_gguf_checkpoint(path, opt.mmproj));
   LoadedModel lm;
   lm.path = path;
   lm.config = HfConfig(c.config);

@@ -30,6 +30,8 @@ struct LoadOptions {
   // (Kernels::pack_quant): one copy at load, after which the file's pages are released. Files written by
   // `pipit convert --target` hold panels already and load without a copy. PIPIT_PACK=0 turns it off.
   bool pack_weights = true;
+  // llama.cpp's mmproj file (the vision tower of a multimodal GGUF model, convert/gguf_import.h); empty: none.
+  std::string mmproj;
 };
 
 Result<LoadedModel> load_model(const std::string& path, const LoadOptions& opt = {});

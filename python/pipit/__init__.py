@@ -76,10 +76,11 @@ class Session:
 
 
 class Model:
-    """A loaded model: an HF checkpoint directory, a .pipit file or a .gguf file (weights stay memory-mapped)."""
+    """A loaded model: an HF checkpoint directory, a .pipit file or a .gguf file (weights stay memory-mapped).
+    mmproj: llama.cpp's vision-tower file for a multimodal .gguf (Qwen2-VL, Qwen2.5-VL)."""
 
-    def __init__(self, path, n_threads=0):
-        self._m = _pipit.Model(str(path), n_threads)
+    def __init__(self, path, n_threads=0, mmproj=None):
+        self._m = _pipit.Model(str(path), n_threads, str(mmproj) if mmproj else "")
 
     arch = property(lambda self: self._m.arch)
     n_vocab = property(lambda self: self._m.n_vocab)

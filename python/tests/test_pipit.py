@@ -211,6 +211,8 @@ class Errors(unittest.TestCase):
             self.m.generate("hi", images=[os.path.join(MODELS, "qwen2_vl", "img_100x75.png")], max_tokens=2)
         with self.assertRaisesRegex(pipit.Error, "tokenizer"):
             pipit.Model(os.path.join(MODELS, "qwen3")).tokenize("hello")
+        with self.assertRaisesRegex(pipit.Error, "goes with a .gguf model"):
+            pipit.Model(os.path.join(MODELS, "qwen2_vl"), mmproj="mmproj.gguf")
 
     def test_bad_arguments_are_value_errors(self):
         with self.assertRaises(ValueError):

@@ -15,6 +15,7 @@
 
 #include "format/safetensors.h"
 #include "tests/test_util.h"
+#include "tests/unit/gguf_arch_writer.h"
 
 namespace fs = std::filesystem;
 
@@ -249,6 +250,33 @@ TEST_F(CliVision, RunWithImageThroughTheChatTemplate) {
   // two images, one placeholder each
   auto two = run_cli("run -t 2 -m " + m.string() + img + img + " -p hi -n 1 --temp 0");
   EXPECT_EQ(two.code, 0) << two.out;
+}
+
+// llama.cpp's split of a Qwen2-VL into a language-model GGUF and an mmproj file: `pipit run -m text.gguf --mmproj
+// mmproj.gguf --image` gives what the HF checkpoint gives (same prompt tokens, same greedy text).
+TEST_F(CliVision, GgufWithMmprojRunsLikeTheCheckpoint) {
+  const fs::path m = with_toy_tokenizer("qwen2_vl");
+  const std::string text = (dir_ / "text.gguf").string(), mm = (dir_ / "mmproj.gguf").string();
+  test::hf_to_gguf_arch(m.string(), text, m.string());
+  test::hf_to_mmproj(m.string(), mm);
+  const std::string args = " --image " + image("qwen2_vl", "img_100x75") +
+                           " -p 'Describe this image.' -n 6 --temp 0 --ignore-eos";
+  auto want = run_cli("run -t 2 -m " + m.string() + args);
+  auto got = run_cli("run -t 2 -m " + text + " --mmproj " + mm + args);
+  ASSERT_EQ(want.code, 0) << want.out;
+  ASSERT_EQ(got.code, 0) << got.out;
+  // the generated text (before the stats line) and the prompt's token count agree; times differ
+  auto text_of = [](const std::string& s) { return s.substr(0, s.find("[pipit] load ")); };
+  auto prompt_of = [](const std::string& s) {
+    const size_t p = s.find("| prompt ");
+    return p == std::string::npos ? std::string() : s.substr(p, s.find(" tokens", p) - p);
+  };
+  EXPECT_EQ(text_of(got.out), text_of(want.out));
+  EXPECT_EQ(prompt_of(got.out), prompt_of(want.out));
+  EXPECT_FALSE(prompt_of(got.out).empty()) << got.out;
+  // without --mmproj the same GGUF is a text model: an image is refused by name
+  auto text_only = run_cli("run -t 2 -m " + text + args);
+  EXPECT_EQ(text_only.code, 1) << text_only.out;
 }
 
 TEST_F(CliVision, ImageMaxPixelsMeansFewerTokens) {

@@ -1,0 +1,223 @@
+// llama.cpp's mmproj files (the vision tower of a multimodal model as a GGUF of its own, general.architecture
+// "clip") merged with their language model's GGUF into one HF-style checkpoint. Supported projectors:
+// qwen2vl_merger (Qwen2-VL) and qwen2.5vl_merger (Qwen2.5-VL), whose language model is the qwen2vl arch.
+// Layout differences undone here (llama.cpp's convert_hf_to_gguf.py Qwen2VLVisionModel, tools/mtmd/clip.cpp):
+//  - the Conv3d patch embedding [E, 3, 2, p, p] is stored as two Conv2d kernels, v.patch_embd.weight (frame 0) and
+//    v.patch_embd.weight.1 (frame 1): interleaved back (a copy);
+//  - the fused attention qkv is stored as attn_q / attn_k / attn_v: concatenated back (a copy);
+//  - the image processor's settings live in clip.vision.* (mean, std, patch size, merge size, pixel bounds).
+// Everything else is a view of the mapped file under HF names.
+#include <cstring>
+
+#include "backends/cpu/kernels.h"
+#include "convert/gguf_import.h"
+
+namespace pipit {
+
+namespace {
+
+const GgufValue* clip_key(const GgufFile& f, const std::string& key) { return f.find("clip." + key); }
+
+Result<int64_t> clip_int(const GgufFile& f, const std::string& key, std::optional<int64_t> def = std::nullopt) {
+  const GgufValue* v = clip_key(f, key);
+  if (!v) {
+    if (def) return *def;
+    return Error::format("[gguf] {}: missing metadata 'clip.{}'", f.path(), key);
+  }
+  if (!v->is_int() || v->as_int() < 0 || v->as_int() > (int64_t(1) << 30))
+    return Error::format("[gguf] {}: 'clip.{}' is {}, expected a non-negative integer", f.path(), key, v->to_string());
+  return v->as_int();
+}
+
+Result<nlohmann::json> clip_floats(const GgufFile& f, const std::string& key, size_t n) {
+  const GgufValue* v = clip_key(f, key);
+  if (!v || v->type != GgufType::kArray || v->arr.size() != n)
+    return Error::format("[gguf] {}: 'clip.{}' must be an array of {} numbers", f.path(), key, n);
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& x : v->arr) {
+    if (!x.is_number()) return Error::format("[gguf] {}: 'clip.{}' must hold numbers", f.path(), key);
+    a.push_back(x.as_double());
+  }
+  return a;
+}
+
+// A token's id in the text GGUF's vocabulary (tokenizer.ggml.tokens).
+Result<int64_t> token_id(const GgufFile& text, const std::string& token) {
+  const GgufValue* v = text.find("tokenizer.ggml.tokens");
+  if (v && v->type == GgufType::kArray)
+    for (size_t i = 0; i < v->arr.size(); ++i)
+      if (v->arr[i].type == GgufType::kString && v->arr[i].s == token) return int64_t(i);
+  return Error::format("[gguf] {}: the vocabulary has no '{}' token, which images need", text.path(), token);
+}
+
+// f32 copy of any tensor (whole rows through the to_f32 kernels).
+Tensor widen(const Tensor& t) {
+  Tensor out = Tensor::empty(DType::F32, t.shape());
+  const int64_t n = t.dim(-1);
+  for (int64_t r = 0; r < t.rows(); ++r) ref_kernels().to_f32[int(t.dtype())](t.row_ptr(r), out.ptr<float>() + r * n, n);
+  return out;
+}
+
+// Rows of several tensors, one after the other (q, k, v -> qkv). Same dtype: their bytes; mixed: f32.
+Result<Tensor> concat_rows(const std::vector<Tensor>& parts, const std::string& name) {
+  bool same = true;
+  for (const auto& p : parts) {
+    if (p.dim(-1) != parts[0].dim(-1) || p.ndim() != parts[0].ndim())
+      return Error::format("[gguf] {}: q / k / v pieces of different widths", name);
+    same = same && p.dtype() == parts[0].dtype();
+  }
+  std::vector<Tensor> src = parts;
+  if (!same)
+    for (auto& p : src) {
+      if (!ref_kernels().to_f32[int(p.dtype())]) return Error::unsupported("[gguf] {}: type {}", name, dtype_name(p.dtype()));
+      p = widen(p);
+    }
+  std::vector<int64_t> shape = src[0].shape();
+  shape[0] = 0;
+  for (const auto& p : src) shape[0] += p.dim(0);
+  Tensor out = Tensor::empty(src[0].dtype(), shape);
+  size_t off = 0;
+  for (const auto& p : src) {
+    std::memcpy(out.data() + off, p.data(), p.nbytes());
+    off += p.nbytes();
+  }
+  return out;
+}
+
+// Conv3d [E, C, 2, p, p] from its two frames [E, C, p, p] (llama.cpp splits the temporal axis).
+Result<Tensor> join_frames(Tensor f0, Tensor f1, const std::string& name) {
+  if (f0.ndim() != 4 || f0.shape() != f1.shape())
+    return Error::format("[gguf] {}: frames {} and {} (expected two [E, C, p, p])", name, f0.shape_str(),
+                         f1.shape_str());
+  if (f0.dtype() != f1.dtype() || dtype_is_quantized(f0.dtype())) {
+    if (!ref_kernels().to_f32[int(f0.dtype())] || !ref_kernels().to_f32[int(f1.dtype())])
+      return Error::unsupported("[gguf] {}: type {}", name, dtype_name(f0.dtype()));
+    f0 = widen(f0);
+    f1 = widen(f1);
+  }
+  const int64_t E = f0.dim(0), C = f0.dim(1), pp = f0.dim(2) * f0.dim(3);
+  Tensor out = Tensor::empty(f0.dtype(), {E, C, 2, f0.dim(2), f0.dim(3)});
+  const size_t plane = size_t(pp) * size_t(dtype_info(f0.dtype()).block_bytes);
+  for (int64_t e = 0; e < E; ++e)
+    for (int64_t c = 0; c < C; ++c) {
+      const size_t in = size_t(e * C + c) * plane;
+      std::memcpy(out.data() + (size_t(e * C + c) * 2 + 0) * plane, f0.data() + in, plane);
+      std::memcpy(out.data() + (size_t(e * C + c) * 2 + 1) * plane, f1.data() + in, plane);
+    }
+  return out;
+}
+
+}  // namespace
+
+Status add_gguf_mmproj(Checkpoint& c, const GgufFile& text, const GgufFile& mm) {
+  const std::string ctx = "[gguf] " + mm.path();
+  const GgufValue* arch = mm.find("general.architecture");
+  if (!arch || arch->type != GgufType::kString || arch->s != "clip")
+    return Error::format("{}: not an mmproj file (general.architecture is not 'clip')", ctx);
+  const GgufValue* pt = clip_key(mm, "vision.projector_type");
+  if (!pt) pt = clip_key(mm, "projector_type");
+  if (!pt || pt->type != GgufType::kString) return Error::format("{}: no clip.projector_type", ctx);
+  const bool v25 = pt->s == "qwen2.5vl_merger";
+  if (pt->s != "qwen2vl_merger" && !v25)
+    return Error::unsupported("{}: projector type '{}' is not supported (qwen2vl_merger, qwen2.5vl_merger are)", ctx,
+                              pt->s);
+  const nlohmann::json& rs = c.config["rope_scaling"];
+  if (!rs.is_object() || !rs.contains("mrope_section"))
+    return Error::invalid_argument("{}: a {} projector needs a qwen2vl language model, and {} is '{}'", ctx, pt->s,
+                                   text.path(), c.config.value("model_type", "?"));
+
+  PIPIT_ASSIGN_OR_RETURN(int64_t E, clip_int(mm, "vision.embedding_length"));
+  PIPIT_ASSIGN_OR_RETURN(int64_t F, clip_int(mm, "vision.feed_forward_length"));
+  PIPIT_ASSIGN_OR_RETURN(int64_t depth, clip_int(mm, "vision.block_count"));
+  PIPIT_ASSIGN_OR_RETURN(int64_t n_head, clip_int(mm, "vision.attention.head_count"));
+  PIPIT_ASSIGN_OR_RETURN(int64_t patch, clip_int(mm, "vision.patch_size"));
+  PIPIT_ASSIGN_OR_RETURN(int64_t out_dim, clip_int(mm, "vision.projection_dim"));
+  PIPIT_ASSIGN_OR_RETURN(int64_t merge, clip_int(mm, "vision.spatial_merge_size", 2));
+  if (out_dim != c.config.value("hidden_size", int64_t(0)))
+    return Error::invalid_argument("{}: projection_dim {} but the language model's width is {}", ctx, out_dim,
+                                   c.config.value("hidden_size", int64_t(0)));
+  nlohmann::json v = {{"depth", depth}, {"num_heads", n_head}, {"patch_size", patch}, {"spatial_merge_size", merge},
+                      {"temporal_patch_size", 2}, {"in_channels", 3}};
+  if (v25) {
+    PIPIT_ASSIGN_OR_RETURN(int64_t wa, clip_int(mm, "vision.n_wa_pattern"));
+    PIPIT_ASSIGN_OR_RETURN(int64_t window, clip_int(mm, "vision.window_size", 112));
+    if (wa <= 0) return Error::format("{}: clip.vision.n_wa_pattern must be positive", ctx);
+    nlohmann::json full = nlohmann::json::array();  // every n_wa_pattern-th block attends over the whole image
+    for (int64_t b = wa - 1; b < depth; b += wa) full.push_back(b);
+    v.update({{"hidden_size", E}, {"intermediate_size", F}, {"out_hidden_size", out_dim}, {"window_size", window},
+              {"fullatt_block_indexes", full}, {"hidden_act", "silu"}});
+  } else {
+    if (E <= 0 || F % E != 0) return Error::unsupported("{}: feed_forward_length {} is not a multiple of {}", ctx, F, E);
+    v.update({{"embed_dim", E}, {"mlp_ratio", F / E}, {"hidden_size", out_dim}, {"hidden_act", "quick_gelu"}});
+  }
+  c.config["model_type"] = v25 ? "qwen2_5_vl" : "qwen2_vl";
+  c.config["architectures"] = {v25 ? "Qwen2_5_VLForConditionalGeneration" : "Qwen2VLForConditionalGeneration"};
+  c.config["vision_config"] = v;
+  PIPIT_ASSIGN_OR_RETURN(c.config["image_token_id"], token_id(text, "<|image_pad|>"));
+  PIPIT_ASSIGN_OR_RETURN(c.config["vision_start_token_id"], token_id(text, "<|vision_start|>"));
+  PIPIT_ASSIGN_OR_RETURN(c.config["vision_end_token_id"], token_id(text, "<|vision_end|>"));
+
+  // the image processor: Qwen2VLImageProcessor with the file's mean / std / patch / merge (and pixel bounds when
+  // the file has them; else HF's defaults)
+  nlohmann::json pp = {{"image_processor_type", "Qwen2VLImageProcessor"}, {"patch_size", patch},
+                       {"merge_size", merge}, {"temporal_patch_size", 2}};
+  PIPIT_ASSIGN_OR_RETURN(pp["image_mean"], clip_floats(mm, "vision.image_mean", 3));
+  PIPIT_ASSIGN_OR_RETURN(pp["image_std"], clip_floats(mm, "vision.image_std", 3));
+  if (clip_key(mm, "vision.image_min_pixels")) {
+    PIPIT_ASSIGN_OR_RETURN(pp["min_pixels"], clip_int(mm, "vision.image_min_pixels"));
+  }
+  if (clip_key(mm, "vision.image_max_pixels")) {
+    PIPIT_ASSIGN_OR_RETURN(pp["max_pixels"], clip_int(mm, "vision.image_max_pixels"));
+  }
+  c.texts["preprocessor_config"] = pp.dump();
+
+  // tensors: v.* / mm.* -> visual.*
+  auto get = [&](const std::string& name) -> Result<Tensor> {
+    const GgufTensorInfo* ti = mm.find_tensor(name);
+    if (!ti) return Error::not_found("{}: missing tensor '{}'", ctx, name);
+    return mm.tensor(*ti);
+  };
+  PIPIT_ASSIGN_OR_RETURN(Tensor f0, get("v.patch_embd.weight"));
+  PIPIT_ASSIGN_OR_RETURN(Tensor f1, get("v.patch_embd.weight.1"));
+  PIPIT_ASSIGN_OR_RETURN(c.tensors["visual.patch_embed.proj.weight"], join_frames(f0, f1, "v.patch_embd.weight"));
+  const std::pair<const char*, const char*> kBlock[] = {
+      {"attn_out", "attn.proj"}, {"ln1", "norm1"}, {"ln2", "norm2"},
+      {"ffn_up", v25 ? "mlp.up_proj" : "mlp.fc1"}, {"ffn_down", v25 ? "mlp.down_proj" : "mlp.fc2"},
+      {"ffn_gate", "mlp.gate_proj"}};
+  for (int64_t b = 0; b < depth; ++b) {
+    const std::string g = "v.blk." + std::to_string(b) + ".", h = "visual.blocks." + std::to_string(b) + ".";
+    for (const char* kind : {"weight", "bias"}) {
+      std::vector<Tensor> qkv;
+      for (const char* p : {"attn_q.", "attn_k.", "attn_v."}) {
+        PIPIT_ASSIGN_OR_RETURN(Tensor t, get(g + p + kind));
+        qkv.push_back(t);
+      }
+      PIPIT_ASSIGN_OR_RETURN(c.tensors[h + "attn.qkv." + kind], concat_rows(qkv, g + "attn_q/k/v." + kind));
+      for (auto& [from, to] : kBlock) {
+        const GgufTensorInfo* ti = mm.find_tensor(g + from + "." + kind);
+        if (!ti) continue;  // the tower names what it misses
+        PIPIT_ASSIGN_OR_RETURN(c.tensors[h + to + "." + kind], mm.tensor(*ti));
+      }
+    }
+  }
+  const std::pair<const char*, const char*> kMerger[] = {
+      {"v.post_ln", "visual.merger.ln_q"}, {"mm.0", "visual.merger.mlp.0"}, {"mm.2", "visual.merger.mlp.2"}};
+  for (auto& [from, to] : kMerger)
+    for (const char* kind : {"weight", "bias"})
+      if (const GgufTensorInfo* ti = mm.find_tensor(std::string(from) + "." + kind)) {
+        PIPIT_ASSIGN_OR_RETURN(c.tensors[std::string(to) + "." + kind], mm.tensor(*ti));
+      }
+  c.notes.push_back("mmproj " + mm.path() + " (" + pt->s + "): patch embedding frames and q/k/v joined");
+  return Status::ok();
+}
+
+Result<Checkpoint> open_gguf_checkpoint(const std::string& path, const std::string& mmproj) {
+  PIPIT_ASSIGN_OR_RETURN(GgufFile f, GgufFile::open(path));
+  PIPIT_ASSIGN_OR_RETURN(Checkpoint c, import_gguf(f));
+  if (mmproj.empty()) return c;
+  PIPIT_ASSIGN_OR_RETURN(GgufFile mm, GgufFile::open(mmproj));
+  PIPIT_TRY(add_gguf_mmproj(c, f, mm));
+  return c;
+}
+
+}  // namespace pipit
