@@ -123,8 +123,8 @@ Status add_gguf_mmproj(Checkpoint& c, const GgufFile& text, const GgufFile& mm) 
                               pt->s);
   const nlohmann::json& rs = c.config["rope_scaling"];
   if (!rs.is_object() || !rs.contains("mrope_section"))
-    return Error::invalid_argument("{}: a {} projector needs a qwen2vl language model, and {} is '{}'", ctx, pt->s,
-                                   text.path(), c.config.value("model_type", "?"));
+    return Error::invalid_argument("{}: a {} projector needs a qwen2vl language model, and {} is {}", ctx, pt->s,
+                                   text.path(), c.config["model_type"].dump());
 
   PIPIT_ASSIGN_OR_RETURN(int64_t E, clip_int(mm, "vision.embedding_length"));
   PIPIT_ASSIGN_OR_RETURN(int64_t F, clip_int(mm, "vision.feed_forward_length"));

@@ -50,7 +50,9 @@ Tensor transpose_experts(const Tensor& t) {
 }  // namespace
 
 Status import_gpt_oss_experts(Checkpoint& c) {
-  if (!c.config.is_object() || c.config.value("model_type", "") != "gpt_oss") return Status::ok();
+  // a model_type that is not a string is reported by the model registry, not thrown here (json's value() throws)
+  const auto mt = c.config.is_object() ? c.config.find("model_type") : c.config.end();
+  if (mt == c.config.end() || !mt->is_string() || mt->get<std::string>() != "gpt_oss") return Status::ok();
   std::map<std::string, Tensor> out;
   for (auto& [name, t] : c.tensors) {
     const bool proj = ends_with(name, ".mlp.experts.gate_up_proj") || ends_with(name, ".mlp.experts.down_proj");
