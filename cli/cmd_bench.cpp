@@ -164,6 +164,7 @@ int cmd_bench(Args& a) {
   a.option({"--image"}, "vision-language models: also time this image's encoding and a prefill with it");
   a.option({"--mmproj"}, "llama.cpp mmproj file: the vision tower of a .gguf model");
   a.option({"--image-max-pixels"}, "cap the pixels the image is resized to (Qwen2-VL: fewer image tokens)");
+  a.option({"--image-mode"}, "DeepSeek-OCR resolution mode: tiny, small, base, large, gundam (default gundam)");
   if (auto st = a.parse(); !st) return fail(a, st.message());
   if (a.help() || !a.has("-m")) {
     std::printf("usage: pipit bench -m MODEL [-p 512] [-n 128] [-t 1,2] [-r 5] [--json] [--image IMG]\n%s",

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "format/safetensors.h"
+#include "tests/deepseek_ocr_goldens.h"
 #include "tests/test_util.h"
 #include "tests/unit/gguf_arch_writer.h"
 
@@ -315,6 +316,46 @@ TEST_F(CliVision, BenchWithImage) {
   auto text = run_cli("bench -m " + model("qwen3") + " --image " + image("qwen2_vl", "img_100x75") + " -p 8 -n 2");
   EXPECT_EQ(text.code, 1) << text.out;
   EXPECT_NE(text.out.find("text-only"), std::string::npos) << text.out;
+}
+
+// DeepSeek-OCR through the CLI, against the reference's goldens (tests/deepseek_ocr_goldens.h): `pipit vision
+// --image-mode gundam --stages` writes the global view, the tiles, the stages and the image rows; `pipit logits
+// --image` (default mode: gundam) the logits; `pipit bench --image --image-mode base` counts Base's 273 tokens; an
+// unknown mode is one error.
+TEST_F(CliVision, DeepseekOcr) {
+  const std::string d = test::deepseek_ocr_goldens();
+  ASSERT_FALSE(d.empty()) << "the DeepSeek-OCR goldens could not be made (see stderr)";
+  auto g = SafetensorsFile::open(d + "/golden_gundam.safetensors");
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  const std::string m = d + "/model", img = d + "/img_gundam_1000x700.png";
+  const std::string out = (dir_ / "dsocr.safetensors").string();
+  auto r = run_cli("vision -t 2 -m " + m + " --image " + img + " --image-mode gundam --stages -o " + out);
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto f = SafetensorsFile::open(out);
+  ASSERT_TRUE(f.is_ok()) << f.status().message();
+  for (const std::string key : {"pixel_values", "pixel_values_crops", "vision.sam.embed", "vision.sam.block.1",
+                                "vision.sam.out", "vision.clip.block.1", "vision_embeds"}) {
+    ASSERT_TRUE(f->has(key)) << key;
+    EXPECT_LE(diff(*f->get(key), *g->get(key)), key.rfind("pixel", 0) == 0 ? 1e-4 : 1e-3) << key;
+  }
+  const std::string lg = (dir_ / "dsocr_logits.safetensors").string();
+  auto l = run_cli("logits -t 2 -m " + m + " --image " + img + " --input " + d + "/golden_gundam.safetensors" +
+                   " --output " + lg);
+  ASSERT_EQ(l.code, 0) << l.out;
+  auto lf = SafetensorsFile::open(lg);
+  ASSERT_TRUE(lf.is_ok());
+  EXPECT_LE(diff(*lf->get("logits"), *g->get("logits")), 1e-3);
+  auto b = run_cli("bench -m " + m + " --image " + d + "/img_base_700x500.png --image-mode base -p 8 -n 2 -r 1 -t 1 "
+                   "--json");
+  ASSERT_EQ(b.code, 0) << b.out;
+  const auto j = nlohmann::json::parse(b.out.substr(b.out.find('{')));
+  std::map<std::string, nlohmann::json> tests;
+  for (const auto& t : j["tests"]) tests[t["test"]] = t;
+  ASSERT_TRUE(tests.count("image") && tests.count("pp8+img")) << b.out;
+  EXPECT_EQ(tests["image"]["n_tokens"], 16 * 17 + 1);
+  EXPECT_EQ(tests["pp8+img"]["n_tokens"].get<int64_t>(), 16 * 17 + 1 + 8);
+  expect_error(run_cli("vision -m " + m + " --image " + img + " --image-mode huge -o " + out),
+               "unknown DeepSeek-OCR mode 'huge'");
 }
 
 }  // namespace

@@ -3,15 +3,11 @@
 // the decoder through ../shared/testdata/reference/deepseek_ocr.py). The reference writes a tiny random checkpoint
 // in the real checkpoint's layout (real view sizes: 1024 global view, 640 tiles) and goldens for Base mode
 // (700x500 image: pad path) and Gundam (1000x700: 3x2 tiles + global view); they are too large to commit
-// (pixel_values alone are 12 MB), so the first test to need them runs the script (Debian python3-torch/-pil/-numpy
-// from scripts/setup.sh, ~15 s) into the build folder, keyed by the script's hash.
+// (tests/deepseek_ocr_goldens.h makes them in the build folder on first use).
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include <unistd.h>
 
@@ -21,6 +17,7 @@
 #include "runtime/multimodal.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
+#include "tests/deepseek_ocr_goldens.h"
 #include "tests/test_util.h"
 
 namespace pipit {
@@ -29,42 +26,11 @@ namespace {
 constexpr double kPixelTol = 1e-4, kTol = 1e-3;
 namespace fs = std::filesystem;
 
-// The folder with model/, the images and golden_{base,gundam}.safetensors; made once per script version.
-const std::string& golden_dir() {
-  static const std::string dir = [] {
-    const std::string script = std::string(PIPIT_SOURCE_DIR) + "/tests/reference/deepseek_ocr_vision.py";
-    std::ifstream in(script);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    const std::string d = std::string(PIPIT_BINARY_DIR) + "/deepseek_ocr_vision_" +
-                          std::to_string(std::hash<std::string>{}(ss.str()) % 1000000007ULL);
-    if (fs::exists(d + "/golden_gundam.safetensors")) return d;
-    // into a private folder, then renamed: test processes that run at once never see a half-written one
-    const std::string tmp = d + ".tmp" + std::to_string(::getpid());
-    const std::string cmd = "env -u LD_LIBRARY_PATH /usr/bin/python3 " + script + " " + tmp + " " +
-                            std::string(PIPIT_TESTDATA_DIR) + " > " + tmp + ".log 2>&1";
-    fs::create_directories(tmp);
-    if (std::system(cmd.c_str()) != 0) {
-      std::ifstream log(tmp + ".log");
-      std::stringstream l;
-      l << log.rdbuf();
-      ADD_FAILURE() << "making the DeepSeek-OCR goldens failed: " << cmd << "\n" << l.str();
-      return std::string();
-    }
-    std::error_code ec;
-    fs::rename(tmp, d, ec);  // another process may have won: its copy is the same
-    fs::remove_all(tmp, ec);
-    fs::remove(tmp + ".log", ec);
-    return d;
-  }();
-  return dir;
-}
-
 class DeepseekOcrVision : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = golden_dir();
-    ASSERT_FALSE(dir_.empty());
+    dir_ = test::deepseek_ocr_goldens();
+    ASSERT_FALSE(dir_.empty()) << "the DeepSeek-OCR goldens could not be made (see stderr)";
     auto m = load_model(dir_ + "/model");
     ASSERT_TRUE(m.is_ok()) << m.status().message();
     lm_ = std::make_unique<LoadedModel>(std::move(m).value());
