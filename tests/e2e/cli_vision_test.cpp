@@ -356,6 +356,36 @@ TEST_F(CliVision, DeepseekOcr) {
   EXPECT_EQ(tests["pp8+img"]["n_tokens"].get<int64_t>(), 16 * 17 + 1 + 8);
   expect_error(run_cli("vision -m " + m + " --image " + img + " --image-mode huge -o " + out),
                "unknown DeepSeek-OCR mode 'huge'");
+  // `pipit run --image`: the remote code's plain format, BOS + the image + "\nFree OCR." (10 bytes with the toy
+  // tokenizer the reference writes) = 1 + 273 + 10 tokens in Base mode, whether the placeholder goes after BOS by
+  // itself (raw prompt, no chat template) or is written as <image>; both continue the same way
+  const std::string plain = (dir_ / "plain.txt").string(), marked = (dir_ / "marked.txt").string();
+  std::ofstream(plain) << "\nFree OCR.";
+  std::ofstream(marked) << "<image>\nFree OCR.";
+  std::string first;
+  for (const std::string& f : {plain, marked}) {
+    auto r = run_cli("run -t 2 -m " + m + " --image " + d + "/img_base_700x500.png --image-mode base -f " + f +
+                     " -n 8 --temp 0 --ignore-eos --no-echo");
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("prompt 284 tokens"), std::string::npos) << r.out;
+    const std::string text = r.out.substr(0, r.out.find('\n'));
+    if (first.empty()) first = text;
+    EXPECT_EQ(text, first);  // the same continuation both ways
+  }
+  // and it is the golden's greedy ids, decoded as the toy tokenizer does (bytes at 2..257, <unused_N> elsewhere)
+  auto gb = SafetensorsFile::open(d + "/golden_base.safetensors");
+  ASSERT_TRUE(gb.is_ok());
+  std::string want;
+  bool ascii = true;
+  for (int32_t id : ids_of(*gb->get("greedy_ids"))) {
+    if (id >= 2 && id <= 257) {
+      ascii = ascii && id - 2 >= 0x20 && id - 2 < 0x7f;
+      want += char(id - 2);
+    } else {
+      want += "<unused_" + std::to_string(id) + ">";
+    }
+  }
+  if (ascii) EXPECT_EQ(first, want);
 }
 
 }  // namespace

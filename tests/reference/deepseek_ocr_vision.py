@@ -470,6 +470,63 @@ def test_image(width, height, seed):
     return Image.fromarray(img, "RGB")
 
 
+BOS, EOS = "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"
+
+
+def bytes_to_unicode():
+    # GPT-2's byte -> printable character table (tests/data/make_vl_tokenizer.py)
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("\u00a1"), ord("\u00ac") + 1)) + \
+        list(range(ord("\u00ae"), ord("\u00ff") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return {b: chr(c) for b, c in zip(bs, cs)}
+
+
+def write_toy_tokenizer(model_dir, vocab_size, image_id):
+    """A toy tokenizer for the tiny vocabulary (the real one has 129280 ids): DeepSeek's BOS 0 / EOS 1, the 256 bytes
+    at 2..257 (byte-level BPE without merges), <image> at the config's image_token_id, <unused_N> elsewhere; BOS added
+    by a TemplateProcessing post-processor as in DeepSeek's tokenizer.json; no chat template (the remote code uses
+    its own 'plain' format). encode_toy() is what it gives for text without special tokens."""
+    vocab = {BOS: 0, EOS: 1, "<image>": image_id}
+    for b, ch in bytes_to_unicode().items():
+        vocab[ch] = 2 + b
+    used = set(vocab.values())
+    for i in range(vocab_size):
+        if i not in used:
+            vocab["<unused_%d>" % i] = i
+    added = [{"id": i, "content": t, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False,
+              "special": True} for t, i in ((BOS, 0), (EOS, 1), ("<image>", image_id))]
+    tok = {
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": added, "normalizer": None,
+        "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
+        "post_processor": {"type": "TemplateProcessing",
+                           "single": [{"SpecialToken": {"id": BOS, "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+                           "pair": [{"SpecialToken": {"id": BOS, "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                                    {"Sequence": {"id": "B", "type_id": 1}}],
+                           "special_tokens": {BOS: {"id": BOS, "ids": [0], "tokens": [BOS]}}},
+        "decoder": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
+        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": "",
+                  "end_of_word_suffix": "", "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
+                  "vocab": dict(sorted(vocab.items(), key=lambda x: x[1])), "merges": []},
+    }
+    cfg = {"bos_token": BOS, "eos_token": EOS, "add_bos_token": True, "add_eos_token": False,
+           "model_max_length": 8192, "tokenizer_class": "LlamaTokenizerFast",
+           "added_tokens_decoder": {str(a["id"]): {k: v for k, v in a.items() if k != "id"} for a in added}}
+    with open(os.path.join(model_dir, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(tok, f, ensure_ascii=False, indent=1)
+    with open(os.path.join(model_dir, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+        json.dump(cfg, f, ensure_ascii=False, indent=1)
+
+
+def encode_toy(text):
+    return [2 + b for b in text.encode("utf-8")]
+
+
 def save_st(path, tensors):
     from st_io import save_file  # the shared reference's safetensors writer
     save_file({k: v.contiguous() for k, v in tensors.items()}, path)
@@ -506,9 +563,9 @@ def main():
         return F.linear(rms_norm(h, lm.w["model.norm.weight"], c["eps"]), lm.w["lm_head.weight"]), layers
 
     image_id = cfg["image_token_id"]
-    # text ids standing for the tokenizer's encoding of "\nFree OCR." (the real tokenizer is not part of this
-    # checkpoint): a fixed draw from the tiny vocabulary, image and special ids excluded
-    text_ids = [7, 211, 95, 402, 33]
+    write_toy_tokenizer(os.path.join(out, "model"), cfg["vocab_size"], image_id)
+    # the text after <image>: "\nFree OCR." through the toy tokenizer (text_encode(..., bos=False))
+    text_ids = encode_toy("\nFree OCR.")
     cases = {"base": (700, 500, 21), "gundam": (1000, 700, 22)}
     for mode, (iw, ih, seed) in cases.items():
         img = test_image(iw, ih, seed)
