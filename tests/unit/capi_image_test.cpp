@@ -11,6 +11,8 @@
 #include "runtime/generator.h"
 #include "runtime/loader.h"
 #include "runtime/multimodal.h"
+#include "format/safetensors.h"
+#include "tests/deepseek_ocr_goldens.h"
 #include "tests/test_util.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -130,6 +132,47 @@ TEST_F(CapiImage, TextOnlyModelRefusesImages) {
   EXPECT_NE(pipit_session_generate(session_, "x", 0, &opt_, nullptr, nullptr), PIPIT_OK);
   EXPECT_NE(std::string(pipit_last_error()).find("missing.png"), std::string::npos) << pipit_last_error();
   EXPECT_EQ(capi_generate("x", 0).size(), 4u);
+}
+
+// DeepSeek-OCR through the C API: the tiny checkpoint of tests/reference/deepseek_ocr_vision.py (with its toy
+// tokenizer) plus a preprocessor_config.json that selects Base mode (base_size = image_size = 1024, no crops); the raw
+// prompt "\nFree OCR." with one attached image gets its placeholder after BOS (the remote code's plain format), and
+// the greedy tokens are the reference's.
+TEST(CapiImageDeepseekOcr, RawPromptGivesTheGoldenTokens) {
+  const std::string d = test::deepseek_ocr_goldens();
+  ASSERT_FALSE(d.empty()) << "the DeepSeek-OCR goldens could not be made (see stderr)";
+  const fs::path m = fs::temp_directory_path() / ("pipit_capi_dsocr_" + std::to_string(::getpid()));
+  fs::remove_all(m);
+  fs::create_directories(m);
+  for (const char* f : {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"})
+    fs::create_symlink(d + "/model/" + f, m / f);
+  std::ofstream(m / "preprocessor_config.json") << R"({"base_size": 1024, "image_size": 1024, "crop_mode": false})";
+  auto g = SafetensorsFile::open(d + "/golden_base.safetensors");
+  ASSERT_TRUE(g.is_ok());
+  Tensor gi = *g->get("greedy_ids");
+  const std::vector<int32_t> want(gi.ptr<int32_t>(), gi.ptr<int32_t>() + gi.numel());
+
+  pipit_model* model = nullptr;
+  pipit_session* session = nullptr;
+  ASSERT_EQ(pipit_model_load(m.c_str(), nullptr, &model), PIPIT_OK) << pipit_last_error();
+  pipit_session_options so = {0, 2, 0};
+  ASSERT_EQ(pipit_session_create(model, &so, &session), PIPIT_OK) << pipit_last_error();
+  pipit_generate_options opt;
+  pipit_generate_options_default(&opt);
+  opt.temperature = 0.0f;
+  opt.max_tokens = int32_t(want.size());
+  ASSERT_EQ(pipit_session_attach_image(session, (d + "/img_base_700x500.png").c_str()), PIPIT_OK)
+      << pipit_last_error();
+  std::vector<int32_t> got;
+  auto cb = [](const char*, size_t, int32_t token, void* user) -> int32_t {
+    static_cast<std::vector<int32_t>*>(user)->push_back(token);
+    return 1;
+  };
+  EXPECT_EQ(pipit_session_generate(session, "\nFree OCR.", 0, &opt, cb, &got), PIPIT_OK) << pipit_last_error();
+  EXPECT_EQ(got, want);
+  pipit_session_destroy(session);
+  pipit_model_destroy(model);
+  fs::remove_all(m);
 }
 
 }  // namespace
