@@ -388,5 +388,53 @@ TEST_F(CliVision, DeepseekOcr) {
   if (ascii) EXPECT_EQ(first, want);
 }
 
+// DeepSeek-OCR's document prompt "<image>\n<|grounding|>Convert the document to markdown." as infer() builds it: the
+// plain format splits at <image>, encodes the pieces without BOS (<|grounding|> is one special token) and puts BOS
+// first. The reference's golden_grounding holds those ids (Base mode, 1 + 273 + 35 = 309), the last logits row and
+// 8 greedy ids; pipit's tokenizer gives the same text ids, `pipit logits --image` the same row, `pipit run --image`
+// the same count and continuation.
+TEST_F(CliVision, DeepseekOcrGroundingPrompt) {
+  const std::string d = test::deepseek_ocr_goldens();
+  ASSERT_FALSE(d.empty()) << "the DeepSeek-OCR goldens could not be made (see stderr)";
+  auto g = SafetensorsFile::open(d + "/golden_grounding.safetensors");
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  const std::string m = d + "/model", img = d + "/img_base_700x500.png";
+  const std::vector<int32_t> want_ids = ids_of(*g->get("input_ids"));
+  ASSERT_EQ(want_ids.size(), 309u);
+  // the text after the image, through the checkpoint's tokenizer: BOS + <image> + the rest, with <|grounding|> one id
+  const std::string jl = (dir_ / "grounding.jsonl").string();
+  std::ofstream(jl) << R"({"text": "<image>\n<|grounding|>Convert the document to markdown."})" << "\n";
+  auto t = run_cli("tokenize -m " + m + " --jsonl " + jl);
+  ASSERT_EQ(t.code, 0) << t.out;
+  const auto ids = nlohmann::json::parse(t.out.substr(0, t.out.find('\n')))["ids_special"].get<std::vector<int32_t>>();
+  ASSERT_EQ(ids.size(), 1 + 1 + 35u) << t.out;  // BOS, <image>, "\n", <|grounding|>, 33 bytes
+  EXPECT_EQ(ids[0], want_ids[0]);
+  EXPECT_EQ(std::vector<int32_t>(ids.begin() + 2, ids.end()),
+            std::vector<int32_t>(want_ids.end() - 35, want_ids.end()));
+  // the golden ids through the model: the last row of the logits
+  const std::string lg = (dir_ / "grounding_logits.safetensors").string();
+  auto l = run_cli("logits -t 2 -m " + m + " --image " + img + " --image-mode base --input " + d +
+                   "/golden_grounding.safetensors --output " + lg);
+  ASSERT_EQ(l.code, 0) << l.out;
+  auto lf = SafetensorsFile::open(lg);
+  ASSERT_TRUE(lf.is_ok());
+  const Tensor& logits = *lf->get("logits");
+  const Tensor& want_last = *g->get("logits_last");
+  ASSERT_EQ(logits.numel() % want_last.numel(), 0);
+  EXPECT_LE(test::max_abs_diff(logits.ptr<float>() + logits.numel() - want_last.numel(), want_last.ptr<float>(),
+                               want_last.numel()).max_abs, 1e-3);
+  // and the prompt as text: same count, the golden's greedy continuation
+  const std::string p = (dir_ / "grounding.txt").string();
+  std::ofstream(p) << "<image>\n<|grounding|>Convert the document to markdown.";
+  auto r = run_cli("run -t 2 -m " + m + " --image " + img + " --image-mode base -f " + p +
+                   " -n 8 --temp 0 --ignore-eos --no-echo");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("prompt 309 tokens"), std::string::npos) << r.out;
+  std::string want;
+  for (int32_t id : ids_of(*g->get("greedy_ids")))
+    want += id >= 2 + 0x20 && id < 2 + 0x7f ? std::string(1, char(id - 2)) : "<unused_" + std::to_string(id) + ">";
+  EXPECT_EQ(r.out.substr(0, r.out.find('\n')), want);
+}
+
 }  // namespace
 }  // namespace pipit

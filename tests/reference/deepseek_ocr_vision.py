@@ -471,6 +471,8 @@ def test_image(width, height, seed):
 
 
 BOS, EOS = "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"
+EXTRA_SPECIAL = ("<|ref|>", "<|/ref|>", "<|det|>", "<|/det|>", "<|grounding|>", "<|User|>", "<|Assistant|>")
+GROUNDING_PROMPT = "<image>\n<|grounding|>Convert the document to markdown."
 
 
 def bytes_to_unicode():
@@ -493,6 +495,10 @@ def write_toy_tokenizer(model_dir, vocab_size, image_id):
     by a TemplateProcessing post-processor as in DeepSeek's tokenizer.json; no chat template (the remote code uses
     its own 'plain' format). encode_toy() is what it gives for text without special tokens."""
     vocab = {BOS: 0, EOS: 1, "<image>": image_id}
+    # the grounding and chat tokens follow <image> in the real vocabulary (128815..128822, DeepSeek-VL2's processor
+    # adds them as special tokens in this order), so they take the same offsets here
+    for i, t in enumerate(EXTRA_SPECIAL):
+        vocab[t] = image_id + 1 + i
     for b, ch in bytes_to_unicode().items():
         vocab[ch] = 2 + b
     used = set(vocab.values())
@@ -500,7 +506,8 @@ def write_toy_tokenizer(model_dir, vocab_size, image_id):
         if i not in used:
             vocab["<unused_%d>" % i] = i
     added = [{"id": i, "content": t, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False,
-              "special": True} for t, i in ((BOS, 0), (EOS, 1), ("<image>", image_id))]
+              "special": True} for t, i in ((BOS, 0), (EOS, 1), ("<image>", image_id)) +
+             tuple((t, image_id + 1 + k) for k, t in enumerate(EXTRA_SPECIAL))]
     tok = {
         "version": "1.0", "truncation": None, "padding": None, "added_tokens": added, "normalizer": None,
         "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
@@ -609,6 +616,30 @@ def main():
             g[f"llm.layer.{i}"] = h[0]
         save_st(os.path.join(out, f"golden_{mode}.safetensors"), g)
         print(f"{mode}: image {iw}x{ih}, crop {crop_ratio}, {len(ids)} tokens ({len(img_ids)} image), greedy {new}")
+        if mode == "base":
+            # the grounding prompt on the same image: infer() splits the plain-format prompt at <image> and encodes
+            # each piece without BOS; <|grounding|> is a special token there, so it is one id
+            prompt = render_plain(GROUNDING_PROMPT)
+            before, after = prompt.split("<image>")
+            assert before == ""
+            pre, post = after.split("<|grounding|>")
+            gids = [0] + img_ids + encode_toy(pre) + [image_id + 1 + EXTRA_SPECIAL.index("<|grounding|>")] + \
+                encode_toy(post)
+            gmask = torch.tensor(gids) == image_id
+            gemb = F.embedding(torch.tensor([gids]), lm.w["model.embed_tokens.weight"]).clone()
+            gemb[0][gmask] = feats
+            cache = lm.new_cache()
+            glogits, _ = lm_forward(gemb, cache)
+            gnew, nxt = [], glogits[:, -1]
+            for s in range(8):
+                tok = nxt.argmax(-1)
+                gnew.append(int(tok))
+                if s + 1 < 8:
+                    nxt = lm.forward(tok[:, None], cache)[:, -1]
+            save_st(os.path.join(out, "golden_grounding.safetensors"),
+                    {"input_ids": torch.tensor([gids], dtype=torch.int32), "logits_last": glogits[0, -1:],
+                     "greedy_ids": torch.tensor([gnew], dtype=torch.int32)})
+            print(f"grounding: {len(gids)} tokens, greedy {gnew}")
 
 
 if __name__ == "__main__":
