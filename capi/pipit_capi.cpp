@@ -13,12 +13,15 @@
 #include "runtime/loader.h"
 #include "models/vision/vision_model.h"
 #include "runtime/multimodal.h"
+#include "runtime/prompt_cache.h"
 #include "runtime/session.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 struct pipit_model {
   pipit::LoadedModel lm;
+  // shared by the model's sessions (pipit_model_set_prompt_cache); null: off
+  std::shared_ptr<pipit::PromptCache> cache;
 };
 
 struct pipit_session {
@@ -31,6 +34,9 @@ struct pipit_session {
   std::vector<std::string> pending_images;
   std::vector<pipit::EncodedImage> images;
   std::vector<int32_t> unexpanded;
+  // the last generation: why it ended ("" after an error) and its prompt's counts
+  std::string finish_reason;
+  int32_t n_prompt = 0, n_reused = 0, n_evaluated = 0;
 };
 
 namespace {
@@ -122,7 +128,7 @@ pipit_status pipit_model_load(const char* path, const pipit_model_options* optio
     *out = nullptr;
     auto lm = pipit::load_model(path, pipit::LoadOptions{.need_tokenizer = true});
     if (!lm) return to_status(lm.status());
-    *out = new pipit_model{std::move(lm).value()};
+    *out = new pipit_model{std::move(lm).value(), nullptr};
     return PIPIT_OK;
   });
 }
@@ -189,7 +195,7 @@ pipit_status pipit_session_create(pipit_model* model, const pipit_session_option
     }
     auto session = pipit::Session::create(*model->lm.model, so, nullptr, "n_ctx");
     if (!session) return to_status(session.status());
-    auto* s = new pipit_session{model, std::move(session).value(), {}};
+    auto* s = new pipit_session{model, std::move(session).value()};
     *out = s;
     return PIPIT_OK;
   });
@@ -253,6 +259,10 @@ pipit_status pipit_session_generate(pipit_session* session, const char* prompt, 
       full.insert(full.end(), marked.begin(), marked.end());
     }
     if (full.empty()) return fail(PIPIT_ERR_INVALID_ARGUMENT, "the prompt is empty");
+    session->finish_reason.clear();
+    const int64_t evaluated0 = session->s->n_evaluated();
+    // the prompt cache keeps text contexts only (a conversation with images is evaluated from its start)
+    const std::shared_ptr<pipit::PromptCache> cache = with_images ? nullptr : session->model->cache;
     auto on_text = [&](const std::string& piece, int32_t token) {
       return callback ? callback(piece.c_str(), piece.size(), token, user) != 0 : true;
     };
@@ -265,6 +275,12 @@ pipit_status pipit_session_generate(pipit_session* session, const char* prompt, 
                                                 std::to_string(session->s->n_ctx()));
       size_t reused = 0;
       sync_prefix(session, full, &reused);
+      if (cache) {  // a longer prefix from the model's other sessions, or this one's earlier contexts
+        const std::vector<uint64_t> key = pipit::PromptCache::make_key(full, nullptr);
+        reused = size_t(session->s->restore_from(*cache, key, int(full.size()) - 1));
+        session->history.assign(full.begin(), full.begin() + long(reused));
+      }
+      session->n_reused = int32_t(reused);
       std::vector<int32_t> rest(full.begin() + long(reused), full.end());
       res = pipit::generate(*session->s, &tok, rest, gp, on_text);
       in_context = full;
@@ -295,6 +311,7 @@ pipit_status pipit_session_generate(pipit_session* session, const char* prompt, 
       session->images = std::move(images);
       session->s->reset();
       session->history.clear();
+      session->n_reused = 0;
       res = pipit::generate(*session->s, &tok, *mm, gp, on_text);
       in_context = mm->tokens;
     }
@@ -311,6 +328,40 @@ pipit_status pipit_session_generate(pipit_session* session, const char* prompt, 
     session->history.insert(session->history.end(), res->tokens.begin(), res->tokens.begin() + long(n_fed));
     session->unexpanded = full;
     session->unexpanded.insert(session->unexpanded.end(), res->tokens.begin(), res->tokens.begin() + long(n_fed));
+    session->finish_reason = pipit::stop_reason_name(res->reason);
+    session->n_prompt = int32_t(in_context.size());
+    // the prompt's forward passes: what was evaluated minus the decode steps (one per fed answer token)
+    session->n_evaluated = int32_t(session->s->n_evaluated() - evaluated0 - int64_t(n_fed));
+    if (cache) session->s->save_to(*cache, pipit::PromptCache::make_key(session->history, nullptr));
+    return PIPIT_OK;
+  });
+}
+
+const char* pipit_session_finish_reason(const pipit_session* session) {
+  return session ? session->finish_reason.c_str() : "";
+}
+
+int32_t pipit_session_n_past(const pipit_session* session) { return session ? session->s->n_past() : 0; }
+int32_t pipit_session_n_ctx(const pipit_session* session) { return session ? session->s->n_ctx() : 0; }
+
+pipit_status pipit_session_prompt_stats(const pipit_session* session, int32_t* n_prompt, int32_t* n_reused,
+                                        int32_t* n_evaluated) {
+  return guard([&] {
+    if (!session) return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_prompt_stats: NULL session");
+    if (n_prompt) *n_prompt = session->n_prompt;
+    if (n_reused) *n_reused = session->n_reused;
+    if (n_evaluated) *n_evaluated = session->n_evaluated;
+    return PIPIT_OK;
+  });
+}
+
+pipit_status pipit_model_set_prompt_cache(pipit_model* model, size_t budget_mib) {
+  return guard([&] {
+    if (!model) return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_model_set_prompt_cache: NULL model");
+    if (budget_mib > (size_t(1) << 24))
+      return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_model_set_prompt_cache: budget over 16 TiB");
+    // sessions hold their own reference to the cache in use during a generation
+    model->cache = budget_mib ? std::make_shared<pipit::PromptCache>(budget_mib << 20) : nullptr;
     return PIPIT_OK;
   });
 }

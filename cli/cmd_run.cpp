@@ -102,6 +102,9 @@ int cmd_run(Args& a) {
     return interrupted_exit(a, fmt("during the prompt, after {} of {} tokens", s.n_past(), n_prompt));
   if (!res) return fail(a, res.status().message());
   if (interrupted()) return interrupted_exit(a, fmt("after {} generated tokens", res->tokens.size()));
+  if (res->reason == StopReason::kContext)
+    std::fprintf(stderr, "\n[pipit] the context is full (%d tokens): the answer stops here; raise -c for longer ones\n",
+                 s.n_ctx());
   const double pp = res->prompt_ms > 0 ? res->n_prompt * 1000.0 / res->prompt_ms : 0;
   const size_t n_dec = res->tokens.size() > 1 ? res->tokens.size() - 1 : 0;
   const double tg = res->gen_ms > 0 ? double(n_dec) * 1000.0 / res->gen_ms : 0;

@@ -36,6 +36,8 @@ int cmd_serve(Args& a) {
   a.option({"-np", "--parallel"}, "sequences served at once (KV cache slots)", "4");
   a.option({"--queue"}, "requests that may wait for a slot; more get 503", "64");
   a.option({"--batch"}, "tokens per forward pass (decode steps + a prompt chunk)", "512");
+  a.option({"--cache-ram"}, "MiB of RAM for the prompt cache: finished requests' KV, reused by later requests that "
+           "share a prefix with them, least recently used first out (0: off)", "1024");
   a.option({"--api-key"}, "require 'Authorization: Bearer KEY' (default: the PIPIT_API_KEY variable, else none)");
   a.option({"--max-body"}, "largest request body in bytes (compressed bodies are refused)", "33554432");
   a.option({"--max-prompt-tokens"}, "longest prompt in tokens; longer ones get a 400 (default: the context - 1)");
@@ -68,13 +70,15 @@ int cmd_serve(Args& a) {
     auto queue = num("--queue", 1, 1 << 20);
     auto batch = num("--batch", 1, 1 << 16);
     auto body = num("--max-body", 1024, int64_t(1) << 34);
-    for (auto* r : {&port, &parallel, &queue, &batch, &body})
+    auto cache = num("--cache-ram", 0, int64_t(1) << 24);
+    for (auto* r : {&port, &parallel, &queue, &batch, &body, &cache})
       if (!r->is_ok()) return fail(a, r->status().message());
     opt.port = int(*port);
     opt.max_body = size_t(*body);
     eo.n_slots = int(*parallel);
     eo.max_queue = int(*queue);
     eo.n_batch = int(*batch);
+    eo.cache_bytes = size_t(*cache) << 20;
     if (a.has("--http-threads")) {
       auto t = num("--http-threads", 1, 4096);
       if (!t) return fail(a, t.status().message());

@@ -86,6 +86,7 @@ class KvCache {
   Tensor v(int layer, int slot) const { return v_[size_t(layer) * n_slot_ + slot]; }
   int n_ctx() const { return n_ctx_; }  // positions 0 .. n_ctx - 1
   int n_slot() const { return n_slot_; }
+  int n_layer() const { return int(rows_.size()); }
   int n_rows(int layer) const { return rows_[size_t(layer)]; }
   bool is_ring(int layer) const { return rows_[size_t(layer)] > 0 && rows_[size_t(layer)] < n_ctx_; }
   // Tokens one sequence may add in one forward (n_ctx without rings).

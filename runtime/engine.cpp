@@ -29,6 +29,9 @@ struct Engine::Seq {
   GenerateResult res;
   bool finished = false;  // on_done has been called (it must be called exactly once)
   std::chrono::steady_clock::time_point t0, t1;
+  bool admitted = false;              // restore_prefix() has run
+  std::vector<uint64_t> prompt_key;   // PromptCache key of the prompt (with a cache)
+  std::vector<StateSnapshot> states;  // recurrent state at the prompt's end (with a cache)
 };
 
 Engine::Engine(Model& model, const Tokenizer* tok, const EngineOptions& opt)
@@ -45,6 +48,7 @@ Engine::Engine(Model& model, const Tokenizer* tok, const EngineOptions& opt)
   ctx_.arena = &arena_;
   ctx_.pool = pool_.get();
   ctx_.k = &kernels();
+  if (opt.cache_bytes > 0) cache_ = std::make_unique<PromptCache>(opt.cache_bytes);
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -84,6 +88,7 @@ Result<uint64_t> Engine::submit(EngineRequest r) {
     s->grammar = std::make_unique<GrammarMatcher>(r.params.grammar);
     s->table = TokenTable::get(*tok_);
   }
+  if (cache_) s->prompt_key = PromptCache::make_key(r.prompt, r.images.get());
   s->history = r.prompt;
   s->res.n_prompt = int(r.prompt.size());
   s->sampler = std::make_unique<Sampler>(r.params.sampler);
@@ -116,6 +121,7 @@ Engine::Stats Engine::stats() const {
 void Engine::finish(Seq& s, Result<GenerateResult> r) {
   if (s.finished) return;
   s.finished = true;  // first: a throwing on_done must not be called again by the exception barrier
+  if (r.is_ok()) save_prefix(s);
   {
     std::lock_guard<std::mutex> lk(mu_);
     slot_used_[size_t(s.slot)] = false;
@@ -190,6 +196,8 @@ void Engine::iterate() {
       active_.push_back(std::move(s));
     }
   }
+  for (auto& up : active_)
+    if (!up->admitted) restore_prefix(*up);
   for (auto& s : dropped) {
     s->finished = true;
     s->res.reason = StopReason::kCallback;
@@ -210,6 +218,29 @@ void Engine::iterate() {
   }
   if (any) erase_finished();
   if (!active_.empty()) step();
+}
+
+void Engine::restore_prefix(Seq& s) {
+  s.admitted = true;
+  if (!cache_) return;
+  // at most all but the last prompt token: its logits are needed
+  const int m = cache_->restore(kv_, s.slot, s.prompt_key, int(s.req.prompt.size()) - 1);
+  s.n_done = m;
+  s.res.n_cached = m;
+  std::lock_guard<std::mutex> lk(mu_);
+  stats_.prompt_tokens_cached += uint64_t(m);
+}
+
+void Engine::save_prefix(Seq& s) {
+  if (!cache_ || s.n_done == 0) return;
+  // the slot holds history[0, n_done): the prompt (keyed with its images) and the answer tokens fed back
+  std::vector<uint64_t> key(s.prompt_key.begin(), s.prompt_key.begin() + std::min<int64_t>(s.n_done, int64_t(s.prompt_key.size())));
+  for (int64_t i = int64_t(key.size()); i < s.n_done; ++i) key.push_back(uint64_t(uint32_t(s.history[size_t(i)])));
+  if (kv_.has_state()) {
+    if (kv_.state_pos(s.slot) != s.n_done) return;  // a failed pass: the state is not the one of this history
+    s.states.push_back(kv_.save_state(s.slot));
+  }
+  cache_->save(kv_, s.slot, key, std::move(s.states));
 }
 
 void Engine::add_image_inputs(Batch& b, const std::vector<std::pair<Seq*, int64_t>>& parts) {
@@ -356,9 +387,16 @@ bool Engine::step() {
       continue;
     }
     s.n_done += p.n;
+    if (!s.decoding) {
+      s.res.n_prefilled += int(p.n);
+      std::lock_guard<std::mutex> lk(mu_);
+      stats_.prompt_tokens_evaluated += uint64_t(p.n);
+    }
     if (!p.wants_logits) continue;
     const float* l = logits.ptr<float>() + row++ * V;
     if (!s.decoding) {
+      // the prompt's end: a recurrent state can be cached only at the positions it was snapshotted at
+      if (cache_ && kv_.has_state()) s.states.push_back(kv_.save_state(s.slot));
       s.decoding = true;
       s.t1 = std::chrono::steady_clock::now();
       s.res.prompt_ms = std::chrono::duration<double, std::milli>(s.t1 - s.t0).count();
@@ -397,7 +435,9 @@ bool Engine::step() {
       } else if (int(s.res.tokens.size()) >= s.req.params.max_tokens) {
         s.res.reason = StopReason::kLength;
         end = true;
-      } else if (int64_t(s.history.size()) >= n_ctx_) {
+      } else if (int64_t(s.history.size()) > n_ctx_) {
+        // the context is full: `next` was sampled from the last position's logits and has no row to go into
+        // (Session-based generate() stops at the same token)
         s.res.reason = StopReason::kContext;
         end = true;
       }

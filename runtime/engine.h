@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "runtime/generator.h"
+#include "runtime/prompt_cache.h"
 
 namespace pipit {
 
@@ -27,6 +28,9 @@ struct EngineOptions {
   int n_threads = 0;
   int max_queue = 64;   // requests waiting for a slot; beyond that submit() fails with kUnavailable
   DType kv_dtype = DType::F32;
+  // Prompt cache (runtime/prompt_cache.h): bytes of finished requests' KV kept to serve later requests that share
+  // a prefix with them (0: off).
+  size_t cache_bytes = 0;
 };
 
 struct MultimodalPrompt;  // runtime/multimodal.h
@@ -60,10 +64,14 @@ class Engine {
   struct Stats {
     int active = 0, queued = 0;
     uint64_t completed = 0, tokens_generated = 0;
+    // prompt tokens evaluated by forward passes, and those whose KV came from the prompt cache instead
+    uint64_t prompt_tokens_evaluated = 0, prompt_tokens_cached = 0;
   };
   Stats stats() const;
   int n_ctx() const { return n_ctx_; }
   int n_slots() const { return opt_.n_slots; }
+  // The prompt cache's counters (all zero when it is off).
+  PromptCache::Stats cache_stats() const { return cache_ ? cache_->stats() : PromptCache::Stats{}; }
 
  private:
   struct Seq;
@@ -87,6 +95,9 @@ class Engine {
   KvCache kv_;
   Ctx ctx_;
   std::vector<float> embd_buf_;  // this step's image feature rows
+  std::unique_ptr<PromptCache> cache_;  // null when EngineOptions::cache_bytes is 0
+  void restore_prefix(Seq& s);          // a newly admitted request's cached prefix into its slot
+  void save_prefix(Seq& s);             // a finished request's KV into the cache
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

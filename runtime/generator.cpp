@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
+#include <optional>
 
 #include "runtime/multimodal.h"
 #include "tokenizer/tokenizer.h"  // declarations only; used when PIPIT_WITH_TOKENIZER
@@ -105,8 +107,29 @@ Result<GenerateResult> generate_impl(Session& s, const Tokenizer* tok, std::span
   res.prompt_ms = ms_since(t0);
   auto t1 = Clock::now();
   bool ended_early = false;  // stop string or callback: no trailing text
+  const int n_base = s.n_past() - int(prompt.size());  // the context before this prompt (C API turns)
+  std::optional<Speculator> spec;
+  if (p.spec.n_draft > 0) spec.emplace(p.spec, p.sampler);
+  std::deque<int32_t> ready;  // tokens a speculative step produced, to emit before the next step
+  int32_t next = sampler.sample(std::span<const float>(r->ptr<float>(), size_t(V)), history);
   for (int i = 0; i < p.max_tokens; ++i) {
-    const int32_t next = sampler.sample(std::span<const float>(r->ptr<float>(), size_t(V)), history);
+    if (i > 0) {
+      if (ready.empty()) {
+        if (spec) {
+          // guesses: at most what max_tokens and the context leave room for (the next token needs no row)
+          const int k = std::min({p.spec.n_draft, p.max_tokens - i - 1, s.n_ctx() - s.n_past() - 1, 16});
+          auto got = spec->step(s, sampler, history, std::max(0, k));
+          if (!got.is_ok()) return got.status();
+          ready.assign(got->begin(), got->end());
+        } else {
+          r = s.eval(std::span<const int32_t>(&history.back(), 1));
+          if (!r.is_ok()) return r.status();
+          ready.push_back(sampler.sample(std::span<const float>(r->ptr<float>(), size_t(V)), history));
+        }
+      }
+      next = ready.front();
+      ready.pop_front();
+    }
     if (is_eos(p, s.model(), next)) {
       res.reason = StopReason::kEos;
       break;
@@ -126,12 +149,18 @@ Result<GenerateResult> generate_impl(Session& s, const Tokenizer* tok, std::span
       break;
     }
     if (i + 1 == p.max_tokens) break;
-    if (s.n_past() >= s.n_ctx()) {
+    // the context holds the tokens before this one (with guesses it may already hold more)
+    if (n_base + int64_t(prompt.size()) + int64_t(res.tokens.size()) - 1 >= s.n_ctx()) {
       res.reason = StopReason::kContext;
       break;
     }
-    r = s.eval(std::span<const int32_t>(&next, 1));
-    if (!r.is_ok()) return r.status();
+  }
+  if (spec) {
+    res.spec = spec->stats();
+    // accepted guesses after the last emitted token are not part of the answer: the context ends where it would
+    // without guesses (the prompt, then every emitted token but the last, which is in only after an EOS)
+    const int want = n_base + int(prompt.size()) + int(res.tokens.size()) - (res.reason == StopReason::kEos ? 0 : 1);
+    if (s.n_past() > want) s.truncate(std::max(want, n_base + int(prompt.size())));
   }
   if (!ended_early) {
     std::string tail = text.finish();

@@ -11,6 +11,7 @@
 #include "runtime/logprobs.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
+#include "runtime/speculative.h"
 
 namespace pipit {
 
@@ -28,6 +29,8 @@ struct GenerateParams {
   // Structured output (runtime/grammar.h): every token is one the grammar allows, and the answer ends when the
   // grammar is complete. Honoured by the Engine (the server); needs a tokenizer.
   std::shared_ptr<const Grammar> grammar;
+  // Speculative decoding (runtime/speculative.h): honoured by generate() (run, the C API, bench).
+  SpecParams spec;
 };
 
 enum class StopReason { kLength, kEos, kStopString, kCallback, kContext };
@@ -38,9 +41,12 @@ struct GenerateResult {
   std::string text;             // their text (stop string excluded)
   StopReason reason = StopReason::kLength;
   int n_prompt = 0;
+  int n_cached = 0;     // prompt tokens whose KV came from the prompt cache (Engine)
+  int n_prefilled = 0;  // prompt tokens evaluated by forward passes (Engine): n_prompt - n_cached
   double prompt_ms = 0, gen_ms = 0;  // prefill time; decode time after the first token
   std::vector<TokenLogprob> logprobs;  // one per generated token when GenerateParams::logprobs >= 0
   int grammar_masks = 0;  // tokens for which the grammar had to mask the whole vocabulary (Engine)
+  SpecStats spec;         // speculative decoding's counts (GenerateParams::spec)
 };
 
 // Turns generated tokens into output text: incremental UTF-8-safe detokenization (primed with the prompt so

@@ -15,6 +15,47 @@ int32_t argmax(std::span<const float> x) {
 }
 
 int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history) {
+  const int32_t greedy = candidates(logits, history);
+  if (greedy >= 0) return greedy;
+  double total = 0;
+  for (auto& c : cand_) total += c.first;
+  std::uniform_real_distribution<double> u(0.0, total);
+  double r = u(rng_), acc = 0;
+  for (auto& c : cand_) {
+    acc += c.first;
+    if (r < acc) return c.second;
+  }
+  return cand_.back().second;
+}
+
+const std::vector<std::pair<float, int32_t>>& Sampler::distribution(std::span<const float> logits,
+                                                                    std::span<const int32_t> history) {
+  const int32_t greedy = candidates(logits, history);
+  if (greedy >= 0) {
+    cand_.assign(1, {1.0f, greedy});
+    return cand_;
+  }
+  double total = 0;
+  for (auto& c : cand_) total += c.first;
+  for (auto& c : cand_) c.first = float(c.first / total);
+  return cand_;
+}
+
+double Sampler::uniform() { return std::uniform_real_distribution<double>(0.0, 1.0)(rng_); }
+
+int32_t Sampler::draw(std::span<const std::pair<float, int32_t>> dist) {
+  double total = 0;
+  for (auto& c : dist) total += c.first;
+  std::uniform_real_distribution<double> u(0.0, total);
+  double r = u(rng_), acc = 0;
+  for (auto& c : dist) {
+    acc += c.first;
+    if (r < acc) return c.second;
+  }
+  return dist.back().second;
+}
+
+int32_t Sampler::candidates(std::span<const float> logits, std::span<const int32_t> history) {
   const bool penalize = p_.repetition_penalty != 1.0f || p_.presence_penalty != 0.0f || p_.frequency_penalty != 0.0f;
   std::span<const float> l = logits;
   if (penalize && !history.empty()) {
@@ -67,15 +108,7 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
     while (n < cand_.size() && cand_[n].first >= thr) ++n;
     cand_.resize(n);
   }
-  double total = 0;
-  for (auto& c : cand_) total += c.first;
-  std::uniform_real_distribution<double> u(0.0, total);
-  double r = u(rng_), acc = 0;
-  for (auto& c : cand_) {
-    acc += c.first;
-    if (r < acc) return c.second;
-  }
-  return cand_.back().second;
+  return -1;
 }
 
 }  // namespace pipit

@@ -27,8 +27,18 @@ class Sampler {
   // Picks a token from logits (n_vocab floats); `history` is every token so far (prompt + generated).
   int32_t sample(std::span<const float> logits, std::span<const int32_t> history);
   const SamplerParams& params() const { return p_; }
+  // Speculative decoding (runtime/speculative.h): the distribution sample() draws from, as (probability, token)
+  // pairs summing to 1 (greedy: the argmax with probability 1); valid until the next call. uniform() is a draw in
+  // [0, 1) and draw() a token from a (not necessarily normalized) distribution, both from this sampler's RNG.
+  const std::vector<std::pair<float, int32_t>>& distribution(std::span<const float> logits,
+                                                             std::span<const int32_t> history);
+  double uniform();
+  int32_t draw(std::span<const std::pair<float, int32_t>> dist);
 
  private:
+  // Fills cand_ with the unnormalized candidates after penalties, temperature, top-k, top-p and min-p; returns
+  // the token when greedy (cand_ untouched), else -1.
+  int32_t candidates(std::span<const float> logits, std::span<const int32_t> history);
   SamplerParams p_;
   std::mt19937_64 rng_;
   std::vector<float> work_;

@@ -7,6 +7,7 @@
 
 #include "runtime/memory_plan.h"
 #include "runtime/multimodal.h"
+#include "runtime/prompt_cache.h"
 
 namespace pipit {
 
@@ -127,6 +128,7 @@ Result<Tensor> Session::eval_chunks(std::span<const int32_t> tokens, bool all_lo
                                 n, format_bytes(available_memory()));
     }
     n_past_ += int(n);
+    n_evaluated_ += n;
     if (n > 1) snapshot_state();
     if (all_logits) std::memcpy(all_logits_.data() + b * n_vocab, logits.data(), size_t(n * n_vocab) * 4);
     if (progress_ && !progress_(b + n, n_all) && b + n < n_all)
@@ -142,6 +144,28 @@ void Session::snapshot_state() {
   if (!snapshots_.empty() && snapshots_.back().pos == n_past_) return;
   if (int(snapshots_.size()) >= opt_.n_state_snapshots) snapshots_.erase(snapshots_.begin());
   snapshots_.push_back(kv_.save_state(0));
+}
+
+void Session::save_to(PromptCache& cache, std::span<const uint64_t> key) {
+  if (!images_.empty() || int64_t(key.size()) != n_past_ || n_past_ == 0) return;
+  std::vector<StateSnapshot> states;
+  if (kv_.has_state()) {
+    if (kv_.state_pos(0) != n_past_) return;
+    states = snapshots_;
+    if (states.empty() || states.back().pos != n_past_) states.push_back(kv_.save_state(0));
+  }
+  cache.save(kv_, 0, key, std::move(states));
+}
+
+int Session::restore_from(PromptCache& cache, std::span<const uint64_t> key, int max_n) {
+  if (!images_.empty()) return n_past_;
+  const int m = cache.restore(kv_, 0, key, max_n, n_past_);
+  if (m == 0) return n_past_;
+  n_past_ = m;
+  snapshots_.clear();
+  if (kv_.has_state()) snapshots_.push_back(kv_.save_state(0));
+  rope_delta_ = 0;
+  return n_past_;
 }
 
 std::vector<int> Session::state_snapshots() const {

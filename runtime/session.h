@@ -14,6 +14,7 @@
 namespace pipit {
 
 struct MultimodalPrompt;  // runtime/multimodal.h
+class PromptCache;        // runtime/prompt_cache.h
 
 struct SessionOptions {
   int n_ctx = 0;        // 0: min(model max_position_embeddings, 4096)
@@ -56,6 +57,9 @@ class Session {
   // n_batch tokens inside a long one; the latest n_state_snapshots are kept, decode steps take none) and
   // truncate(n) goes back to the latest snapshot at or before n (or to 0): the caller re-prefills the rest.
   void truncate(int n);
+  // A snapshot of the recurrent state at n_past() now, whatever the last eval was (speculative decoding takes one
+  // before each verification, to come back to after a rejection). No-op without a state.
+  void checkpoint() { snapshot_state(); }
 
   // M-RoPE: the next token's position is n_past() + rope_delta() (0 until an image shifts it).
   int32_t rope_delta() const { return rope_delta_; }
@@ -66,6 +70,14 @@ class Session {
   ThreadPool& pool() { return *pool_; }
   size_t kv_bytes() const { return kv_.bytes(); }
   const KvCache& cache() const { return kv_; }  // tests: the recurrent state after a prefill
+  // Prompt cache (runtime/prompt_cache.h), text contexts only: save_to() stores the context (key: one value per
+  // position, PromptCache::make_key of the n_past() tokens) with its state snapshots; restore_from() puts the
+  // longest cached prefix of `key` (at most max_n positions) in the context when it is longer than n_past(), and
+  // returns n_past() after.
+  void save_to(PromptCache& cache, std::span<const uint64_t> key);
+  int restore_from(PromptCache& cache, std::span<const uint64_t> key, int max_n);
+  // Tokens run through forward passes since the session was made (prompt chunks and decode steps).
+  int64_t n_evaluated() const { return n_evaluated_; }
   // Positions the recurrent state could be rewound to without recomputing (snapshots), oldest first.
   std::vector<int> state_snapshots() const;
 
@@ -88,6 +100,7 @@ class Session {
   std::vector<StateSnapshot> snapshots_;  // recurrent state at chunk ends, oldest first
   void snapshot_state();
   Progress progress_;
+  int64_t n_evaluated_ = 0;
 
   Result<Tensor> eval_chunks(std::span<const int32_t> tokens, bool all_logits, const MultimodalPrompt* mm);
 };

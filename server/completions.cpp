@@ -249,7 +249,7 @@ struct Stream {
       if (meta.include_usage) {
         int n_completion = 0;
         for (int i = 0; i < n; ++i) n_completion += int(ch->result(i)->tokens.size());
-        write(sink, sse_data(usage_chunk_json(meta, ch->result(0)->n_prompt, n_completion)));
+        write(sink, sse_data(usage_chunk_json(meta, ch->result(0)->n_prompt, n_completion, ch->result(0)->n_cached)));
       }
       write(sink, kSseDone);
       sink.done();

@@ -23,10 +23,12 @@ json header(const ResponseMeta& m, bool chunk) {
 
 }  // namespace
 
-json usage_json(int prompt_tokens, int completion_tokens) {
+json usage_json(int prompt_tokens, int completion_tokens, int cached_tokens) {
+  // cached_tokens: prompt tokens whose KV came from the prompt cache (OpenAI's field for its own prompt caching)
   return {{"prompt_tokens", prompt_tokens},
           {"completion_tokens", completion_tokens},
-          {"total_tokens", prompt_tokens + completion_tokens}};
+          {"total_tokens", prompt_tokens + completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", cached_tokens}}}};
 }
 
 const char* finish_reason(StopReason r) { return r == StopReason::kCallback ? "stop" : stop_reason_name(r); }
@@ -113,7 +115,7 @@ json completion_json(const ResponseMeta& m, std::span<const GenerateResult> rs) 
     out["choices"].push_back(std::move(choice));
     n_completion += int(r.tokens.size());
   }
-  out["usage"] = usage_json(rs.empty() ? 0 : rs[0].n_prompt, n_completion);
+  out["usage"] = usage_json(rs.empty() ? 0 : rs[0].n_prompt, n_completion, rs.empty() ? 0 : rs[0].n_cached);
   return out;
 }
 
@@ -158,13 +160,13 @@ json tool_call_chunk_json(const ResponseMeta& m, int index, const ToolCall& c, i
 }
 
 json usage_chunk_json(const ResponseMeta& m, const GenerateResult& r) {
-  return usage_chunk_json(m, r.n_prompt, int(r.tokens.size()));
+  return usage_chunk_json(m, r.n_prompt, int(r.tokens.size()), r.n_cached);
 }
 
-json usage_chunk_json(const ResponseMeta& m, int prompt_tokens, int completion_tokens) {
+json usage_chunk_json(const ResponseMeta& m, int prompt_tokens, int completion_tokens, int cached_tokens) {
   json out = header(m, true);
   out["choices"] = json::array();
-  out["usage"] = usage_json(prompt_tokens, completion_tokens);
+  out["usage"] = usage_json(prompt_tokens, completion_tokens, cached_tokens);
   return out;
 }
 

@@ -33,7 +33,7 @@ struct ResponseMeta {
   bool parallel_tool_calls = true;
 };
 
-nlohmann::json usage_json(int prompt_tokens, int completion_tokens);
+nlohmann::json usage_json(int prompt_tokens, int completion_tokens, int cached_tokens = 0);
 
 // OpenAI's finish_reason for a stop: "stop" or "length". An answer cut short by the server's shutdown (the only
 // cancellation a client lives to see) reports "stop": OpenAI has no value for it and strict clients reject others.
@@ -60,7 +60,8 @@ nlohmann::json chunk_json(const ResponseMeta& m, int index, const std::string& t
 nlohmann::json tool_call_chunk_json(const ResponseMeta& m, int index, const ToolCall& c, int call_index, bool head);
 // The last chunk when stream_options.include_usage: no choices, the counts.
 nlohmann::json usage_chunk_json(const ResponseMeta& m, const GenerateResult& r);
-nlohmann::json usage_chunk_json(const ResponseMeta& m, int prompt_tokens, int completion_tokens);
+nlohmann::json usage_chunk_json(const ResponseMeta& m, int prompt_tokens, int completion_tokens,
+                                int cached_tokens = 0);
 
 // JSON text; invalid UTF-8 (which should never reach here) is replaced rather than thrown on.
 std::string to_text(const nlohmann::json& j);

@@ -199,6 +199,13 @@ json Server::Impl::health_json() const {
             {"slots_busy", s.active}, {"queued", s.queued},              {"requests_completed", s.completed},
             {"tokens_generated", s.tokens_generated}, {"connections", http.open_connections()},
             {"connections_refused", http.refused_connections()}};
+  {
+    const PromptCache::Stats c = st.engine.cache_stats();
+    h["prompt_tokens_evaluated"] = s.prompt_tokens_evaluated;
+    h["prompt_cache"] = {{"budget_bytes", c.budget}, {"bytes", c.bytes},          {"entries", c.entries},
+                         {"lookups", c.lookups},     {"hits", c.hits},            {"tokens_reused", c.tokens_reused},
+                         {"evictions", c.evictions}};
+  }
   if (st.policy.accepts_images) {
     h["image_requests"] = st.image_requests.load();
     h["images_encoded"] = st.images_encoded.load();

@@ -53,6 +53,11 @@ pipit_status pipit_model_load(const char* path, const pipit_model_options* optio
 void pipit_model_destroy(pipit_model* model);
 int32_t pipit_model_n_vocab(const pipit_model* model);
 int32_t pipit_model_n_ctx_max(const pipit_model* model);
+/* Prompt cache shared by the model's sessions: each text generation stores its session's KV (the conversation so
+ * far) in RAM, and a later generation in any session of this model whose prompt starts with a stored one evaluates
+ * only the rest (a session reuses its own context without it). Least recently used entries go first beyond
+ * budget_mib MiB; 0 turns it off (the default) and drops what was stored. Not while the model's sessions generate. */
+pipit_status pipit_model_set_prompt_cache(pipit_model* model, size_t budget_mib);
 
 /* ---- tokenizer and chat template (thread-safe) ---- */
 /* Writes up to `capacity` ids; *n_out receives the count needed (PIPIT_ERR_BUFFER_TOO_SMALL when > capacity). */
@@ -100,6 +105,19 @@ typedef int32_t (*pipit_token_callback)(const char* piece, size_t len, int32_t t
  * options and callback may be NULL. */
 pipit_status pipit_session_generate(pipit_session* session, const char* prompt, int32_t use_chat_template,
                                     const pipit_generate_options* options, pipit_token_callback callback, void* user);
+
+/* Why the last pipit_session_generate ended: "stop" (end of sequence or a stop string), "length" (max_tokens, or
+ * the context is full: then pipit_session_n_past() == pipit_session_n_ctx() and the next generate is refused
+ * with PIPIT_ERR_OUT_OF_RANGE; reset, or start a shorter conversation), "cancelled" (the callback returned 0);
+ * "" before the first generation and after an error. Valid until the next call on the session. */
+const char* pipit_session_finish_reason(const pipit_session* session);
+/* Tokens the session's context holds, and how many it can hold. */
+int32_t pipit_session_n_past(const pipit_session* session);
+int32_t pipit_session_n_ctx(const pipit_session* session);
+/* The last generation's prompt: its tokens, those whose KV was reused (the session's own context or the model's
+ * prompt cache) and those evaluated (counted by the forward passes). Any pointer may be NULL. */
+pipit_status pipit_session_prompt_stats(const pipit_session* session, int32_t* n_prompt, int32_t* n_reused,
+                                        int32_t* n_evaluated);
 
 /* Attaches an image (file path, or a data: URL) for the next generation of a vision-language model; it fills the
  * next image placeholder of the conversation (use_chat_template = 1: a {"type": "image"} content part; raw

@@ -104,6 +104,10 @@ class Api(ServerCase):
             self.assertEqual(deltas(events), msg["content"])
             self.assertEqual(finish_reason(events), full["choices"][0]["finish_reason"])
             self.assertEqual(events[-1]["choices"], [])  # the usage chunk
+            # the same prompt again: all but its last token come from the prompt cache
+            details = events[-1]["usage"].pop("prompt_tokens_details")
+            self.assertEqual(details["cached_tokens"], usage["prompt_tokens"] - 1)
+            usage.pop("prompt_tokens_details")
             self.assertEqual(events[-1]["usage"], usage)
             self.assertTrue(all(e["usage"] is None for e in events[:-1]))
 
@@ -439,6 +443,61 @@ class Vision(ServerCase):
                 status, body = self.srv.post("/v1/chat/completions", self.body(url))
                 assert_error(self, status, body, 400, needle=needle)
         self.assertEqual(self.srv.health()["status"], "ok")
+
+
+class PromptCache(WaitsForHealth, ServerCase):
+    """The same model with the prompt cache (the default) and without it (--cache-ram 0, a 256-token context): a
+    conversation's next turn prefills only what the cache does not hold and answers as the cold server does."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Server(PIPIT, MODEL, "--parallel", "1")
+        cls.cold = Server(PIPIT, MODEL, "--parallel", "1", "--cache-ram", "0", "--ctx", "256")
+
+    @classmethod
+    def tearDownClass(cls):
+        out, rc = cls.cold.output(), cls.cold.stop()
+        assert rc == 0, f"pipit serve exited with {rc}:\n{out}"
+        super().tearDownClass()
+
+    def test_next_turn_reuses_the_conversation(self):
+        msgs = [{"role": "user", "content": PROMPTS[3]}]
+        for turn in range(3):
+            body = {"model": "qwen3_chat", "messages": msgs, "temperature": 0, "max_tokens": 8}
+            before = self.srv.health()
+            status, warm = self.srv.post("/v1/chat/completions", body)
+            self.assertEqual(status, 200, warm)
+            after = self.srv.health()
+            status, cold = self.cold.post("/v1/chat/completions", body)
+            self.assertEqual(status, 200, cold)
+            self.assertEqual(warm["choices"][0]["message"], cold["choices"][0]["message"], f"turn {turn}")
+            cached = warm["usage"]["prompt_tokens_details"]["cached_tokens"]
+            self.assertEqual(cold["usage"]["prompt_tokens_details"]["cached_tokens"], 0)
+            # counted by the engine's forward passes, not derived from the cache's answer
+            self.assertEqual(after["prompt_tokens_evaluated"] - before["prompt_tokens_evaluated"],
+                             warm["usage"]["prompt_tokens"] - cached)
+            if turn > 0:  # at least the previous turn's prompt (the template may render the answer differently)
+                self.assertGreaterEqual(cached, prev_prompt - 1)
+            prev_prompt = warm["usage"]["prompt_tokens"]
+            msgs = msgs + [warm["choices"][0]["message"], {"role": "user", "content": PROMPTS[4 + turn]}]
+        h = self.srv.health()["prompt_cache"]
+        self.assertGreaterEqual(h["hits"], 2)
+        self.assertGreater(h["bytes"], 0)
+        self.assertEqual(h["budget_bytes"], 1024 << 20)
+        self.assertEqual(self.cold.health()["prompt_cache"]["bytes"], 0)
+
+    def test_context_full_is_length(self):
+        # the cold server's context holds 256 tokens: the answer stops when it is full, with finish_reason "length"
+        body = chat(PROMPTS[0], max_tokens=256, ignore_eos=True)
+        status, r = self.cold.post("/v1/chat/completions", body)
+        self.assertEqual(status, 200, r)
+        self.assertEqual(r["choices"][0]["finish_reason"], "length")
+        # the last token is sampled from the 256th position's logits and needs no room of its own
+        self.assertEqual(r["usage"]["total_tokens"], 257)
+        status, events, done, _ = self.cold.stream("/v1/chat/completions", dict(body, stream=True))
+        self.assertEqual((status, done), (200, True))
+        self.assertEqual(finish_reason(events), "length")
+        self.assertEqual(deltas(events), r["choices"][0]["message"]["content"])
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@
 
 #include "include/pipit/pipit.h"
 #include "tests/test_util.h"
+#include <nlohmann/json.hpp>
 
 namespace pipit {
 namespace {
@@ -79,6 +80,65 @@ TEST_F(CapiRecurrent, ChatTurnsReuseAndRewindTheState) {
   EXPECT_EQ(a2, fresh(t2, 6));
   EXPECT_EQ(a3, fresh(t3, 6));
   EXPECT_EQ(a4, fresh(t4, 6));
+}
+
+std::string detok(pipit_model* m, const std::vector<int32_t>& ids) {
+  char buf[4096];
+  size_t n = 0;
+  EXPECT_EQ(pipit_detokenize(m, ids.data(), ids.size(), 1, buf, sizeof buf, &n), PIPIT_OK);
+  return std::string(buf, n);
+}
+
+// The model's prompt cache: a new session continuing another session's conversation evaluates only what follows
+// the latest state snapshot it shares, and answers as a fresh session without the cache.
+TEST_F(CapiRecurrent, PromptCacheAcrossSessions) {
+  ASSERT_EQ(pipit_model_set_prompt_cache(model_, 64), PIPIT_OK);
+  pipit_session* a = nullptr;
+  pipit_session_options so{0, 2, 0};
+  ASSERT_EQ(pipit_session_create(model_, &so, &a), PIPIT_OK);
+  const std::string t1 = R"([{"role": "user", "content": "Once upon a time"}])";
+  auto a1 = chat(a, t1, 6);
+  int32_t n_prompt = 0, n_reused = -1, n_eval = 0;
+  ASSERT_EQ(pipit_session_prompt_stats(a, &n_prompt, &n_reused, &n_eval), PIPIT_OK);
+  EXPECT_EQ(n_reused, 0);
+  EXPECT_EQ(n_eval, n_prompt);
+  const int32_t a_prompt = n_prompt, a_past = pipit_session_n_past(a);
+  pipit_session_destroy(a);
+  nlohmann::json t2 = nlohmann::json::parse(t1);
+  t2.push_back({{"role", "assistant"}, {"content", detok(model_, a1)}});
+  t2.push_back({{"role", "user"}, {"content", "a cat"}});
+  pipit_session* b = nullptr;
+  ASSERT_EQ(pipit_session_create(model_, &so, &b), PIPIT_OK);
+  auto b2 = chat(b, t2.dump(), 6);
+  ASSERT_EQ(pipit_session_prompt_stats(b, &n_prompt, &n_reused, &n_eval), PIPIT_OK);
+  // the state comes back from one of session a's snapshots: its prompt's end, or its end when the re-rendered
+  // answer tokenizes as generated
+  EXPECT_TRUE(n_reused == a_prompt || n_reused == a_past) << n_reused << " " << a_prompt << " " << a_past;
+  EXPECT_EQ(n_eval, n_prompt - n_reused);
+  pipit_session_destroy(b);
+  ASSERT_EQ(pipit_model_set_prompt_cache(model_, 0), PIPIT_OK);
+  EXPECT_EQ(b2, fresh(t2.dump(), 6));
+}
+
+// A conversation that outgrows the context: the answer ends with "length" when the context is full, and the next
+// turn is refused with a clear error.
+TEST_F(CapiRecurrent, ContextFullIsLength) {
+  pipit_session* s = nullptr;
+  pipit_session_options so{24, 2, 0};
+  ASSERT_EQ(pipit_session_create(model_, &so, &s), PIPIT_OK);
+  EXPECT_STREQ(pipit_session_finish_reason(s), "");
+  const std::string t1 = R"([{"role": "user", "content": "Once upon a time"}])";
+  pipit_generate_options o;
+  pipit_generate_options_default(&o);
+  o.max_tokens = 100;
+  o.temperature = 0;
+  ASSERT_EQ(pipit_session_generate(s, t1.c_str(), 1, &o, nullptr, nullptr), PIPIT_OK) << pipit_last_error();
+  EXPECT_STREQ(pipit_session_finish_reason(s), "length");
+  EXPECT_EQ(pipit_session_n_past(s), 24);
+  EXPECT_EQ(pipit_session_n_ctx(s), 24);
+  EXPECT_EQ(pipit_session_generate(s, " and then", 0, &o, nullptr, nullptr), PIPIT_ERR_OUT_OF_RANGE);
+  EXPECT_NE(std::string(pipit_last_error()).find("context of 24"), std::string::npos) << pipit_last_error();
+  pipit_session_destroy(s);
 }
 
 }  // namespace
