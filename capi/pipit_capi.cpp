@@ -37,6 +37,11 @@ struct pipit_session {
   // the last generation: why it ended ("" after an error) and its prompt's counts
   std::string finish_reason;
   int32_t n_prompt = 0, n_reused = 0, n_evaluated = 0;
+  // speculative decoding (pipit_session_set_speculation): n_draft 0 is off; a draft model's own session
+  int32_t n_draft = 0;
+  std::unique_ptr<pipit::Session> draft_session;
+  pipit::Draft draft{nullptr, {}};
+  pipit::SpecStats spec;
 };
 
 namespace {
@@ -263,6 +268,11 @@ pipit_status pipit_session_generate(pipit_session* session, const char* prompt, 
     const int64_t evaluated0 = session->s->n_evaluated();
     // the prompt cache keeps text contexts only (a conversation with images is evaluated from its start)
     const std::shared_ptr<pipit::PromptCache> cache = with_images ? nullptr : session->model->cache;
+    std::vector<int32_t> spec_context;  // prompt lookup and the draft see the conversation before the new tokens
+    if (session->n_draft > 0) {
+      gp.spec.n_draft = session->n_draft;
+      gp.spec.draft = session->draft_session ? &session->draft : nullptr;
+    }
     auto on_text = [&](const std::string& piece, int32_t token) {
       return callback ? callback(piece.c_str(), piece.size(), token, user) != 0 : true;
     };
@@ -282,6 +292,8 @@ pipit_status pipit_session_generate(pipit_session* session, const char* prompt, 
       }
       session->n_reused = int32_t(reused);
       std::vector<int32_t> rest(full.begin() + long(reused), full.end());
+      spec_context.assign(full.begin(), full.begin() + long(reused));
+      gp.spec.context = spec_context;
       res = pipit::generate(*session->s, &tok, rest, gp, on_text);
       in_context = full;
     } else {
@@ -329,6 +341,7 @@ pipit_status pipit_session_generate(pipit_session* session, const char* prompt, 
     session->unexpanded = full;
     session->unexpanded.insert(session->unexpanded.end(), res->tokens.begin(), res->tokens.begin() + long(n_fed));
     session->finish_reason = pipit::stop_reason_name(res->reason);
+    session->spec = res->spec;
     session->n_prompt = int32_t(in_context.size());
     // the prompt's forward passes: what was evaluated minus the decode steps (one per fed answer token)
     session->n_evaluated = int32_t(session->s->n_evaluated() - evaluated0 - int64_t(n_fed));
@@ -351,6 +364,45 @@ pipit_status pipit_session_prompt_stats(const pipit_session* session, int32_t* n
     if (n_prompt) *n_prompt = session->n_prompt;
     if (n_reused) *n_reused = session->n_reused;
     if (n_evaluated) *n_evaluated = session->n_evaluated;
+    return PIPIT_OK;
+  });
+}
+
+pipit_status pipit_session_set_speculation(pipit_session* session, pipit_model* draft, int32_t n_draft) {
+  return guard([&] {
+    if (!session) return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_set_speculation: NULL session");
+    if (n_draft < 0 || n_draft > 16)
+      return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_set_speculation: n_draft must be in [0, 16]");
+    session->draft_session.reset();
+    session->draft = pipit::Draft{nullptr, {}};
+    session->n_draft = n_draft;
+    if (n_draft == 0 || !draft) return PIPIT_OK;
+    const pipit::Model& dm = *draft->lm.model;
+    if (dm.info().n_vocab != session->model->lm.model->info().n_vocab) {
+      session->n_draft = 0;
+      return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_set_speculation: the draft model's vocabulary has " +
+                                                  std::to_string(dm.info().n_vocab) + " tokens, the model's " +
+                                                  std::to_string(session->model->lm.model->info().n_vocab));
+    }
+    pipit::SessionOptions so;
+    so.n_ctx = session->s->n_ctx();
+    so.n_threads = int(session->s->pool().size());
+    auto ds = pipit::Session::create(*draft->lm.model, so, nullptr, "n_ctx");
+    if (!ds) {
+      session->n_draft = 0;
+      return to_status(ds.status());
+    }
+    session->draft_session = std::move(ds).value();
+    session->draft.session = session->draft_session.get();
+    return PIPIT_OK;
+  });
+}
+
+pipit_status pipit_session_speculation_stats(const pipit_session* session, int64_t* drafted, int64_t* accepted) {
+  return guard([&] {
+    if (!session) return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_speculation_stats: NULL session");
+    if (drafted) *drafted = session->spec.drafted;
+    if (accepted) *accepted = session->spec.accepted;
     return PIPIT_OK;
   });
 }

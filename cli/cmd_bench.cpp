@@ -6,6 +6,9 @@
 // for the (already decoded) image, reported in ms and in image tokens/s; "pp N+img" prefills the multimodal prompt
 // (the image's tokens with their features spliced in, then N random text tokens) on an empty context, tok/s over
 // all its tokens; "tg" is unchanged.
+// --draft MODEL / --lookup: greedy generation of -n tokens after a prompt (-f text, else -p random tokens), plain and
+// speculative, each -r times after a warm-up: tok/s of both (decode after the first token), the guesses' acceptance
+// rate, and whether the tokens are identical (they must be).
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,6 +25,7 @@
 #include "cli/common.h"
 #include "cli/image_args.h"
 #include "runtime/multimodal.h"
+#include "tokenizer/tokenizer.h"
 
 namespace pipit::cli {
 
@@ -165,6 +169,8 @@ int cmd_bench(Args& a) {
   a.option({"--mmproj"}, "llama.cpp mmproj file: the vision tower of a .gguf model");
   a.option({"--image-max-pixels"}, "cap the pixels the image is resized to (Qwen2-VL: fewer image tokens)");
   a.option({"--image-mode"}, "DeepSeek-OCR resolution mode: tiny, small, base, large, gundam (default gundam)");
+  add_speculative_options(a);
+  a.option({"-f", "--file"}, "speculative tests: the prompt, as text (default: -p random tokens)");
   if (auto st = a.parse(); !st) return fail(a, st.message());
   if (a.help() || !a.has("-m")) {
     std::printf("usage: pipit bench -m MODEL [-p 512] [-n 128] [-t 1,2] [-r 5] [--json] [--image IMG]\n%s",
@@ -195,8 +201,35 @@ int cmd_bench(Args& a) {
   if (!kvt) return fail(a, kvt.status().message());
   so.kv_dtype = *kvt;
 
-  auto lm = load_model(a.get("-m"), load_options(a));
+  const bool with_spec = a.has("--draft") || a.get_flag("--lookup");
+  LoadOptions lo = load_options(a);
+  lo.need_tokenizer = lo.need_tokenizer || (with_spec && a.has("-f"));
+  auto lm = load_model(a.get("-m"), lo);
   if (!lm) return fail(a, lm.status().message());
+  // --draft / --lookup: greedy generation of -n tokens after a prompt, plain then speculative, same tokens
+  std::vector<int32_t> spec_prompt;
+  if (with_spec) {
+    if (*n_gen < 2) return fail(a, "--draft / --lookup: -n must be >= 2");
+    if (a.has("-f")) {
+      auto text = read_prompt_file(a.get("-f"));
+      if (!text) return fail(a, text.status().message());
+      auto ids = lm->tokenizer->encode(*text, true);
+      if (!ids) return fail(a, ids.status().message());
+      spec_prompt = std::move(*ids);
+    } else {
+      std::uniform_int_distribution<int32_t> tok(0, int32_t(lm->model->info().n_vocab - 1));
+      std::mt19937 r0(99);
+      for (int64_t i = 0; i < std::max<int64_t>(*n_prompt, 1); ++i) spec_prompt.push_back(tok(r0));
+    }
+    so.n_ctx = std::max<int>(so.n_ctx, int(spec_prompt.size() + *n_gen + 1));
+  }
+  struct SpecRow {
+    int threads;
+    double plain_ts, spec_ts, acceptance;
+    int64_t drafted, accepted;
+    bool same;
+  };
+  std::vector<SpecRow> spec_rows;
   if (auto st = check_kv_type(*lm->model, so.kv_dtype); !st) return fail(a, st.message());
   int64_t bytes = 0, params = 0;
   for (const auto& [name, t] : static_cast<const MapWeightSource&>(*lm->weights).tensors()) {
@@ -268,6 +301,32 @@ int cmd_bench(Args& a) {
       }
       results.push_back(std::move(r));
     }
+    if (with_spec) {
+      auto setup = speculative_setup(a, *lm->model, so, pool);
+      if (!setup) return fail(a, setup.status().message());
+      GenerateParams gp;
+      gp.max_tokens = int(*n_gen);
+      gp.sampler.temperature = 0;
+      gp.ignore_eos = true;
+      SpecRow row{nt, 0, 0, 0, 0, 0, true};
+      std::vector<int32_t> plain_tokens;
+      for (int i = 0; i <= *reps; ++i) {  // the first run of each warms up
+        for (int with = 0; with < 2; ++with) {
+          s.reset();
+          gp.spec = with ? (*setup)->params : SpecParams{};
+          auto res = generate(s, nullptr, spec_prompt, gp);
+          if (!res) return fail(a, res.status().message());
+          const double ts = res->gen_ms > 0 ? double(res->tokens.size() - 1) * 1000.0 / res->gen_ms : 0;
+          if (with == 0) plain_tokens = res->tokens;
+          else row.same = row.same && res->tokens == plain_tokens;
+          if (i == 0) continue;
+          (with ? row.spec_ts : row.plain_ts) += ts / double(*reps);
+          if (with) row.drafted += res->spec.drafted, row.accepted += res->spec.accepted;
+        }
+      }
+      row.acceptance = row.drafted ? double(row.accepted) / double(row.drafted) : 0;
+      spec_rows.push_back(row);
+    }
   }
 
   const double size_mib = double(bytes) / (1024.0 * 1024.0), bpw = params ? 8.0 * double(bytes) / double(params) : 0;
@@ -279,6 +338,12 @@ int cmd_bench(Args& a) {
     for (const auto& r : results)
       j["tests"].push_back({{"test", r.name}, {"threads", r.threads}, {"n_tokens", r.n_tokens}, {"avg_ts", r.mean()},
                             {"stddev_ts", r.stddev()}, {"samples_ts", r.tps}});
+    for (const auto& r : spec_rows)
+      j["speculative"].push_back({{"threads", r.threads}, {"kind", a.has("--draft") ? "draft" : "lookup"},
+                                  {"n_gen", *n_gen}, {"n_prompt", spec_prompt.size()}, {"plain_ts", r.plain_ts},
+                                  {"spec_ts", r.spec_ts}, {"speedup", r.plain_ts > 0 ? r.spec_ts / r.plain_ts : 0},
+                                  {"acceptance", r.acceptance}, {"drafted", r.drafted}, {"accepted", r.accepted},
+                                  {"same_tokens", r.same}});
     for (const auto& [nt, gbs] : bandwidth)
       j["bandwidth"].push_back({{"threads", nt}, {"read_gb_s", gbs}, {"roofline_ts", gbs * 1e9 / double(bytes)}});
     std::printf("%s\n", j.dump(2).c_str());
@@ -295,6 +360,13 @@ int cmd_bench(Args& a) {
     if (r.name.ends_with("+img")) std::printf(" (%lld tokens)", (long long)r.n_tokens);
     std::printf("\n");
   }
+  for (const auto& r : spec_rows)
+    std::printf("speculative (%s, %d guesses) %d threads, tg%lld after %zu prompt tokens: plain %.2f t/s, speculative "
+                "%.2f t/s (x%.2f), acceptance %.1f%% (%lld of %lld), greedy tokens %s\n",
+                a.has("--draft") ? ("draft " + a.get("--draft")).c_str() : "prompt lookup",
+                a.has("--draft") || a.get_flag("--lookup") ? int(*a.get_int("--draft-max")) : 0, r.threads,
+                (long long)*n_gen, spec_prompt.size(), r.plain_ts, r.spec_ts, r.plain_ts > 0 ? r.spec_ts / r.plain_ts : 0,
+                100 * r.acceptance, (long long)r.accepted, (long long)r.drafted, r.same ? "identical" : "DIFFER");
   for (const auto& [nt, gbs] : bandwidth)
     std::printf("read bandwidth %d threads: %.1f GB/s -> decode roofline %.1f tok/s (%.0f MB of weights per token)\n",
                 nt, gbs, gbs * 1e9 / double(bytes), double(bytes) / 1e6);

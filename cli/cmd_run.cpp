@@ -18,6 +18,7 @@ int cmd_run(Args& a) {
   add_model_options(a);
   add_sampling_options(a);
   add_image_options(a);
+  add_speculative_options(a);
   a.option({"-p", "--prompt"}, "prompt text");
   a.option({"-f", "--file"}, "read the prompt from a file");
   a.option({"-s", "--system"}, "system message (chat template only)");
@@ -50,6 +51,9 @@ int cmd_run(Args& a) {
   auto sp = Session::create(*lm->model, *so, pool);
   if (!sp) return fail(a, sp.status().message());
   Session& s = **sp;
+  auto spec = speculative_setup(a, *lm->model, *so, pool);
+  if (!spec) return fail(a, spec.status().message());
+  gp->spec = (*spec)->params;
   const Tokenizer& tok = *lm->tokenizer;
   const double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 
@@ -102,6 +106,10 @@ int cmd_run(Args& a) {
     return interrupted_exit(a, fmt("during the prompt, after {} of {} tokens", s.n_past(), n_prompt));
   if (!res) return fail(a, res.status().message());
   if (interrupted()) return interrupted_exit(a, fmt("after {} generated tokens", res->tokens.size()));
+  if (gp->spec.n_draft > 0)
+    std::fprintf(stderr, "[pipit] speculative (%s): %lld of %lld guesses accepted (%.1f%%) in %lld verification passes\n",
+                 gp->spec.draft ? "draft model" : "prompt lookup", (long long)res->spec.accepted,
+                 (long long)res->spec.drafted, 100.0 * res->spec.acceptance(), (long long)res->spec.steps);
   if (res->reason == StopReason::kContext)
     std::fprintf(stderr, "\n[pipit] the context is full (%d tokens): the answer stops here; raise -c for longer ones\n",
                  s.n_ctx());

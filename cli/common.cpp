@@ -101,6 +101,37 @@ Result<GenerateParams> generate_params(const Args& a) {
   return p;
 }
 
+void add_speculative_options(Args& a) {
+  a.option({"--draft"}, "speculative decoding with this draft model (same vocabulary, e.g. a small Qwen3 for a big one)");
+  a.flag({"--lookup"}, "speculative decoding with prompt lookup: guesses copied from earlier text (no extra model)");
+  a.option({"--draft-max"}, "speculative decoding: tokens guessed per verification pass", "8");
+}
+
+Result<std::unique_ptr<SpecSetup>> speculative_setup(const Args& a, const Model& target, const SessionOptions& so,
+                                                     std::shared_ptr<ThreadPool> pool) {
+  auto out = std::make_unique<SpecSetup>();
+  if (!a.has("--draft") && !a.get_flag("--lookup")) return out;
+  if (a.has("--draft") && a.get_flag("--lookup")) return Error::invalid_argument("--draft and --lookup: choose one");
+  PIPIT_ASSIGN_OR_RETURN(int64_t k, a.get_int("--draft-max"));
+  if (k < 1 || k > 16) return Error::invalid_argument("--draft-max {}: expected a value in [1, 16]", k);
+  out->params.n_draft = int(k);
+  if (a.has("--draft")) {
+    auto dm = load_model(a.get("--draft"));
+    if (!dm) return dm.status().with_context("--draft");
+    if (dm->model->info().n_vocab != target.info().n_vocab)
+      return Error::invalid_argument("--draft {}: its vocabulary has {} tokens, the model's {}; a draft model must "
+                                     "share the vocabulary", a.get("--draft"), dm->model->info().n_vocab,
+                                     target.info().n_vocab);
+    out->draft_model = std::move(dm).value();
+    auto ds = Session::create(*out->draft_model->model, so, std::move(pool));
+    if (!ds) return ds.status().with_context("--draft");
+    out->draft_session = std::move(ds).value();
+    out->draft.session = out->draft_session.get();
+    out->params.draft = &out->draft;
+  }
+  return out;
+}
+
 Result<std::string> read_prompt_file(const std::string& path) {
   auto t = read_file(path, Limits::kMaxPromptFile);
   if (!t) return t.status().with_context("-f");

@@ -1,6 +1,8 @@
 // Options shared by the commands that load a model and generate (run, chat, serve, bench).
 #pragma once
 
+#include <memory>
+#include <optional>
 #include <string>
 
 #include "cli/args.h"
@@ -19,6 +21,19 @@ Result<SessionOptions> session_options(const Args& a);
 Result<DType> kv_type(const Args& a);                 // --kv-type f32 | f16 | q8
 Status check_kv_type(const Model& m, DType kv);       // q8 needs head_dim % 32 == 0
 Result<GenerateParams> generate_params(const Args& a);
+
+// Speculative decoding (runtime/speculative.h): --draft MODEL (a draft model sharing the vocabulary), --lookup
+// (prompt lookup, no extra model), --draft-max N (guesses per verification).
+void add_speculative_options(Args& a);
+struct SpecSetup {
+  std::optional<LoadedModel> draft_model;
+  std::unique_ptr<Session> draft_session;
+  Draft draft{nullptr, {}};
+  SpecParams params;  // n_draft 0: neither option given
+};
+// Loads the draft model (its vocabulary size must be the target's) and its session with the target's options.
+Result<std::unique_ptr<SpecSetup>> speculative_setup(const Args& a, const Model& target, const SessionOptions& so,
+                                                     std::shared_ptr<ThreadPool> pool);
 
 // -f: the prompt file, capped at Limits::kMaxPromptFile (a directory, /dev/zero or a huge file is an error naming
 // the cap).

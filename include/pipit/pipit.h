@@ -119,6 +119,15 @@ int32_t pipit_session_n_ctx(const pipit_session* session);
 pipit_status pipit_session_prompt_stats(const pipit_session* session, int32_t* n_prompt, int32_t* n_reused,
                                         int32_t* n_evaluated);
 
+/* Speculative decoding for the session's generations: n_draft tokens guessed per verification pass (0: off, at
+ * most 16), by `draft` (a model sharing this model's vocabulary, e.g. a small Qwen3 for a big one; the session
+ * makes its own context for it) or, with draft NULL, by prompt lookup (tokens copied from earlier in the
+ * conversation). Greedy output is the same as without; sampled output keeps the model's distribution. The draft
+ * model must outlive the session (or the next call here). */
+pipit_status pipit_session_set_speculation(pipit_session* session, pipit_model* draft, int32_t n_draft);
+/* The last generation's guesses and how many of them were accepted. Any pointer may be NULL. */
+pipit_status pipit_session_speculation_stats(const pipit_session* session, int64_t* drafted, int64_t* accepted);
+
 /* Attaches an image (file path, or a data: URL) for the next generation of a vision-language model; it fills the
  * next image placeholder of the conversation (use_chat_template = 1: a {"type": "image"} content part; raw
  * prompts: a placeholder is put before the new text). The image is decoded and encoded at that generation; a

@@ -143,3 +143,36 @@ TEST_F(CapiRecurrent, ContextFullIsLength) {
 
 }  // namespace
 }  // namespace pipit
+
+namespace pipit {
+namespace {
+
+// Speculative decoding through the C API: prompt lookup and a draft model (here the model itself: every guess is
+// accepted) give a fresh plain session's greedy tokens over chat turns that reuse the context.
+TEST_F(CapiRecurrent, SpeculationGreedyEqualsPlain) {
+  const std::string t1 = R"([{"role": "user", "content": "Once upon a time there was a cat. Once upon a time"}])";
+  const std::string t2 = R"([{"role": "user", "content": "Once upon a time there was a cat. Once upon a time"},
+                            {"role": "assistant", "content": "there was"}, {"role": "user", "content": "a cat"}])";
+  for (pipit_model* draft : {static_cast<pipit_model*>(nullptr), model_}) {
+    pipit_session* s = nullptr;
+    pipit_session_options so{0, 2, 0};
+    ASSERT_EQ(pipit_session_create(model_, &so, &s), PIPIT_OK);
+    ASSERT_EQ(pipit_session_set_speculation(s, draft, 4), PIPIT_OK) << pipit_last_error();
+    EXPECT_EQ(chat(s, t1, 12), fresh(t1, 12));
+    int64_t drafted = 0, accepted = -1;
+    ASSERT_EQ(pipit_session_speculation_stats(s, &drafted, &accepted), PIPIT_OK);
+    if (draft) {
+      EXPECT_GT(drafted, 0);
+      EXPECT_EQ(accepted, drafted);
+    }
+    EXPECT_EQ(chat(s, t2, 12), fresh(t2, 12));
+    pipit_session_destroy(s);
+  }
+  pipit_session* s = nullptr;
+  ASSERT_EQ(pipit_session_create(model_, nullptr, &s), PIPIT_OK);
+  EXPECT_EQ(pipit_session_set_speculation(s, nullptr, 17), PIPIT_ERR_INVALID_ARGUMENT);
+  pipit_session_destroy(s);
+}
+
+}  // namespace
+}  // namespace pipit
