@@ -6,6 +6,8 @@ through the real chat template and tokenizer while a forward pass stays cheap.
   qwen3_chat/    Qwen3ForCausalLM with the dimensions of testdata/models/qwen3 (hidden 64, 3 layers), vocab 151669.
   qwen2_vl_chat/ Qwen2VLForConditionalGeneration (hidden 64, 2 layers, tied embeddings; a 1-block vision tower of
                  width 32), the Qwen2-VL chat template and image processor, image tokens at the real Qwen ids.
+  qwen3_vl_chat/ testdata/models/qwen3_vl (the shared tiny Qwen3-VL: DeepStack tower, vocab 1024) with the toy
+                 tokenizer of tests/data/vl_tokenizer (Qwen's special tokens at the checkpoint's ids, Qwen-VL template).
 
 Usage: make_server_models.py OUT_DIR TESTDATA_DIR
 Deterministic (fixed seeds); needs only numpy. Writes each folder atomically (a temp folder, then rename), so
@@ -158,6 +160,15 @@ def make_qwen2_vl_chat(out, testdata):
         json.dump(tc, f, indent=2, ensure_ascii=False)
 
 
+def make_qwen3_vl_chat(out, testdata):
+    src = os.path.join(testdata, "models", "qwen3_vl")
+    for f in ("config.json", "generation_config.json", "model.safetensors", "preprocessor_config.json"):
+        shutil.copy(os.path.join(src, f), os.path.join(out, f))
+    tok = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "vl_tokenizer")
+    for f in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(os.path.join(tok, f), os.path.join(out, f))
+
+
 def build(out_root, name, fn, testdata):
     final = os.path.join(out_root, name)
     stamp = os.path.join(final, "STAMP")
@@ -181,6 +192,7 @@ def main():
     os.makedirs(out_root, exist_ok=True)
     build(out_root, "qwen3_chat", make_qwen3_chat, testdata)
     build(out_root, "qwen2_vl_chat", make_qwen2_vl_chat, testdata)
+    build(out_root, "qwen3_vl_chat", make_qwen3_vl_chat, testdata)
     print(f"[make_server_models] models in {out_root}")
 
 

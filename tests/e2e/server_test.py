@@ -8,11 +8,12 @@ streams that give what each gives alone.
   server_test.py PIPIT_BINARY MODELS_DIR TESTDATA_DIR [unittest options]
 
 MODELS_DIR: what tests/e2e/make_server_models.py makes: qwen3_chat (text) and qwen2_vl_chat (text + images), both
-with the real Qwen tokenizer and chat templates. TESTDATA_DIR: the shared test data (images).
+with the real Qwen tokenizer and chat templates, and qwen3_vl_chat (the tiny Qwen3-VL with a toy tokenizer). TESTDATA_DIR: the shared test data (images).
 """
 import base64
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -22,7 +23,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from server_util import Server, ServerCase, deltas, finish_reason  # noqa: E402
 
-PIPIT = MODEL = VL_MODEL = TESTDATA = None
+PIPIT = MODEL = VL_MODEL = TESTDATA = MODELS_DIR = None
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 PROMPTS = [
@@ -500,10 +501,61 @@ class PromptCache(WaitsForHealth, ServerCase):
         self.assertEqual(deltas(events), r["choices"][0]["message"]["content"])
 
 
+class VisionQwen3(ServerCase):
+    """Qwen3-VL (DeepStack rows, interleaved M-RoPE) through the Engine: an image in /v1/chat/completions gives what
+    `pipit run --image` gives (same prompt tokens, same greedy text), streamed or not."""
+
+    QUESTION = "What is in the image?"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.model = os.path.join(MODELS_DIR, "qwen3_vl_chat")
+        cls.srv = Server(PIPIT, cls.model, "--parallel", "2", "--ctx", "512")
+        cls.image = os.path.join(TESTDATA, "models", "qwen3_vl", "img_150x90.png")
+
+    def test_image_answer_matches_pipit_run(self):
+        with open(self.image, "rb") as f:
+            url = "data:image/png;base64," + base64.b64encode(f.read()).decode()
+        body = {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}},
+                                                          {"type": "text", "text": self.QUESTION}]}],
+                "max_tokens": 12, "temperature": 0, "ignore_eos": True}
+        status, r = self.srv.post("/v1/chat/completions", body)
+        self.assertEqual(status, 200, r)
+        run = subprocess.run([PIPIT, "run", "-m", self.model, "-p", self.QUESTION, "--image", self.image, "-n", "12",
+                              "--temp", "0", "--ignore-eos", "-t", "1"], capture_output=True, text=True, timeout=300)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        m = re.search(r"prompt (\d+) tokens", run.stderr)
+        self.assertIsNotNone(m, run.stderr)
+        self.assertEqual(r["usage"]["prompt_tokens"], int(m.group(1)))
+        self.assertEqual(r["usage"]["completion_tokens"], 12)
+        self.assertEqual(r["choices"][0]["message"]["content"], run.stdout[:-1])
+        status, events, done, _ = self.srv.stream("/v1/chat/completions", dict(body, stream=True))
+        self.assertTrue(done)
+        self.assertEqual(deltas(events), r["choices"][0]["message"]["content"])
+        # the tiny random model's greedy text hardly depends on the image; a seeded sample reads the whole
+        # distribution, so it does: both images, every sampler setting given on both sides, server == pipit run
+        answers = []
+        for image in (self.image, os.path.join(TESTDATA, "models", "qwen3_vl", "img_256x160.png")):
+            with open(image, "rb") as f:
+                url = "data:image/png;base64," + base64.b64encode(f.read()).decode()
+            b = dict(body, temperature=1.0, top_k=40, top_p=0.95, min_p=0.05, seed=7)
+            b["messages"][0]["content"][0]["image_url"]["url"] = url
+            status, r = self.srv.post("/v1/chat/completions", b)
+            self.assertEqual(status, 200, r)
+            run = subprocess.run([PIPIT, "run", "-m", self.model, "-p", self.QUESTION, "--image", image, "-n", "12",
+                                  "--temp", "1", "--top-k", "40", "--top-p", "0.95", "--min-p", "0.05", "--seed", "7",
+                                  "--ignore-eos", "-t", "1"], capture_output=True, text=True, timeout=300)
+            self.assertEqual(run.returncode, 0, run.stderr)
+            self.assertEqual(r["choices"][0]["message"]["content"], run.stdout[:-1], image)
+            answers.append(run.stdout)
+        self.assertNotEqual(answers[0], answers[1])
+
+
 if __name__ == "__main__":
     if len(sys.argv) < 4:
         sys.exit(__doc__)
     PIPIT, TESTDATA = sys.argv[1], sys.argv[3]
     MODEL = os.path.join(sys.argv[2], "qwen3_chat")
     VL_MODEL = os.path.join(sys.argv[2], "qwen2_vl_chat")
+    MODELS_DIR = sys.argv[2]
     unittest.main(argv=[sys.argv[0]] + sys.argv[4:], verbosity=2)
