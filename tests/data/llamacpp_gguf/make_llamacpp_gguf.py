@@ -13,7 +13,8 @@ tokenizer.ggml.model "llama", BOS added):
 Both are written as F32 GGUF (gguf-py's writer), then `llama-quantize SRC DST TYPE` for Q4_0 Q4_K_M Q5_K_M Q6_K IQ4_XS.
 Reference for each quantized file: gguf-py's numpy dequantizer (gguf/quants.py, llama.cpp's own) on every tensor ->
 the same model in F32 -> `pipit logits` (pipit's f32 path, checked <= 1e-3 against HF goldens elsewhere) on fixed ids.
-llama.cpp's greedy text: `llama-simple -m FILE -n N PROMPT` (greedy sampler) on the quantized file, and the same
+llama.cpp's greedy text: `llama-simple -m FILE -n N PROMPT` (greedy sampler) on the quantized file (LLAMA_SIMPLE: its
+path when the build has no examples: g++ examples/simple/simple.cpp against libllama works), and the same
 run's token ids from llama_greedy.cpp (examples/simple's steps, built here against the llama.cpp build).
 """
 import json
@@ -226,7 +227,7 @@ def main():
             logits = read_safetensors(lg)["logits"]
             # llama-simple prints the prompt's pieces (BOS as "<s>", "▁" as a space), then each greedy token's
             # piece, then a newline; the continuation is what follows the prompt's echo.
-            p = subprocess.run([os.path.join(BUILD, "bin", "llama-simple"), "-m", dst, "-n", str(N_GEN), PROMPT],
+            p = subprocess.run([os.environ.get("LLAMA_SIMPLE", os.path.join(BUILD, "bin", "llama-simple")), "-m", dst, "-n", str(N_GEN), PROMPT],
                                capture_output=True, check=True)
             out = p.stdout.decode("utf-8")
             echo = "<s> " + PROMPT
