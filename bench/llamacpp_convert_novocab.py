@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Runs llama.cpp's own convert_hf_to_gguf.py on a random-weight, tokenizer-less benchmark checkpoint (the
+bench/make_*_shape.py models), so llama.cpp benchmarks run its converter's exact tensor layout and transformations
+(Qwen3.5's A_log / conv / norm rewrites, GPT-OSS's MXFP4 repacking) on the same weights as pipit.
+
+usage: llamacpp_convert_novocab.py HF_DIR --outfile OUT.gguf [--outtype f16|bf16|q8_0|...]   (converter's flags)
+
+Four changes: `transformers`, tqdm and torch's float8 dtypes are replaced by stand-ins (see below), and every vocabulary writer (set_vocab and the _set_vocab_* helpers, which need `transformers` and a
+tokenizer) writes tokenizer.ggml.model = "none" and the config's vocab_size instead, which llama-bench accepts (it
+feeds random token ids). LLAMA_SRC: llama.cpp's source folder (default /tmp/lc/src). Needs Debian's python3-torch
+and python3-numpy (run it with /usr/bin/python3).
+"""
+import os
+import sys
+
+src = os.environ.get("LLAMA_SRC", "/tmp/lc/src")
+sys.path.insert(0, os.path.join(src, "gguf-py"))
+sys.path.insert(0, src)
+
+import types  # noqa: E402
+
+# `transformers` is not in Debian: the converter imports it for AutoConfig only, and falls back to reading
+# config.json when AutoConfig fails, which this stand-in always does
+_tf = types.ModuleType("transformers")
+
+
+class _NoAutoConfig:
+    @staticmethod
+    def from_pretrained(*args, **kwargs):
+        raise RuntimeError("transformers is not installed; reading config.json")
+
+
+_tf.AutoConfig = _NoAutoConfig
+sys.modules.setdefault("transformers", _tf)
+
+# the GGUF writer's progress bar (tqdm, not installed): a silent one
+if "tqdm" not in sys.modules:
+    _tq = types.ModuleType("tqdm")
+
+    class _SilentBar:
+        def __init__(self, *args, **kwargs): pass
+        def update(self, *args): pass
+        def reset(self, *args, **kwargs): pass
+        def set_description(self, *args): pass
+        def close(self): pass
+
+    _tq.tqdm = _SilentBar
+    sys.modules["tqdm"] = _tq
+
+# Debian's torch 1.13 has no float8 dtypes, which the converter names in its dtype tables: stand-ins that match no
+# tensor (the benchmark checkpoints have none)
+import torch  # noqa: E402
+
+for _name in ("float8_e4m3fn", "float8_e5m2"):
+    if not hasattr(torch, _name):
+        setattr(torch, _name, object())
+
+import conversion  # noqa: E402
+from conversion import base  # noqa: E402
+
+
+def no_vocab(self, *args, **kwargs):
+    hp = self.hparams.get("text_config", self.hparams)
+    self.gguf_writer.add_tokenizer_model("none")
+    self.gguf_writer.add_vocab_size(hp["vocab_size"])
+
+
+def patch(cls):
+    for name in list(vars(cls)):
+        if name == "set_vocab" or name.startswith("_set_vocab"):
+            setattr(cls, name, no_vocab)
+
+
+conversion.load_all_models()
+for by_name in base.ModelBase._model_classes.values():
+    for cls in by_name.values():
+        for c in cls.__mro__:
+            if issubclass(c, base.ModelBase):
+                patch(c)
+
+sys.argv[0] = os.path.join(src, "convert_hf_to_gguf.py")
+import convert_hf_to_gguf  # noqa: E402
+
+convert_hf_to_gguf.main()
