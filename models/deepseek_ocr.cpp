@@ -20,6 +20,7 @@
 // replace its <image> tokens in the order the remote code's masked_scatter_ gives them (tiles, global view,
 // separator; every image token has the same id, so the id layout only fixes their count). Plain positions.
 // Without one (a decoder-only checkpoint), token ids only.
+#include "models/chat_format.h"
 #include "models/llama.h"
 #include "models/vision/deepseek_ocr_vision.h"
 #include "models/vision/vision_model.h"
@@ -164,5 +165,21 @@ Result<std::unique_ptr<Model>> make_deepseek_ocr(const HfConfig& cfg, const Weig
 }  // namespace
 
 PIPIT_REGISTER_MODEL("deepseek_vl_v2", make_deepseek_ocr);
+
+// infer()'s prompt format for a conversation: format_messages(sft_format='plain') joins the messages' contents with
+// empty separators and no role names, strips the whole, and the text is encoded without special tokens after BOS 0.
+// The real tokenizer ships no chat template, so this is the chat format of `pipit chat` / the server. An image part
+// becomes "<image>\n": every prompt the model card documents starts that way ("<image>\nFree OCR.").
+static ::pipit::ChatTemplateRegistrar kPlainFormat(
+    "deepseek_vl_v2",
+    "{%- set ns = namespace(text='') -%}"
+    "{%- for m in messages -%}"
+    "{%- if m['content'] is string -%}{%- set ns.text = ns.text + m['content'] -%}"
+    "{%- else -%}{%- for p in m['content'] -%}"
+    "{%- if p['type'] == 'image' -%}{%- set ns.text = ns.text + '<image>\n' -%}"
+    "{%- elif p['type'] == 'text' -%}{%- set ns.text = ns.text + p['text'] -%}{%- endif -%}"
+    "{%- endfor -%}{%- endif -%}"
+    "{%- endfor -%}"
+    "{{- bos_token + (ns.text | trim) -}}");
 
 }  // namespace pipit

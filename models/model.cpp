@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <map>
 
+#include "models/chat_format.h"
+
 namespace pipit {
 
 namespace {
@@ -11,8 +13,19 @@ std::map<std::string, ModelFactory>& registry() {
   static std::map<std::string, ModelFactory> r;
   return r;
 }
+std::map<std::string, const char*>& chat_templates() {
+  static std::map<std::string, const char*> r;
+  return r;
+}
 bool is_weight_dtype(DType t) { return t != DType::I32 && t != DType::I8; }
 }  // namespace
+
+void register_builtin_chat_template(const char* model_type, const char* jinja) { chat_templates()[model_type] = jinja; }
+
+const char* builtin_chat_template(const std::string& model_type) {
+  auto it = chat_templates().find(model_type);
+  return it == chat_templates().end() ? nullptr : it->second;
+}
 
 Result<Tensor> WeightSource::get(const std::string& name, const std::vector<int64_t>& shape) const {
   if (!has(name)) return Error::not_found("[load] missing tensor '{}' (expected shape {})", name, shape_to_string(shape));

@@ -18,6 +18,8 @@
 #include "convert/checkpoint.h"
 #include "convert/gguf_import.h"
 #ifdef PIPIT_WITH_TOKENIZER
+#include "models/chat_format.h"
+#include "tokenizer/hf_tokenizer.h"
 #include "tokenizer/tokenizer.h"
 #endif
 
@@ -106,6 +108,16 @@ Result<LoadedModel> load_model_impl(const std::string& path, const LoadOptions& 
   PIPIT_ASSIGN_OR_RETURN(lm.model, create_model(lm.config, *lm.weights));
   merge_generation_config(lm);
   PIPIT_TRY(load_tokenizer(c, lm));
+#ifdef PIPIT_WITH_TOKENIZER
+  // the model's own prompt format when the checkpoint's tokenizer has no template (models/chat_format.h)
+  if (auto* hf = dynamic_cast<HfTokenizer*>(lm.tokenizer.get()); hf && hf->config().chat_template.empty()) {
+    if (const char* t = builtin_chat_template(lm.config.model_type())) {
+      TokenizerConfig tc = hf->config();
+      tc.chat_template = t;
+      hf->set_config(std::move(tc));
+    }
+  }
+#endif
 #if defined(__GLIBC__)
   // Parsing tokenizer.json (11 MB for Qwen) builds a JSON tree of ~100 MB that is freed once the tokenizer has its
   // tables; glibc keeps those pages unless asked, and they would stay resident for the life of the process.

@@ -357,15 +357,18 @@ TEST_F(CliVision, DeepseekOcr) {
   expect_error(run_cli("vision -m " + m + " --image " + img + " --image-mode huge -o " + out),
                "unknown DeepSeek-OCR mode 'huge'");
   // `pipit run --image`: the remote code's plain format, BOS + the image + "\nFree OCR." (10 bytes with the toy
-  // tokenizer the reference writes) = 1 + 273 + 10 tokens in Base mode, whether the placeholder goes after BOS by
-  // itself (raw prompt, no chat template) or is written as <image>; both continue the same way
-  const std::string plain = (dir_ / "plain.txt").string(), marked = (dir_ / "marked.txt").string();
+  // tokenizer the reference writes) = 1 + 273 + 10 tokens in Base mode, whether the model's built-in plain template
+  // renders "Free OCR." with the image, or the raw prompt gets its placeholder after BOS by itself (no template), or
+  // it is written as <image>; all continue the same way
+  const std::string text = (dir_ / "text.txt").string(), plain = (dir_ / "plain.txt").string(),
+                    marked = (dir_ / "marked.txt").string();
+  std::ofstream(text) << "Free OCR.";
   std::ofstream(plain) << "\nFree OCR.";
   std::ofstream(marked) << "<image>\nFree OCR.";
   std::string first;
-  for (const std::string& f : {plain, marked}) {
+  for (const std::string& f : {text, plain, marked}) {
     auto r = run_cli("run -t 2 -m " + m + " --image " + d + "/img_base_700x500.png --image-mode base -f " + f +
-                     " -n 8 --temp 0 --ignore-eos --no-echo");
+                     " -n 8 --temp 0 --ignore-eos --no-echo" + (f == text ? "" : " --no-template"));
     ASSERT_EQ(r.code, 0) << r.out;
     EXPECT_NE(r.out.find("prompt 284 tokens"), std::string::npos) << r.out;
     const std::string text = r.out.substr(0, r.out.find('\n'));
@@ -423,17 +426,42 @@ TEST_F(CliVision, DeepseekOcrGroundingPrompt) {
   ASSERT_EQ(logits.numel() % want_last.numel(), 0);
   EXPECT_LE(test::max_abs_diff(logits.ptr<float>() + logits.numel() - want_last.numel(), want_last.ptr<float>(),
                                want_last.numel()).max_abs, 1e-3);
-  // and the prompt as text: same count, the golden's greedy continuation
-  const std::string p = (dir_ / "grounding.txt").string();
-  std::ofstream(p) << "<image>\n<|grounding|>Convert the document to markdown.";
-  auto r = run_cli("run -t 2 -m " + m + " --image " + img + " --image-mode base -f " + p +
-                   " -n 8 --temp 0 --ignore-eos --no-echo");
-  ASSERT_EQ(r.code, 0) << r.out;
-  EXPECT_NE(r.out.find("prompt 309 tokens"), std::string::npos) << r.out;
+  // and the prompt as text, raw or through the built-in plain template: same count, the golden's continuation
   std::string want;
   for (int32_t id : ids_of(*g->get("greedy_ids")))
     want += id >= 2 + 0x20 && id < 2 + 0x7f ? std::string(1, char(id - 2)) : "<unused_" + std::to_string(id) + ">";
-  EXPECT_EQ(r.out.substr(0, r.out.find('\n')), want);
+  const std::string raw = (dir_ / "grounding.txt").string(), chat = (dir_ / "grounding_chat.txt").string();
+  std::ofstream(raw) << "<image>\n<|grounding|>Convert the document to markdown.";
+  std::ofstream(chat) << "<|grounding|>Convert the document to markdown.";
+  for (const std::string& f : {raw, chat}) {
+    auto r = run_cli("run -t 2 -m " + m + " --image " + img + " --image-mode base -f " + f +
+                     " -n 8 --temp 0 --ignore-eos --no-echo" + (f == raw ? " --no-template" : ""));
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("prompt 309 tokens"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.substr(0, r.out.find('\n')), want) << f;
+  }
+}
+
+// `pipit chat --image` on DeepSeek-OCR: its tokenizer has no chat template, so the model's built-in plain format
+// (models/deepseek_ocr.cpp) renders the turn "Free OCR." with the image as BOS + "<image>\nFree OCR.", the prompt of
+// golden_base: 284 tokens and the golden's 8 greedy ids. A second turn is appended without separators (the plain
+// format) and reuses the first turn's cache.
+TEST_F(CliVision, DeepseekOcrChatUsesThePlainFormat) {
+  const std::string d = test::deepseek_ocr_goldens();
+  ASSERT_FALSE(d.empty()) << "the DeepSeek-OCR goldens could not be made (see stderr)";
+  auto g = SafetensorsFile::open(d + "/golden_base.safetensors");
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  const std::string in = (dir_ / "chat_in.txt").string();
+  std::ofstream(in) << "Free OCR.\n<|grounding|>Convert the document to markdown.\n";
+  auto r = run_cli("chat -t 2 -m " + d + "/model --image " + d + "/img_base_700x500.png --image-mode base --temp 0 "
+                   "-n 8 --ignore-eos -v < " + in);
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::string want;
+  for (int32_t id : ids_of(*g->get("greedy_ids")))
+    want += id >= 2 + 0x20 && id < 2 + 0x7f ? std::string(1, char(id - 2)) : "<unused_" + std::to_string(id) + ">";
+  EXPECT_NE(r.out.find("> " + want + "\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[reused 0 cached tokens | prompt 284 tokens"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[reused 292 cached tokens"), std::string::npos) << r.out;  // 284 + 8: the format appends
 }
 
 }  // namespace
