@@ -2,6 +2,8 @@
 // keeps the message in a thread-local last-error string.
 #include "pipit/pipit.h"
 
+#include "backends/device.h"
+
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -131,7 +133,13 @@ pipit_status pipit_model_load(const char* path, const pipit_model_options* optio
   return guard([&] {
     if (!path || !out) return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_model_load: path and out must not be NULL");
     *out = nullptr;
-    auto lm = pipit::load_model(path, pipit::LoadOptions{.need_tokenizer = true});
+    pipit::LoadOptions lo{.need_tokenizer = true};
+    if (options && options->device) {
+      auto dev = pipit::open_device(options->device);
+      if (!dev) return to_status(dev.status());
+      lo.device = std::move(dev).value();
+    }
+    auto lm = pipit::load_model(path, lo);
     if (!lm) return to_status(lm.status());
     *out = new pipit_model{std::move(lm).value(), nullptr};
     return PIPIT_OK;

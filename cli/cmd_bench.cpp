@@ -21,6 +21,7 @@
 #include <random>
 #include <sstream>
 
+#include "backends/device.h"
 #include "cli/command.h"
 #include "cli/common.h"
 #include "cli/image_args.h"
@@ -163,6 +164,7 @@ int cmd_bench(Args& a) {
   a.option({"-c", "--ctx"}, "context length (default: max(n_prompt, n_gen))");
   a.option({"-b", "--batch"}, "prefill chunk (n_batch)", "512");
   a.option({"--kv-type"}, "KV cache dtype: f32, f16 or q8", "f16");
+  add_device_option(a);
   a.flag({"--json"}, "print one JSON object instead of the table");
   a.flag({"--bandwidth"}, "also measure memory read bandwidth per thread count (decode roofline)");
   a.option({"--image"}, "vision-language models: also time this image's encoding and a prefill with it");
@@ -202,7 +204,9 @@ int cmd_bench(Args& a) {
   so.kv_dtype = *kvt;
 
   const bool with_spec = a.has("--draft") || a.get_flag("--lookup");
-  LoadOptions lo = load_options(a);
+  auto lor = load_options(a);
+  if (!lor) return fail(a, lor.status().message());
+  LoadOptions lo = *lor;
   lo.need_tokenizer = lo.need_tokenizer || (with_spec && a.has("-f"));
   auto lm = load_model(a.get("-m"), lo);
   if (!lm) return fail(a, lm.status().message());
@@ -329,10 +333,12 @@ int cmd_bench(Args& a) {
     }
   }
 
+  // the device the decoder ran on names the "kernels" column (the CPU's ISA table otherwise)
+  const std::string kname = lm->model->info().device ? lm->model->info().device->name() : kernels().name;
   const double size_mib = double(bytes) / (1024.0 * 1024.0), bpw = params ? 8.0 * double(bytes) / double(params) : 0;
   if (a.get_flag("--json")) {
     nlohmann::json j = {{"model", a.get("-m")},       {"size_bytes", bytes},  {"params", params},
-                        {"bits_per_weight", bpw},     {"kernels", kernels().name},
+                        {"bits_per_weight", bpw},     {"kernels", kname},
                         {"kv_type", kv},              {"n_ctx", so.n_ctx},    {"peak_rss_mib", peak_rss_mib()},
                         {"tests", nlohmann::json::array()}};
     for (const auto& r : results)
@@ -353,7 +359,7 @@ int cmd_bench(Args& a) {
   std::printf("| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: |\n");
   for (const auto& r : results) {
     std::printf("| %s | %.2f MiB | %.2f M | %.2f | %s | %d | %s | %.2f ± %.2f |", lm->config.model_type().c_str(),
-                size_mib, double(params) / 1e6, bpw, kernels().name.c_str(), r.threads, r.name.c_str(), r.mean(),
+                size_mib, double(params) / 1e6, bpw, kname.c_str(), r.threads, r.name.c_str(), r.mean(),
                 r.stddev());
     if (r.name == "image")
       std::printf(" %lld image tokens in %.1f ms", (long long)r.n_tokens, 1e3 * double(r.n_tokens) / r.mean());

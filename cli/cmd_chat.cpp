@@ -204,7 +204,9 @@ int cmd_chat(Args& a) {
   sigemptyset(&sigint);
   sigaddset(&sigint, SIGINT);
   pthread_sigmask(SIG_BLOCK, &sigint, nullptr);
-  auto lm = load_model(a.get("-m"), load_options(a, true));
+  auto lo = load_options(a, true);
+  if (!lo) return fail(a, lo.status().message());
+  auto lm = load_model(a.get("-m"), *lo);
   if (!lm) return fail(a, lm.status().message());
   if (auto st = check_kv_type(*lm->model, so->kv_dtype); !st) return fail(a, st.message());
   if (lm->tokenizer->config().chat_template.empty())

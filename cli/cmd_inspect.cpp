@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 
+#include "backends/device.h"
 #include "cli/command.h"
 #include "convert/checkpoint.h"
 #include "core/storage.h"
@@ -145,9 +146,14 @@ int inspect_checkpoint(const std::string& path, bool all) {
 int cmd_inspect(Args& a) {
   a.flag({"--all"}, "list every tensor");
   a.flag({"--load"}, "also load the model; report load time and resident memory");
+  a.flag({"--devices"}, "list the devices models can run on (--device), and nothing else");
   if (auto st = a.parse(); !st) return fail(a, st.message());
+  if (a.get_flag("--devices")) {
+    for (const auto& line : list_devices()) std::printf("%s\n", line.c_str());
+    return 0;
+  }
   if (a.help() || a.positionals().size() != 1) {
-    std::printf("usage: pipit inspect FILE [--all] [--load]\nFILE: .pipit, .gguf, .safetensors or a HF directory\n%s",
+    std::printf("usage: pipit inspect FILE [--all] [--load] | pipit inspect --devices\nFILE: .pipit, .gguf, .safetensors or a HF directory\n%s",
                 a.usage().c_str());
     return a.help() ? 0 : 1;
   }

@@ -31,7 +31,9 @@ int cmd_logits(Args& a) {
     return fail(a, "input_ids must be I32 [1, T], got " + ids_t->describe());
   std::vector<int32_t> ids(ids_t->ptr<int32_t>(), ids_t->ptr<int32_t>() + ids_t->numel());
 
-  auto lm = load_model(a.get("-m"), load_options(a));
+  auto lo = load_options(a);
+  if (!lo) return fail(a, lo.status().message());
+  auto lm = load_model(a.get("-m"), *lo);
   if (!lm) return fail(a, lm.status().message());
   auto so = session_options(a);
   if (!so) return fail(a, so.status().message());

@@ -42,7 +42,9 @@ int cmd_run(Args& a) {
   if (!gp) return fail(a, gp.status().message());
 
   auto t0 = std::chrono::steady_clock::now();
-  auto lm = load_model(a.get("-m"), load_options(a, true));
+  auto lo = load_options(a, true);
+  if (!lo) return fail(a, lo.status().message());
+  auto lm = load_model(a.get("-m"), *lo);
   if (!lm) return fail(a, lm.status().message());
   if (auto st = check_kv_type(*lm->model, so->kv_dtype); !st) return fail(a, st.message());
   // The session (its memory plan) before the prompt is tokenized: a context that cannot be held is refused at once,

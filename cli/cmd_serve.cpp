@@ -127,7 +127,9 @@ int cmd_serve(Args& a) {
   }
   opt.model_name = a.has("--alias") ? a.get("--alias") : model_id(a.get("-m"));
 
-  auto lm = load_model(a.get("-m"), load_options(a, true));
+  auto lo = load_options(a, true);
+  if (!lo) return fail(a, lo.status().message());
+  auto lm = load_model(a.get("-m"), *lo);
   if (!lm) return fail(a, lm.status().message());
   if (auto st = check_kv_type(*lm->model, so->kv_dtype); !st) return fail(a, st.message());
 

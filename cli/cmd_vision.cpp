@@ -58,7 +58,9 @@ int cmd_vision(Args& a) {
   if (!so) return fail(a, so.status().message());
   auto opt = image_options(a);
   if (!opt) return fail(a, opt.status().message());
-  auto lm = load_model(a.get("-m"), load_options(a));
+  auto lo = load_options(a);
+  if (!lo) return fail(a, lo.status().message());
+  auto lm = load_model(a.get("-m"), *lo);
   if (!lm) return fail(a, lm.status().message());
   if (auto st = check_kv_type(*lm->model, so->kv_dtype); !st) return fail(a, st.message());
   auto pp = preprocessor_config_of(*lm);

@@ -1,6 +1,8 @@
 // Shared CLI option parsing.
 #include "cli/common.h"
 
+#include "backends/device.h"
+
 #include <unistd.h>
 
 #include <chrono>
@@ -16,12 +18,20 @@ void add_model_options(Args& a) {
   a.option({"-c", "--ctx"}, "context length (default: min(model max, 4096))");
   a.option({"--kv-type"}, "KV cache dtype: f32, f16 or q8 (q8_0 blocks: head_dim a multiple of 32)", "f32");
   a.option({"--mmproj"}, "llama.cpp mmproj file: the vision tower of a .gguf model (Qwen2-VL, Qwen2.5-VL)");
+  add_device_option(a);
 }
 
-LoadOptions load_options(const Args& a, bool need_tokenizer) {
+void add_device_option(Args& a) {
+  a.option({"--device"}, "where the decoder runs: cpu, opencl or opencl:N (pipit inspect --devices)", "cpu");
+}
+
+Result<LoadOptions> load_options(const Args& a, bool need_tokenizer) {
   LoadOptions o;
   o.need_tokenizer = need_tokenizer;
   if (a.has("--mmproj")) o.mmproj = a.get("--mmproj");
+  if (a.has("--device")) {
+    PIPIT_ASSIGN_OR_RETURN(o.device, open_device(a.get("--device")));
+  }
   return o;
 }
 
@@ -70,6 +80,9 @@ Status check_kv_type(const Model& m, DType kv) {
   if (kv == DType::Q8_0 && hd % kQBlock != 0)
     return Error::invalid_argument("--kv-type q8: this model's head_dim {} is not a multiple of {} (use f16)", hd,
                                    kQBlock);
+  if (m.info().device && kv != DType::F32 && kv != DType::F16)
+    return Error::invalid_argument("--kv-type {}: the KV cache on {} is f32 or f16", dtype_name(kv),
+                                   m.info().device->name());
   return Status::ok();
 }
 

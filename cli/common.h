@@ -13,13 +13,15 @@
 
 namespace pipit::cli {
 
-void add_model_options(Args& a);     // -m, -t, -c, --kv-type, --mmproj
-// What -m needs besides its path: --mmproj, and whether the command needs a tokenizer.
-LoadOptions load_options(const Args& a, bool need_tokenizer = false);
+void add_model_options(Args& a);     // -m, -t, -c, --kv-type, --mmproj, --device
+void add_device_option(Args& a);     // --device cpu | opencl[:N]
+// What -m needs besides its path: --mmproj, --device (opened here: a missing runtime / device / kernel build
+// failure is the error), and whether the command needs a tokenizer.
+Result<LoadOptions> load_options(const Args& a, bool need_tokenizer = false);
 void add_sampling_options(Args& a);  // --temp, --top-k, --top-p, --min-p, --repeat-penalty, --seed, -n, --stop
 Result<SessionOptions> session_options(const Args& a);
 Result<DType> kv_type(const Args& a);                 // --kv-type f32 | f16 | q8
-Status check_kv_type(const Model& m, DType kv);       // q8 needs head_dim % 32 == 0
+Status check_kv_type(const Model& m, DType kv);       // q8 needs head_dim % 32 == 0 (and the CPU)
 Result<GenerateParams> generate_params(const Args& a);
 
 // Speculative decoding (runtime/speculative.h): --draft MODEL (a draft model sharing the vocabulary), --lookup

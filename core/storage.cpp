@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -77,14 +78,32 @@ void MmapStorage::release(const void* p, size_t n) const {
     madvise(reinterpret_cast<void*>(b), e - b, MADV_DONTNEED);
 }
 
-Arena::Arena(size_t initial_bytes) { chunks_.push_back(HeapStorage::make(initial_bytes)); }
+DeviceStorage::DeviceStorage(size_t size) {
+  // PROT_NONE + MAP_NORESERVE: address space only, no memory; any host access through it faults
+  void* p = mmap(nullptr, std::max<size_t>(size, 1), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  data_ = static_cast<uint8_t*>(p);
+  size_ = size;
+}
+
+DeviceStorage::~DeviceStorage() {
+  if (data_) munmap(data_, std::max<size_t>(size_, 1));
+}
+
+Arena::Arena(size_t initial_bytes, ChunkAlloc chunk_alloc) : chunk_alloc_(std::move(chunk_alloc)) {
+  chunks_.push_back(make_chunk(initial_bytes));
+}
+
+std::shared_ptr<Storage> Arena::make_chunk(size_t bytes) const {
+  return chunk_alloc_ ? chunk_alloc_(bytes) : std::shared_ptr<Storage>(HeapStorage::make(bytes));
+}
 
 uint8_t* Arena::alloc(size_t bytes, std::shared_ptr<Storage>* owner) {
   bytes = (bytes + kAlign - 1) / kAlign * kAlign;
   if (used_ + bytes > chunks_.back()->size()) {
     const size_t want = std::max(bytes, chunks_.back()->size());
     if (spare_ && spare_->size() >= want) chunks_.push_back(std::move(spare_));
-    else chunks_.push_back(HeapStorage::make(want));
+    else chunks_.push_back(make_chunk(want));
     spare_.reset();
     used_ = 0;
   }
@@ -103,7 +122,7 @@ void Arena::reset() {
   if (chunks_.size() > 1 || chunks_.front()->size() < high_water_) {
     spare_.reset();
     chunks_.clear();
-    chunks_.push_back(HeapStorage::make(high_water_ + high_water_ / 8));
+    chunks_.push_back(make_chunk(high_water_ + high_water_ / 8));
   }
   used_ = 0;
   total_used_ = 0;

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,12 +49,27 @@ class MmapStorage : public Storage {
   std::string path_;
 };
 
+// Bytes in a device's memory (backends/device.h): not host-addressable. data() is the start of a reserved,
+// inaccessible address range of size() bytes, so tensor views (offsets, slices, reshapes) work unchanged and a
+// tensor's byte offset in its buffer is t.data() - storage.data(); a host read or write through it faults at once
+// instead of touching someone else's memory. A backend derives from it to hold its handle (an OpenCL cl_mem).
+class DeviceStorage : public Storage {
+ public:
+  ~DeviceStorage() override;
+  size_t offset_of(const void* p) const { return size_t(static_cast<const uint8_t*>(p) - data_); }
+
+ protected:
+  explicit DeviceStorage(size_t size);  // reserves the address range (throws std::bad_alloc when it cannot)
+};
+
 // Bump allocator for activations. alloc() is a pointer increment; reset() rewinds. When a pass needs more than the
 // current chunk, a new chunk is added, and the next reset() merges everything into one chunk of the high-water size,
 // so after the first pass of a given size no allocation happens.
 class Arena {
  public:
-  explicit Arena(size_t initial_bytes = 1 << 20);
+  // Where chunks come from: the heap by default; a device's allocator for activations kept in device memory.
+  using ChunkAlloc = std::function<std::shared_ptr<Storage>(size_t bytes)>;
+  explicit Arena(size_t initial_bytes = 1 << 20, ChunkAlloc chunk_alloc = nullptr);
   uint8_t* alloc(size_t bytes, std::shared_ptr<Storage>* owner);
   void reset();
   // Everything allocated after mark() is given back by rewind(mark): a model rewinds after each layer, so a pass
@@ -67,11 +83,13 @@ class Arena {
   size_t capacity() const;
 
  private:
-  std::vector<std::shared_ptr<HeapStorage>> chunks_;
-  std::shared_ptr<HeapStorage> spare_;  // an overflow chunk given back by rewind(), for the next overflow
+  ChunkAlloc chunk_alloc_;
+  std::vector<std::shared_ptr<Storage>> chunks_;
+  std::shared_ptr<Storage> spare_;  // an overflow chunk given back by rewind(), for the next overflow
   size_t used_ = 0;         // bytes used in chunks_.back()
   size_t total_used_ = 0;   // bytes used across all chunks this pass
   size_t high_water_ = 0;
+  std::shared_ptr<Storage> make_chunk(size_t bytes) const;
 };
 
 // Rewinds the arena when it goes out of scope.

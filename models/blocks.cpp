@@ -91,12 +91,7 @@ Tensor input_embeddings(Ctx& ctx, const Tensor& tok_embd, const Batch& batch) {
   PIPIT_ASSERT(batch.embd_row.size() == batch.tokens.size() && batch.embd.dtype() == DType::F32 &&
                batch.embd.dim(-1) % x.dim(1) == 0 && batch.embd.is_contiguous(), "embd {} for {} tokens",
                batch.embd.describe(), batch.tokens.size());
-  for (size_t i = 0; i < batch.embd_row.size(); ++i) {
-    const int32_t r = batch.embd_row[i];
-    if (r < 0) continue;
-    PIPIT_ASSERT(r < batch.embd.rows(), "embedding row {} of {}", r, batch.embd.rows());
-    std::memcpy(x.row_ptr(int64_t(i)), batch.embd.row_ptr(r), size_t(x.dim(1)) * 4);
-  }
+  copy_rows_(ctx, x, batch.embd_row, batch.embd);  // DeepStack blocks past the first n_embd columns stay out
   return x;
 }
 
@@ -120,13 +115,11 @@ Tensor gated_mlp(Ctx& ctx, const Tensor& x, const MlpWeights& w, MlpAct act) {
 
 Tensor output_logits(Ctx& ctx, const Tensor& x, const Tensor& norm, float eps, float norm_offset, const Tensor& head,
                      const Batch& batch, float final_softcap) {
-  const int64_t n_embd = x.dim(1), n_out = int64_t(batch.logits_rows.size());
-  Tensor sel = ctx.alloc(DType::F32, {n_out, n_embd});
-  for (int64_t i = 0; i < n_out; ++i)
-    std::memcpy(sel.row_ptr(i), x.row_ptr(batch.logits_rows[size_t(i)]), size_t(n_embd) * 4);
+  Tensor sel = gather_rows(ctx, x, batch.logits_rows);
   Tensor h = ctx.name(rms_norm(ctx, sel, norm, eps, norm_offset), "final_norm");
   Tensor logits = linear(ctx, h, head);
   if (final_softcap > 0.0f) {
+    PIPIT_ASSERT(!ctx.dev, "final logit soft-capping runs on the CPU only");
     float* p = logits.ptr<float>();
     for (int64_t i = 0; i < logits.numel(); ++i) p[i] = std::tanh(p[i] / final_softcap) * final_softcap;
   }

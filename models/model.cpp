@@ -1,6 +1,8 @@
 // Model registry, weight lookup with shape checks, batches and the KV cache.
 #include "models/model.h"
 
+#include "backends/device.h"
+
 #include <algorithm>
 #include <map>
 
@@ -58,7 +60,7 @@ Batch Batch::single(std::span<const int32_t> tokens, int32_t pos0, int slot, boo
   return b;
 }
 
-KvCache::KvCache(const KvCacheSpec& spec, int n_slot, int n_ctx, DType dtype, int n_batch)
+KvCache::KvCache(const KvCacheSpec& spec, int n_slot, int n_ctx, DType dtype, int n_batch, Device* dev)
     : n_slot_(n_slot), n_ctx_(n_ctx), max_chunk_(n_ctx), dtype_(dtype) {
   for (int l = 0; l < spec.n_layer; ++l) {
     const int w = size_t(l) < spec.window.size() ? std::max(0, spec.window[size_t(l)]) : 0;
@@ -78,8 +80,13 @@ KvCache::KvCache(const KvCacheSpec& spec, int n_slot, int n_ctx, DType dtype, in
         if (s == 0) state_floats_ += st.back().numel();
       }
       state_.push_back(std::move(st));
-      k_.push_back(rows ? Tensor::empty(dtype, {rows, spec.n_head_kv, spec.head_dim}) : Tensor());
-      v_.push_back(rows ? Tensor::empty(dtype, {rows, spec.n_head_kv, spec.head_dim}) : Tensor());
+      auto make = [&] {
+        if (!rows) return Tensor();
+        return dev ? dev->empty(dtype, {rows, spec.n_head_kv, spec.head_dim})
+                   : Tensor::empty(dtype, {rows, spec.n_head_kv, spec.head_dim});
+      };
+      k_.push_back(make());
+      v_.push_back(make());
     }
     state_shapes_.push_back(std::move(shapes));
   }

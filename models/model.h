@@ -81,7 +81,9 @@ struct StateSnapshot {
 class KvCache {
  public:
   // n_batch <= 0 (or a ring that would not be smaller than n_ctx) keeps the layer at n_ctx rows.
-  KvCache(const KvCacheSpec& spec, int n_slot, int n_ctx, DType dtype, int n_batch = 0);
+  // dev: K/V rows in that device's memory (recurrent state is host-only: device_supports_arch() keeps such models
+  // off devices).
+  KvCache(const KvCacheSpec& spec, int n_slot, int n_ctx, DType dtype, int n_batch = 0, Device* dev = nullptr);
   Tensor k(int layer, int slot) const { return k_[size_t(layer) * n_slot_ + slot]; }
   Tensor v(int layer, int slot) const { return v_[size_t(layer) * n_slot_ + slot]; }
   int n_ctx() const { return n_ctx_; }  // positions 0 .. n_ctx - 1
@@ -130,6 +132,9 @@ struct ModelInfo {
   KvCacheSpec kv{};
   std::vector<int32_t> eos_ids;
   int32_t bos_id = -1;
+  // Where the weights were uploaded (runtime/loader.h LoadOptions::device); null: host memory, the CPU runs it.
+  // Session and Engine put their KV cache and activations there too.
+  std::shared_ptr<Device> device;
 };
 
 class VisionLanguageModel;

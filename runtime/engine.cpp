@@ -1,6 +1,8 @@
 // Engine: the continuous-batching loop.
 #include "runtime/engine.h"
 
+#include "backends/device.h"
+
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -40,11 +42,13 @@ Engine::Engine(Model& model, const Tokenizer* tok, const EngineOptions& opt)
       opt_(opt),
       n_ctx_(default_ctx(model, opt.n_ctx)),
       pool_(std::make_shared<ThreadPool>(opt.n_threads > 0 ? opt.n_threads : ThreadPool::default_threads())),
-      arena_(size_t(1) << 22),
-      kv_(model.info().kv, std::max(1, opt.n_slots), n_ctx_, opt.kv_dtype, std::max(1, opt.n_batch)),
+      arena_(size_t(1) << 22, device_chunk_alloc(model.info().device.get())),
+      kv_(model.info().kv, std::max(1, opt.n_slots), n_ctx_, opt.kv_dtype, std::max(1, opt.n_batch),
+          model.info().device.get()),
       slot_used_(size_t(std::max(1, opt.n_slots)), false) {
   opt_.n_slots = std::max(1, opt_.n_slots);
   opt_.n_batch = std::max(1, opt_.n_batch);
+  ctx_.dev = model.info().device.get();
   ctx_.arena = &arena_;
   ctx_.pool = pool_.get();
   ctx_.k = &kernels();
@@ -378,6 +382,7 @@ bool Engine::step() {
   arena_.reset();
   Tensor logits;
   Status st = model_.forward(ctx_, b, kv_, &logits);
+  if (st.is_ok()) st = logits_to_host(ctx_, &logits);
   const int64_t V = model_.info().n_vocab;
   int64_t row = 0;
   for (auto& p : parts) {

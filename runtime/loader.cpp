@@ -2,6 +2,8 @@
 // becomes a WeightSource over HF names; the model, the tokenizer and the generation defaults come from it.
 #include "runtime/loader.h"
 
+#include "backends/device.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <new>
@@ -73,6 +75,32 @@ Status load_tokenizer(const Checkpoint& c, LoadedModel& lm) {
   return Status::ok();
 }
 
+// The model's view of its weights when it runs on a device: each tensor is uploaded the first time the model asks
+// for it (tied embeddings / output head share one upload); a vision tower's tensors stay on the host (it runs on
+// the CPU; mixed placement).
+class DeviceWeightSource : public WeightSource {
+ public:
+  DeviceWeightSource(const WeightSource& base, std::shared_ptr<Device> dev) : base_(base), dev_(std::move(dev)) {}
+  bool has(const std::string& name) const override { return base_.has(name); }
+  Result<Tensor> find(const std::string& name) const override {
+    PIPIT_ASSIGN_OR_RETURN(Tensor t, base_.find(name));
+    for (const char* p : {"visual.", "model.visual.", "vision_tower.", "model.vision_tower.", "vision_model.",
+                          "multi_modal_projector.", "model.multi_modal_projector."})
+      if (name.rfind(p, 0) == 0) return t;
+    if (auto it = uploaded_.find(name); it != uploaded_.end()) return it->second;
+    auto up = dev_->upload_weight(t);
+    if (!up.is_ok()) return up.status().with_context("[load] " + name);
+    uploaded_[name] = *up;
+    return up;
+  }
+  Status status() { return dev_->take_error(); }
+
+ private:
+  const WeightSource& base_;
+  std::shared_ptr<Device> dev_;
+  mutable std::map<std::string, Tensor> uploaded_;
+};
+
 // q4_0 / q8_0 matrices -> 16-row panels (see LoadOptions::pack_weights). The file's pages of a packed tensor are
 // dropped from resident memory right after, so the peak stays near one copy of the weights.
 void pack_weights(std::map<std::string, Tensor>& tensors) {
@@ -102,10 +130,21 @@ Result<LoadedModel> load_model_impl(const std::string& path, const LoadOptions& 
     if (j.is_discarded() || !j.is_object()) return Error::format("[load] {}: preprocessor_config.json is not a JSON object", path);
     lm.preprocessor_config = std::move(j);
   }
+  if (opt.device && !device_supports_arch(lm.config.model_type()))
+    return Error::unsupported("[load] {}: model type '{}' does not run on {} yet (its decoder uses ops only the CPU "
+                              "has); use --device cpu", path, lm.config.model_type(), opt.device->name());
   const char* pack_env = std::getenv("PIPIT_PACK");
-  if (opt.pack_weights && kernels().pack_quant && !(pack_env && std::string(pack_env) == "0")) pack_weights(c.tensors);
+  if (opt.pack_weights && !opt.device && kernels().pack_quant && !(pack_env && std::string(pack_env) == "0"))
+    pack_weights(c.tensors);
   lm.weights = std::make_shared<MapWeightSource>(std::move(c.tensors));
-  PIPIT_ASSIGN_OR_RETURN(lm.model, create_model(lm.config, *lm.weights));
+  if (opt.device) {
+    DeviceWeightSource dw(*lm.weights, opt.device);
+    PIPIT_ASSIGN_OR_RETURN(lm.model, create_model(lm.config, dw));
+    PIPIT_TRY(dw.status());
+    lm.model->mutable_info().device = opt.device;
+  } else {
+    PIPIT_ASSIGN_OR_RETURN(lm.model, create_model(lm.config, *lm.weights));
+  }
   merge_generation_config(lm);
   PIPIT_TRY(load_tokenizer(c, lm));
 #ifdef PIPIT_WITH_TOKENIZER

@@ -32,6 +32,10 @@ struct LoadOptions {
   bool pack_weights = true;
   // llama.cpp's mmproj file (the vision tower of a multimodal GGUF model, convert/gguf_import.h); empty: none.
   std::string mmproj;
+  // Run the decoder on this device (backends/device.h): its weights are uploaded once here, in the device's
+  // layout; a vision tower's weights stay on the host and it runs on the CPU. Null: the CPU. A model type whose
+  // decoder needs ops the device lacks is an error naming it.
+  std::shared_ptr<Device> device;
 };
 
 Result<LoadedModel> load_model(const std::string& path, const LoadOptions& opt = {});

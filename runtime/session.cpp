@@ -5,6 +5,7 @@
 #include <cstring>
 #include <new>
 
+#include "backends/device.h"
 #include "runtime/memory_plan.h"
 #include "runtime/multimodal.h"
 #include "runtime/prompt_cache.h"
@@ -22,8 +23,10 @@ Session::Session(Model& model, const SessionOptions& opt, std::shared_ptr<Thread
       opt_(opt),
       pool_(pool ? std::move(pool)
                  : std::make_shared<ThreadPool>(opt.n_threads > 0 ? opt.n_threads : ThreadPool::default_threads())),
-      arena_(size_t(1) << 22),
-      kv_(model.info().kv, 1, default_ctx(model, opt.n_ctx), opt.kv_dtype, std::max(1, opt.n_batch)) {
+      arena_(size_t(1) << 22, device_chunk_alloc(model.info().device.get())),
+      kv_(model.info().kv, 1, default_ctx(model, opt.n_ctx), opt.kv_dtype, std::max(1, opt.n_batch),
+          model.info().device.get()) {
+  ctx_.dev = model.info().device.get();
   ctx_.arena = &arena_;
   ctx_.pool = pool_.get();
   ctx_.k = &kernels();
@@ -122,6 +125,7 @@ Result<Tensor> Session::eval_chunks(std::span<const int32_t> tokens, bool all_lo
     }
     try {
       PIPIT_TRY(model_.forward(ctx_, batch, kv_, &logits));
+      PIPIT_TRY(logits_to_host(ctx_, &logits));
     } catch (const std::bad_alloc&) {  // activations (the arena grows on a first long chunk), model scratch
       return Error::unavailable("[eval] out of memory running a chunk of {} tokens ({} available now; a smaller "
                                 "batch or context needs less)",

@@ -8,7 +8,7 @@ PKGS=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcpp-httplib-dev libpcre2-dev libutf8proc-dev libstb-dev libjpeg62-turbo-dev
   g++-aarch64-linux-gnu qemu-user
-  ocl-icd-opencl-dev pocl-opencl-icd
+  ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd
   python3 python3-dev python3-pybind11 python3-numpy python3-torch python3-pil python3-jinja2 python3-jsonschema
   curl nodejs chromium
 )

@@ -13,6 +13,8 @@
 
 namespace pipit {
 
+class Device;  // backends/device.h
+
 // Everything an op needs: where activations go, who runs them, which kernels, and the debug hook that sees every
 // named intermediate (parity tests and `--dump` use it).
 struct Ctx {
@@ -29,11 +31,11 @@ struct Ctx {
     float mscale = 0.0f;
     std::vector<float> cs;  // [n_tokens, 2 * n_freq]: cos then sin
   } rope_table = {};
+  // The device the activations live on (null: this CPU). When set, the arena hands out device memory and every op
+  // below runs on the device (backends/device.h); the model code is the same.
+  Device* dev = nullptr;
 
-  Tensor name(const Tensor& t, const char* n, int layer = -1) {
-    if (on_tensor) on_tensor(n, layer, t);
-    return t;
-  }
+  Tensor name(const Tensor& t, const char* n, int layer = -1);  // below: a device tensor is read back for the hook
   Tensor alloc(DType dt, const std::vector<int64_t>& shape) { return Tensor::arena(*arena, dt, shape); }
 };
 
@@ -58,6 +60,21 @@ Tensor geglu(Ctx& ctx, const Tensor& gate, const Tensor& up);   // gelu_tanh(gat
 void add_(Ctx& ctx, Tensor& x, const Tensor& y);                // x += y (same shape)
 void scale_(Ctx& ctx, Tensor& x, float s);
 Tensor to_f32(Ctx& ctx, const Tensor& x);                       // any dtype -> f32 copy (contiguous)
+void softmax_(Ctx& ctx, Tensor& x);                             // softmax over the last dim, in place
+
+// ---- moving rows (the edges of a forward pass) ----
+// Rows `rows` of x ([n, d] f32) as a new [rows.size(), d] tensor (the rows that want logits).
+Tensor gather_rows(Ctx& ctx, const Tensor& x, std::span<const int64_t> rows);
+// dst row i = src row src_row[i] for every src_row[i] >= 0 (image features spliced into token embeddings). src is a
+// host f32 tensor [rows, >= dst.dim(1)] (its first dst.dim(1) columns are used); dst is where the ops run.
+void copy_rows_(Ctx& ctx, Tensor& dst, std::span<const int32_t> src_row, const Tensor& src);
+// x as a host tensor: x itself on the CPU; a copy read back from the device otherwise (logits out).
+Tensor to_host(Ctx& ctx, const Tensor& x);
+
+inline Tensor Ctx::name(const Tensor& t, const char* n, int layer) {
+  if (on_tensor) on_tensor(n, layer, dev ? to_host(*this, t) : t);
+  return t;
+}
 
 // RoPE with HF's rotate_half convention on x [n_tokens, n_head, head_dim], in place. `inv_freq` has rot_dim/2
 // entries (rot_dim <= head_dim: partial rotary leaves the tail untouched); angle = pos * inv_freq[i] * (1 / attn

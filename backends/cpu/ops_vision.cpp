@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "backends/cpu/ops.h"
+#include "backends/device.h"
 
 namespace pipit {
 
@@ -14,6 +15,7 @@ const float* crow(const Tensor& t, int64_t r) { return reinterpret_cast<const fl
 
 void rope_multi_(Ctx& ctx, Tensor& x, std::span<const int32_t> pos, std::span<const uint8_t> stream,
                  std::span<const float> inv_freq) {
+  if (ctx.dev) return ctx.dev->rope_multi_(ctx, x, pos, stream, inv_freq);
   PIPIT_ASSERT(x.ndim() == 3 && x.is_contiguous() && stream.size() == inv_freq.size());
   const int64_t n = x.dim(0), n_head = x.dim(1), hd = x.dim(2), half = int64_t(inv_freq.size());
   PIPIT_ASSERT(2 * half <= hd);

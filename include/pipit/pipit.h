@@ -46,6 +46,9 @@ const char* pipit_version(void);
 /* ---- models ---- */
 typedef struct pipit_model_options {
   int32_t reserved; /* set to 0; future options */
+  /* Where the decoder runs: NULL or "cpu" (the default), "opencl" or "opencl:N" (the N-th OpenCL device; `pipit
+   * inspect --devices` lists them). A missing OpenCL runtime or device is an error from pipit_model_load. */
+  const char* device;
 } pipit_model_options;
 
 /* path: HF checkpoint directory, .pipit or .gguf file. options may be NULL. */

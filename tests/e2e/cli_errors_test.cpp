@@ -2,6 +2,7 @@
 // never a crash (a signal would show as exit code >= 128 or a sanitizer report).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -181,6 +182,62 @@ TEST(Cli, LogitsMatchesGolden) {
     EXPECT_LE(test::max_abs_diff(g.ptr<float>(), w.ptr<float>(), w.numel()).max_abs, 1e-3) << arch;
     fs::remove(out);
   }
+}
+
+// --device: the OpenCL path through the CLI (docs/devices.md). Without an OpenCL device (no ICD, or a build without
+// OpenCL) `--device opencl` must be one error line; with one, the outputs equal the CPU's.
+bool have_opencl_device() { return run_cli("inspect --devices").out.find("\nopencl:0: ") != std::string::npos; }
+
+TEST(CliDevice, InspectDevicesAndBadDevices) {
+  auto r = run_cli("inspect --devices");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out.rfind("cpu: ", 0), 0u) << r.out;
+  const std::string m = "logits -m " + test::model_dir("qwen3") + " --input " + test::model_dir("qwen3") +
+                        "/golden.safetensors --output /dev/null";
+  for (const char* bad : {"gpu", "opencl:x", "opencl:99"}) {
+    auto e = run_cli(m + " --device " + bad);
+    EXPECT_EQ(e.code, 1) << bad << ": " << e.out;
+    EXPECT_NE(e.out.find("error"), std::string::npos) << e.out;
+  }
+  if (!have_opencl_device()) {
+    auto e = run_cli(m + " --device opencl");
+    EXPECT_EQ(e.code, 1) << e.out;  // no ICD / built without OpenCL: one error, not a crash
+    GTEST_SKIP() << "no OpenCL device: " << e.out;
+  }
+  EXPECT_NE(run_cli(m + " --device opencl:99").out.find("no device opencl:99"), std::string::npos);
+  auto q8 = run_cli(m + " --device opencl --kv-type q8");
+  EXPECT_EQ(q8.code, 1) << q8.out;
+  EXPECT_NE(q8.out.find("f32 or f16"), std::string::npos) << q8.out;
+  auto moe = run_cli("logits -m " + test::model_dir("qwen3_moe") + " --input " + test::model_dir("qwen3_moe") +
+                     "/golden.safetensors --output /dev/null --device opencl");
+  EXPECT_EQ(moe.code, 1) << moe.out;
+  EXPECT_NE(moe.out.find("does not run on opencl"), std::string::npos) << moe.out;
+}
+
+TEST(CliDevice, OpenclRunLogitsAndBenchMatchTheCpu) {
+  if (!have_opencl_device()) GTEST_SKIP() << "no OpenCL device";
+  const std::string run = "run -m " + test::model_dir("stories260k") + " -p \"Once upon a time\" -n 32 --temp 0 -t 1";
+  auto cpu = run_cli(run), gpu = run_cli(run + " --device opencl");
+  ASSERT_EQ(gpu.code, 0) << gpu.out;
+  // stdout holds the text; stderr's speed lines differ
+  const std::string text = "Once upon a time, there was a little girl named Lily.";
+  EXPECT_NE(gpu.out.find(text), std::string::npos) << gpu.out;
+  EXPECT_NE(cpu.out.find(text), std::string::npos) << cpu.out;
+  const std::string out = (fs::temp_directory_path() / ("pipit_ocl_logits_" + std::to_string(::getpid()) +
+                                                        ".safetensors")).string();
+  auto l = run_cli("logits -m " + test::model_dir("qwen2") + " --input " + test::model_dir("qwen2") +
+                   "/golden.safetensors --output " + out + " --device opencl");
+  ASSERT_EQ(l.code, 0) << l.out;
+  auto got = SafetensorsFile::open(out);
+  auto want = SafetensorsFile::open(test::model_dir("qwen2") + "/golden.safetensors");
+  ASSERT_TRUE(got.is_ok() && want.is_ok());
+  Tensor g = *got->get("logits"), w = *want->get("logits");
+  ASSERT_EQ(g.shape(), w.shape());
+  EXPECT_LE(test::max_abs_diff(g.ptr<float>(), w.ptr<float>(), w.numel()).max_abs, 1e-3);
+  fs::remove(out);
+  auto b = run_cli("bench -m " + test::model_dir("qwen3") + " -p 16 -n 4 -r 1 --device opencl");
+  ASSERT_EQ(b.code, 0) << b.out;
+  EXPECT_NE(b.out.find("opencl:0"), std::string::npos) << b.out;
 }
 
 }  // namespace

@@ -1,0 +1,36 @@
+// add_, scale_, the gated activations (swiglu / geglu) and to_f32 on the device: one work-item per element over
+// contiguous f32 tensors (kernels/elementwise.cl).
+#include "backends/opencl/cl_device.h"
+
+namespace pipit::opencl {
+
+void OpenclDevice::add_(Ctx& ctx, Tensor& x, const Tensor& y) {
+  PIPIT_ASSERT(x.shape() == y.shape() && x.is_contiguous() && y.is_contiguous() && x.dtype() == DType::F32,
+               "opencl add {} {}", x.describe(), y.describe());
+  launch("add_inplace", size_t(x.numel()), 1, 0, 0, buf(x), buf(y), int(x.numel()));
+}
+
+void OpenclDevice::scale_(Ctx& ctx, Tensor& x, float s) {
+  PIPIT_ASSERT(x.is_contiguous() && x.dtype() == DType::F32, "opencl scale {}", x.describe());
+  launch("scale_inplace", size_t(x.numel()), 1, 0, 0, buf(x), s, int(x.numel()));
+}
+
+Tensor OpenclDevice::gated(Ctx& ctx, const Tensor& gate, const Tensor& up, GateAct act) {
+  PIPIT_ASSERT(gate.shape() == up.shape() && gate.is_contiguous() && up.is_contiguous(), "opencl gated {} {}",
+               gate.describe(), up.describe());
+  Tensor y = ctx.alloc(DType::F32, gate.shape());
+  launch("gated_act", size_t(gate.numel()), 1, 0, 0, buf(gate), buf(up), buf(y), int(gate.numel()),
+         int(act == GateAct::kSilu ? 0 : 1));
+  return y;
+}
+
+Tensor OpenclDevice::to_f32(Ctx& ctx, const Tensor& x) {
+  const int wt = weight_code(x.dtype());
+  PIPIT_ASSERT(wt >= 0 && x.is_contiguous(), "opencl to_f32 of {}", x.describe());
+  Tensor y = ctx.alloc(DType::F32, x.shape());
+  const int64_t K = x.dim(-1), N = x.rows();
+  launch("weight_rows", size_t(K), size_t(N), 0, 0, buf(x), wt, int(N), int(K), buf(y), 0, buf(y));
+  return y;
+}
+
+}  // namespace pipit::opencl

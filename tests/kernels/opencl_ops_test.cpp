@@ -1,0 +1,323 @@
+// The OpenCL device's ops (backends/opencl) against the CPU's scalar reference kernels at ragged sizes (1, 31, 33,
+// 4095 ...): matmul per weight dtype (GEMV and tiled GEMM), RMSNorm, softmax, RoPE and M-RoPE, SwiGLU/GeGLU,
+// add/scale, embedding rows, the KV-cache store and attention (f32 / f16 cache, GQA, window, ring), row movers;
+// and the device errors (an index that does not exist, a kernel build that fails). Skipped, with the reason, on a
+// machine without an OpenCL device (CI installs PoCL: scripts/setup.sh).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+
+#include "backends/cpu/ops.h"
+#include "backends/device.h"
+#include "tests/kernels/kernel_test_util.h"
+
+namespace pipit {
+namespace {
+
+// One device for the whole binary: opening builds (or loads) every program.
+Device* device() {
+  static std::shared_ptr<Device> dev;
+  static std::string why;
+  static bool tried = false;
+  if (!tried) {
+    tried = true;
+    auto d = open_device("opencl");
+    if (d.is_ok()) dev = *d;
+    else why = d.status().message();
+  }
+  if (!dev) std::printf("[ skipped  ] no OpenCL device: %s\n", why.c_str());
+  return dev.get();
+}
+
+#define NEED_DEVICE()                                      \
+  Device* dev = device();                                  \
+  if (!dev) GTEST_SKIP() << "no OpenCL device on this machine"
+
+// A CPU context on the scalar reference kernels (the truth) and a device context, each with its own arena.
+struct Ctxs {
+  ThreadPool pool{1};
+  Arena host_arena{1 << 20};
+  Arena dev_arena;
+  Ctx cpu, gpu;
+  explicit Ctxs(Device* dev) : dev_arena(1 << 20, device_chunk_alloc(dev)) {
+    cpu.arena = &host_arena;
+    cpu.pool = &pool;
+    cpu.k = &ref_kernels();
+    gpu.arena = &dev_arena;
+    gpu.pool = &pool;
+    gpu.k = &ref_kernels();
+    gpu.dev = dev;
+  }
+};
+
+Tensor host(DType dt, const std::vector<int64_t>& shape, const std::vector<float>& v) {
+  Tensor t = Tensor::empty(DType::F32, shape);
+  std::memcpy(t.data(), v.data(), v.size() * 4);
+  if (dt == DType::F32) return t;
+  Tensor q = Tensor::empty(dt, shape);
+  const int64_t n = shape.back();
+  for (int64_t r = 0; r < t.rows(); ++r) ref_kernels().from_f32[int(dt)](t.ptr<float>() + r * n, q.row_ptr(r), n);
+  return q;
+}
+
+Tensor on_device(Device* dev, const Tensor& h) {
+  Tensor d = dev->empty(h.dtype(), h.shape());
+  dev->write(d, h.data(), h.nbytes());
+  return d;
+}
+
+std::vector<float> read(Device* dev, const Tensor& d) {
+  std::vector<float> v(size_t(d.numel()));
+  dev->read(d, v.data(), v.size() * 4);
+  EXPECT_TRUE(dev->take_error().is_ok());
+  return v;
+}
+
+std::vector<float> values(const Tensor& t) { return {t.ptr<float>(), t.ptr<float>() + t.numel()}; }
+
+double max_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double m = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) m = std::max(m, double(std::fabs(a[i] - b[i])));
+  return m;
+}
+
+// ---- matmul ----
+struct MatmulCase {
+  DType dt;
+  int64_t M, N, K;
+};
+
+TEST(OpenclOps, MatmulEveryDtypeGemvAndGemm) {
+  NEED_DEVICE();
+  test::Rng rng(1);
+  std::vector<MatmulCase> cases;
+  for (DType dt : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_0})
+    for (int64_t M : {1, 3, 4, 5, 17, 33})
+      for (int64_t N : {1, 31, 33})
+        for (int64_t K : dtype_is_quantized(dt) ? std::vector<int64_t>{32, 96} : std::vector<int64_t>{1, 31, 33})
+          cases.push_back({dt, M, N, K});
+  cases.push_back({DType::Q4_0, 2, 64, 4096});  // a long row: many blocks per work-item
+  cases.push_back({DType::F32, 40, 70, 4095});
+  for (const auto& c : cases) {
+    Ctxs cx(dev);
+    const auto xv = rng.floats(size_t(c.M * c.K)), wv = rng.floats(size_t(c.N * c.K)), bv = rng.floats(size_t(c.N));
+    Tensor w = host(c.dt, {c.N, c.K}, wv), x = host(DType::F32, {c.M, c.K}, xv), b = host(DType::F32, {c.N}, bv);
+    // the reference: the stored (rounded) weights as the scalar to_f32 reads them, dot products in double
+    Tensor wf = to_f32(cx.cpu, w);
+    std::vector<float> want(size_t(c.M * c.N));
+    double mag = 0;
+    for (int64_t m = 0; m < c.M; ++m)
+      for (int64_t n = 0; n < c.N; ++n) {
+        double s = bv[size_t(n)];
+        for (int64_t k = 0; k < c.K; ++k) {
+          s += double(xv[size_t(m * c.K + k)]) * wf.ptr<float>()[n * c.K + k];
+          mag = std::max(mag, std::fabs(s));
+        }
+        want[size_t(m * c.N + n)] = float(s);
+      }
+    auto dw = dev->upload_weight(w);
+    ASSERT_TRUE(dw.is_ok()) << dw.status().message();
+    auto db = dev->upload_weight(b);
+    ASSERT_TRUE(db.is_ok());
+    Tensor y = linear(cx.gpu, on_device(dev, x), *dw, *db);
+    EXPECT_LE(max_diff(read(dev, y), want), 1e-5 * std::max(1.0, mag) * std::sqrt(double(c.K)))
+        << dtype_name(c.dt) << " M " << c.M << " N " << c.N << " K " << c.K;
+  }
+}
+
+TEST(OpenclOps, LinearGatedAndGatedActivations) {
+  NEED_DEVICE();
+  test::Rng rng(2);
+  for (int64_t M : {1, 7})
+    for (GateAct act : {GateAct::kSilu, GateAct::kGeluTanh}) {
+      Ctxs cx(dev);
+      const int64_t N = 33, K = 64;
+      Tensor x = host(DType::F32, {M, K}, rng.floats(size_t(M * K)));
+      Tensor g = host(DType::Q8_0, {N, K}, rng.floats(size_t(N * K))), u = host(DType::Q8_0, {N, K}, rng.floats(size_t(N * K)));
+      // reference: f32 matmuls of the dequantized weights, then the scalar activation
+      Tensor gf = to_f32(cx.cpu, g), uf = to_f32(cx.cpu, u);
+      Tensor want = act == GateAct::kSilu ? swiglu(cx.cpu, linear(cx.cpu, x, gf), linear(cx.cpu, x, uf))
+                                          : geglu(cx.cpu, linear(cx.cpu, x, gf), linear(cx.cpu, x, uf));
+      Tensor got = linear_gated(cx.gpu, on_device(dev, x), *dev->upload_weight(g), *dev->upload_weight(u), act);
+      EXPECT_LE(max_diff(read(dev, got), values(want)), 2e-5) << M;
+    }
+}
+
+// ---- row ops ----
+TEST(OpenclOps, RmsNormSoftmaxAddScaleElementwise) {
+  NEED_DEVICE();
+  test::Rng rng(3);
+  for (int64_t rows : {1, 3})
+    for (int64_t n : {1, 31, 32, 33, 4095}) {
+      Ctxs cx(dev);
+      Tensor x = host(DType::F32, {rows, n}, rng.floats(size_t(rows * n), -3, 3));
+      Tensor y = host(DType::F32, {rows, n}, rng.floats(size_t(rows * n), -3, 3));
+      Tensor w = host(DType::F32, {n}, rng.floats(size_t(n)));
+      Tensor dx = on_device(dev, x), dy = on_device(dev, y);
+      Tensor dw = *dev->upload_weight(w);
+      EXPECT_LE(max_diff(read(dev, rms_norm(cx.gpu, dx, dw, 1e-6f, 1.0f)), values(rms_norm(cx.cpu, x, w, 1e-6f, 1.0f))),
+                1e-5) << n;
+      EXPECT_LE(max_diff(read(dev, swiglu(cx.gpu, dx, dy)), values(swiglu(cx.cpu, x, y))), 1e-5) << n;
+      EXPECT_LE(max_diff(read(dev, geglu(cx.gpu, dx, dy)), values(geglu(cx.cpu, x, y))), 1e-5) << n;
+      Tensor s = host(DType::F32, {rows, n}, values(x)), ds = on_device(dev, s);
+      softmax_(cx.cpu, s);
+      softmax_(cx.gpu, ds);
+      EXPECT_LE(max_diff(read(dev, ds), values(s)), 1e-6) << n;
+      add_(cx.cpu, x, y);
+      add_(cx.gpu, dx, dy);
+      scale_(cx.cpu, x, 0.37f);
+      scale_(cx.gpu, dx, 0.37f);
+      EXPECT_EQ(max_diff(read(dev, dx), values(x)), 0.0) << n;
+    }
+}
+
+TEST(OpenclOps, RmsNormHeadsInPlace) {
+  NEED_DEVICE();
+  test::Rng rng(4);
+  Ctxs cx(dev);
+  for (int64_t hd : {8, 33, 128}) {
+    Tensor x = host(DType::F32, {5, 3, hd}, rng.floats(size_t(15 * hd)));
+    Tensor w = host(DType::F32, {hd}, rng.floats(size_t(hd)));
+    Tensor dx = on_device(dev, x);
+    rms_norm_heads_(cx.cpu, x, w, 1e-6f);
+    rms_norm_heads_(cx.gpu, dx, *dev->upload_weight(w), 1e-6f);
+    EXPECT_LE(max_diff(read(dev, dx), values(x)), 1e-5) << hd;
+  }
+}
+
+TEST(OpenclOps, RopeAndMRope) {
+  NEED_DEVICE();
+  test::Rng rng(5);
+  for (int64_t hd : {8, 64, 66})
+    for (int64_t rot : {hd, hd / 2}) {  // full and partial rotary
+      Ctxs cx(dev);
+      const int64_t n = 7, n_head = 3, half = rot / 2;
+      std::vector<float> inv_freq(static_cast<size_t>(half));
+      for (int64_t i = 0; i < half; ++i) inv_freq[size_t(i)] = std::pow(10000.0f, -2.0f * float(i) / float(rot));
+      std::vector<int32_t> pos = {0, 1, 2, 3, 50, 51, 4095};
+      Tensor x = host(DType::F32, {n, n_head, hd}, rng.floats(size_t(n * n_head * hd)));
+      Tensor dx = on_device(dev, x);
+      Tensor x2 = host(DType::F32, x.shape(), values(x)), dx2 = on_device(dev, x2);
+      rope_(cx.cpu, x, pos, inv_freq, 0.9f);
+      rope_(cx.gpu, dx, pos, inv_freq, 0.9f);
+      EXPECT_LE(max_diff(read(dev, dx), values(x)), 1e-5) << hd << " " << rot;
+      // M-RoPE: three position streams, frequencies assigned to them in sections
+      std::vector<int32_t> mpos;
+      for (int s = 0; s < 3; ++s)
+        for (int64_t t = 0; t < n; ++t) mpos.push_back(int32_t(t * (s + 1) + s));
+      std::vector<uint8_t> stream(static_cast<size_t>(half));
+      for (int64_t i = 0; i < half; ++i) stream[size_t(i)] = uint8_t(i * 3 / half);
+      rope_multi_(cx.cpu, x2, mpos, stream, inv_freq);
+      rope_multi_(cx.gpu, dx2, mpos, stream, inv_freq);
+      EXPECT_LE(max_diff(read(dev, dx2), values(x2)), 1e-5) << hd << " " << rot;
+    }
+}
+
+TEST(OpenclOps, EmbeddingGatherAndCopyRows) {
+  NEED_DEVICE();
+  test::Rng rng(6);
+  for (DType dt : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0}) {
+    Ctxs cx(dev);
+    const int64_t V = 37, E = dtype_is_quantized(dt) ? 96 : 33;
+    Tensor table = host(dt, {V, E}, rng.floats(size_t(V * E)));
+    std::vector<int32_t> ids = {0, 36, 5, 5, 17};
+    auto dt_table = dev->upload_weight(table);
+    ASSERT_TRUE(dt_table.is_ok()) << dt_table.status().message();
+    Tensor want = embedding(cx.cpu, table, ids);
+    Tensor got = embedding(cx.gpu, *dt_table, ids);
+    EXPECT_EQ(max_diff(read(dev, got), values(want)), 0.0) << dtype_name(dt);
+    std::vector<int64_t> rows = {4, 0, 2};
+    EXPECT_EQ(max_diff(read(dev, gather_rows(cx.gpu, got, rows)), values(gather_rows(cx.cpu, want, rows))), 0.0);
+    Tensor feats = host(DType::F32, {3, E + 5}, rng.floats(size_t(3 * (E + 5))));  // wider rows: DeepStack-like
+    std::vector<int32_t> src = {-1, 2, -1, 0, 1};
+    copy_rows_(cx.cpu, want, src, feats);
+    copy_rows_(cx.gpu, got, src, feats);
+    EXPECT_EQ(max_diff(read(dev, got), values(want)), 0.0) << dtype_name(dt);
+  }
+}
+
+// ---- KV cache + attention ----
+struct AttnCase {
+  DType kv;
+  int64_t n_head, n_head_kv, hd;
+  int window;
+  bool ring;
+  float softcap;
+};
+
+TEST(OpenclOps, StoreKvAndAttention) {
+  NEED_DEVICE();
+  test::Rng rng(7);
+  const AttnCase cases[] = {
+      {DType::F32, 4, 2, 32, 0, false, 0.0f}, {DType::F16, 4, 1, 33, 0, false, 0.0f},
+      {DType::F16, 6, 3, 64, 5, false, 0.0f}, {DType::F32, 2, 2, 16, 4, true, 0.0f},
+      {DType::F32, 3, 1, 8, 0, false, 30.0f},
+  };
+  for (const auto& c : cases) {
+    Ctxs cx(dev);
+    const int64_t n_rows = c.ring ? c.window + 6 : 64;
+    Tensor kc = Tensor::empty(c.kv, {n_rows, c.n_head_kv, c.hd}), vc = Tensor::empty(c.kv, {n_rows, c.n_head_kv, c.hd});
+    Tensor dkc = dev->empty(c.kv, kc.shape()), dvc = dev->empty(c.kv, vc.shape());
+    AttnParams ap{1.0f / std::sqrt(float(c.hd)), c.softcap, c.window, c.ring};
+    int32_t p0 = 0;
+    for (int64_t n : {6, 1, 5, 1, 1}) {  // prefill chunks then decode steps: the cache fills across calls
+      std::vector<int32_t> pos;
+      for (int64_t i = 0; i < n; ++i) pos.push_back(p0 + int32_t(i));
+      p0 += int32_t(n);
+      Tensor q = host(DType::F32, {n, c.n_head, c.hd}, rng.floats(size_t(n * c.n_head * c.hd)));
+      Tensor k = host(DType::F32, {n, c.n_head_kv, c.hd}, rng.floats(size_t(n * c.n_head_kv * c.hd)));
+      Tensor v = host(DType::F32, {n, c.n_head_kv, c.hd}, rng.floats(size_t(n * c.n_head_kv * c.hd)));
+      store_kv(cx.cpu, k, kc, pos, c.ring);
+      store_kv(cx.cpu, v, vc, pos, c.ring);
+      store_kv(cx.gpu, on_device(dev, k), dkc, pos, c.ring);
+      store_kv(cx.gpu, on_device(dev, v), dvc, pos, c.ring);
+      Tensor want = Tensor::empty(DType::F32, q.shape()), got = dev->empty(DType::F32, q.shape());
+      attention(cx.cpu, q, kc, vc, pos, ap, want);
+      attention(cx.gpu, on_device(dev, q), dkc, dvc, pos, ap, got);
+      EXPECT_LE(max_diff(read(dev, got), values(want)), 2e-6)
+          << dtype_name(c.kv) << " heads " << c.n_head << "/" << c.n_head_kv << " hd " << c.hd << " window "
+          << c.window << " at " << p0;
+    }
+    // the cache rows themselves: f16 rounding equal to the CPU's conversion
+    std::vector<uint8_t> a(kc.nbytes());
+    dev->read(dkc, a.data(), a.size());
+    EXPECT_EQ(std::memcmp(a.data(), kc.data(), a.size()), 0) << dtype_name(c.kv);
+  }
+}
+
+// ---- errors ----
+TEST(OpenclDevice, BadIndexIsOneClearError) {
+  NEED_DEVICE();
+  auto d = open_device("opencl:99");
+  ASSERT_FALSE(d.is_ok());
+  EXPECT_NE(d.status().message().find("no device opencl:99"), std::string::npos) << d.status().message();
+  for (const char* bad : {"opencl:", "opencl:-1", "opencl:x", "openc", "gpu"}) {
+    auto e = open_device(bad);
+    EXPECT_FALSE(e.is_ok()) << bad;
+  }
+  auto cpu = open_device("cpu");
+  ASSERT_TRUE(cpu.is_ok());
+  EXPECT_EQ(cpu->get(), nullptr);
+}
+
+TEST(OpenclDevice, KernelBuildFailureIsOneClearError) {
+  NEED_DEVICE();
+  ::setenv("PIPIT_OPENCL_OPTIONS", "-cl-no-such-option", 1);
+  auto d = open_device("opencl:0");
+  ::unsetenv("PIPIT_OPENCL_OPTIONS");
+  ASSERT_FALSE(d.is_ok());
+  EXPECT_NE(d.status().message().find("[opencl] building kernels/"), std::string::npos) << d.status().message();
+  EXPECT_NE(d.status().message().find("-cl-no-such-option"), std::string::npos) << d.status().message();
+}
+
+TEST(OpenclDevice, ListsDevices) {
+  NEED_DEVICE();
+  auto l = list_devices();
+  ASSERT_GE(l.size(), 2u);
+  EXPECT_EQ(l[1].rfind("opencl:0: ", 0), 0u) << l[1];
+}
+
+}  // namespace
+}  // namespace pipit

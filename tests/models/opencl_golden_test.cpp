@@ -1,0 +1,283 @@
+// Golden parity on the OpenCL device (PoCL in CI): the same goldens as golden_text_test / vl_golden_test, with the
+// decoder's weights, KV cache and activations on the device. f32 logits and greedy ids (f32 and f16 KV cache),
+// token-by-token decode (the GEMV kernels) against the full pass (the tiled GEMM), chunked prefill; q8 / q4 files
+// within the CPU path's bounds; Qwen2-VL's decoder after an image encoded on the CPU (mixed placement); a model
+// the device cannot run refused at load with a message. Skipped, with the reason, without an OpenCL device.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "backends/device.h"
+#include "format/safetensors.h"
+#include "include/pipit/pipit.h"
+#include "models/vision/image.h"
+#include "runtime/multimodal.h"
+#include "runtime/sampler.h"
+#include "tests/unit/convert_test_util.h"
+
+namespace pipit {
+namespace {
+
+constexpr double kTol = 1e-3;
+
+std::shared_ptr<Device> device() {
+  static std::shared_ptr<Device> dev;
+  static bool tried = false;
+  if (!tried) {
+    tried = true;
+    auto d = open_device("opencl");
+    if (d.is_ok()) dev = *d;
+    else std::printf("[ skipped  ] no OpenCL device: %s\n", d.status().message().c_str());
+  }
+  return dev;
+}
+
+#define NEED_DEVICE()                   \
+  std::shared_ptr<Device> dev = device(); \
+  if (!dev) GTEST_SKIP() << "no OpenCL device on this machine"
+
+LoadedModel load_on(const std::string& path, std::shared_ptr<Device> dev) {
+  auto m = load_model(path, LoadOptions{.device = std::move(dev)});
+  EXPECT_TRUE(m.is_ok()) << m.status().message();
+  return std::move(m).value();
+}
+
+std::vector<int32_t> ids_of(const SafetensorsFile& f, const std::string& name) {
+  Tensor t = *f.get(name);
+  return {t.ptr<int32_t>(), t.ptr<int32_t>() + t.numel()};
+}
+
+SafetensorsFile golden(const std::string& arch, const char* file = "golden.safetensors") {
+  auto g = SafetensorsFile::open(test::model_dir(arch) + "/" + file);
+  EXPECT_TRUE(g.is_ok()) << g.status().message();
+  return std::move(g).value();
+}
+
+class OpenclGoldenText : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(OpenclGoldenText, FullForwardLogitsF32AndF16Kv) {
+  NEED_DEVICE();
+  LoadedModel lm = load_on(test::model_dir(GetParam()), dev);
+  SafetensorsFile g = golden(GetParam());
+  auto ids = ids_of(g, "input_ids");
+  Tensor want = *g.get("logits");
+  for (DType kv : {DType::F32, DType::F16}) {
+    Session s(*lm.model, SessionOptions{.n_threads = 1, .kv_dtype = kv});
+    auto r = s.eval(ids, /*all_logits=*/true);
+    ASSERT_TRUE(r.is_ok()) << r.status().message();
+    ASSERT_EQ(r->numel(), want.numel());
+    auto d = test::max_abs_diff(r->ptr<float>(), want.ptr<float>(), want.numel());
+    std::printf("[ measure  ] %s opencl %s KV: max |logit - golden| %.3g\n", GetParam().c_str(), std::string(dtype_name(kv)).c_str(),
+                d.max_abs);
+    EXPECT_LE(d.max_abs, kTol) << dtype_name(kv) << " KV, worst at " << d.worst;
+  }
+}
+
+TEST_P(OpenclGoldenText, GreedyIdsAndTokenByTokenDecode) {
+  NEED_DEVICE();
+  LoadedModel lm = load_on(test::model_dir(GetParam()), dev);
+  SafetensorsFile g = golden(GetParam());
+  auto ids = ids_of(g, "input_ids");
+  auto want_ids = ids_of(g, "greedy_ids");
+  Tensor want_logits = *g.get("greedy_logits"), want_all = *g.get("logits");
+  const int64_t V = lm.model->info().n_vocab;
+  Session s(*lm.model, SessionOptions{.n_threads = 1});
+  auto r = s.eval(ids);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  std::vector<int32_t> got;
+  double worst = 0;
+  for (size_t step = 0; step < want_ids.size(); ++step) {
+    worst = std::max(worst, test::max_abs_diff(r->ptr<float>(), want_logits.ptr<float>() + step * V, V).max_abs);
+    const int32_t next = argmax(std::span<const float>(r->ptr<float>(), size_t(V)));
+    got.push_back(next);
+    if (next != want_ids[step]) break;
+    r = s.eval(std::span<const int32_t>(&next, 1));
+    ASSERT_TRUE(r.is_ok()) << r.status().message();
+  }
+  EXPECT_EQ(got, want_ids);
+  EXPECT_LE(worst, kTol);
+  // the prompt one token at a time: every step is a GEMV decode over the growing device cache
+  Session t(*lm.model, SessionOptions{.n_threads = 1});
+  double worst_t = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    auto ri = t.eval(std::span<const int32_t>(&ids[i], 1));
+    ASSERT_TRUE(ri.is_ok()) << ri.status().message();
+    worst_t = std::max(worst_t, test::max_abs_diff(ri->ptr<float>(), want_all.ptr<float>() + i * V, V).max_abs);
+  }
+  EXPECT_LE(worst_t, kTol);
+}
+
+TEST_P(OpenclGoldenText, ChunkedPrefill) {
+  NEED_DEVICE();
+  const std::string dir = test::model_dir(GetParam());
+  if (!file_exists(dir + "/golden_batch.safetensors")) GTEST_SKIP() << "no golden_batch for " << GetParam();
+  LoadedModel lm = load_on(dir, dev);
+  SafetensorsFile g = golden(GetParam(), "golden_batch.safetensors");
+  for (int i = 0; i < 2; ++i) {
+    auto ids = ids_of(g, "input_ids_" + std::to_string(i));
+    Tensor want = *g.get("logits_" + std::to_string(i));
+    Session s(*lm.model, SessionOptions{.n_threads = 1, .n_batch = 5});
+    auto r = s.eval(ids, true);
+    ASSERT_TRUE(r.is_ok()) << r.status().message();
+    EXPECT_LE(test::max_abs_diff(r->ptr<float>(), want.ptr<float>(), want.numel()).max_abs, kTol) << "prompt " << i;
+  }
+}
+
+// The bounds of tests/unit/convert_roundtrip_test.cpp (the CPU's w8a8 / w4a8 path). The device dequantizes the
+// weights and keeps activations f32, so it should land at or under them.
+struct QuantBound {
+  const char* model;
+  double q8, q4;
+};
+const QuantBound kBounds[] = {{"llama", 0.023, 0.30}, {"qwen2", 0.024, 0.24}, {"qwen3", 0.024, 0.22}};
+
+TEST_P(OpenclGoldenText, QuantizedFilesWithinTheCpuBounds) {
+  NEED_DEVICE();
+  const QuantBound* b = nullptr;
+  for (auto& k : kBounds)
+    if (GetParam() == k.model) b = &k;
+  ASSERT_NE(b, nullptr);
+  test::ScratchDir d("ocl_q");
+  SafetensorsFile g = golden(GetParam());
+  auto ids = ids_of(g, "input_ids");
+  Tensor want_t = *g.get("logits");
+  const std::vector<float> want(want_t.ptr<float>(), want_t.ptr<float>() + want_t.numel());
+  for (auto [q, bound] : {std::pair<const char*, double>{"q8", b->q8}, {"q4", b->q4}}) {
+    const std::string out = d.path(GetParam() + "_" + q + ".pipit");
+    test::convert_or_fail(test::model_dir(GetParam()), out, q);
+    LoadedModel cpu = test::load_or_fail(out);
+    LoadedModel gpu = load_on(out, dev);
+    const auto got = test::all_logits(*gpu.model, ids), got_cpu = test::all_logits(*cpu.model, ids);
+    const double err = test::rel_rms(got, want), err_cpu = test::rel_rms(got_cpu, want);
+    std::printf("[ measure  ] %s %s: relative RMS logit error opencl %.5f, cpu %.5f (bound %.3f)\n",
+                GetParam().c_str(), q, err, err_cpu, bound);
+    EXPECT_LE(err, bound) << q;
+    EXPECT_GT(err, 0.0) << q << ": quantization changed nothing?";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Text, OpenclGoldenText, ::testing::Values("llama", "qwen2", "qwen3"));
+
+// The other decoders device_supports_arch() lets on the device: the full pass against their goldens.
+class OpenclGoldenMore : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(OpenclGoldenMore, FullForwardLogits) {
+  NEED_DEVICE();
+  LoadedModel lm = load_on(test::model_dir(GetParam()), dev);
+  SafetensorsFile g = golden(GetParam());
+  auto ids = ids_of(g, "input_ids");
+  Tensor want = *g.get("logits");
+  Session s(*lm.model, SessionOptions{.n_threads = 1});
+  auto r = s.eval(ids, /*all_logits=*/true);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  ASSERT_EQ(r->numel(), want.numel());
+  EXPECT_LE(test::max_abs_diff(r->ptr<float>(), want.ptr<float>(), want.numel()).max_abs, kTol);
+}
+
+INSTANTIATE_TEST_SUITE_P(Text, OpenclGoldenMore, ::testing::Values("smollm3", "minicpm", "stories260k"));
+
+// Qwen2-VL: the vision tower on the CPU (its weights stay on the host), the decoder on the device, fed the image
+// features and M-RoPE positions.
+class OpenclGoldenVL : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(OpenclGoldenVL, DecoderAfterAnImage) {
+  NEED_DEVICE();
+  const std::string dir = test::model_dir(GetParam());
+  LoadedModel lm = load_on(dir, dev);
+  SafetensorsFile g = golden(GetParam());
+  const auto cases = g.metadata().find("cases");
+  ASSERT_NE(cases, g.metadata().end());
+  const std::string c = cases->second.substr(0, cases->second.find(','));  // the first case image
+  auto pp = preprocessor_config_of(lm);
+  ASSERT_TRUE(pp.is_ok()) << pp.status().message();
+  auto proc = image_processor_for(*lm.model, *pp);
+  ASSERT_TRUE(proc.is_ok()) << proc.status().message();
+  auto img = load_image(dir + "/" + c + ".png");
+  ASSERT_TRUE(img.is_ok()) << img.status().message();
+  ThreadPool pool(1);
+  auto e = encode_image(*lm.model, *proc, *img, pool, {});
+  ASSERT_TRUE(e.is_ok()) << e.status().message();
+  auto p = build_multimodal_prompt(*lm.model, ids_of(g, c + ".input_ids_unexpanded"), {*e});
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  const int64_t V = lm.model->info().n_vocab;
+  Tensor want = *g.get(c + ".logits");
+  for (int n_batch : {512, 7}) {  // one chunk, and chunks that split the image
+    Session s(*lm.model, SessionOptions{.n_threads = 1, .n_batch = n_batch});
+    auto r = s.eval(*p, /*all_logits=*/true);
+    ASSERT_TRUE(r.is_ok()) << r.status().message();
+    ASSERT_EQ(r->numel(), want.numel());
+    auto d = test::max_abs_diff(r->ptr<float>(), want.ptr<float>(), want.numel());
+    std::printf("[ measure  ] %s opencl n_batch %d: max |logit - golden| %.3g\n", GetParam().c_str(), n_batch,
+                d.max_abs);
+    EXPECT_LE(d.max_abs, kTol) << "n_batch " << n_batch;
+  }
+  const auto want_ids = ids_of(g, c + ".greedy_ids");
+  Session s(*lm.model, SessionOptions{.n_threads = 1});
+  auto r = s.eval(*p);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  std::vector<int32_t> got;
+  for (size_t k = 0; k < want_ids.size(); ++k) {
+    const int32_t next = argmax(std::span<const float>(r->ptr<float>(), size_t(V)));
+    got.push_back(next);
+    if (next != want_ids[k]) break;
+    r = s.eval(std::span<const int32_t>(&next, 1));
+    ASSERT_TRUE(r.is_ok()) << r.status().message();
+  }
+  EXPECT_EQ(got, want_ids);
+}
+
+INSTANTIATE_TEST_SUITE_P(VL, OpenclGoldenVL, ::testing::Values("qwen2_vl", "qwen2_5_vl"));
+
+TEST(OpenclGolden, UnsupportedModelIsRefusedAtLoad) {
+  NEED_DEVICE();
+  auto m = load_model(test::model_dir("gemma3_text"), LoadOptions{.device = dev});
+  ASSERT_FALSE(m.is_ok());
+  EXPECT_NE(m.status().message().find("does not run on opencl"), std::string::npos) << m.status().message();
+}
+
+}  // namespace
+}  // namespace pipit
+
+#if PIPIT_WITH_TOKENIZER  // the C API is built with the tokenizer (not in the aarch64 test build)
+namespace pipit {
+namespace {
+
+// The C API's device option: stories260k (a real tiny Llama with a tokenizer) generates the same greedy tokens on
+// the device as on the CPU; a device that does not exist is an error from pipit_model_load.
+std::vector<int32_t> capi_greedy(const char* device, int n) {
+  pipit_model_options mo{0, device};
+  pipit_model* m = nullptr;
+  EXPECT_EQ(pipit_model_load(test::model_dir("stories260k").c_str(), &mo, &m), PIPIT_OK) << pipit_last_error();
+  if (!m) return {};
+  pipit_session* s = nullptr;
+  pipit_session_options so{0, 1, 0};
+  EXPECT_EQ(pipit_session_create(m, &so, &s), PIPIT_OK) << pipit_last_error();
+  pipit_generate_options o;
+  pipit_generate_options_default(&o);
+  o.max_tokens = n;
+  o.temperature = 0;
+  std::vector<int32_t> got;
+  auto cb = [](const char*, size_t, int32_t tok, void* user) -> int32_t {
+    if (tok >= 0) static_cast<std::vector<int32_t>*>(user)->push_back(tok);
+    return 1;
+  };
+  EXPECT_EQ(pipit_session_generate(s, "Once upon a time", 0, &o, cb, &got), PIPIT_OK) << pipit_last_error();
+  pipit_session_destroy(s);
+  pipit_model_destroy(m);
+  return got;
+}
+
+TEST(OpenclCapi, DeviceOptionGivesTheCpuTokens) {
+  NEED_DEVICE();
+  const auto cpu = capi_greedy(nullptr, 24), gpu = capi_greedy("opencl", 24);
+  EXPECT_EQ(cpu.size(), 24u);
+  EXPECT_EQ(gpu, cpu);
+  pipit_model_options mo{0, "opencl:99"};
+  pipit_model* m = nullptr;
+  EXPECT_NE(pipit_model_load(test::model_dir("stories260k").c_str(), &mo, &m), PIPIT_OK);
+  EXPECT_NE(std::string(pipit_last_error()).find("no device opencl:99"), std::string::npos) << pipit_last_error();
+}
+
+}  // namespace
+}  // namespace pipit
+#endif  // PIPIT_WITH_TOKENIZER
