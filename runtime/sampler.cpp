@@ -17,15 +17,7 @@ int32_t argmax(std::span<const float> x) {
 int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history) {
   const int32_t greedy = candidates(logits, history);
   if (greedy >= 0) return greedy;
-  double total = 0;
-  for (auto& c : cand_) total += c.first;
-  std::uniform_real_distribution<double> u(0.0, total);
-  double r = u(rng_), acc = 0;
-  for (auto& c : cand_) {
-    acc += c.first;
-    if (r < acc) return c.second;
-  }
-  return cand_.back().second;
+  return draw(cand_);
 }
 
 const std::vector<std::pair<float, int32_t>>& Sampler::distribution(std::span<const float> logits,

@@ -21,38 +21,19 @@ usage: llamacpp_gguf_test.py PIPIT DATA_DIR
 """
 import json
 import os
-import struct
 import subprocess
 import sys
 import tempfile
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from safetensors_util import read_safetensors, write_ids  # noqa: E402
+
 PIPIT, DATA = sys.argv[1], sys.argv[2]
 REL_RMS_BOUND = 0.03
 MAX_ABS_REL = 0.15  # and the largest logit difference <= 0.15 x the RMS of the reference logits
 MAX_TIES = 2       # of the 24 generated positions, at most 2 may be near ties decided differently
-
-
-def read_safetensors(path):
-    b = open(path, "rb").read()
-    n = struct.unpack("<Q", b[:8])[0]
-    hdr = json.loads(b[8:8 + n])
-    out = {}
-    for k, v in hdr.items():
-        if k == "__metadata__":
-            continue
-        s, e = v["data_offsets"]
-        dt = {"F32": np.float32, "I32": np.int32}[v["dtype"]]
-        out[k] = np.frombuffer(b[8 + n + s:8 + n + e], dtype=dt).reshape(v["shape"])
-    return out
-
-
-def write_ids(path, ids):
-    h = json.dumps({"input_ids": {"dtype": "I32", "shape": [1, len(ids)], "data_offsets": [0, 4 * len(ids)]}})
-    h = h.encode() + b" " * ((8 - len(h) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + np.array(ids, dtype=np.int32).tobytes())
 
 
 def main():

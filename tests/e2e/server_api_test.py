@@ -9,7 +9,6 @@ equal the pooled logits).
 """
 import json
 import os
-import struct
 import subprocess
 import sys
 import tempfile
@@ -19,6 +18,7 @@ import jsonschema
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from safetensors_util import read_safetensors, write_ids  # noqa: E402
 from server_util import Server, ServerCase, deltas  # noqa: E402
 
 PIPIT = MODEL = None
@@ -29,32 +29,6 @@ def chat(content, **kw):
             "max_tokens": 8}
     body.update(kw)
     return body
-
-
-def write_ids(path, ids):
-    h = json.dumps({"input_ids": {"dtype": "I32", "shape": [1, len(ids)], "data_offsets": [0, 4 * len(ids)]}}).encode()
-    h += b" " * (-len(h) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + np.asarray(ids, dtype=np.int32).tobytes())
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    n = struct.unpack("<Q", data[:8])[0]
-    header = json.loads(data[8:8 + n])
-    out = {}
-    for name, t in header.items():
-        if name == "__metadata__":
-            continue
-        a, b = t["data_offsets"]
-        raw = data[8 + n + a:8 + n + b]
-        if t["dtype"] == "BF16":
-            arr = (np.frombuffer(raw, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
-        else:
-            arr = np.frombuffer(raw, dtype={"F32": np.float32, "I32": np.int32}[t["dtype"]])
-        out[name] = arr.reshape(t["shape"])
-    return out
 
 
 def pipit_logits(ids):
