@@ -38,6 +38,10 @@ int cmd_serve(Args& a) {
   a.option({"--batch"}, "tokens per forward pass (decode steps + a prompt chunk)", "512");
   a.option({"--cache-ram"}, "MiB of RAM for the prompt cache: finished requests' KV, reused by later requests that "
            "share a prefix with them, least recently used first out (0: off)", "1024");
+  a.option({"--prefill-chunk"}, "prompt tokens per forward pass while other requests decode, so a long prompt "
+           "(an image) does not hold their streams for its whole prefill (0: up to --batch)", "64");
+  a.option({"--image-threads"}, "vision models: threads that encode images; the decode steps keep the other -t "
+           "threads meanwhile (default: half of -t, at least 1; -t or more: both use all)");
   a.option({"--api-key"}, "require 'Authorization: Bearer KEY' (default: the PIPIT_API_KEY variable, else none)");
   a.option({"--max-body"}, "largest request body in bytes (compressed bodies are refused)", "33554432");
   a.option({"--max-prompt-tokens"}, "longest prompt in tokens; longer ones get a 400 (default: the context - 1)");
@@ -71,7 +75,8 @@ int cmd_serve(Args& a) {
     auto batch = num("--batch", 1, 1 << 16);
     auto body = num("--max-body", 1024, int64_t(1) << 34);
     auto cache = num("--cache-ram", 0, int64_t(1) << 24);
-    for (auto* r : {&port, &parallel, &queue, &batch, &body, &cache})
+    auto chunk = num("--prefill-chunk", 0, 1 << 16);
+    for (auto* r : {&port, &parallel, &queue, &batch, &body, &cache, &chunk})
       if (!r->is_ok()) return fail(a, r->status().message());
     opt.port = int(*port);
     opt.max_body = size_t(*body);
@@ -79,6 +84,12 @@ int cmd_serve(Args& a) {
     eo.max_queue = int(*queue);
     eo.n_batch = int(*batch);
     eo.cache_bytes = size_t(*cache) << 20;
+    eo.n_prefill_chunk = int(*chunk);
+    if (a.has("--image-threads")) {
+      auto t = num("--image-threads", 1, 4096);
+      if (!t) return fail(a, t.status().message());
+      eo.n_encode_threads = int(*t);
+    }
     if (a.has("--http-threads")) {
       auto t = num("--http-threads", 1, 4096);
       if (!t) return fail(a, t.status().message());

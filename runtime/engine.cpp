@@ -53,6 +53,13 @@ Engine::Engine(Model& model, const Tokenizer* tok, const EngineOptions& opt)
   ctx_.pool = pool_.get();
   ctx_.k = &kernels();
   if (opt.cache_bytes > 0) cache_ = std::make_unique<PromptCache>(opt.cache_bytes);
+  if (model.vision()) {
+    const int n = pool_->size();
+    const int n_enc = opt.n_encode_threads > 0 ? opt.n_encode_threads : std::max(1, n / 2);
+    encode_pool_ = std::make_unique<ThreadPool>(n_enc);
+    // an encode given all the threads or more: the steps keep theirs too (both pools share the cores)
+    if (n_enc < n) narrow_pool_ = std::make_unique<ThreadPool>(n - n_enc);
+  }
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -352,14 +359,19 @@ bool Engine::step() {
   };
   std::vector<Part> parts;
   int64_t budget = opt_.n_batch;
+  // prompt tokens this pass may take: a chunk while others decode (EngineOptions::n_prefill_chunk)
+  const bool any_decoding = std::any_of(active_.begin(), active_.end(), [](auto& up) { return up->decoding; });
+  int64_t prefill_left = any_decoding && opt_.n_prefill_chunk > 0 ? opt_.n_prefill_chunk
+                                                                  : std::numeric_limits<int64_t>::max();
   for (auto& up : active_) {
     Seq& s = *up;
     int64_t n = 0;
     if (s.decoding) {
       n = 1;
     } else {
-      n = std::min<int64_t>(int64_t(s.history.size()) - s.n_done, std::max<int64_t>(budget, 0));
+      n = std::min<int64_t>({int64_t(s.history.size()) - s.n_done, std::max<int64_t>(budget, 0), prefill_left});
       if (n <= 0) continue;
+      prefill_left -= n;
     }
     budget -= n;
     Batch::Seq bs{s.slot, b.n_tokens(), n};
@@ -380,6 +392,9 @@ bool Engine::step() {
   }
 
   arena_.reset();
+  // an image encode runs beside us: step on the threads it left (row results do not depend on the thread count:
+  // work is split by output rows and heads, never inside a reduction)
+  ctx_.pool = narrow_pool_ && encoding_.load() > 0 ? narrow_pool_.get() : pool_.get();
   Tensor logits;
   Status st = model_.forward(ctx_, b, kv_, &logits);
   if (st.is_ok()) st = logits_to_host(ctx_, &logits);

@@ -31,6 +31,15 @@ struct EngineOptions {
   // Prompt cache (runtime/prompt_cache.h): bytes of finished requests' KV kept to serve later requests that share
   // a prefix with them (0: off).
   size_t cache_bytes = 0;
+  // While any request decodes, a forward pass takes at most this many prompt tokens (0: up to n_batch), so a long
+  // prompt (an image's hundreds of tokens) is prefilled in chunks between the running streams' steps instead of
+  // holding them for its whole prefill. Alone, a prompt still goes n_batch tokens at a time.
+  int n_prefill_chunk = 64;
+  // Vision models: threads of the pool encode() lends (0: half of n_threads, at least 1). While an encode runs, the
+  // engine's steps use n_threads minus these, so encode + decode never run more threads than n_threads (two full
+  // pools on the same cores make both wait for descheduled workers). n_encode_threads >= n_threads: the steps keep
+  // all theirs (the pools share the cores; what the server did before it had this option).
+  int n_encode_threads = 0;
 };
 
 struct MultimodalPrompt;  // runtime/multimodal.h
@@ -68,6 +77,22 @@ class Engine {
     uint64_t prompt_tokens_evaluated = 0, prompt_tokens_cached = 0;
   };
   Stats stats() const;
+
+  // Runs fn(pool) on the caller's thread with the encode pool (vision models: an image through the vision tower)
+  // while the engine keeps stepping on the threads left; returns fn's result. One encode at a time: callers wait
+  // their turn. The engine moves to its narrow pool at its next step and back at the first step after the encode.
+  template <class F>
+  auto encode(F&& fn) -> decltype(fn(std::declval<ThreadPool&>())) {
+    PIPIT_ASSERT(encode_pool_, "[engine] encode() on a model without a vision tower");
+    std::lock_guard<std::mutex> lk(encode_mu_);
+    struct Mark {
+      std::atomic<int>& n;
+      explicit Mark(std::atomic<int>& c) : n(c) { n.fetch_add(1); }
+      ~Mark() { n.fetch_sub(1); }
+    } mark(encoding_);
+    return fn(*encode_pool_);
+  }
+  int n_encode_threads() const { return encode_pool_ ? encode_pool_->size() : 0; }
   int n_ctx() const { return n_ctx_; }
   int n_slots() const { return opt_.n_slots; }
   // The prompt cache's counters (all zero when it is off).
@@ -91,6 +116,10 @@ class Engine {
   EngineOptions opt_;
   int n_ctx_;
   std::shared_ptr<ThreadPool> pool_;
+  // Vision models: the pool encode() lends, and the engine's pool while an encode runs (the threads left).
+  std::unique_ptr<ThreadPool> encode_pool_, narrow_pool_;
+  std::mutex encode_mu_;            // one encode at a time
+  std::atomic<int> encoding_{0};    // encodes running now (0 or 1)
   Arena arena_;
   KvCache kv_;
   Ctx ctx_;

@@ -121,8 +121,8 @@ struct ImageWork {
 };
 
 // The request's images decoded, preprocessed and encoded by the vision tower, and the prompt's image
-// placeholders expanded to one token per feature. One image at a time per server (the tower uses every image
-// thread), taken in turns per image, so a request with many images does not hold the others for all of them; the
+// placeholders expanded to one token per feature. One image at a time per server (the tower uses every encode
+// thread: Engine::encode), taken in turns per image, so a request with many images does not hold the others for all of them; the
 // work stops between images when the client has left. Every failure here comes from the request's images.
 Result<MultimodalPrompt> encode_images(ServerState& st, std::span<const int32_t> ids,
                                        const std::vector<std::string>& sources) {
@@ -147,7 +147,8 @@ Result<MultimodalPrompt> encode_images(ServerState& st, std::span<const int32_t>
       if (!bytes.is_ok() || !img.is_ok()) return Error::invalid_argument("{}", kLocalFileRefused);
     }
     if (!img.is_ok()) return img.status();
-    auto e = encode_image(*st.lm.model, *st.image_proc, *img, *st.image_pool);
+    // on the engine's encode pool: the running streams keep decoding on the threads it leaves them
+    auto e = st.engine.encode([&](ThreadPool& pool) { return encode_image(*st.lm.model, *st.image_proc, *img, pool); });
     if (!e.is_ok()) return e.status().with_context(fmt("[image] image {}", i + 1));
     images.push_back(std::move(e).value());
     ++st.images_encoded;

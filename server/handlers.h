@@ -56,9 +56,8 @@ struct ServerState {
   // of more than prompt_limit * max_token_bytes bytes is refused before it is tokenized).
   int prompt_limit = 0;
   size_t max_token_bytes = 1;
-  // Images: one image at a time is decoded and encoded on image_pool, in arrival order per image (FairTurns).
+  // Images: one image at a time is decoded and encoded (Engine::encode), in arrival order per image (FairTurns).
   FairTurns image_turns;
-  std::unique_ptr<ThreadPool> image_pool;  // vision models only
   std::optional<ImageProcessorConfig> image_proc;
   std::string image_proc_error;  // why image_proc is empty
   std::atomic<int> image_requests{0};       // requests decoding or encoding images now

@@ -348,8 +348,6 @@ Server::Server(const LoadedModel& lm, Engine& engine, ServerOptions opt)
     for (int32_t id = 0, n = tok->vocab_size(); id < n; ++id)
       st.max_token_bytes = std::max(st.max_token_bytes, tok->id_to_token(id).size());
   if (st.policy.accepts_images) {
-    st.image_pool = std::make_unique<ThreadPool>(st.opt.n_image_threads > 0 ? st.opt.n_image_threads
-                                                                            : ThreadPool::default_threads());
     auto pp = preprocessor_config_of(lm);
     auto proc = pp.is_ok() ? image_processor_for(*lm.model, *pp) : Result<ImageProcessorConfig>(pp.status());
     if (proc.is_ok()) st.image_proc = std::move(proc).value();

@@ -36,7 +36,8 @@ struct ServerOptions {
   int max_conns_per_client = 0;         // open connections per client address (0: HTTP threads - 8)
   std::string model_name;          // the id /v1/models lists
   int n_http_threads = 0;          // 0: one per slot and per queued request, plus 16
-  int n_image_threads = 0;         // vision models: threads that encode images (0: physical cores)
+  int n_image_threads = 0;         // threads of /v1/embeddings' session (0: physical cores); images are encoded
+                                   // on the engine's encode pool (EngineOptions::n_encode_threads)
   bool log_requests = false;       // one line per request on stderr
   // After this much silence a stream gets an SSE comment and a long non-streaming answer a space: the writes that
   // find clients which have left (their requests are cancelled, their slots freed).

@@ -1,6 +1,7 @@
 // Engine (continuous batching): requests served together give exactly the tokens each gives alone.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <future>
@@ -10,6 +11,7 @@
 
 #include "runtime/engine.h"
 #include "runtime/loader.h"
+#include "runtime/multimodal.h"
 #include "tests/test_util.h"
 
 namespace pipit {
@@ -49,6 +51,118 @@ TEST(Engine, ConcurrentGreedyEqualsSolo) {
       auto got = done[i].get_future().get();
       EXPECT_EQ(got.tokens, solo(m, prompts[i], 20 + int(i))) << arch << " request " << i;
     }
+  }
+}
+
+// Issue 14, parallel model execution: an image request arrives while 3 streams decode. Its image is encoded on the
+// engine's encode pool while the streams keep stepping (on the threads left), and its prompt is prefilled in
+// chunks between their steps; every stream's tokens and the image request's tokens equal their solo runs.
+TEST(Engine, ImageRequestWhileStreamsDecode) {
+  for (auto [arch, image] : {std::pair{"qwen2_vl", "img_100x75"}, {"qwen2_5_vl", "img_100x75"},
+                              {"qwen3_vl", "img_150x90"}}) {
+    auto lm = load_model(test::model_dir(arch));
+    ASSERT_TRUE(lm.is_ok()) << lm.status().message();
+    Model& m = *lm->model;
+    auto pp = preprocessor_config_of(*lm);
+    ASSERT_TRUE(pp.is_ok());
+    auto proc = image_processor_for(m, *pp);
+    ASSERT_TRUE(proc.is_ok()) << proc.status().message();
+    auto img = load_image(test::model_dir(arch) + "/" + image + ".png");
+    ASSERT_TRUE(img.is_ok()) << img.status().message();
+    std::vector<int32_t> ids = {1, 5, 6, 7};
+    for (int32_t t : image_placeholder_tokens(m)) ids.push_back(t);
+    for (int32_t t : {8, 9, 10}) ids.push_back(t);
+    const std::vector<std::vector<int32_t>> prompts = {{1, 403, 407, 261, 378}, {1, 300}, {1, 5, 6, 7, 8, 9, 10}};
+    constexpr int kStream = 48, kImage = 12, kChunk = 4;
+
+    // solo: the streams one at a time on a Session; the image request on a Session with its own pool
+    std::vector<std::vector<int32_t>> want;
+    for (auto& p : prompts) want.push_back(solo(m, p, kStream));
+    std::vector<int32_t> want_image;
+    {
+      Session s(m, SessionOptions{.n_ctx = 256, .n_threads = 2});
+      auto e = encode_image(m, *proc, *img, s.pool());
+      ASSERT_TRUE(e.is_ok()) << e.status().message();
+      auto mm = build_multimodal_prompt(m, ids, {*e});
+      ASSERT_TRUE(mm.is_ok()) << mm.status().message();
+      GenerateParams gp;
+      gp.max_tokens = kImage;
+      gp.sampler.temperature = 0;
+      gp.ignore_eos = true;
+      auto r = generate(s, nullptr, *mm, gp);
+      ASSERT_TRUE(r.is_ok()) << r.status().message();
+      want_image = r->tokens;
+    }
+
+    std::array<std::atomic<int>, 3> emitted{};
+    // Stream 0's callback holds the engine thread once it has `allow` tokens: the test decides how far the streams
+    // get before and during the encode, whatever the machine's speed.
+    std::atomic<int> allow{5};
+    std::atomic<int> image_first_at{-1};  // stream 0's token count when the image request's first token came
+    std::vector<std::promise<GenerateResult>> done(prompts.size() + 1);
+    struct Release {  // a failed ASSERT returns early: let the engine thread go before ~Engine joins it
+      std::atomic<int>& a;
+      ~Release() { a = 1 << 30; }
+    };
+    Engine eng(m, nullptr, EngineOptions{.n_slots = 4, .n_ctx = 256, .n_batch = 64, .n_threads = 2,
+                                         .n_prefill_chunk = kChunk});
+    Release release{allow};
+    ASSERT_EQ(eng.n_encode_threads(), 1);  // half of 2
+    auto request = [&](std::vector<int32_t> prompt, int n, size_t i) {
+      EngineRequest r;
+      r.prompt = std::move(prompt);
+      r.params.max_tokens = n;
+      r.params.sampler.temperature = 0;
+      r.params.ignore_eos = true;
+      r.on_token = [&, i](const std::string&, int32_t) {
+        if (i < prompts.size()) {
+          ++emitted[i];
+          // (once all three decode: a stream admitted a step later must not be held behind stream 0)
+          while (i == 0 && emitted[1] > 0 && emitted[2] > 0 && emitted[0] >= allow.load())
+            std::this_thread::sleep_for(std::chrono::microseconds(200));
+        } else if (image_first_at.load() < 0) image_first_at = emitted[0].load();
+        return true;
+      };
+      r.on_done = [&done, i](const Result<GenerateResult>& res) {
+        EXPECT_TRUE(res.is_ok()) << res.status().message();
+        done[i].set_value(res.is_ok() ? *res : GenerateResult{});
+      };
+      return r;
+    };
+    for (size_t i = 0; i < prompts.size(); ++i) ASSERT_TRUE(eng.submit(request(prompts[i], kStream, i)).is_ok());
+    auto wait_for = [&](auto pred) {
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+      while (!pred() && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      return pred();
+    };
+    ASSERT_TRUE(wait_for([&] { return emitted[0] >= 5 && emitted[1] > 0 && emitted[2] > 0; }));
+    // The streams must go on while an encode holds the encode pool: wait inside it for them to advance (an engine
+    // that stopped for the encode would never get there).
+    auto e = eng.encode([&](ThreadPool& pool) {
+      EXPECT_EQ(pool.size(), 1);
+      const int at = emitted[0];
+      allow = at + 3;
+      EXPECT_TRUE(wait_for([&] { return emitted[0] >= at + 3; })) << arch << ": the streams stopped";
+      return encode_image(m, *proc, *img, pool);
+    });
+    ASSERT_TRUE(e.is_ok()) << e.status().message();
+    auto mm = build_multimodal_prompt(m, ids, {*e});
+    ASSERT_TRUE(mm.is_ok()) << mm.status().message();
+    const int64_t n_prompt = int64_t(mm->tokens.size());
+    ASSERT_GT(n_prompt, 3 * kChunk) << arch;  // several chunks
+    EngineRequest ir = request(mm->tokens, kImage, prompts.size());
+    ir.images = std::make_shared<const MultimodalPrompt>(std::move(mm).value());
+    const int at_submit = emitted[0];
+    ASSERT_LT(at_submit + n_prompt / kChunk, kStream) << arch << ": stream 0 would end before the image prefill";
+    ASSERT_TRUE(eng.submit(std::move(ir)).is_ok());
+    allow = 1 << 30;
+    for (size_t i = 0; i < prompts.size(); ++i)
+      EXPECT_EQ(done[i].get_future().get().tokens, want[i]) << arch << " stream " << i;
+    EXPECT_EQ(done.back().get_future().get().tokens, want_image) << arch << " image request";
+    // chunked prefill: stream 0 got a token at every chunk of the image prompt but the last (which also gives the
+    // image request's first token)
+    EXPECT_GE(image_first_at.load() - at_submit, (n_prompt + kChunk - 1) / kChunk - 1) << arch;
   }
 }
 
