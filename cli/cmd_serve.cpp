@@ -42,6 +42,9 @@ int cmd_serve(Args& a) {
            "(an image) does not hold their streams for its whole prefill (0: up to --batch)", "64");
   a.option({"--image-threads"}, "vision models: threads that encode images; the decode steps keep the other -t "
            "threads meanwhile (default: half of -t, at least 1; -t or more: both use all)");
+  a.flag({"--lookup"}, "speculative decoding by prompt lookup: each decode step also checks guesses copied from "
+         "earlier in the conversation (same tokens, greedy or sampled; not for recurrent models)");
+  a.option({"--draft-max"}, "with --lookup: guesses per step", "8");
   a.option({"--api-key"}, "require 'Authorization: Bearer KEY' (default: the PIPIT_API_KEY variable, else none)");
   a.option({"--max-body"}, "largest request body in bytes (compressed bodies are refused)", "33554432");
   a.option({"--max-prompt-tokens"}, "longest prompt in tokens; longer ones get a 400 (default: the context - 1)");
@@ -130,6 +133,11 @@ int cmd_serve(Args& a) {
     opt.read_timeout = std::chrono::milliseconds(int64_t(*t * 1000));
   }
   opt.log_requests = a.get_flag("--log");
+  if (a.get_flag("--lookup")) {
+    auto k = num("--draft-max", 1, 16);
+    if (!k) return fail(a, k.status().message());
+    opt.lookup_draft = int(*k);
+  }
   {
     auto k = a.get_float("--keepalive");
     if (!k) return fail(a, k.status().message());

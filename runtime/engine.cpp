@@ -12,6 +12,7 @@
 
 #include "runtime/grammar.h"
 #include "runtime/multimodal.h"
+#include "runtime/speculative.h"
 
 namespace pipit {
 
@@ -80,6 +81,8 @@ Engine::~Engine() {
 Result<uint64_t> Engine::submit(EngineRequest r) {
   if (r.prompt.empty()) return Error::invalid_argument("[engine] empty prompt");
   if (r.params.max_tokens < 1) return Error::invalid_argument("[engine] max_tokens must be >= 1");
+  if (r.params.spec.draft)
+    return Error::invalid_argument("[engine] speculative decoding with a draft model is not served; prompt lookup is");
   const int64_t V = model_.info().n_vocab;
   for (int32_t t : r.prompt)
     if (t < 0 || t >= V) return Error::invalid_argument("[engine] token id {} outside the vocabulary [0, {})", t, V);
@@ -348,6 +351,57 @@ int32_t Engine::sample(Seq& s, std::span<const float> logits) {
   return pick;
 }
 
+// Samples the next token from one logits row and hands it to the request (text, callbacks, stop conditions).
+// True when the request has ended.
+bool Engine::emit(Seq& s, std::span<const float> l) {
+  const int32_t next = sample(s, l);
+  bool end = false;
+  // next < 0: the grammar allows no token and cannot end here: stop as at an EOS rather than break it
+  if (next < 0 || is_eos(s.req.params, model_, next)) {
+    s.res.reason = StopReason::kEos;
+    std::string tail = s.text->finish();
+    s.res.text += tail;
+    if (!tail.empty() && s.req.on_token) s.req.on_token(tail, -1);
+    return true;
+  }
+  if (s.req.params.logprobs >= 0) {
+    s.res.logprobs.push_back(token_logprob(l, next, s.req.params.logprobs));
+    if (s.req.on_logprob) s.req.on_logprob(s.res.logprobs.back());
+  }
+  s.res.tokens.push_back(next);
+  s.history.push_back(next);
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stats_.tokens_generated++;
+  }
+  auto step = s.text->push(next);
+  s.res.text += step.text;
+  if (s.req.on_token && !s.req.on_token(step.text, next)) {
+    s.res.reason = StopReason::kCallback;
+    end = true;
+  } else if (step.stopped) {
+    s.res.reason = StopReason::kStopString;
+    end = true;
+  } else if (s.grammar && s.grammar->finished()) {  // nothing may follow: the answer is complete
+    s.res.reason = StopReason::kEos;
+    end = true;
+  } else if (int(s.res.tokens.size()) >= s.req.params.max_tokens) {
+    s.res.reason = StopReason::kLength;
+    end = true;
+  } else if (int64_t(s.history.size()) > n_ctx_) {
+    // the context is full: `next` was sampled from the last position's logits and has no row to go into
+    // (Session-based generate() stops at the same token)
+    s.res.reason = StopReason::kContext;
+    end = true;
+  }
+  if (end && s.res.reason != StopReason::kStopString && s.res.reason != StopReason::kCallback) {
+    std::string tail = s.text->finish();
+    s.res.text += tail;
+    if (!tail.empty() && s.req.on_token) s.req.on_token(tail, -1);
+  }
+  return end;
+}
+
 bool Engine::step() {
   // Pack the batch: every decoding sequence contributes its next token; prefilling sequences share what is left of
   // the n_batch budget, oldest first.
@@ -356,6 +410,7 @@ bool Engine::step() {
     Seq* s;
     int64_t n;
     bool wants_logits;
+    std::vector<int32_t> drafts;  // prompt lookup's guesses after the decode token (rows 1 .. n - 1)
   };
   std::vector<Part> parts;
   int64_t budget = opt_.n_batch;
@@ -366,8 +421,18 @@ bool Engine::step() {
   for (auto& up : active_) {
     Seq& s = *up;
     int64_t n = 0;
+    std::vector<int32_t> drafts;
     if (s.decoding) {
       n = 1;
+      // Speculative decoding by prompt lookup: guesses ride along as extra rows of this pass (not with a recurrent
+      // state, which cannot drop the rows of rejected guesses). At most: what the answer may still take after the
+      // decode token, what the context holds, what is left of the batch.
+      const int k = std::min({s.req.params.spec.n_draft, 16, s.req.params.max_tokens - int(s.res.tokens.size()) - 1,
+                              n_ctx_ - 1 - int(s.n_done), int(std::max<int64_t>(budget - 1, 0))});
+      if (k > 0 && !s.req.params.spec.draft && !kv_.has_state()) {
+        drafts = lookup_draft(s.history, k, s.req.params.spec.ngram_min, s.req.params.spec.ngram_max);
+        n += int64_t(drafts.size());
+      }
     } else {
       n = std::min<int64_t>({int64_t(s.history.size()) - s.n_done, std::max<int64_t>(budget, 0), prefill_left});
       if (n <= 0) continue;
@@ -376,13 +441,14 @@ bool Engine::step() {
     budget -= n;
     Batch::Seq bs{s.slot, b.n_tokens(), n};
     for (int64_t i = 0; i < n; ++i) {
-      b.tokens.push_back(s.history[size_t(s.n_done + i)]);
+      b.tokens.push_back(i == 0 || drafts.empty() ? s.history[size_t(s.n_done + i)] : drafts[size_t(i - 1)]);
       b.pos.push_back(int32_t(s.n_done + i));
     }
-    const bool wants = s.n_done + n == int64_t(s.history.size());
-    if (wants) b.logits_rows.push_back(bs.begin + n - 1);
+    const bool wants = s.n_done + n == int64_t(s.history.size()) + int64_t(drafts.size());
+    if (wants)  // the last row; with guesses every row (row i: the token after guess i)
+      for (int64_t i = drafts.empty() ? n - 1 : 0; i < n; ++i) b.logits_rows.push_back(bs.begin + i);
     b.seqs.push_back(bs);
-    parts.push_back({&s, n, wants});
+    parts.push_back({&s, n, wants, std::move(drafts)});
   }
   if (parts.empty()) return false;
   {
@@ -413,7 +479,6 @@ bool Engine::step() {
       stats_.prompt_tokens_evaluated += uint64_t(p.n);
     }
     if (!p.wants_logits) continue;
-    const float* l = logits.ptr<float>() + row++ * V;
     if (!s.decoding) {
       // the prompt's end: a recurrent state can be cached only at the positions it was snapshotted at
       if (cache_ && kv_.has_state()) s.states.push_back(kv_.save_state(s.slot));
@@ -421,51 +486,30 @@ bool Engine::step() {
       s.t1 = std::chrono::steady_clock::now();
       s.res.prompt_ms = std::chrono::duration<double, std::milli>(s.t1 - s.t0).count();
     }
-    const int32_t next = sample(s, std::span<const float>(l, size_t(V)));
+    // One token per logits row: the decode token's row, then, while the token sampled from a row is that row's
+    // guess, the next row (its logits are the ones after that guess). Each token is sampled exactly as without
+    // guesses (same sampler state, same history), so the answer is the plain one, token for token, greedy or
+    // seeded sampling: for prompt lookup's one-hot guesses, "draw x ~ p, accept the guess iff x == guess" is the
+    // speculative rejection rule (accept with p(d) / q(d) = p(d), else draw from p without d) in the form that keeps
+    // the sampler's random stream as it is.
+    const int64_t n0 = s.n_done - p.n;  // the decode token's position
+    const int k = int(p.drafts.size());
+    int j = 0;  // guesses accepted
     bool end = false;
-    // next < 0: the grammar allows no token and cannot end here: stop as at an EOS rather than break it
-    if (next < 0 || is_eos(s.req.params, model_, next)) {
-      s.res.reason = StopReason::kEos;
-      end = true;
-      std::string tail = s.text->finish();
-      s.res.text += tail;
-      if (!tail.empty() && s.req.on_token) s.req.on_token(tail, -1);
-    } else {
-      if (s.req.params.logprobs >= 0) {
-        s.res.logprobs.push_back(token_logprob(std::span<const float>(l, size_t(V)), next, s.req.params.logprobs));
-        if (s.req.on_logprob) s.req.on_logprob(s.res.logprobs.back());
-      }
-      s.res.tokens.push_back(next);
-      s.history.push_back(next);
-      {
-        std::lock_guard<std::mutex> lk(mu_);
-        stats_.tokens_generated++;
-      }
-      auto step = s.text->push(next);
-      s.res.text += step.text;
-      if (s.req.on_token && !s.req.on_token(step.text, next)) {
-        s.res.reason = StopReason::kCallback;
-        end = true;
-      } else if (step.stopped) {
-        s.res.reason = StopReason::kStopString;
-        end = true;
-      } else if (s.grammar && s.grammar->finished()) {  // nothing may follow: the answer is complete
-        s.res.reason = StopReason::kEos;
-        end = true;
-      } else if (int(s.res.tokens.size()) >= s.req.params.max_tokens) {
-        s.res.reason = StopReason::kLength;
-        end = true;
-      } else if (int64_t(s.history.size()) > n_ctx_) {
-        // the context is full: `next` was sampled from the last position's logits and has no row to go into
-        // (Session-based generate() stops at the same token)
-        s.res.reason = StopReason::kContext;
-        end = true;
-      }
-      if (end && s.res.reason != StopReason::kStopString && s.res.reason != StopReason::kCallback) {
-        std::string tail = s.text->finish();
-        s.res.text += tail;
-        if (!tail.empty() && s.req.on_token) s.req.on_token(tail, -1);
-      }
+    for (;;) {
+      end = emit(s, std::span<const float>(logits.ptr<float>() + (row + j) * V, size_t(V)));
+      if (end || j == k || s.history.back() != p.drafts[size_t(j)]) break;
+      ++j;
+    }
+    row += k + 1;
+    if (k > 0) {
+      s.n_done = n0 + 1 + j;  // the rows of rejected guesses stay behind the slot's end and are overwritten
+      s.res.spec.steps++;
+      s.res.spec.drafted += k;
+      s.res.spec.accepted += j;
+      std::lock_guard<std::mutex> lk(mu_);
+      stats_.spec_drafted += uint64_t(k);
+      stats_.spec_accepted += uint64_t(j);
     }
     if (end) finish(s, s.res);
   }

@@ -1,9 +1,11 @@
 // Engine: serves many generation requests at once from one loaded model (continuous batching).
 // Each running request owns a KV cache slot. Every step, the decode tokens of all running requests and a chunk of
 // one waiting prompt are packed into a single forward pass, so throughput grows with the number of clients and a
-// new request starts without waiting for others to finish. A request's tokens depend only on its own prompt and
-// sampler seed, never on what else runs. Thread-safe: submit()/cancel() from any thread; callbacks run on the
-// engine's thread and must be quick.
+// new request starts without waiting for others to finish. While requests decode, a waiting prompt goes in chunks
+// (EngineOptions::n_prefill_chunk); an image is encoded beside the steps (encode()); prompt-lookup guesses
+// (GenerateParams::spec) ride along as extra rows and are checked in the same pass. A request's tokens depend only
+// on its own prompt and sampler seed, never on what else runs. Thread-safe: submit()/cancel() from any thread;
+// callbacks run on the engine's thread and must be quick.
 #pragma once
 
 #include <atomic>
@@ -75,6 +77,8 @@ class Engine {
     uint64_t completed = 0, tokens_generated = 0;
     // prompt tokens evaluated by forward passes, and those whose KV came from the prompt cache instead
     uint64_t prompt_tokens_evaluated = 0, prompt_tokens_cached = 0;
+    // speculative decoding (GenerateParams::spec, prompt lookup): guesses verified, and of those accepted
+    uint64_t spec_drafted = 0, spec_accepted = 0;
   };
   Stats stats() const;
 
@@ -107,6 +111,7 @@ class Engine {
   void erase_finished();                          // drops finished requests from active_ (under mu_)
   void fail_all(const Status& st);                // the exception barrier: every running request fails
   int32_t sample(Seq& s, std::span<const float> logits);  // the next token, under the request's grammar if any
+  bool emit(Seq& s, std::span<const float> logits);       // samples and delivers one token; true: the request ended
   // Image features and M-RoPE positions for the batch's tokens of requests with images (parts: sequence and
   // its number of tokens in the batch, from its n_done).
   void add_image_inputs(Batch& b, const std::vector<std::pair<Seq*, int64_t>>& parts);

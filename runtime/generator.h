@@ -29,7 +29,8 @@ struct GenerateParams {
   // Structured output (runtime/grammar.h): every token is one the grammar allows, and the answer ends when the
   // grammar is complete. Honoured by the Engine (the server); needs a tokenizer.
   std::shared_ptr<const Grammar> grammar;
-  // Speculative decoding (runtime/speculative.h): honoured by generate() (run, the C API, bench).
+  // Speculative decoding (runtime/speculative.h): honoured by generate() (run, the C API, bench); the Engine (the
+  // server) does prompt lookup (spec.draft must be null there) for models without a recurrent state.
   SpecParams spec;
 };
 

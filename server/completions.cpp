@@ -249,8 +249,13 @@ struct Stream {
     if (news.done) {
       if (meta.include_usage) {
         int n_completion = 0;
-        for (int i = 0; i < n; ++i) n_completion += int(ch->result(i)->tokens.size());
-        write(sink, sse_data(usage_chunk_json(meta, ch->result(0)->n_prompt, n_completion, ch->result(0)->n_cached)));
+        SpecStats spec;
+        for (int i = 0; i < n; ++i) {
+          n_completion += int(ch->result(i)->tokens.size());
+          spec.drafted += ch->result(i)->spec.drafted, spec.accepted += ch->result(i)->spec.accepted;
+        }
+        write(sink, sse_data(usage_chunk_json(meta, ch->result(0)->n_prompt, n_completion, ch->result(0)->n_cached,
+                                              spec)));
       }
       write(sink, kSseDone);
       sink.done();
@@ -390,6 +395,7 @@ void handle_generate(ServerState& st, const std::string& text, httplib::Response
     er.images = images;
     er.params = pr.params;
     er.params.sampler.seed = pr.params.sampler.seed + uint64_t(i);
+    er.params.spec.n_draft = st.opt.lookup_draft;  // --lookup: prompt lookup guesses per step (0: off)
     if (pr.stream) {
       er.on_token = [ch, i](const std::string& piece, int32_t) { return ch->push(i, piece); };
       if (meta.logprobs) er.on_logprob = [ch, i](const TokenLogprob& lp) { ch->push_logprob(i, lp); };

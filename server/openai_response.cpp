@@ -23,12 +23,16 @@ json header(const ResponseMeta& m, bool chunk) {
 
 }  // namespace
 
-json usage_json(int prompt_tokens, int completion_tokens, int cached_tokens) {
+json usage_json(int prompt_tokens, int completion_tokens, int cached_tokens, const SpecStats& spec) {
   // cached_tokens: prompt tokens whose KV came from the prompt cache (OpenAI's field for its own prompt caching)
-  return {{"prompt_tokens", prompt_tokens},
-          {"completion_tokens", completion_tokens},
-          {"total_tokens", prompt_tokens + completion_tokens},
-          {"prompt_tokens_details", {{"cached_tokens", cached_tokens}}}};
+  json u = {{"prompt_tokens", prompt_tokens},
+            {"completion_tokens", completion_tokens},
+            {"total_tokens", prompt_tokens + completion_tokens},
+            {"prompt_tokens_details", {{"cached_tokens", cached_tokens}}}};
+  if (spec.drafted > 0)
+    u["completion_tokens_details"] = {{"accepted_prediction_tokens", spec.accepted},
+                                      {"rejected_prediction_tokens", spec.drafted - spec.accepted}};
+  return u;
 }
 
 const char* finish_reason(StopReason r) { return r == StopReason::kCallback ? "stop" : stop_reason_name(r); }
@@ -87,6 +91,7 @@ json completion_json(const ResponseMeta& m, std::span<const GenerateResult> rs) 
   json out = header(m, false);
   out["choices"] = json::array();
   int n_completion = 0;
+  SpecStats spec;
   for (size_t i = 0; i < rs.size(); ++i) {
     const GenerateResult& r = rs[i];
     json choice = {{"index", int(i)}};
@@ -114,8 +119,9 @@ json completion_json(const ResponseMeta& m, std::span<const GenerateResult> rs) 
     choice["finish_reason"] = reason;
     out["choices"].push_back(std::move(choice));
     n_completion += int(r.tokens.size());
+    spec.drafted += r.spec.drafted, spec.accepted += r.spec.accepted;
   }
-  out["usage"] = usage_json(rs.empty() ? 0 : rs[0].n_prompt, n_completion, rs.empty() ? 0 : rs[0].n_cached);
+  out["usage"] = usage_json(rs.empty() ? 0 : rs[0].n_prompt, n_completion, rs.empty() ? 0 : rs[0].n_cached, spec);
   return out;
 }
 
@@ -160,13 +166,14 @@ json tool_call_chunk_json(const ResponseMeta& m, int index, const ToolCall& c, i
 }
 
 json usage_chunk_json(const ResponseMeta& m, const GenerateResult& r) {
-  return usage_chunk_json(m, r.n_prompt, int(r.tokens.size()), r.n_cached);
+  return usage_chunk_json(m, r.n_prompt, int(r.tokens.size()), r.n_cached, r.spec);
 }
 
-json usage_chunk_json(const ResponseMeta& m, int prompt_tokens, int completion_tokens, int cached_tokens) {
+json usage_chunk_json(const ResponseMeta& m, int prompt_tokens, int completion_tokens, int cached_tokens,
+                      const SpecStats& spec) {
   json out = header(m, true);
   out["choices"] = json::array();
-  out["usage"] = usage_json(prompt_tokens, completion_tokens, cached_tokens);
+  out["usage"] = usage_json(prompt_tokens, completion_tokens, cached_tokens, spec);
   return out;
 }
 

@@ -33,7 +33,9 @@ struct ResponseMeta {
   bool parallel_tool_calls = true;
 };
 
-nlohmann::json usage_json(int prompt_tokens, int completion_tokens, int cached_tokens = 0);
+// With speculative decoding (spec.drafted > 0), completion_tokens_details.accepted_prediction_tokens /
+// rejected_prediction_tokens: the guesses the model accepted / rejected (OpenAI's fields for predicted outputs).
+nlohmann::json usage_json(int prompt_tokens, int completion_tokens, int cached_tokens = 0, const SpecStats& spec = {});
 
 // OpenAI's finish_reason for a stop: "stop" or "length". An answer cut short by the server's shutdown (the only
 // cancellation a client lives to see) reports "stop": OpenAI has no value for it and strict clients reject others.
@@ -61,7 +63,7 @@ nlohmann::json tool_call_chunk_json(const ResponseMeta& m, int index, const Tool
 // The last chunk when stream_options.include_usage: no choices, the counts.
 nlohmann::json usage_chunk_json(const ResponseMeta& m, const GenerateResult& r);
 nlohmann::json usage_chunk_json(const ResponseMeta& m, int prompt_tokens, int completion_tokens,
-                                int cached_tokens = 0);
+                                int cached_tokens = 0, const SpecStats& spec = {});
 
 // JSON text; invalid UTF-8 (which should never reach here) is replaced rather than thrown on.
 std::string to_text(const nlohmann::json& j);

@@ -202,6 +202,7 @@ json Server::Impl::health_json() const {
   {
     const PromptCache::Stats c = st.engine.cache_stats();
     h["prompt_tokens_evaluated"] = s.prompt_tokens_evaluated;
+    h["speculative"] = {{"drafted", s.spec_drafted}, {"accepted", s.spec_accepted}};
     h["prompt_cache"] = {{"budget_bytes", c.budget}, {"bytes", c.bytes},          {"entries", c.entries},
                          {"lookups", c.lookups},     {"hits", c.hits},            {"tokens_reused", c.tokens_reused},
                          {"evictions", c.evictions}};

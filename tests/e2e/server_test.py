@@ -501,6 +501,54 @@ class PromptCache(WaitsForHealth, ServerCase):
         self.assertEqual(deltas(events), r["choices"][0]["message"]["content"])
 
 
+class Speculative(WaitsForHealth, ServerCase):
+    """--lookup: speculative decoding by prompt lookup in the Engine. Greedy and seeded sampled answers equal a
+    server without it, streamed or not; usage reports the guesses accepted and rejected, /health counts them."""
+
+    PROMPT = "1 2 3 1 2 3 1 2 3"  # the random test model repeats itself in its greedy answer to this one
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Server(PIPIT, MODEL, "--lookup", "--draft-max", "6")
+        cls.plain = Server(PIPIT, MODEL)
+
+    @classmethod
+    def tearDownClass(cls):
+        out, rc = cls.plain.output(), cls.plain.stop()
+        assert rc == 0, f"pipit serve exited with {rc}:\n{out}"
+        super().tearDownClass()
+
+    def test_same_answers_and_acceptance_reported(self):
+        before = self.srv.health()["speculative"]
+        drafted = accepted = 0
+        for kw in ({}, {"temperature": 1.0, "top_k": 40, "seed": 3}, {"temperature": 0.8, "seed": 11, "n": 2}):
+            body = chat(self.PROMPT, max_tokens=64, ignore_eos=True, **kw)
+            status, spec = self.srv.post("/v1/chat/completions", body)
+            self.assertEqual(status, 200, spec)
+            status, plain = self.plain.post("/v1/chat/completions", body)
+            self.assertEqual(status, 200, plain)
+            self.assertEqual([c["message"] for c in spec["choices"]], [c["message"] for c in plain["choices"]], kw)
+            self.assertNotIn("completion_tokens_details", plain["usage"])
+            d = spec["usage"].get("completion_tokens_details", {"accepted_prediction_tokens": 0,
+                                                                "rejected_prediction_tokens": 0})
+            drafted += d["accepted_prediction_tokens"] + d["rejected_prediction_tokens"]
+            accepted += d["accepted_prediction_tokens"]
+            if not kw:
+                self.assertGreater(d["accepted_prediction_tokens"], 0, spec["usage"])
+            status, events, done, _ = self.srv.stream("/v1/chat/completions",
+                                                      dict(body, stream=True, stream_options={"include_usage": True}))
+            self.assertEqual((status, done), (200, True))
+            if "n" not in kw:
+                self.assertEqual(deltas(events), plain["choices"][0]["message"]["content"])
+                self.assertEqual(events[-1]["usage"].get("completion_tokens_details"),
+                                 spec["usage"].get("completion_tokens_details"))
+        after = self.srv.health()["speculative"]
+        # the streamed repeats guess as much again (same tokens, same guesses)
+        self.assertEqual(after["drafted"] - before["drafted"], 2 * drafted)
+        self.assertGreater(accepted, 0)
+        self.assertEqual(self.plain.health()["speculative"], {"drafted": 0, "accepted": 0})
+
+
 class VisionQwen3(ServerCase):
     """Qwen3-VL (DeepStack rows, interleaved M-RoPE) through the Engine: an image in /v1/chat/completions gives what
     `pipit run --image` gives (same prompt tokens, same greedy text), streamed or not."""

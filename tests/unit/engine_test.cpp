@@ -166,6 +166,70 @@ TEST(Engine, ImageRequestWhileStreamsDecode) {
   }
 }
 
+// Speculative decoding by prompt lookup in the Engine: the guesses ride along in the batch with other requests;
+// greedy and seeded sampling give exactly the tokens of the same requests without it, while guesses are accepted.
+// A recurrent model (qwen3_5) drafts nothing and is unchanged.
+TEST(Engine, LookupSpeculationEqualsPlain) {
+  for (const char* arch : {"stories260k", "qwen3", "gemma3_text", "gpt_oss", "qwen3_5"}) {
+    auto lm = load_model(test::model_dir(arch));
+    ASSERT_TRUE(lm.is_ok()) << lm.status().message();
+    Model& m = *lm->model;
+    // repetitive prompts: the lookup finds the context's last n-gram earlier on
+    const std::vector<std::vector<int32_t>> prompts = {
+        {1, 5, 6, 7, 8, 9, 10, 5, 6, 7, 8, 9, 10, 5, 6, 7}, {1, 300, 301, 302, 300, 301, 302, 300}, {1, 42, 43}};
+    auto run = [&](int n_draft, float temperature) {
+      Engine eng(m, nullptr, EngineOptions{.n_slots = 4, .n_ctx = 128, .n_batch = 16, .n_threads = 2});
+      std::vector<std::promise<GenerateResult>> done(prompts.size());
+      for (size_t i = 0; i < prompts.size(); ++i) {
+        EngineRequest r;
+        r.prompt = prompts[i];
+        r.params.max_tokens = 40;
+        r.params.sampler.temperature = temperature;
+        r.params.sampler.top_k = 20;
+        r.params.sampler.seed = 7 + i;
+        r.params.ignore_eos = true;
+        r.params.spec.n_draft = i == 2 ? 0 : n_draft;  // one request without: mixed batches
+        r.on_done = [&done, i](const Result<GenerateResult>& res) {
+          EXPECT_TRUE(res.is_ok()) << res.status().message();
+          done[i].set_value(res.is_ok() ? *res : GenerateResult{});
+        };
+        EXPECT_TRUE(eng.submit(std::move(r)).is_ok());
+      }
+      std::vector<GenerateResult> out;
+      for (auto& d : done) out.push_back(d.get_future().get());
+      const Engine::Stats st = eng.stats();
+      int64_t drafted = 0, accepted = 0;
+      for (auto& r : out) drafted += r.spec.drafted, accepted += r.spec.accepted;
+      EXPECT_EQ(uint64_t(drafted), st.spec_drafted);
+      EXPECT_EQ(uint64_t(accepted), st.spec_accepted);
+      return out;
+    };
+    for (float temperature : {0.0f, 1.0f}) {
+      const auto plain = run(0, temperature), spec = run(8, temperature);
+      int64_t drafted = 0, accepted = 0;
+      for (size_t i = 0; i < prompts.size(); ++i) {
+        EXPECT_EQ(spec[i].tokens, plain[i].tokens) << arch << " T " << temperature << " request " << i;
+        EXPECT_EQ(plain[i].spec.drafted, 0);
+        drafted += spec[i].spec.drafted, accepted += spec[i].spec.accepted;
+      }
+      EXPECT_EQ(spec[2].spec.drafted, 0);
+      if (temperature == 0) {
+        for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(plain[i].tokens, solo(m, prompts[i], 40)) << arch;
+      }
+      if (std::string(arch) == "qwen3_5") {
+        EXPECT_EQ(drafted, 0) << "a recurrent state cannot drop rejected rows";
+      } else {
+        EXPECT_GT(drafted, 0) << arch << " T " << temperature;
+        if (temperature == 0) {
+          EXPECT_GT(accepted, 0) << arch;
+        }
+      }
+      std::printf("%s T %.0f: %lld guesses, %lld accepted\n", arch, temperature, (long long)drafted,
+                  (long long)accepted);
+    }
+  }
+}
+
 TEST(Engine, RejectsOversizedPromptAndFullQueue) {
   auto lm = load_model(test::model_dir("stories260k"));
   ASSERT_TRUE(lm.is_ok());
