@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
 #include "cli/command.h"
@@ -44,7 +45,10 @@ int cmd_serve(Args& a) {
            "threads meanwhile (default: half of -t, at least 1; -t or more: both use all)");
   a.flag({"--lookup"}, "speculative decoding by prompt lookup: each decode step also checks guesses copied from "
          "earlier in the conversation (same tokens, greedy or sampled; not for recurrent models)");
-  a.option({"--draft-max"}, "with --lookup: guesses per step", "8");
+  a.option({"--draft"}, "speculative decoding with a draft model of the same vocabulary (a small model of the same "
+           "family): its greedy guesses are checked in the decode steps (same tokens, greedy or sampled; not for "
+           "recurrent models)");
+  a.option({"--draft-max"}, "with --lookup or --draft: guesses per step", "8");
   a.option({"--api-key"}, "require 'Authorization: Bearer KEY' (default: the PIPIT_API_KEY variable, else none)");
   a.option({"--max-body"}, "largest request body in bytes (compressed bodies are refused)", "33554432");
   a.option({"--max-prompt-tokens"}, "longest prompt in tokens; longer ones get a 400 (default: the context - 1)");
@@ -133,10 +137,11 @@ int cmd_serve(Args& a) {
     opt.read_timeout = std::chrono::milliseconds(int64_t(*t * 1000));
   }
   opt.log_requests = a.get_flag("--log");
-  if (a.get_flag("--lookup")) {
+  if (a.get_flag("--lookup") && a.has("--draft")) return fail(a, "--draft and --lookup: choose one");
+  if (a.get_flag("--lookup") || a.has("--draft")) {
     auto k = num("--draft-max", 1, 16);
     if (!k) return fail(a, k.status().message());
-    opt.lookup_draft = int(*k);
+    opt.n_draft = int(*k);
   }
   {
     auto k = a.get_float("--keepalive");
@@ -151,6 +156,16 @@ int cmd_serve(Args& a) {
   auto lm = load_model(a.get("-m"), *lo);
   if (!lm) return fail(a, lm.status().message());
   if (auto st = check_kv_type(*lm->model, so->kv_dtype); !st) return fail(a, st.message());
+  std::optional<LoadedModel> draft;
+  if (a.has("--draft")) {
+    auto dm = load_model(a.get("--draft"));
+    if (!dm) return fail(a, fmt("--draft: {}", dm.status().message()));
+    Status st = Engine::check_draft(*lm->model, *dm->model);
+    if (st.is_ok()) st = check_kv_type(*dm->model, so->kv_dtype);
+    if (!st) return fail(a, fmt("--draft {}: {}", a.get("--draft"), st.message()));
+    draft = std::move(dm).value();
+    eo.draft = draft->model.get();
+  }
 
   // SIGINT/SIGTERM go to one thread that stops the server; every other thread (engine, pools, HTTP workers,
   // all started below) inherits the blocked mask. A write to a closed socket must not kill the process.

@@ -35,6 +35,15 @@ struct Engine::Seq {
   bool admitted = false;              // restore_prefix() has run
   std::vector<uint64_t> prompt_key;   // PromptCache key of the prompt (with a cache)
   std::vector<StateSnapshot> states;  // recurrent state at the prompt's end (with a cache)
+  int64_t draft_done = 0;             // EngineOptions::draft: tokens of history (+ guesses) in the draft's slot
+};
+
+struct Engine::Part {
+  Seq* s;
+  int64_t n = 0;  // rows in the batch
+  bool wants_logits = false;
+  int n_guess = 0;              // a draft model's guesses to make (draft_guesses)
+  std::vector<int32_t> drafts;  // the guesses after the decode token (rows 1 .. n - 1)
 };
 
 Engine::Engine(Model& model, const Tokenizer* tok, const EngineOptions& opt)
@@ -61,6 +70,17 @@ Engine::Engine(Model& model, const Tokenizer* tok, const EngineOptions& opt)
     // an encode given all the threads or more: the steps keep theirs too (both pools share the cores)
     if (n_enc < n) narrow_pool_ = std::make_unique<ThreadPool>(n - n_enc);
   }
+  if (opt.draft) {
+    const Status st = check_draft(model, *opt.draft);
+    PIPIT_ASSERT(st.is_ok(), "[engine] {}", st.message());
+    draft_ = opt.draft;
+    Device* dev = draft_->info().device.get();
+    draft_arena_ = std::make_unique<Arena>(size_t(1) << 22, device_chunk_alloc(dev));
+    draft_kv_ = std::make_unique<KvCache>(draft_->info().kv, opt_.n_slots, n_ctx_, opt.kv_dtype, opt_.n_batch, dev);
+    draft_ctx_.dev = dev;
+    draft_ctx_.arena = draft_arena_.get();
+    draft_ctx_.k = &kernels();
+  }
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -81,8 +101,8 @@ Engine::~Engine() {
 Result<uint64_t> Engine::submit(EngineRequest r) {
   if (r.prompt.empty()) return Error::invalid_argument("[engine] empty prompt");
   if (r.params.max_tokens < 1) return Error::invalid_argument("[engine] max_tokens must be >= 1");
-  if (r.params.spec.draft)
-    return Error::invalid_argument("[engine] speculative decoding with a draft model is not served; prompt lookup is");
+  if (r.params.spec.draft)  // a Session-based draft (generate()); the Engine's draft model is EngineOptions::draft
+    return Error::invalid_argument("[engine] GenerateParams::spec.draft is not served: see EngineOptions::draft");
   const int64_t V = model_.info().n_vocab;
   for (int32_t t : r.prompt)
     if (t < 0 || t >= V) return Error::invalid_argument("[engine] token id {} outside the vocabulary [0, {})", t, V);
@@ -122,6 +142,17 @@ void Engine::cancel(uint64_t id) {
   std::lock_guard<std::mutex> lk(mu_);
   cancelled_.push_back(id);
   cv_.notify_all();
+}
+
+Status Engine::check_draft(const Model& target, const Model& draft) {
+  if (draft.info().n_vocab != target.info().n_vocab)
+    return Error::invalid_argument("the draft model's vocabulary has {} tokens, the model's {}; a draft model must "
+                                   "share the vocabulary", draft.info().n_vocab, target.info().n_vocab);
+  for (const StateShapes& st : draft.info().kv.state)
+    if (!st.empty())
+      return Error::invalid_argument("a draft model with recurrent layers ({}) cannot drop rejected guesses",
+                                     draft.info().arch);
+  return Status::ok();
 }
 
 Engine::Stats Engine::stats() const {
@@ -405,13 +436,6 @@ bool Engine::emit(Seq& s, std::span<const float> l) {
 bool Engine::step() {
   // Pack the batch: every decoding sequence contributes its next token; prefilling sequences share what is left of
   // the n_batch budget, oldest first.
-  Batch b;
-  struct Part {
-    Seq* s;
-    int64_t n;
-    bool wants_logits;
-    std::vector<int32_t> drafts;  // prompt lookup's guesses after the decode token (rows 1 .. n - 1)
-  };
   std::vector<Part> parts;
   int64_t budget = opt_.n_batch;
   // prompt tokens this pass may take: a chunk while others decode (EngineOptions::n_prefill_chunk)
@@ -420,37 +444,45 @@ bool Engine::step() {
                                                                   : std::numeric_limits<int64_t>::max();
   for (auto& up : active_) {
     Seq& s = *up;
-    int64_t n = 0;
-    std::vector<int32_t> drafts;
+    Part p{&s};
     if (s.decoding) {
-      n = 1;
-      // Speculative decoding by prompt lookup: guesses ride along as extra rows of this pass (not with a recurrent
-      // state, which cannot drop the rows of rejected guesses). At most: what the answer may still take after the
-      // decode token, what the context holds, what is left of the batch.
+      p.n = 1;
+      // Speculative decoding: guesses ride along as extra rows of this pass (not with a recurrent state, which
+      // cannot drop the rows of rejected guesses). At most: what the answer may still take after the decode token,
+      // what the context holds, what is left of the batch.
       const int k = std::min({s.req.params.spec.n_draft, 16, s.req.params.max_tokens - int(s.res.tokens.size()) - 1,
                               n_ctx_ - 1 - int(s.n_done), int(std::max<int64_t>(budget - 1, 0))});
-      if (k > 0 && !s.req.params.spec.draft && !kv_.has_state()) {
-        drafts = lookup_draft(s.history, k, s.req.params.spec.ngram_min, s.req.params.spec.ngram_max);
-        n += int64_t(drafts.size());
+      if (k > 0 && !kv_.has_state()) {
+        if (draft_) p.n_guess = k;  // the draft model makes exactly k (draft_guesses, below)
+        else p.drafts = lookup_draft(s.history, k, s.req.params.spec.ngram_min, s.req.params.spec.ngram_max);
+        p.n += draft_ ? k : int64_t(p.drafts.size());
       }
     } else {
-      n = std::min<int64_t>({int64_t(s.history.size()) - s.n_done, std::max<int64_t>(budget, 0), prefill_left});
-      if (n <= 0) continue;
-      prefill_left -= n;
+      p.n = std::min<int64_t>({int64_t(s.history.size()) - s.n_done, std::max<int64_t>(budget, 0), prefill_left});
+      if (p.n <= 0) continue;
+      prefill_left -= p.n;
     }
-    budget -= n;
-    Batch::Seq bs{s.slot, b.n_tokens(), n};
-    for (int64_t i = 0; i < n; ++i) {
-      b.tokens.push_back(i == 0 || drafts.empty() ? s.history[size_t(s.n_done + i)] : drafts[size_t(i - 1)]);
-      b.pos.push_back(int32_t(s.n_done + i));
-    }
-    const bool wants = s.n_done + n == int64_t(s.history.size()) + int64_t(drafts.size());
-    if (wants)  // the last row; with guesses every row (row i: the token after guess i)
-      for (int64_t i = drafts.empty() ? n - 1 : 0; i < n; ++i) b.logits_rows.push_back(bs.begin + i);
-    b.seqs.push_back(bs);
-    parts.push_back({&s, n, wants, std::move(drafts)});
+    budget -= p.n;
+    parts.push_back(std::move(p));
   }
   if (parts.empty()) return false;
+  // an image encode runs beside us: step on the threads it left (row results do not depend on the thread count:
+  // work is split by output rows and heads, never inside a reduction)
+  ctx_.pool = narrow_pool_ && encoding_.load() > 0 ? narrow_pool_.get() : pool_.get();
+  if (draft_) draft_guesses(parts);
+  Batch b;
+  for (Part& p : parts) {
+    Seq& s = *p.s;
+    Batch::Seq bs{s.slot, b.n_tokens(), p.n};
+    for (int64_t i = 0; i < p.n; ++i) {
+      b.tokens.push_back(i == 0 || p.drafts.empty() ? s.history[size_t(s.n_done + i)] : p.drafts[size_t(i - 1)]);
+      b.pos.push_back(int32_t(s.n_done + i));
+    }
+    p.wants_logits = s.n_done + p.n == int64_t(s.history.size()) + int64_t(p.drafts.size());
+    if (p.wants_logits)  // the last row; with guesses every row (row i: the token after guess i)
+      for (int64_t i = p.drafts.empty() ? p.n - 1 : 0; i < p.n; ++i) b.logits_rows.push_back(bs.begin + i);
+    b.seqs.push_back(bs);
+  }
   {
     std::vector<std::pair<Seq*, int64_t>> spans;
     for (auto& p : parts) spans.push_back({p.s, p.n});
@@ -458,9 +490,6 @@ bool Engine::step() {
   }
 
   arena_.reset();
-  // an image encode runs beside us: step on the threads it left (row results do not depend on the thread count:
-  // work is split by output rows and heads, never inside a reduction)
-  ctx_.pool = narrow_pool_ && encoding_.load() > 0 ? narrow_pool_.get() : pool_.get();
   Tensor logits;
   Status st = model_.forward(ctx_, b, kv_, &logits);
   if (st.is_ok()) st = logits_to_host(ctx_, &logits);
@@ -489,9 +518,9 @@ bool Engine::step() {
     // One token per logits row: the decode token's row, then, while the token sampled from a row is that row's
     // guess, the next row (its logits are the ones after that guess). Each token is sampled exactly as without
     // guesses (same sampler state, same history), so the answer is the plain one, token for token, greedy or
-    // seeded sampling: for prompt lookup's one-hot guesses, "draw x ~ p, accept the guess iff x == guess" is the
-    // speculative rejection rule (accept with p(d) / q(d) = p(d), else draw from p without d) in the form that keeps
-    // the sampler's random stream as it is.
+    // seeded sampling: for one-hot guesses (prompt lookup's, a draft model's greedy ones), "draw x ~ p, accept the
+    // guess iff x == guess" is the speculative rejection rule (accept with p(d) / q(d) = p(d), else draw from p
+    // without d) in the form that keeps the sampler's random stream as it is.
     const int64_t n0 = s.n_done - p.n;  // the decode token's position
     const int k = int(p.drafts.size());
     int j = 0;  // guesses accepted
@@ -504,6 +533,7 @@ bool Engine::step() {
     row += k + 1;
     if (k > 0) {
       s.n_done = n0 + 1 + j;  // the rows of rejected guesses stay behind the slot's end and are overwritten
+      s.draft_done = std::min(s.draft_done, s.n_done);  // the draft's slot too (it never holds its last guess)
       s.res.spec.steps++;
       s.res.spec.drafted += k;
       s.res.spec.accepted += j;
@@ -515,6 +545,61 @@ bool Engine::step() {
   }
   erase_finished();
   return true;
+}
+
+// A draft model's guesses for the parts that want them (Part::n_guess). The draft's slot first catches up with the
+// request's history (the whole prompt at first, then the tokens accepted since its last guesses: Seq::draft_done),
+// and its last row's argmax is the first guess; each further pass feeds the latest guess and takes the next, for
+// all the requests at once. The guesses are greedy whatever the request samples with: one-hot guesses are verified
+// like prompt lookup's (step()), so the answer stays the plain one and the draft's probabilities are not needed.
+// A failed draft pass leaves the requests without guesses for this step (and their draft slots to be refilled).
+void Engine::draft_guesses(std::vector<Part>& parts) {
+  std::vector<Part*> want;
+  for (Part& p : parts)
+    if (p.n_guess > 0) want.push_back(&p);
+  draft_ctx_.pool = ctx_.pool;
+  const int64_t V = draft_->info().n_vocab;
+  for (;;) {
+    Batch b;
+    std::vector<Part*> in;  // the parts with rows in this pass, in b.seqs order
+    int64_t budget = opt_.n_batch;
+    for (Part* p : want) {
+      const std::vector<int32_t>& h = p->s->history;
+      const int64_t len = int64_t(h.size() + p->drafts.size()), from = p->s->draft_done;
+      if (int(p->drafts.size()) == p->n_guess || budget <= 0) continue;
+      const int64_t n = std::min<int64_t>({len - from, budget, draft_kv_->max_chunk()});
+      Batch::Seq bs{p->s->slot, b.n_tokens(), n};
+      for (int64_t i = from; i < from + n; ++i) {
+        b.tokens.push_back(i < int64_t(h.size()) ? h[size_t(i)] : p->drafts[size_t(i - int64_t(h.size()))]);
+        b.pos.push_back(int32_t(i));
+      }
+      if (from + n == len) b.logits_rows.push_back(bs.begin + n - 1);
+      b.seqs.push_back(bs);
+      in.push_back(p);
+      budget -= n;
+    }
+    if (in.empty()) return;
+    draft_arena_->reset();
+    Tensor logits;
+    Status st = draft_->forward(draft_ctx_, b, *draft_kv_, &logits);
+    if (st.is_ok()) st = logits_to_host(draft_ctx_, &logits);
+    if (!st.is_ok()) {
+      for (Part* p : want) {
+        p->drafts.clear();
+        p->n = 1;
+        p->s->draft_done = 0;
+      }
+      return;
+    }
+    int64_t row = 0;
+    for (size_t i = 0; i < in.size(); ++i) {
+      Part& p = *in[i];
+      p.s->draft_done += b.seqs[i].n;
+      if (p.s->draft_done < int64_t(p.s->history.size() + p.drafts.size())) continue;  // still catching up
+      const float* l = logits.ptr<float>() + row++ * V;
+      p.drafts.push_back(int32_t(std::max_element(l, l + V) - l));
+    }
+  }
 }
 
 }  // namespace pipit

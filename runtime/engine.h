@@ -2,10 +2,10 @@
 // Each running request owns a KV cache slot. Every step, the decode tokens of all running requests and a chunk of
 // one waiting prompt are packed into a single forward pass, so throughput grows with the number of clients and a
 // new request starts without waiting for others to finish. While requests decode, a waiting prompt goes in chunks
-// (EngineOptions::n_prefill_chunk); an image is encoded beside the steps (encode()); prompt-lookup guesses
-// (GenerateParams::spec) ride along as extra rows and are checked in the same pass. A request's tokens depend only
-// on its own prompt and sampler seed, never on what else runs. Thread-safe: submit()/cancel() from any thread;
-// callbacks run on the engine's thread and must be quick.
+// (EngineOptions::n_prefill_chunk); an image is encoded beside the steps (encode()); speculative guesses
+// (GenerateParams::spec: prompt lookup, or a draft model's) ride along as extra rows and are checked in the same
+// pass. A request's tokens depend only on its own prompt and sampler seed, never on what else runs. Thread-safe:
+// submit()/cancel() from any thread; callbacks run on the engine's thread and must be quick.
 #pragma once
 
 #include <atomic>
@@ -42,6 +42,10 @@ struct EngineOptions {
   // pools on the same cores make both wait for descheduled workers). n_encode_threads >= n_threads: the steps keep
   // all theirs (the pools share the cores; what the server did before it had this option).
   int n_encode_threads = 0;
+  // Speculative decoding with a draft model: requests' GenerateParams::spec.n_draft guesses come from this model
+  // (greedy, on KV slots of its own that follow the requests' accepted tokens) instead of prompt lookup. Null: prompt
+  // lookup. It must pass Engine::check_draft and outlive the Engine.
+  Model* draft = nullptr;
 };
 
 struct MultimodalPrompt;  // runtime/multimodal.h
@@ -70,6 +74,9 @@ class Engine {
   // Queues a request. Errors: empty prompt, prompt too long for a slot's context (kOutOfRange), queue full
   // (kUnavailable). On success on_done will be called exactly once.
   Result<uint64_t> submit(EngineRequest r);
+  // Whether `draft` can serve as EngineOptions::draft for `target`: the same vocabulary size, no recurrent layers
+  // (its slots are cut back to the accepted guesses).
+  static Status check_draft(const Model& target, const Model& draft);
   void cancel(uint64_t id);  // no-op when already finished
 
   struct Stats {
@@ -77,7 +84,7 @@ class Engine {
     uint64_t completed = 0, tokens_generated = 0;
     // prompt tokens evaluated by forward passes, and those whose KV came from the prompt cache instead
     uint64_t prompt_tokens_evaluated = 0, prompt_tokens_cached = 0;
-    // speculative decoding (GenerateParams::spec, prompt lookup): guesses verified, and of those accepted
+    // speculative decoding (GenerateParams::spec): guesses verified, and of those accepted
     uint64_t spec_drafted = 0, spec_accepted = 0;
   };
   Stats stats() const;
@@ -104,6 +111,7 @@ class Engine {
 
  private:
   struct Seq;
+  struct Part;  // one request's rows in a step's batch
   void loop();
   void iterate();  // cancellations, admissions, one step
   bool step();     // one forward pass; false when idle
@@ -132,6 +140,12 @@ class Engine {
   std::unique_ptr<PromptCache> cache_;  // null when EngineOptions::cache_bytes is 0
   void restore_prefix(Seq& s);          // a newly admitted request's cached prefix into its slot
   void save_prefix(Seq& s);             // a finished request's KV into the cache
+  // EngineOptions::draft: its own arena, context and KV slots (slot i follows the request in the engine's slot i).
+  Model* draft_ = nullptr;
+  std::unique_ptr<Arena> draft_arena_;
+  std::unique_ptr<KvCache> draft_kv_;
+  Ctx draft_ctx_;
+  void draft_guesses(std::vector<Part>& parts);  // fills the guesses of the parts that want them from draft_
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

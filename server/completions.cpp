@@ -395,7 +395,7 @@ void handle_generate(ServerState& st, const std::string& text, httplib::Response
     er.images = images;
     er.params = pr.params;
     er.params.sampler.seed = pr.params.sampler.seed + uint64_t(i);
-    er.params.spec.n_draft = st.opt.lookup_draft;  // --lookup: prompt lookup guesses per step (0: off)
+    er.params.spec.n_draft = st.opt.n_draft;  // --lookup / --draft (EngineOptions::draft): guesses per step
     if (pr.stream) {
       er.on_token = [ch, i](const std::string& piece, int32_t) { return ch->push(i, piece); };
       if (meta.logprobs) er.on_logprob = [ch, i](const TokenLogprob& lp) { ch->push_logprob(i, lp); };

@@ -39,7 +39,7 @@ struct ServerOptions {
   int n_image_threads = 0;         // threads of /v1/embeddings' session (0: physical cores); images are encoded
                                    // on the engine's encode pool (EngineOptions::n_encode_threads)
   bool log_requests = false;       // one line per request on stderr
-  int lookup_draft = 0;            // --lookup: speculative decoding by prompt lookup, guesses per step (0: off)
+  int n_draft = 0;                 // --lookup / --draft: speculative guesses per decode step (0: off)
   // After this much silence a stream gets an SSE comment and a long non-streaming answer a space: the writes that
   // find clients which have left (their requests are cancelled, their slots freed).
   std::chrono::milliseconds keepalive{5000};

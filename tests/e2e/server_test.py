@@ -502,8 +502,9 @@ class PromptCache(WaitsForHealth, ServerCase):
 
 
 class Speculative(WaitsForHealth, ServerCase):
-    """--lookup: speculative decoding by prompt lookup in the Engine. Greedy and seeded sampled answers equal a
-    server without it, streamed or not; usage reports the guesses accepted and rejected, /health counts them."""
+    """--lookup (prompt lookup) and --draft (a draft model: here the model itself) in the Engine. Greedy and seeded
+    sampled answers equal a server without them, streamed or not; usage reports the guesses accepted and rejected,
+    /health counts them."""
 
     PROMPT = "1 2 3 1 2 3 1 2 3"  # the random test model repeats itself in its greedy answer to this one
 
@@ -511,19 +512,21 @@ class Speculative(WaitsForHealth, ServerCase):
     def setUpClass(cls):
         cls.srv = Server(PIPIT, MODEL, "--lookup", "--draft-max", "6")
         cls.plain = Server(PIPIT, MODEL)
+        cls.drafted = Server(PIPIT, MODEL, "--draft", MODEL, "--draft-max", "4")
 
     @classmethod
     def tearDownClass(cls):
-        out, rc = cls.plain.output(), cls.plain.stop()
-        assert rc == 0, f"pipit serve exited with {rc}:\n{out}"
+        for srv in (cls.plain, cls.drafted):
+            out, rc = srv.output(), srv.stop()
+            assert rc == 0, f"pipit serve exited with {rc}:\n{out}"
         super().tearDownClass()
 
-    def test_same_answers_and_acceptance_reported(self):
-        before = self.srv.health()["speculative"]
+    def check(self, srv, self_draft):
+        before = srv.health()["speculative"]
         drafted = accepted = 0
         for kw in ({}, {"temperature": 1.0, "top_k": 40, "seed": 3}, {"temperature": 0.8, "seed": 11, "n": 2}):
             body = chat(self.PROMPT, max_tokens=64, ignore_eos=True, **kw)
-            status, spec = self.srv.post("/v1/chat/completions", body)
+            status, spec = srv.post("/v1/chat/completions", body)
             self.assertEqual(status, 200, spec)
             status, plain = self.plain.post("/v1/chat/completions", body)
             self.assertEqual(status, 200, plain)
@@ -535,18 +538,30 @@ class Speculative(WaitsForHealth, ServerCase):
             accepted += d["accepted_prediction_tokens"]
             if not kw:
                 self.assertGreater(d["accepted_prediction_tokens"], 0, spec["usage"])
-            status, events, done, _ = self.srv.stream("/v1/chat/completions",
-                                                      dict(body, stream=True, stream_options={"include_usage": True}))
+                if self_draft:  # the model's own greedy guesses are its greedy tokens
+                    self.assertEqual(d["rejected_prediction_tokens"], 0, spec["usage"])
+            status, events, done, _ = srv.stream("/v1/chat/completions",
+                                                 dict(body, stream=True, stream_options={"include_usage": True}))
             self.assertEqual((status, done), (200, True))
             if "n" not in kw:
                 self.assertEqual(deltas(events), plain["choices"][0]["message"]["content"])
                 self.assertEqual(events[-1]["usage"].get("completion_tokens_details"),
                                  spec["usage"].get("completion_tokens_details"))
-        after = self.srv.health()["speculative"]
+        after = srv.health()["speculative"]
         # the streamed repeats guess as much again (same tokens, same guesses)
         self.assertEqual(after["drafted"] - before["drafted"], 2 * drafted)
         self.assertGreater(accepted, 0)
         self.assertEqual(self.plain.health()["speculative"], {"drafted": 0, "accepted": 0})
+
+    def test_same_answers_and_acceptance_reported(self):
+        self.check(self.srv, False)
+
+    def test_draft_model(self):
+        self.check(self.drafted, True)
+        r = subprocess.run([PIPIT, "serve", "-m", MODEL, "--port", "0", "--lookup", "--draft", MODEL],
+                           capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("choose one", r.stderr)
 
 
 class VisionQwen3(ServerCase):

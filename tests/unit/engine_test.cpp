@@ -230,6 +230,85 @@ TEST(Engine, LookupSpeculationEqualsPlain) {
   }
 }
 
+// Speculative decoding with a draft model (EngineOptions::draft): the draft's slots follow each request's accepted
+// tokens (a prompt longer than a pass, mixed batches, a request without guesses); greedy and seeded sampling give
+// exactly the plain tokens. The target as its own draft must have every greedy guess accepted (a draft slot that
+// lost track of its request would guess wrong); a different model of the same vocabulary has some rejected. A
+// recurrent target drafts nothing; a recurrent draft is refused.
+TEST(Engine, DraftSpeculationEqualsPlain) {
+  struct Pair {
+    const char *target, *draft;
+  };
+  for (Pair pair : {Pair{"stories260k", "llama"}, Pair{"llama", "stories260k"}, Pair{"qwen3", "qwen3"},
+                    Pair{"gemma3_text", "gemma3_text"}, Pair{"gpt_oss", "gpt_oss"}, Pair{"qwen3_5", "stories260k"}}) {
+    SCOPED_TRACE(std::string(pair.target) + " drafted by " + pair.draft);
+    auto lm = load_model(test::model_dir(pair.target));
+    auto dm = load_model(test::model_dir(pair.draft));
+    ASSERT_TRUE(lm.is_ok() && dm.is_ok());
+    Model& m = *lm->model;
+    ASSERT_TRUE(Engine::check_draft(m, *dm->model).is_ok());
+    std::vector<int32_t> longer = {1};
+    for (int i = 0; i < 40; ++i) longer.push_back(int32_t(3 + (i * 37) % 200));
+    const std::vector<std::vector<int32_t>> prompts = {longer, {1, 300, 301, 302, 300}, {1, 42, 43}};
+    auto run = [&](Model* draft, float temperature) {
+      Engine eng(m, nullptr,
+                 EngineOptions{.n_slots = 4, .n_ctx = 128, .n_batch = 16, .n_threads = 2, .draft = draft});
+      std::vector<std::promise<GenerateResult>> done(prompts.size());
+      for (size_t i = 0; i < prompts.size(); ++i) {
+        EngineRequest r;
+        r.prompt = prompts[i];
+        r.params.max_tokens = 30;
+        r.params.sampler.temperature = temperature;
+        r.params.sampler.top_k = 20;
+        r.params.sampler.seed = 7 + i;
+        r.params.ignore_eos = true;
+        r.params.spec.n_draft = i == 2 ? 0 : 4;  // one request without: mixed batches
+        r.on_done = [&done, i](const Result<GenerateResult>& res) {
+          EXPECT_TRUE(res.is_ok()) << res.status().message();
+          done[i].set_value(res.is_ok() ? *res : GenerateResult{});
+        };
+        EXPECT_TRUE(eng.submit(std::move(r)).is_ok());
+      }
+      std::vector<GenerateResult> out;
+      for (auto& d : done) out.push_back(d.get_future().get());
+      return out;
+    };
+    const bool self = std::string(pair.target) == pair.draft, recurrent = std::string(pair.target) == "qwen3_5";
+    for (float temperature : {0.0f, 1.0f}) {
+      const auto plain = run(nullptr, temperature), spec = run(dm->model.get(), temperature);
+      int64_t drafted = 0, accepted = 0;
+      for (size_t i = 0; i < prompts.size(); ++i) {
+        EXPECT_EQ(spec[i].tokens, plain[i].tokens) << "T " << temperature << " request " << i;
+        drafted += spec[i].spec.drafted, accepted += spec[i].spec.accepted;
+      }
+      EXPECT_EQ(spec[2].spec.drafted, 0);
+      if (recurrent) {
+        EXPECT_EQ(drafted, 0) << "a recurrent state cannot drop rejected rows";
+      } else {
+        EXPECT_GT(drafted, 0) << "T " << temperature;
+        if (temperature == 0) {
+          if (self) {
+            EXPECT_EQ(accepted, drafted);
+          } else {
+            EXPECT_LT(accepted, drafted);
+          }
+        }
+      }
+      std::printf("%s drafted by %s, T %.0f: %lld guesses, %lld accepted\n", pair.target, pair.draft, temperature,
+                  (long long)drafted, (long long)accepted);
+    }
+  }
+  auto q35 = load_model(test::model_dir("qwen3_5"));
+  auto st = load_model(test::model_dir("stories260k"));
+  ASSERT_TRUE(q35.is_ok() && st.is_ok());
+  EXPECT_FALSE(Engine::check_draft(*st->model, *q35->model).is_ok());  // recurrent layers
+  auto q3 = load_model(test::model_dir("qwen3"));
+  ASSERT_TRUE(q3.is_ok());
+  if (q3->model->info().n_vocab != st->model->info().n_vocab) {
+    EXPECT_FALSE(Engine::check_draft(*st->model, *q3->model).is_ok());  // another vocabulary
+  }
+}
+
 TEST(Engine, RejectsOversizedPromptAndFullQueue) {
   auto lm = load_model(test::model_dir("stories260k"));
   ASSERT_TRUE(lm.is_ok());
