@@ -4,7 +4,7 @@
 
 Starts `pipit serve` twice on the same model (default --cache-ram, then --cache-ram 0), plays the same conversation
 of --turns user turns against each (a long system prompt, each answer fed back as the client would: greedy, 32
-tokens), and prints per turn the prompt tokens, the cached tokens and the time to the first streamed content chunk.
+tokens), and prints per turn the prompt tokens, the cached tokens and the time to the first streamed token.
 Both runs alternate turn by turn, so that load from other processes on the machine hits both alike.
 """
 import argparse
@@ -22,7 +22,9 @@ QUESTIONS = ["What is a prime number?", "Give an example.", "Why is 1 not prime?
 
 
 def turn(srv, msgs):
-    body = {"messages": msgs, "temperature": 0, "max_tokens": 32, "stream": True,
+    # logprobs: every token's chunk carries them, so the first token is seen even when its text is empty (the
+    # first chunk, the role with content "", is sent before the prompt is evaluated and does not count)
+    body = {"messages": msgs, "temperature": 0, "max_tokens": 32, "stream": True, "logprobs": True,
             "stream_options": {"include_usage": True}}
     c = srv.connect()
     t0 = time.time()
@@ -37,7 +39,7 @@ def turn(srv, msgs):
             usage = ev["usage"]
         for ch in ev.get("choices", []):
             piece = ch.get("delta", {}).get("content")
-            if piece is not None and ttft is None:
+            if (piece or ch.get("logprobs")) and ttft is None:
                 ttft = time.time() - t0
             text += piece or ""
     c.close()
