@@ -40,8 +40,9 @@ def stream(port, body, times, first=None):
         if "error" in ev:
             raise RuntimeError(str(ev["error"]))
         for ch in ev.get("choices", []):
-            # one chunk per token (ids, so that a token without text still counts)
-            if ch.get("delta", {}).get("content") is not None or ch.get("logprobs"):
+            # one chunk per token, with its logprobs (so that a token without text still counts); not the first
+            # chunk, the role with content "", which is sent once the request is queued (after the image encode)
+            if ch.get("delta", {}).get("content") or ch.get("logprobs"):
                 times.append(time.perf_counter())
                 if first is not None and not first:
                     first.append(times[-1])
