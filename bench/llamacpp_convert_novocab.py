@@ -7,7 +7,8 @@ usage: llamacpp_convert_novocab.py HF_DIR --outfile OUT.gguf [--outtype f16|bf16
 
 Four changes: `transformers`, tqdm and torch's float8 dtypes are replaced by stand-ins (see below), and every vocabulary writer (set_vocab and the _set_vocab_* helpers, which need `transformers` and a
 tokenizer) writes tokenizer.ggml.model = "none" and the config's vocab_size instead, which llama-bench accepts (it
-feeds random token ids). LLAMA_SRC: llama.cpp's source folder (default /tmp/lc/src). Needs Debian's python3-torch
+feeds random token ids); when HF_DIR holds a tokenizer.json (Qwen's byte-level BPE, for llama-mtmd-cli, which
+tokenizes its prompt) its vocabulary is written instead, read without `transformers` (json_bpe_vocab). LLAMA_SRC: llama.cpp's source folder (default /tmp/lc/src). Needs Debian's python3-torch
 and python3-numpy (run it with /usr/bin/python3).
 """
 import os
@@ -59,8 +60,35 @@ import conversion  # noqa: E402
 from conversion import base  # noqa: E402
 
 
+def json_bpe_vocab(self, hp, path):
+    """A byte-level BPE vocabulary (Qwen's) straight from tokenizer.json, as _set_vocab_gpt2 writes it through
+    transformers' AutoTokenizer: ids past the tokenizer padded with [PADi], added tokens CONTROL when special, else
+    USER_DEFINED, the merges and special ids by gguf-py's SpecialVocab. Pre-tokenizer: "qwen2" (the tokenizers of the
+    VL benchmark checkpoints are Qwen's). llama-mtmd-cli tokenizes its prompt, so it needs one."""
+    import json
+    import gguf
+    tj = json.load(open(path, encoding="utf-8"))
+    n = hp["vocab_size"]
+    tokens, types = [f"[PAD{i}]" for i in range(n)], [gguf.TokenType.UNUSED] * n
+    for tok, i in tj["model"]["vocab"].items():
+        if i < n:
+            tokens[i], types[i] = tok, gguf.TokenType.NORMAL
+    for a in tj.get("added_tokens", []):
+        if a["id"] < n:
+            tokens[a["id"]] = a["content"]
+            types[a["id"]] = gguf.TokenType.CONTROL if a.get("special") else gguf.TokenType.USER_DEFINED
+    self.gguf_writer.add_tokenizer_model("gpt2")
+    self.gguf_writer.add_tokenizer_pre("qwen2")
+    self.gguf_writer.add_token_list(tokens)
+    self.gguf_writer.add_token_types(types)
+    gguf.SpecialVocab(self.dir_model, load_merges=True, n_vocab=n).add_to_gguf(self.gguf_writer)
+
+
 def no_vocab(self, *args, **kwargs):
     hp = self.hparams.get("text_config", self.hparams)
+    tj = os.path.join(str(self.dir_model), "tokenizer.json")
+    if os.path.exists(tj):  # a tokenizer copied beside the random weights
+        return json_bpe_vocab(self, hp, tj)
     self.gguf_writer.add_tokenizer_model("none")
     self.gguf_writer.add_vocab_size(hp["vocab_size"])
 

@@ -44,6 +44,11 @@ using GegluFn = void (*)(const float* gate, const float* up, float* y, int64_t n
 using AddFn = void (*)(const float* a, const float* b, float* y, int64_t n);
 using ScaleFn = void (*)(float* x, float s, int64_t n);
 using SoftmaxFn = void (*)(float* x, int64_t n);  // in place, max-subtracted
+// The vision towers' activations, in place over n elements: gelu (erf: 0.5 x (1 + erf(x / sqrt 2))), gelu_tanh
+// (gelu_pytorch_tanh), quick_gelu (x sigmoid(1.702 x), CLIP / Qwen2-VL).
+using ActFn = void (*)(float* x, int64_t n);
+// LayerNorm over n elements: y = (x - mean) / sqrt(var + eps) * w + b, biased variance (nn.LayerNorm).
+using LayerNormFn = void (*)(const float* x, const float* w, const float* b, float* y, int64_t n, float eps);
 // Row conversion to f32 (embedding lookup, dequantization): n elements of dtype -> f32.
 using ToF32Fn = void (*)(const void* src, float* dst, int64_t n);
 using FromF32Fn = void (*)(const float* src, void* dst, int64_t n);
@@ -152,6 +157,8 @@ struct Kernels {
   AddFn add = nullptr;
   ScaleFn scale = nullptr;
   SoftmaxFn softmax = nullptr;
+  ActFn gelu = nullptr, gelu_tanh = nullptr, quick_gelu = nullptr;
+  LayerNormFn layer_norm = nullptr;
   ToF32Fn to_f32[int(DType::kCount)] = {};
   FromF32Fn from_f32[int(DType::kCount)] = {};
   AttnRowFn attn_row[int(DType::kCount)] = {};  // indexed by kv dtype

@@ -114,12 +114,13 @@ Tensor rms_norm_gated(Ctx& ctx, const Tensor& x, const Tensor& w, const Tensor& 
 // ---- vision encoder ops (backends/cpu/ops_vision.cpp) ----
 // LayerNorm over the last dim: y = (x - mean) / sqrt(var + eps) * w + b (biased variance, as torch).
 Tensor layer_norm(Ctx& ctx, const Tensor& x, const Tensor& w, const Tensor& b, float eps);
-void gelu_(Ctx& ctx, Tensor& x);        // exact erf GELU (torch nn.GELU()), in place
+void gelu_(Ctx& ctx, Tensor& x);        // erf GELU (torch nn.GELU()), in place
+void gelu_tanh_(Ctx& ctx, Tensor& x);   // gelu_pytorch_tanh (Qwen3-VL vision), in place
 void quick_gelu_(Ctx& ctx, Tensor& x);  // x * sigmoid(1.702 x) (CLIP, Qwen2-VL vision), in place
 // Bidirectional attention inside segments: query rows [cu[s], cu[s+1]) see exactly the key rows of their segment
 // (Qwen2-VL cu_seqlens, Qwen2.5-VL windows, one CLIP image). q: [n, n_head, head_dim]; k, v: [n, n_head_kv,
 // head_dim] f32 whose head rows are contiguous (rows may be strided); out: [n, n_head, head_dim] contiguous.
-// Memory: one row of scores per thread, never an n x n matrix.
+// Memory: a tile of 32 rows of scores per thread (32 x the longest segment), never an n x n matrix.
 void attention_segments(Ctx& ctx, const Tensor& q, const Tensor& k, const Tensor& v, std::span<const int32_t> cu,
                         float scale, Tensor& out);
 

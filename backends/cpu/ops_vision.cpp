@@ -1,6 +1,6 @@
-// Ops the vision encoders and the multimodal RoPE need: multi-stream RoPE, LayerNorm, erf GELU, quick GELU and
-// bidirectional attention inside segments. Plain loops split across the thread pool; attention reuses the
-// attn_row kernels of the KV-cache attention, so its SIMD versions serve the vision towers too.
+// Ops the vision encoders and the multimodal RoPE need: multi-stream RoPE, LayerNorm, the GELUs and
+// bidirectional attention inside segments. Plain loops split across the thread pool; LayerNorm and the GELUs are
+// row kernels of the table (ref + SIMD); attention runs on the f32 matmul, scale and softmax kernels.
 #include <cmath>
 
 #include "backends/cpu/ops.h"
@@ -47,44 +47,26 @@ Tensor layer_norm(Ctx& ctx, const Tensor& x, const Tensor& w, const Tensor& b, f
                x.describe(), w.describe(), b.describe());
   Tensor wf = to_f32(ctx, w), bf = to_f32(ctx, b);
   Tensor y = ctx.alloc(DType::F32, x.shape());
+  const auto fn = ctx.k->layer_norm;
   ctx.pool->parallel_for(rows, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const float* xr = crow(x, r);
-      float* yr = frow(y, r);
-      // two passes in double: mean, then the biased variance around it
-      double mean = 0, var = 0;
-      for (int64_t i = 0; i < n; ++i) mean += xr[i];
-      mean /= double(n);
-      for (int64_t i = 0; i < n; ++i) var += (xr[i] - mean) * (xr[i] - mean);
-      var /= double(n);
-      const float inv = float(1.0 / std::sqrt(var + double(eps)));
-      for (int64_t i = 0; i < n; ++i) yr[i] = (xr[i] - float(mean)) * inv * wf.ptr<float>()[i] + bf.ptr<float>()[i];
-    }
+    for (int64_t r = r0; r < r1; ++r) fn(crow(x, r), wf.ptr<float>(), bf.ptr<float>(), frow(y, r), n, eps);
   }, 16);
   return y;
 }
 
 namespace {
-template <class Fn>
-void unary_(Ctx& ctx, Tensor& x, Fn fn) {
+void unary_(Ctx& ctx, Tensor& x, ActFn fn) {
   PIPIT_ASSERT(x.dtype() == DType::F32 && x.rows_contiguous());
   const int64_t n = x.dim(-1);
   ctx.pool->parallel_for(x.rows(), [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      float* p = frow(x, r);
-      for (int64_t i = 0; i < n; ++i) p[i] = fn(p[i]);
-    }
+    for (int64_t r = r0; r < r1; ++r) fn(frow(x, r), n);
   }, 16);
 }
 }  // namespace
 
-void gelu_(Ctx& ctx, Tensor& x) {
-  unary_(ctx, x, [](float v) { return 0.5f * v * (1.0f + std::erf(v * 0.70710678118654752f)); });
-}
-
-void quick_gelu_(Ctx& ctx, Tensor& x) {
-  unary_(ctx, x, [](float v) { return v / (1.0f + std::exp(-1.702f * v)); });
-}
+void gelu_(Ctx& ctx, Tensor& x) { unary_(ctx, x, ctx.k->gelu); }
+void gelu_tanh_(Ctx& ctx, Tensor& x) { unary_(ctx, x, ctx.k->gelu_tanh); }
+void quick_gelu_(Ctx& ctx, Tensor& x) { unary_(ctx, x, ctx.k->quick_gelu); }
 
 void attention_segments(Ctx& ctx, const Tensor& q, const Tensor& k, const Tensor& v, std::span<const int32_t> cu,
                         float scale, Tensor& out) {
@@ -100,74 +82,54 @@ void attention_segments(Ctx& ctx, const Tensor& q, const Tensor& k, const Tensor
     PIPIT_ASSERT(cu[s] <= cu[s + 1]);
     longest = std::max<int64_t>(longest, cu[s + 1] - cu[s]);
   }
-  const int nth = ctx.pool->size();
-  const int64_t group = n_head / n_head_kv;
-  if (auto rows_fn = ctx.k->attn_rows[int(DType::F32)]) {
-    // A job: one kv head over a block of a segment's tokens, its `group` query heads x tokens rows (at most
-    // kAttnMaxRows) sharing K/V and the key range: each K/V row is loaded once for all of them (attn_rows gives
-    // every row the bits attn_row would).
-    const int64_t tok_block = std::max<int64_t>(1, kAttnMaxRows / group);
-    struct Job {
-      int64_t kvh, t0, t1;
-      int32_t seg;
-    };
-    std::vector<Job> jobs;
-    for (size_t sg = 0; sg + 1 < cu.size(); ++sg)
-      for (int64_t kvh = 0; kvh < n_head_kv; ++kvh)
-        for (int64_t t = cu[sg]; t < cu[sg + 1]; t += tok_block)
-          jobs.push_back({kvh, t, std::min<int64_t>(cu[sg + 1], t + tok_block), int32_t(sg)});
-    const int64_t scratch_row = kAttnMaxRows * std::max<int64_t>(1, longest) + 4 * hd;
-    Tensor scratch = ctx.alloc(DType::F32, {nth, scratch_row});
-    ctx.pool->parallel_for_ith(int64_t(jobs.size()), [&](int ith, int64_t j0, int64_t j1) {
-      for (int64_t j = j0; j < j1; ++j) {
-        const Job& jb = jobs[size_t(j)];
-        AttnRowsArgs a;
-        a.n_q = 0;
-        a.k = k.data() + jb.kvh * hd * 4;
-        a.v = v.data() + jb.kvh * hd * 4;
-        a.kv_stride = k.stride(0);
-        a.scratch = scratch.ptr<float>() + int64_t(ith) * scratch_row;
-        a.head_dim = hd;
-        a.k0 = cu[size_t(jb.seg)];
-        a.scale = scale;
-        a.softcap = 0.0f;
-        for (int64_t t = jb.t0; t < jb.t1; ++t)
-          for (int64_t h = jb.kvh * group; h < (jb.kvh + 1) * group; ++h) {
-            a.q[a.n_q] = q.ptr<float>() + (t * n_head + h) * hd;
-            a.out[a.n_q] = out.ptr<float>() + (t * n_head + h) * hd;
-            a.k1[a.n_q] = cu[size_t(jb.seg) + 1];
-            ++a.n_q;
-          }
-        rows_fn(a);
+  if (n == 0 || longest == 0) return;
+  const int64_t group = n_head / n_head_kv, kv_stride = k.stride(0), q_stride = n_head * hd * 4;
+  // Every query attends to every key of its segment (no mask), so a tile of kTile queries of one head is two
+  // matmuls on the f32 GEMM kernels: S = Q K^T (keys are the weight rows), then O = softmax(scale S) V. For the
+  // second, V is transposed once per call to [n_head_kv, head_dim, n] so its columns are weight rows. A tile holds
+  // kTile whole rows of scores (a 448x448 Qwen2-VL image: 32 x 1024 floats, 128 KiB), so the softmax needs no
+  // running max / rescaling; each K and V row is read once per tile instead of once per query row.
+  constexpr int64_t kTile = 32;
+  Tensor vt = ctx.alloc(DType::F32, {n_head_kv, hd, n});
+  ctx.pool->parallel_for(n_head_kv * (n + 63) / 64, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {  // 64 tokens of one kv head: their head rows are read once
+      const int64_t kvh = b % n_head_kv, t0 = b / n_head_kv * 64, t1 = std::min(n, t0 + 64);
+      float* dst = vt.ptr<float>() + kvh * hd * n;
+      for (int64_t t = t0; t < t1; ++t) {
+        const float* src = reinterpret_cast<const float*>(v.data() + t * kv_stride) + kvh * hd;
+        for (int64_t d = 0; d < hd; ++d) dst[d * n + t] = src[d];
       }
-    });
-    return;
-  }
-  std::vector<int32_t> seg_of(static_cast<size_t>(n));  // query row -> segment
-  for (size_t s = 0; s + 1 < cu.size(); ++s)
-    for (int32_t r = cu[s]; r < cu[s + 1]; ++r) seg_of[size_t(r)] = int32_t(s);
-  Tensor scratch = ctx.alloc(DType::F32, {nth, std::max<int64_t>(1, longest)});
-  auto fn = ctx.k->attn_row[int(DType::F32)];
-  const int64_t total = n * n_head;
-  auto job = [&](int ith, int nt) {
-    for (int64_t i = total * ith / nt; i < total * (ith + 1) / nt; ++i) {
-      const int64_t t = i / n_head, h = i % n_head, kvh = h / group, s = seg_of[size_t(t)];
-      AttnRowArgs a;
-      a.q = q.ptr<float>() + i * hd;
-      a.k = k.data() + kvh * hd * 4;
-      a.v = v.data() + kvh * hd * 4;
-      a.kv_stride = k.stride(0);
-      a.out = out.ptr<float>() + i * hd;
-      a.scratch = scratch.ptr<float>() + int64_t(ith) * std::max<int64_t>(1, longest);
-      a.head_dim = hd;
-      a.k0 = cu[size_t(s)];
-      a.k1 = cu[size_t(s) + 1];
-      a.scale = scale;
-      a.softcap = 0.0f;
-      fn(a);
     }
+  }, 4);
+  struct Job {
+    int64_t h, t0, t1;
+    int32_t seg;
   };
-  ctx.pool->run(JobRef(job));
+  std::vector<Job> jobs;
+  for (size_t sg = 0; sg + 1 < cu.size(); ++sg)
+    for (int64_t h = 0; h < n_head; ++h)
+      for (int64_t t = cu[sg]; t < cu[sg + 1]; t += kTile)
+        jobs.push_back({h, t, std::min<int64_t>(cu[sg + 1], t + kTile), int32_t(sg)});
+  Tensor scratch = ctx.alloc(DType::F32, {ctx.pool->size(), kTile * longest});
+  const MatmulFn mm = ctx.k->matmul[int(DType::F32)];
+  ctx.pool->parallel_for_ith(int64_t(jobs.size()), [&](int ith, int64_t j0, int64_t j1) {
+    float* s = scratch.ptr<float>() + int64_t(ith) * kTile * longest;
+    for (int64_t j = j0; j < j1; ++j) {
+      const Job& jb = jobs[size_t(j)];
+      const int64_t k0 = cu[size_t(jb.seg)], len = cu[size_t(jb.seg) + 1] - k0, m = jb.t1 - jb.t0;
+      const int64_t kvh = jb.h / group;
+      const MatmulArgs qk{q.ptr<float>() + (jb.t0 * n_head + jb.h) * hd, q_stride,
+                          k.data() + k0 * kv_stride + kvh * hd * 4, kv_stride, s, len * 4, m, hd};
+      mm(qk, 0, len);
+      for (int64_t i = 0; i < m; ++i) {
+        ctx.k->scale(s + i * len, scale, len);
+        ctx.k->softmax(s + i * len, len);
+      }
+      const MatmulArgs pv{s, len * 4, vt.ptr<float>() + kvh * hd * n + k0, n * 4,
+                          out.ptr<float>() + (jb.t0 * n_head + jb.h) * hd, q_stride, m, len};
+      mm(pv, 0, hd);
+    }
+  });
 }
 
 }  // namespace pipit

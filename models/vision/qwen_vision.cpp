@@ -23,18 +23,6 @@ Tensor split_heads(Ctx& ctx, const Tensor& qkv, int64_t part, int64_t n_head, in
   return out;
 }
 
-// gelu_pytorch_tanh in place (Qwen3-VL's vision MLP): the formula of the ref geglu kernel without the up factor.
-void gelu_tanh_(Ctx& ctx, Tensor& x) {
-  const int64_t n = x.dim(-1);
-  ctx.pool->parallel_for(x.rows(), [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      float* p = reinterpret_cast<float*>(x.row_ptr(r));
-      for (int64_t i = 0; i < n; ++i)
-        p[i] = 0.5f * p[i] * (1.0f + std::tanh(0.7978845608028654f * (p[i] + 0.044715f * p[i] * p[i] * p[i])));
-    }
-  }, 16);
-}
-
 }  // namespace
 
 Result<QwenVisionTower> QwenVisionTower::load(const HfConfig& v, const WeightSource& w, Kind kind, int64_t out_dim) {

@@ -6,6 +6,12 @@
 //   geglu:      |y - y_ref| <= 1e-6 |y_ref| + 2e-7 |g u|     (vector tanh: <= 2e-7 absolute, which 1 + tanh
 //                                                            turns into a large relative error where tanh ~ -1, as in ref).
 //   softmax:    |y - y_ref| <= 2e-6 |y_ref| + 1e-12.
+//   quick_gelu: |y - y_ref| <= 1e-6 |y_ref| + 1e-30          (vector exp).
+//   gelu_tanh:  |y - y_ref| <= 1e-6 |y_ref| + 2e-7 |x|       (as geglu).
+//   gelu (erf): |y - y_ref| <= 1e-6 |y_ref| + 1e-7 |x|       (erfc by Abramowitz & Stegun 7.1.26, |error| <= 1.5e-7,
+//                                                            times 0.5 x).
+//   layer_norm: |y - y_ref| <= 2e-6 (|w| + |b|)              (f32 lanes against ref's double sums; the normalised
+//                                                            x has RMS 1, so 2e-6 is ~30 float ulps of it).
 #include <cmath>
 
 #include "tests/kernels/kernel_test_util.h"
@@ -93,6 +99,47 @@ TEST_P(Elementwise, Softmax) {
       r().softmax(xr.p(), n);
       for (int64_t i = 0; i < n; ++i) ASSERT_NEAR(x.p()[i], xr.p()[i], 2e-6 * xr.p()[i] + 1e-12) << "n " << n << " i " << i;
       ASSERT_EQ(x.p()[n], 12345.0f);
+    }
+}
+
+TEST_P(Elementwise, VisionActivations) {
+  Rng rng(5);
+  for (int64_t n : kSizes)
+    for (float range : {1.0f, 8.0f, 100.0f}) {  // 100: exp, tanh and erf saturate
+      Buf x(n);
+      for (int64_t i = 0; i < n; ++i) x.p()[i] = rng.uniform(-range, range);
+      Buf q = x, qr = x, t = x, tr = x, g = x, gr = x;
+      k().quick_gelu(q.p(), n);
+      r().quick_gelu(qr.p(), n);
+      k().gelu_tanh(t.p(), n);
+      r().gelu_tanh(tr.p(), n);
+      k().gelu(g.p(), n);
+      r().gelu(gr.p(), n);
+      for (int64_t i = 0; i < n; ++i) {
+        const double ax = std::fabs(x.p()[i]);
+        ASSERT_NEAR(q.p()[i], qr.p()[i], 1e-6 * std::fabs(qr.p()[i]) + 1e-30) << "quick_gelu n " << n << " x " << x.p()[i];
+        ASSERT_NEAR(t.p()[i], tr.p()[i], 1e-6 * std::fabs(tr.p()[i]) + 2e-7 * ax) << "gelu_tanh n " << n << " x " << x.p()[i];
+        ASSERT_NEAR(g.p()[i], gr.p()[i], 1e-6 * std::fabs(gr.p()[i]) + 1e-7 * ax) << "gelu n " << n << " x " << x.p()[i];
+      }
+      ASSERT_EQ(q.p()[n], 12345.0f);
+      ASSERT_EQ(t.p()[n], 12345.0f);
+      ASSERT_EQ(g.p()[n], 12345.0f);
+    }
+}
+
+TEST_P(Elementwise, LayerNorm) {
+  Rng rng(6);
+  for (int64_t n : kSizes)
+    for (float offset : {0.0f, 5.0f, -40.0f}) {  // a mean far from 0: the variance is taken around it
+      Buf x(n), w(n), b(n), y(n), yr(n);
+      for (int64_t i = 0; i < n; ++i)
+        x.p()[i] = offset + rng.uniform(-3, 3), w.p()[i] = rng.uniform(-2, 2), b.p()[i] = rng.uniform(-1, 1);
+      k().layer_norm(x.p(), w.p(), b.p(), y.p(), n, 1e-6f);
+      r().layer_norm(x.p(), w.p(), b.p(), yr.p(), n, 1e-6f);
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_NEAR(y.p()[i], yr.p()[i], 2e-6 * (std::fabs(w.p()[i]) + std::fabs(b.p()[i]))) << "n " << n << " i " << i;
+      ASSERT_EQ(y.v[0], 12345.0f);
+      ASSERT_EQ(y.p()[n], 12345.0f) << "wrote past the row";
     }
 }
 

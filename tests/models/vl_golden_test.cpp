@@ -16,6 +16,7 @@
 #include "runtime/sampler.h"
 #include "runtime/session.h"
 #include "tests/test_util.h"
+#include "tests/unit/convert_test_util.h"
 
 namespace pipit {
 namespace {
@@ -215,6 +216,58 @@ TEST_P(GoldenVL, GreedyContinuationAfterImage) {
   }
   EXPECT_EQ(got, want_ids);
   EXPECT_LE(worst, kTol);
+}
+
+// The whole model from a q8 / q4 file (pipit convert --quant: the tower's matrices run on the int8 panel kernels, as
+// the decoder's), on the case image and prompt, against the f32 goldens: relative RMS of the tower's features and of
+// the prefill logits, and (q8) the last position's argmax. Bounds: the worst measured over the 8 cases times ~1.5
+// (q8 features 0.0142, logits 0.0302; q4 features 0.150, logits 0.307, all worst at qwen3_vl; measured at the commit
+// that added this).
+struct VlQuantBound {
+  const char* quant;
+  double features, logits;
+};
+const VlQuantBound kVlQuantBounds[] = {{"q8", 0.022, 0.045}, {"q4", 0.225, 0.46}};
+
+TEST_P(GoldenVL, QuantizedFileWithinBounds) {
+  test::ScratchDir d("vl_quant");
+  Tensor want_f = get("vision_embeds"), want_l = get("logits");
+  const std::vector<float> want_feat(want_f.ptr<float>(), want_f.ptr<float>() + want_f.numel());
+  const std::vector<float> want_logits(want_l.ptr<float>(), want_l.ptr<float>() + want_l.numel());
+  const int64_t V = lm_->model->info().n_vocab, E = lm_->model->info().n_embd;
+  for (const auto& b : kVlQuantBounds) {
+    const std::string out = d.path(std::string(b.quant) + ".pipit");
+    test::convert_or_fail(dir_, out, b.quant);
+    LoadedModel lq = test::load_or_fail(out);
+    auto img = load_image(dir_ + "/" + GetParam().name + ".png");
+    ASSERT_TRUE(img.is_ok()) << img.status().message();
+    ThreadPool pool(2);
+    auto e = encode_image(*lq.model, proc_, *img, pool);
+    ASSERT_TRUE(e.is_ok()) << e.status().message();
+    std::vector<float> feat;  // the final merger's columns (DeepStack blocks have goldens of their own)
+    for (int64_t r = 0; r < e->features.dim(0); ++r)
+      feat.insert(feat.end(), e->features.ptr<float>() + r * e->features.dim(1),
+                  e->features.ptr<float>() + r * e->features.dim(1) + E);
+    ASSERT_EQ(feat.size(), want_feat.size());
+    auto p = build_multimodal_prompt(*lq.model, ids("input_ids_unexpanded"), {*e});
+    ASSERT_TRUE(p.is_ok()) << p.status().message();
+    Session s(*lq.model, SessionOptions{.n_threads = 2});
+    auto r = s.eval(*p, /*all_logits=*/true);
+    ASSERT_TRUE(r.is_ok()) << r.status().message();
+    ASSERT_EQ(r->numel(), want_l.numel());
+    const std::vector<float> got(r->ptr<float>(), r->ptr<float>() + r->numel());
+    const double ef = test::rel_rms(feat, want_feat), el = test::rel_rms(got, want_logits);
+    const int64_t last = r->numel() / V - 1;
+    const int32_t top = argmax(std::span<const float>(got.data() + last * V, size_t(V)));
+    const int32_t want_top = argmax(std::span<const float>(want_logits.data() + last * V, size_t(V)));
+    std::printf("[ measure  ] %s/%s %s: relative RMS features %.5f (bound %.3f), logits %.5f (bound %.3f), last "
+                "argmax %d vs %d\n", GetParam().arch.c_str(), GetParam().name.c_str(), b.quant, ef, b.features, el,
+                b.logits, top, want_top);
+    EXPECT_LE(ef, b.features) << b.quant;
+    EXPECT_LE(el, b.logits) << b.quant;
+    EXPECT_GT(ef, 0.0) << b.quant << ": quantization changed nothing in the tower?";
+    if (std::string(b.quant) == "q8") EXPECT_EQ(top, want_top) << "q8: the last position's argmax moved";
+  }
 }
 
 std::vector<Case> all_cases() {

@@ -1,4 +1,4 @@
-// Reference row kernels: RMSNorm, gated activations, add, scale, softmax.
+// Reference row kernels: RMSNorm, LayerNorm, gated activations, the vision towers' GELUs, add, scale, softmax.
 #include <cmath>
 
 #include "backends/cpu/ref/ref.h"
@@ -45,6 +45,33 @@ void softmax(float* x, int64_t n) {
   }
   const float inv = 1.0f / sum;
   for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+// nn.GELU(): 0.5 x (1 + erf(x / sqrt(2)))
+void gelu(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678118654752f));
+}
+
+// gelu_pytorch_tanh: geglu's formula without the up factor
+void gelu_tanh(float* x, int64_t n) {
+  const float c = 0.7978845608028654f;  // sqrt(2/pi)
+  for (int64_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::tanh(c * (x[i] + 0.044715f * x[i] * x[i] * x[i])));
+}
+
+// HF quick_gelu: x * sigmoid(1.702 x)
+void quick_gelu(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = x[i] / (1.0f + std::exp(-1.702f * x[i]));
+}
+
+// Two passes in double: the mean, then the biased variance around it; the result in float as nn.LayerNorm.
+void layer_norm(const float* x, const float* w, const float* b, float* y, int64_t n, float eps) {
+  double mean = 0, var = 0;
+  for (int64_t i = 0; i < n; ++i) mean += x[i];
+  mean /= double(n);
+  for (int64_t i = 0; i < n; ++i) var += (x[i] - mean) * (x[i] - mean);
+  var /= double(n);
+  const float inv = float(1.0 / std::sqrt(var + double(eps)));
+  for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - float(mean)) * inv * w[i] + b[i];
 }
 
 }  // namespace pipit::ref

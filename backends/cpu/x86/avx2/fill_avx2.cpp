@@ -31,6 +31,10 @@ void fill(Kernels& k) {
   k.add = add;
   k.scale = scale;
   k.softmax = softmax;
+  k.gelu = gelu;
+  k.gelu_tanh = gelu_tanh;
+  k.quick_gelu = quick_gelu;
+  k.layer_norm = layer_norm;
   k.to_f32[int(DType::F16)] = f16_to_f32_row;
   k.to_f32[int(DType::BF16)] = bf16_to_f32_row;
   k.to_f32[int(DType::Q8_0)] = q8_0_to_f32;

@@ -26,6 +26,10 @@ void geglu(const float* gate, const float* up, float* y, int64_t n);
 void add(const float* a, const float* b, float* y, int64_t n);
 void scale(float* x, float s, int64_t n);
 void softmax(float* x, int64_t n);
+void gelu(float* x, int64_t n);
+void gelu_tanh(float* x, int64_t n);
+void quick_gelu(float* x, int64_t n);
+void layer_norm(const float* x, const float* w, const float* b, float* y, int64_t n, float eps);
 
 void f16_to_f32_row(const void* src, float* dst, int64_t n);
 void bf16_to_f32_row(const void* src, float* dst, int64_t n);
