@@ -89,15 +89,18 @@ void attention_segments(Ctx& ctx, const Tensor& q, const Tensor& k, const Tensor
   // second, V is transposed once per call to [n_head_kv, head_dim, n] so its columns are weight rows. A tile holds
   // kTile whole rows of scores (a 448x448 Qwen2-VL image: 32 x 1024 floats, 128 KiB), so the softmax needs no
   // running max / rescaling; each K and V row is read once per tile instead of once per query row.
-  constexpr int64_t kTile = 32;
-  Tensor vt = ctx.alloc(DType::F32, {n_head_kv, hd, n});
+  // Rows of V^T and of the scores are padded by 16 floats: at n = 1024 a row is 4 KiB, and rows 4 KiB apart all
+  // fall in one L1 set (the transpose wrote its 80 rows there, the GEMMs read 4 at a time), which the pad spreads.
+  constexpr int64_t kTile = 32, kPad = 16;
+  const int64_t ld = n + kPad;
+  Tensor vt = ctx.alloc(DType::F32, {n_head_kv, hd, ld});
   ctx.pool->parallel_for(n_head_kv * (n + 63) / 64, [&](int64_t b0, int64_t b1) {
     for (int64_t b = b0; b < b1; ++b) {  // 64 tokens of one kv head: their head rows are read once
       const int64_t kvh = b % n_head_kv, t0 = b / n_head_kv * 64, t1 = std::min(n, t0 + 64);
-      float* dst = vt.ptr<float>() + kvh * hd * n;
+      float* dst = vt.ptr<float>() + kvh * hd * ld;
       for (int64_t t = t0; t < t1; ++t) {
         const float* src = reinterpret_cast<const float*>(v.data() + t * kv_stride) + kvh * hd;
-        for (int64_t d = 0; d < hd; ++d) dst[d * n + t] = src[d];
+        for (int64_t d = 0; d < hd; ++d) dst[d * ld + t] = src[d];
       }
     }
   }, 4);
@@ -110,22 +113,22 @@ void attention_segments(Ctx& ctx, const Tensor& q, const Tensor& k, const Tensor
     for (int64_t h = 0; h < n_head; ++h)
       for (int64_t t = cu[sg]; t < cu[sg + 1]; t += kTile)
         jobs.push_back({h, t, std::min<int64_t>(cu[sg + 1], t + kTile), int32_t(sg)});
-  Tensor scratch = ctx.alloc(DType::F32, {ctx.pool->size(), kTile * longest});
+  Tensor scratch = ctx.alloc(DType::F32, {ctx.pool->size(), kTile * (longest + kPad)});
   const MatmulFn mm = ctx.k->matmul[int(DType::F32)];
   ctx.pool->parallel_for_ith(int64_t(jobs.size()), [&](int ith, int64_t j0, int64_t j1) {
-    float* s = scratch.ptr<float>() + int64_t(ith) * kTile * longest;
+    float* s = scratch.ptr<float>() + int64_t(ith) * kTile * (longest + kPad);
     for (int64_t j = j0; j < j1; ++j) {
       const Job& jb = jobs[size_t(j)];
       const int64_t k0 = cu[size_t(jb.seg)], len = cu[size_t(jb.seg) + 1] - k0, m = jb.t1 - jb.t0;
-      const int64_t kvh = jb.h / group;
+      const int64_t kvh = jb.h / group, ls = len + kPad;  // ls: the scores' row stride
       const MatmulArgs qk{q.ptr<float>() + (jb.t0 * n_head + jb.h) * hd, q_stride,
-                          k.data() + k0 * kv_stride + kvh * hd * 4, kv_stride, s, len * 4, m, hd};
+                          k.data() + k0 * kv_stride + kvh * hd * 4, kv_stride, s, ls * 4, m, hd};
       mm(qk, 0, len);
       for (int64_t i = 0; i < m; ++i) {
-        ctx.k->scale(s + i * len, scale, len);
-        ctx.k->softmax(s + i * len, len);
+        ctx.k->scale(s + i * ls, scale, len);
+        ctx.k->softmax(s + i * ls, len);
       }
-      const MatmulArgs pv{s, len * 4, vt.ptr<float>() + kvh * hd * n + k0, n * 4,
+      const MatmulArgs pv{s, ls * 4, vt.ptr<float>() + kvh * hd * ld + k0, ld * 4,
                           out.ptr<float>() + (jb.t0 * n_head + jb.h) * hd, q_stride, m, len};
       mm(pv, 0, hd);
     }
