@@ -28,6 +28,31 @@ std::vector<int32_t> solo(Model& m, const std::vector<int32_t>& prompt, int n) {
   return r->tokens;
 }
 
+// The speculative tests' requests: one per prompt, greedy (temperature 0) or seeded (request i: seed 7 + i, top-k
+// 20), n_draft guesses per step except for the third request (none: batches mix requests with and without guesses).
+std::vector<GenerateResult> run_requests(Engine& eng, const std::vector<std::vector<int32_t>>& prompts, int max_tokens,
+                                         float temperature, int n_draft) {
+  std::vector<std::promise<GenerateResult>> done(prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    EngineRequest r;
+    r.prompt = prompts[i];
+    r.params.max_tokens = max_tokens;
+    r.params.sampler.temperature = temperature;
+    r.params.sampler.top_k = 20;
+    r.params.sampler.seed = 7 + i;
+    r.params.ignore_eos = true;
+    r.params.spec.n_draft = i == 2 ? 0 : n_draft;
+    r.on_done = [&done, i](const Result<GenerateResult>& res) {
+      EXPECT_TRUE(res.is_ok()) << res.status().message();
+      done[i].set_value(res.is_ok() ? *res : GenerateResult{});
+    };
+    EXPECT_TRUE(eng.submit(std::move(r)).is_ok());
+  }
+  std::vector<GenerateResult> out;
+  for (auto& d : done) out.push_back(d.get_future().get());
+  return out;
+}
+
 TEST(Engine, ConcurrentGreedyEqualsSolo) {
   for (const char* arch : {"stories260k", "qwen3", "gemma3_text", "smollm3", "qwen3_moe", "minicpm",
                            "deepseek_ocr_lm", "qwen3_5", "gpt_oss", "gpt_oss_mxfp4"}) {
@@ -179,24 +204,7 @@ TEST(Engine, LookupSpeculationEqualsPlain) {
         {1, 5, 6, 7, 8, 9, 10, 5, 6, 7, 8, 9, 10, 5, 6, 7}, {1, 300, 301, 302, 300, 301, 302, 300}, {1, 42, 43}};
     auto run = [&](int n_draft, float temperature) {
       Engine eng(m, nullptr, EngineOptions{.n_slots = 4, .n_ctx = 128, .n_batch = 16, .n_threads = 2});
-      std::vector<std::promise<GenerateResult>> done(prompts.size());
-      for (size_t i = 0; i < prompts.size(); ++i) {
-        EngineRequest r;
-        r.prompt = prompts[i];
-        r.params.max_tokens = 40;
-        r.params.sampler.temperature = temperature;
-        r.params.sampler.top_k = 20;
-        r.params.sampler.seed = 7 + i;
-        r.params.ignore_eos = true;
-        r.params.spec.n_draft = i == 2 ? 0 : n_draft;  // one request without: mixed batches
-        r.on_done = [&done, i](const Result<GenerateResult>& res) {
-          EXPECT_TRUE(res.is_ok()) << res.status().message();
-          done[i].set_value(res.is_ok() ? *res : GenerateResult{});
-        };
-        EXPECT_TRUE(eng.submit(std::move(r)).is_ok());
-      }
-      std::vector<GenerateResult> out;
-      for (auto& d : done) out.push_back(d.get_future().get());
+      const std::vector<GenerateResult> out = run_requests(eng, prompts, 40, temperature, n_draft);
       const Engine::Stats st = eng.stats();
       int64_t drafted = 0, accepted = 0;
       for (auto& r : out) drafted += r.spec.drafted, accepted += r.spec.accepted;
@@ -253,25 +261,7 @@ TEST(Engine, DraftSpeculationEqualsPlain) {
     auto run = [&](Model* draft, float temperature) {
       Engine eng(m, nullptr,
                  EngineOptions{.n_slots = 4, .n_ctx = 128, .n_batch = 16, .n_threads = 2, .draft = draft});
-      std::vector<std::promise<GenerateResult>> done(prompts.size());
-      for (size_t i = 0; i < prompts.size(); ++i) {
-        EngineRequest r;
-        r.prompt = prompts[i];
-        r.params.max_tokens = 30;
-        r.params.sampler.temperature = temperature;
-        r.params.sampler.top_k = 20;
-        r.params.sampler.seed = 7 + i;
-        r.params.ignore_eos = true;
-        r.params.spec.n_draft = i == 2 ? 0 : 4;  // one request without: mixed batches
-        r.on_done = [&done, i](const Result<GenerateResult>& res) {
-          EXPECT_TRUE(res.is_ok()) << res.status().message();
-          done[i].set_value(res.is_ok() ? *res : GenerateResult{});
-        };
-        EXPECT_TRUE(eng.submit(std::move(r)).is_ok());
-      }
-      std::vector<GenerateResult> out;
-      for (auto& d : done) out.push_back(d.get_future().get());
-      return out;
+      return run_requests(eng, prompts, 30, temperature, 4);
     };
     const bool self = std::string(pair.target) == pair.draft, recurrent = std::string(pair.target) == "qwen3_5";
     for (float temperature : {0.0f, 1.0f}) {
