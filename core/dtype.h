@@ -14,6 +14,7 @@ enum class DType : uint8_t {
   // llama.cpp's other block formats, byte for byte as GGUF stores them (see the structs below)
   Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K, IQ4_NL, IQ4_XS,
   MXFP4,  // OCP microscaling FP4 (GPT-OSS experts), ggml's block_mxfp4
+  Q4_KX16, Q5_KX16, Q6_KX16,  // K-quant panels (below), made by the loader
   kCount
 };
 
@@ -183,6 +184,39 @@ inline float e8m0_half_to_f32(uint8_t e) {
   return f;
 }
 
+// K-quant panels (q4_kx16, q5_kx16, q6_kx16): 16 consecutive rows of q4_K / q5_K / q6_K, one super-block column at
+// a time, laid out for the same integer kernels as q4_0x16 (the loader makes them; they are never in a file):
+//  - the quants of each 32-weight group g are reordered so that a 64-byte chunk holds 4 bytes of each of the 16 rows
+//    (4 r + i): chunk c (< 4) byte i of row r has weight 32g + 4c + i in its low nibble and 32g + 16 + 4c + i in its
+//    high nibble (q4_0's split: the low nibbles of a chunk meet activations 4c.., the high ones 16 + 4c..);
+//  - the extra bits follow the same positions: q5_kx16 qh[g][4r + i] bit c is the fifth bit of weight 32g + 4c + i,
+//    bit 4 + c that of 32g + 16 + 4c + i; q6_kx16 qh[g][p][4r + i] for chunk c = 2p + j: bits 2j..2j+1 are the top two
+//    bits of weight 32g + 4c + i, bits 4 + 2j..5 + 2j those of 32g + 16 + 4c + i;
+//  - the 6-bit scales / mins of q4_K and q5_K are unpacked to one byte per (group, row) (4 bytes more per row and
+//    super-block than the file's 12-byte packing, 2.8% of q4_K): a kernel widens 16 rows' scales with one load.
+// Values are unchanged (a permutation plus the scale unpacking, which is bijective), so unpacking gives the file's
+// blocks back byte for byte.
+struct BlockQ4_Kx16 {
+  f16_t d[16], dmin[16];
+  uint8_t sc[8][16], m[8][16];  // [group][row]
+  uint8_t qs[8][4][64];         // [group][chunk][4 row + byte]
+};
+static_assert(sizeof(BlockQ4_Kx16) == 16 * 148);
+struct BlockQ5_Kx16 {
+  f16_t d[16], dmin[16];
+  uint8_t sc[8][16], m[8][16];
+  uint8_t qh[8][64];            // [group][4 row + byte]
+  uint8_t qs[8][4][64];
+};
+static_assert(sizeof(BlockQ5_Kx16) == 16 * 180);
+struct BlockQ6_Kx16 {
+  f16_t d[16];
+  int8_t sc[16][16];            // [16-weight group][row]
+  uint8_t qh[8][2][64];         // [group][chunk pair][4 row + byte]
+  uint8_t ql[8][4][64];         // [group][chunk][4 row + byte]
+};
+static_assert(sizeof(BlockQ6_Kx16) == 16 * sizeof(BlockQ6_K));
+
 struct DTypeInfo {
   std::string_view name;
   int block_elems;   // elements per block (1 for plain types)
@@ -202,6 +236,9 @@ constexpr DTypeInfo kDTypeInfo[] = {
     {"q8_k", kQK, sizeof(BlockQ8_K), true}, {"iq4_nl", kQBlock, sizeof(BlockIQ4_NL), true},
     {"iq4_xs", kQK, sizeof(BlockIQ4_XS), true},
     {"mxfp4", kQBlock, sizeof(BlockMXFP4), true},
+    // per row on average, as q4_0x16
+    {"q4_kx16", kQK, sizeof(BlockQ4_Kx16) / 16, true}, {"q5_kx16", kQK, sizeof(BlockQ5_Kx16) / 16, true},
+    {"q6_kx16", kQK, sizeof(BlockQ6_Kx16) / 16, true},
 };
 static_assert(sizeof(kDTypeInfo) / sizeof(kDTypeInfo[0]) == size_t(DType::kCount));
 
@@ -209,9 +246,30 @@ constexpr const DTypeInfo& dtype_info(DType t) { return kDTypeInfo[int(t)]; }
 constexpr std::string_view dtype_name(DType t) { return dtype_info(t).name; }
 constexpr bool dtype_is_quantized(DType t) { return dtype_info(t).quantized; }
 // Panel dtypes: rows are interleaved in groups of kPanelRows, so a row has no address of its own.
-constexpr bool dtype_is_panel(DType t) { return t == DType::Q8_0X16 || t == DType::Q4_0X16; }
-constexpr DType dtype_panel_of(DType t) { return t == DType::Q8_0 ? DType::Q8_0X16 : t == DType::Q4_0 ? DType::Q4_0X16 : t; }
-constexpr DType dtype_unpanel(DType t) { return t == DType::Q8_0X16 ? DType::Q8_0 : t == DType::Q4_0X16 ? DType::Q4_0 : t; }
+constexpr bool dtype_is_panel(DType t) {
+  return t == DType::Q8_0X16 || t == DType::Q4_0X16 || t == DType::Q4_KX16 || t == DType::Q5_KX16 ||
+         t == DType::Q6_KX16;
+}
+constexpr DType dtype_panel_of(DType t) {
+  switch (t) {
+    case DType::Q8_0: return DType::Q8_0X16;
+    case DType::Q4_0: return DType::Q4_0X16;
+    case DType::Q4_K: return DType::Q4_KX16;
+    case DType::Q5_K: return DType::Q5_KX16;
+    case DType::Q6_K: return DType::Q6_KX16;
+    default: return t;
+  }
+}
+constexpr DType dtype_unpanel(DType t) {
+  switch (t) {
+    case DType::Q8_0X16: return DType::Q8_0;
+    case DType::Q4_0X16: return DType::Q4_0;
+    case DType::Q4_KX16: return DType::Q4_K;
+    case DType::Q5_KX16: return DType::Q5_K;
+    case DType::Q6_KX16: return DType::Q6_K;
+    default: return t;
+  }
+}
 // Bytes of a row of n elements (n must be a multiple of the block size for quantized types).
 constexpr int64_t dtype_row_bytes(DType t, int64_t n) {
   return n / dtype_info(t).block_elems * dtype_info(t).block_bytes;

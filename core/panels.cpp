@@ -1,4 +1,5 @@
-// Packing q4_0 / q8_0 rows into 16-row panels and back: a byte permutation, so both directions are exact.
+// Packing q4_0 / q8_0 / q4_K / q5_K / q6_K rows into 16-row panels and back: a byte permutation (plus the K-quant
+// scale unpacking, which is bijective), so both directions are exact.
 #include "core/panels.h"
 
 #include <cstring>
@@ -6,6 +7,127 @@
 namespace pipit {
 
 namespace {
+
+// ---- K-quant panels (layout in core/dtype.h). Weight 32g + l (l < 32) of a super-block sits in panel chunk
+// c = (l % 16) / 4, byte i = l % 4, nibble l / 16 of group g; the helpers below move one row's super-block.
+
+// The 12-byte q4_K / q5_K scale packing from 8 six-bit scales and mins (the inverse of kquant_scale_min).
+void pack_scale_min(const uint8_t* sc, const uint8_t* m, uint8_t* q) {
+  for (int j = 0; j < 4; ++j) {
+    q[j] = uint8_t((sc[j] & 63) | ((sc[j + 4] >> 4) << 6));
+    q[j + 4] = uint8_t((m[j] & 63) | ((m[j + 4] >> 4) << 6));
+    q[j + 8] = uint8_t((sc[j + 4] & 15) | ((m[j + 4] & 15) << 4));
+  }
+}
+
+// Low nibbles (and q5's fifth bit) of weight 32g + l in the plain q4_K / q5_K layouts.
+inline int k4_nibble(const uint8_t* qs, int g, int l) { return (qs[32 * (g / 2) + l] >> (4 * (g % 2))) & 0xf; }
+
+template <class Plain, class Panel>
+void pack_k4_row(const Plain& b, Panel& p, int r) {
+  constexpr bool kQ5 = sizeof(Plain) == sizeof(BlockQ5_K);
+  p.d[r] = b.d;
+  p.dmin[r] = b.dmin;
+  for (int g = 0; g < 8; ++g) kquant_scale_min(g, b.scales, &p.sc[g][r], &p.m[g][r]);
+  for (int g = 0; g < 8; ++g)
+    for (int c = 0; c < 4; ++c)
+      for (int i = 0; i < 4; ++i) {
+        const int lo = 4 * c + i, hi = 16 + 4 * c + i;
+        p.qs[g][c][4 * r + i] = uint8_t(k4_nibble(b.qs, g, lo) | (k4_nibble(b.qs, g, hi) << 4));
+        if constexpr (kQ5) {
+          uint8_t& h = p.qh[g][4 * r + i];
+          if (c == 0) h = 0;
+          h = uint8_t(h | (((b.qh[lo] >> g) & 1) << c) | (((b.qh[hi] >> g) & 1) << (4 + c)));
+        }
+      }
+}
+
+template <class Plain, class Panel>
+void unpack_k4_row(const Panel& p, int r, Plain& b) {
+  constexpr bool kQ5 = sizeof(Plain) == sizeof(BlockQ5_K);
+  b.d = p.d[r];
+  b.dmin = p.dmin[r];
+  uint8_t sc[8], m[8];
+  for (int g = 0; g < 8; ++g) sc[g] = p.sc[g][r], m[g] = p.m[g][r];
+  pack_scale_min(sc, m, b.scales);
+  std::memset(b.qs, 0, sizeof(b.qs));
+  if constexpr (kQ5) std::memset(b.qh, 0, sizeof(b.qh));
+  for (int g = 0; g < 8; ++g)
+    for (int c = 0; c < 4; ++c)
+      for (int i = 0; i < 4; ++i) {
+        const int lo = 4 * c + i, hi = 16 + 4 * c + i;
+        const uint8_t v = p.qs[g][c][4 * r + i];
+        b.qs[32 * (g / 2) + lo] = uint8_t(b.qs[32 * (g / 2) + lo] | ((v & 0xf) << (4 * (g % 2))));
+        b.qs[32 * (g / 2) + hi] = uint8_t(b.qs[32 * (g / 2) + hi] | ((v >> 4) << (4 * (g % 2))));
+        if constexpr (kQ5) {
+          const uint8_t h = p.qh[g][4 * r + i];
+          b.qh[lo] = uint8_t(b.qh[lo] | (((h >> c) & 1) << g));
+          b.qh[hi] = uint8_t(b.qh[hi] | (((h >> (4 + c)) & 1) << g));
+        }
+      }
+}
+
+// q6_K weight 32g + l: 4 low bits at ql[64h + 32 (s & 1) + l] >> 4 (s >> 1), 2 high bits at qh[32h + l] >> 2s,
+// h = g / 4, s = g % 4 (core/dtype.h).
+void pack_q6k_row(const BlockQ6_K& b, BlockQ6_Kx16& p, int r) {
+  p.d[r] = b.d;
+  for (int j = 0; j < 16; ++j) p.sc[j][r] = b.scales[j];
+  for (int g = 0; g < 8; ++g) {
+    const int h = g / 4, s = g % 4;
+    auto lo4 = [&](int l) { return (b.ql[64 * h + 32 * (s & 1) + l] >> (4 * (s >> 1))) & 0xf; };
+    auto hi2 = [&](int l) { return (b.qh[32 * h + l] >> (2 * s)) & 3; };
+    for (int c = 0; c < 4; ++c)
+      for (int i = 0; i < 4; ++i) {
+        const int lo = 4 * c + i, hi = 16 + 4 * c + i;
+        p.ql[g][c][4 * r + i] = uint8_t(lo4(lo) | (lo4(hi) << 4));
+        uint8_t& q = p.qh[g][c / 2][4 * r + i];
+        if (c % 2 == 0) q = 0;
+        q = uint8_t(q | (hi2(lo) << (2 * (c % 2))) | (hi2(hi) << (4 + 2 * (c % 2))));
+      }
+  }
+}
+
+void unpack_q6k_row(const BlockQ6_Kx16& p, int r, BlockQ6_K& b) {
+  b.d = p.d[r];
+  for (int j = 0; j < 16; ++j) b.scales[j] = p.sc[j][r];
+  std::memset(b.ql, 0, sizeof(b.ql));
+  std::memset(b.qh, 0, sizeof(b.qh));
+  for (int g = 0; g < 8; ++g) {
+    const int h = g / 4, s = g % 4;
+    auto put = [&](int l, int v) {
+      uint8_t& ql = b.ql[64 * h + 32 * (s & 1) + l];
+      ql = uint8_t(ql | ((v & 0xf) << (4 * (s >> 1))));
+      b.qh[32 * h + l] = uint8_t(b.qh[32 * h + l] | ((v >> 4) << (2 * s)));
+    };
+    for (int c = 0; c < 4; ++c)
+      for (int i = 0; i < 4; ++i) {
+        const uint8_t l4 = p.ql[g][c][4 * r + i], h2 = p.qh[g][c / 2][4 * r + i];
+        const int sh = 2 * (c % 2);
+        put(4 * c + i, (l4 & 0xf) | (((h2 >> sh) & 3) << 4));
+        put(16 + 4 * c + i, (l4 >> 4) | (((h2 >> (4 + sh)) & 3) << 4));
+      }
+  }
+}
+
+template <class Plain, class Panel, class PackRow>
+void pack_k(const uint8_t* src, int64_t src_stride, int64_t N, int64_t K, uint8_t* dst, PackRow pack_row) {
+  const int64_t nsb = K / kQK;
+  auto* out = reinterpret_cast<Panel*>(dst);
+  for (int64_t n = 0; n < N; ++n) {
+    const auto* row = reinterpret_cast<const Plain*>(src + n * src_stride);
+    for (int64_t s = 0; s < nsb; ++s) pack_row(row[s], out[(n / kPanelRows) * nsb + s], int(n % kPanelRows));
+  }
+}
+
+template <class Plain, class Panel, class UnpackRow>
+void unpack_k(const uint8_t* src, int64_t K, int64_t r0, int64_t r1, uint8_t* dst, UnpackRow unpack_row) {
+  const int64_t nsb = K / kQK;
+  const auto* in = reinterpret_cast<const Panel*>(src);
+  auto* out = reinterpret_cast<Plain*>(dst);
+  for (int64_t n = r0; n < r1; ++n)
+    for (int64_t s = 0; s < nsb; ++s)
+      unpack_row(in[(n / kPanelRows) * nsb + s], int(n % kPanelRows), out[(n - r0) * nsb + s]);
+}
 
 // Bytes of one row's quants in a block, and the interleave unit (4 bytes: one int32 lane of the dot product).
 constexpr int64_t kLane = 4;
@@ -15,6 +137,14 @@ int64_t block_bytes(DType plain) { return plain == DType::Q4_0 ? int64_t(sizeof(
 }  // namespace
 
 void pack_panels(DType plain, const uint8_t* src, int64_t src_stride, int64_t N, int64_t K, uint8_t* dst) {
+  switch (plain) {
+    case DType::Q4_K:
+      return pack_k<BlockQ4_K, BlockQ4_Kx16>(src, src_stride, N, K, dst, pack_k4_row<BlockQ4_K, BlockQ4_Kx16>);
+    case DType::Q5_K:
+      return pack_k<BlockQ5_K, BlockQ5_Kx16>(src, src_stride, N, K, dst, pack_k4_row<BlockQ5_K, BlockQ5_Kx16>);
+    case DType::Q6_K: return pack_k<BlockQ6_K, BlockQ6_Kx16>(src, src_stride, N, K, dst, pack_q6k_row);
+    default: break;
+  }
   const int64_t nb = K / kQBlock, qb = quant_bytes(plain), bb = block_bytes(plain);
   const int64_t pb = kPanelRows * bb;  // bytes of a panel block: 16 scales, then 16 rows of quants
   for (int64_t p = 0; p < N / kPanelRows; ++p) {
@@ -33,6 +163,14 @@ void pack_panels(DType plain, const uint8_t* src, int64_t src_stride, int64_t N,
 
 void unpack_panel_rows(DType panel, const uint8_t* src, int64_t K, int64_t r0, int64_t r1, uint8_t* dst) {
   const DType plain = dtype_unpanel(panel);
+  switch (plain) {
+    case DType::Q4_K:
+      return unpack_k<BlockQ4_K, BlockQ4_Kx16>(src, K, r0, r1, dst, unpack_k4_row<BlockQ4_K, BlockQ4_Kx16>);
+    case DType::Q5_K:
+      return unpack_k<BlockQ5_K, BlockQ5_Kx16>(src, K, r0, r1, dst, unpack_k4_row<BlockQ5_K, BlockQ5_Kx16>);
+    case DType::Q6_K: return unpack_k<BlockQ6_K, BlockQ6_Kx16>(src, K, r0, r1, dst, unpack_q6k_row);
+    default: break;
+  }
   const int64_t nb = K / kQBlock, qb = quant_bytes(plain), bb = block_bytes(plain), pb = kPanelRows * bb;
   for (int64_t row = r0; row < r1; ++row) {
     const uint8_t* pan = src + (row / kPanelRows) * nb * pb;

@@ -101,11 +101,14 @@ class DeviceWeightSource : public WeightSource {
   mutable std::map<std::string, Tensor> uploaded_;
 };
 
-// q4_0 / q8_0 matrices -> 16-row panels (see LoadOptions::pack_weights). The file's pages of a packed tensor are
-// dropped from resident memory right after, so the peak stays near one copy of the weights.
-void pack_weights(std::map<std::string, Tensor>& tensors) {
+// q4_0 / q8_0 (and q4_K / q5_K / q6_K where this CPU has their panel kernels) matrices -> 16-row panels (see
+// LoadOptions::pack_weights). The file's pages of a packed tensor are dropped from resident memory right after, so
+// the peak stays near one copy of the weights.
+void pack_weights(std::map<std::string, Tensor>& tensors, bool kquant) {
   for (auto& [name, t] : tensors) {
-    if ((t.dtype() != DType::Q4_0 && t.dtype() != DType::Q8_0) || t.ndim() != 2 || t.dim(0) % kPanelRows ||
+    const DType d = t.dtype();
+    const bool k = d == DType::Q4_K || d == DType::Q5_K || d == DType::Q6_K;
+    if ((d != DType::Q4_0 && d != DType::Q8_0 && !(k && kquant)) || t.ndim() != 2 || t.dim(0) % kPanelRows ||
         !t.is_contiguous())
       continue;
     Tensor p = Tensor::empty(dtype_panel_of(t.dtype()), t.shape());
@@ -135,7 +138,7 @@ Result<LoadedModel> load_model_impl(const std::string& path, const LoadOptions& 
                               "has); use --device cpu", path, lm.config.model_type(), opt.device->name());
   const char* pack_env = std::getenv("PIPIT_PACK");
   if (opt.pack_weights && !opt.device && kernels().pack_quant && !(pack_env && std::string(pack_env) == "0"))
-    pack_weights(c.tensors);
+    pack_weights(c.tensors, kernels().pack_kquant);
   lm.weights = std::make_shared<MapWeightSource>(std::move(c.tensors));
   if (opt.device) {
     DeviceWeightSource dw(*lm.weights, opt.device);

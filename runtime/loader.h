@@ -27,8 +27,9 @@ struct LoadedModel {
 struct LoadOptions {
   bool need_tokenizer = false;  // error when the checkpoint has no tokenizer
   // Pack q4_0 / q8_0 matrices into 16-row panels (q4_0x16, q8_0x16) when this CPU's kernels prefer them
-  // (Kernels::pack_quant): one copy at load, after which the file's pages are released. Files written by
-  // `pipit convert --target` hold panels already and load without a copy. PIPIT_PACK=0 turns it off.
+  // (Kernels::pack_quant), and q4_K / q5_K / q6_K ones (q4_kx16, ...) where Kernels::pack_kquant: one copy at
+  // load, after which the file's pages are released. Files written by `pipit convert --target` hold q4_0 / q8_0
+  // panels already and load without a copy. PIPIT_PACK=0 turns it off.
   bool pack_weights = true;
   // llama.cpp's mmproj file (the vision tower of a multimodal GGUF model, convert/gguf_import.h); empty: none.
   std::string mmproj;

@@ -168,6 +168,8 @@ struct Kernels {
   RmsNormGatedFn rms_norm_gated = nullptr;
   // q4_0 / q8_0 weights run faster as 16-row panels (q4_0x16, q8_0x16) here: the loader packs them once.
   bool pack_quant = false;
+  // q4_K / q5_K / q6_K weights likewise as q4_kx16 / q5_kx16 / q6_kx16 (set where panel K kernels exist).
+  bool pack_kquant = false;
 };
 
 // The table for this CPU (PIPIT_CPU_MAX_ISA caps it). Built once.

@@ -5,10 +5,13 @@
 //  - every ISA level equals ref bit for bit (the kernels do ref's per-group fused multiply-adds in ref's order, one
 //    f32 lane per output);
 //  - batch invariance: row m of an M-row matmul is bit-identical to the row computed alone, for every ISA level;
-//  - output rows outside [n0, n1) are untouched.
+//  - output rows outside [n0, n1) are untouched;
+//  - panels (q4_kx16, q5_kx16, q6_kx16, as the loader packs them): packing round-trips byte for byte, and every ISA
+//    level's panel kernel equals ref's plain kernel on the unpacked weights bit for bit, batch-invariantly.
 #include <cmath>
 
 #include "backends/cpu/ref/ref.h"
+#include "core/panels.h"
 #include "tests/kernels/kernel_test_util.h"
 
 namespace pipit {
@@ -158,6 +161,117 @@ TEST_P(MatmulKQuant, RowsEqualSoloRows) {
       for (int64_t n = 0; n < c.N; ++n)
         ASSERT_EQ(test::bits(all[size_t(m * c.N + n)]), test::bits(solo[size_t(m * c.N + n)]))
             << dtype_name(t) << " m " << m << " n " << n;
+    }
+  }
+}
+
+const DType kPanelTypes[] = {DType::Q4_K, DType::Q5_K, DType::Q6_K};
+
+// c's weights packed into panels (c.N % 16 == 0), and y = fn on them over [n0, n1), like Case::run.
+struct Packed {
+  const Case& c;
+  std::vector<uint8_t> wp;
+  explicit Packed(const Case& c_) : c(c_), wp(size_t(c_.N * dtype_row_bytes(dtype_panel_of(c_.t), c_.K))) {
+    pack_panels(c.t, c.w.data(), c.rb(), c.N, c.K, wp.data());
+  }
+  std::vector<float> run(MatmulFn fn, int64_t n0, int64_t n1, int64_t m0 = 0, int64_t m1 = -1) const {
+    if (m1 < 0) m1 = c.M;
+    std::vector<float> y(size_t(c.M * c.N), -7.0f);
+    MatmulArgs a{reinterpret_cast<const uint8_t*>(c.x.data()) + m0 * c.xs(), c.xs(), wp.data(), c.rb(),
+                 y.data() + m0 * c.N, c.N * 4, m1 - m0, c.K};
+    fn(a, n0, n1);
+    return y;
+  }
+};
+
+TEST(KQuantPanelPack, RoundTrip) {
+  uint32_t seed = 900;
+  for (DType t : kPanelTypes) {
+    Case c(t, 1, 768, 48, seed++);
+    Packed p(c);
+    EXPECT_EQ(p.wp.size(), size_t(c.N * (dtype_info(dtype_panel_of(t)).block_bytes * 3)));
+    std::vector<uint8_t> back(c.w.size());
+    unpack_panel_rows(dtype_panel_of(t), p.wp.data(), c.K, 0, c.N, back.data());
+    EXPECT_EQ(back, c.w) << dtype_name(t);
+    std::vector<uint8_t> one(size_t(c.rb()));  // one row from the middle of a panel
+    unpack_panel_rows(dtype_panel_of(t), p.wp.data(), c.K, 21, 22, one.data());
+    EXPECT_EQ(0, std::memcmp(one.data(), c.w.data() + 21 * c.rb(), one.size())) << dtype_name(t);
+  }
+}
+
+TEST_P(MatmulKQuant, PanelsEqualPlainRef) {
+  uint32_t seed = 700;
+  for (DType t : kPanelTypes) {
+    const DType pt = dtype_panel_of(t);
+    if (inherited([pt](const Kernels& k) { return k.matmul[int(pt)]; })) continue;
+    for (int64_t M : {1, 2, 3, 5})
+      for (int64_t K : {256, 1024}) {
+        Case c(t, M, K, 64, seed++);
+        Packed p(c);
+        const auto yr = c.run(r().matmul[int(t)], 16, 48);
+        const auto y = p.run(k().matmul[int(pt)], 16, 48);
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t n = 0; n < c.N; ++n) {
+            const size_t i = size_t(m * c.N + n);
+            if (n < 16 || n >= 48) {
+              ASSERT_EQ(y[i], -7.0f) << dtype_name(pt) << " wrote outside [n0, n1) at m " << m << " n " << n;
+              continue;
+            }
+            ASSERT_EQ(test::bits(y[i]), test::bits(yr[i]))
+                << dtype_name(pt) << " M " << M << " K " << K << " m " << m << " n " << n << ": " << y[i] << " vs "
+                << yr[i];
+          }
+      }
+  }
+}
+
+// The int16 partial sums' worst cases (see matmul_kpanel_avx2.cpp): every quant byte 0xff or 0x00 (q4_K / q5_K
+// nibbles 15 / 31 or 0, q6_K q - 32 = 31 or -32), scale bytes kept random, activations all +127 or all -127.
+TEST_P(MatmulKQuant, PanelsExtremeValuesExact) {
+  uint32_t seed = 950;
+  for (DType t : kPanelTypes) {
+    const DType pt = dtype_panel_of(t);
+    if (inherited([pt](const Kernels& k) { return k.matmul[int(pt)]; })) continue;
+    for (int pattern = 0; pattern < 4; ++pattern) {
+      Case c(t, 3, 512, 32, seed++);
+      const uint8_t fill = (pattern & 1) ? 0xff : 0x00;
+      const int8_t av = (pattern & 2) ? 127 : -127;
+      // quant bytes: everything but the f16 / scale bytes at the front (q4_K / q5_K) or back (q6_K)
+      const int64_t bb = dtype_info(t).block_bytes;
+      const int64_t q0 = t == DType::Q6_K ? 0 : 16, q1 = t == DType::Q6_K ? 192 : bb;
+      for (int64_t off = 0; off < int64_t(c.w.size()); off += bb)
+        std::memset(&c.w[size_t(off + q0)], fill, size_t(q1 - q0));
+      for (auto& b : c.x) {
+        std::memset(b.qs, uint8_t(av), sizeof(b.qs));
+        b.sum = int32_t(av) * kQBlock;
+      }
+      Packed p(c);
+      const auto yr = c.run(r().matmul[int(t)], 0, c.N);
+      const auto y = p.run(k().matmul[int(pt)], 0, c.N);
+      for (size_t i = 0; i < y.size(); ++i)
+        ASSERT_EQ(test::bits(y[i]), test::bits(yr[i])) << dtype_name(pt) << " pattern " << pattern << " at " << i;
+    }
+  }
+}
+
+TEST_P(MatmulKQuant, PanelRowsEqualSoloRows) {
+  uint32_t seed = 800;
+  for (DType t : kPanelTypes) {
+    const DType pt = dtype_panel_of(t);
+    if (inherited([pt](const Kernels& k) { return k.matmul[int(pt)]; })) continue;
+    Case c(t, 7, 512, 32, seed++);
+    Packed p(c);
+    std::vector<float> all(size_t(c.M * c.N));
+    for (int64_t n0 = 0; n0 < c.N; n0 += 16) {  // as ops.cpp splits: 16-row chunks
+      const auto part = p.run(k().matmul[int(pt)], n0, n0 + 16);
+      for (int64_t m = 0; m < c.M; ++m)
+        for (int64_t n = n0; n < n0 + 16; ++n) all[size_t(m * c.N + n)] = part[size_t(m * c.N + n)];
+    }
+    for (int64_t m = 0; m < c.M; ++m) {
+      const auto solo = p.run(k().matmul[int(pt)], 0, c.N, m, m + 1);
+      for (int64_t n = 0; n < c.N; ++n)
+        ASSERT_EQ(test::bits(all[size_t(m * c.N + n)]), test::bits(solo[size_t(m * c.N + n)]))
+            << dtype_name(pt) << " m " << m << " n " << n;
     }
   }
 }

@@ -19,8 +19,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "backends/cpu/ref/ref.h"
+#include "core/panels.h"
 
 // ggml's formulas as written: no fused multiply-add where they have a product then a sum (GCC contracts across
 // statements by default on aarch64, which would change the last bit of q4_1/q5_1/K-quant values there). The fused
@@ -755,6 +757,36 @@ void matmul_q8_k(const MatmulArgs& a, int64_t n0, int64_t n1) {
   matmul_dequant<kQK>(a, n0, n1, q8_k_to_f32, sizeof(BlockQ8_K));
 }
 
+namespace {
+
+// K-quant panels (q4_kx16, q5_kx16, q6_kx16): row n is unpacked from its panel to plain blocks (a byte permutation,
+// core/panels.h), then run through the plain matmul above, so a panel gives the plain type's results bit for bit.
+// n0, n1 need not be multiples of 16 here.
+void matmul_k_panel(const MatmulArgs& a, int64_t n0, int64_t n1, DType panel, MatmulFn plain) {
+  const int64_t rb = dtype_row_bytes(dtype_unpanel(panel), a.K);
+  std::vector<uint8_t> row(static_cast<size_t>(rb));
+  for (int64_t n = n0; n < n1; ++n) {
+    unpack_panel_rows(panel, static_cast<const uint8_t*>(a.w), a.K, n, n + 1, row.data());
+    MatmulArgs r = a;
+    r.w = row.data();
+    r.w_stride = rb;
+    r.y = a.y + n;
+    plain(r, 0, 1);
+  }
+}
+
+}  // namespace
+
+void matmul_q4_kx16(const MatmulArgs& a, int64_t n0, int64_t n1) {
+  matmul_k_panel(a, n0, n1, DType::Q4_KX16, matmul_q4_k);
+}
+void matmul_q5_kx16(const MatmulArgs& a, int64_t n0, int64_t n1) {
+  matmul_k_panel(a, n0, n1, DType::Q5_KX16, matmul_q5_k);
+}
+void matmul_q6_kx16(const MatmulArgs& a, int64_t n0, int64_t n1) {
+  matmul_k_panel(a, n0, n1, DType::Q6_KX16, matmul_q6_k);
+}
+
 void fill_kquants(Kernels& k) {
   struct Entry {
     DType t;
@@ -775,6 +807,9 @@ void fill_kquants(Kernels& k) {
       {DType::IQ4_NL, matmul_iq4_nl, iq4_nl_to_f32, nullptr},
       {DType::IQ4_XS, matmul_iq4_xs, iq4_xs_to_f32, nullptr},
   };
+  k.matmul[int(DType::Q4_KX16)] = matmul_q4_kx16;
+  k.matmul[int(DType::Q5_KX16)] = matmul_q5_kx16;
+  k.matmul[int(DType::Q6_KX16)] = matmul_q6_kx16;
   for (const Entry& e : entries) {
     k.matmul[int(e.t)] = e.mm;
     k.to_f32[int(e.t)] = e.to;

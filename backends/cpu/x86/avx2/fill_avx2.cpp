@@ -23,7 +23,11 @@ void fill(Kernels& k) {
   k.matmul[int(DType::Q5_K)] = matmul_q5_k;
   k.matmul[int(DType::Q6_K)] = matmul_q6_k;
   k.matmul[int(DType::IQ4_XS)] = matmul_iq4_xs;
+  k.matmul[int(DType::Q4_KX16)] = matmul_q4_kx16;
+  k.matmul[int(DType::Q5_KX16)] = matmul_q5_kx16;
+  k.matmul[int(DType::Q6_KX16)] = matmul_q6_kx16;
   k.pack_quant = true;
+  k.pack_kquant = true;
   k.quantize_act = quantize_act;
   k.rms_norm = rms_norm;
   k.swiglu = swiglu;

@@ -1,0 +1,185 @@
+// AVX512-VNNI matmuls for the K-quant panels q4_kx16 / q5_kx16 / q6_kx16 (core/dtype.h) against BlockQ8Act rows: the
+// q4_0x16 scheme of matmul_panel_avx512.cpp with per-group scales. A 64-byte chunk holds 4 quant bytes of each of 16
+// rows, so one vpdpbusd with a broadcast activation dword adds 4 products into each row's int32 lane: the 16 rows'
+// exact group dots build up in one register, without horizontal sums and without int16 partial sums.
+//  - q4_K / q5_K: the quants (0..15 / 0..31) are unsigned as vpdpbusd takes them;
+//  - q6_K: q in 0..63 unsigned, and each 16-weight half's lanes start at -32 * (its activations' sum), so they hold
+//    sum (q - 32) a; the halves are multiplied by their int8 scales in int32 (dot_q6_k_group exactly).
+// Each lane then does the reference's f32 arithmetic in its order (backends/cpu/ref/kquant_ref.cpp):
+// acc = fma(dot, (d * sc) * da, acc), acc = fma(-(dmin * m), da * sum(a), acc) for q4_K / q5_K, acc = fma(dot,
+// d * da, acc) for q6_K; so every output equals ref bit for bit, whatever the tile or M.
+// GEMM (prefill) is a register tile of up to 8 activation rows x 16 weight rows, decode (M = 1) the same with one.
+#include "backends/cpu/x86/avx512/kernels_avx512.h"
+#include "backends/cpu/x86/avx512/simd_avx512.h"
+
+namespace pipit::avx512 {
+
+namespace {
+
+constexpr int kMR = 8;  // activation rows per tile
+
+inline __m512i bcast_dword(const int8_t* p) {
+  int32_t v;
+  __builtin_memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+inline __m512i load64(const uint8_t* p) { return _mm512_loadu_si512(p); }
+// 16 per-row bytes -> 16 f32 / int32 lanes.
+inline __m512 u8x16_to_ps(const uint8_t* p) {
+  return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+}
+inline __m512i s8x16_to_epi32(const int8_t* p) {
+  return _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+inline __m512 f16x16_to_ps(const f16_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+inline int32_t sum16(const int8_t* q) {
+  int32_t s = 0;
+  for (int i = 0; i < 16; ++i) s += q[i];
+  return s;
+}
+
+// Per panel type: group g's exact integer dots of the 16 rows with MR activation rows (xq: their 32 int8s).
+struct PQ4K {
+  using Block = BlockQ4_Kx16;
+  static constexpr bool kMins = true;
+  template <int MR>
+  static inline void dots(const Block& w, int g, const BlockQ8Act* const* xb, __m512i* isum) {
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    __m512i ihi[MR];  // a second chain per row: with one row, 8 dependent vpdpbusd would bound the speed
+    for (int i = 0; i < MR; ++i) isum[i] = ihi[i] = _mm512_setzero_si512();
+    for (int c = 0; c < 4; ++c) {  // chunk c: low nibbles are weights 4c.., high nibbles 16 + 4c..
+      const __m512i v = load64(w.qs[g][c]);
+      const __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+      for (int i = 0; i < MR; ++i) {
+        isum[i] = _mm512_dpbusd_epi32(isum[i], lo, bcast_dword(xb[i]->qs + 4 * c));
+        ihi[i] = _mm512_dpbusd_epi32(ihi[i], hi, bcast_dword(xb[i]->qs + 16 + 4 * c));
+      }
+    }
+    for (int i = 0; i < MR; ++i) isum[i] = _mm512_add_epi32(isum[i], ihi[i]);
+  }
+};
+
+struct PQ5K {
+  using Block = BlockQ5_Kx16;
+  static constexpr bool kMins = true;
+  template <int MR>
+  static inline void dots(const Block& w, int g, const BlockQ8Act* const* xb, __m512i* isum) {
+    const __m512i m4 = _mm512_set1_epi8(0x0f), b4 = _mm512_set1_epi8(0x10);
+    const __m512i qh = load64(w.qh[g]);
+    __m512i ihi[MR];
+    for (int i = 0; i < MR; ++i) isum[i] = ihi[i] = _mm512_setzero_si512();
+    for (int c = 0; c < 4; ++c) {
+      const __m512i v = load64(w.qs[g][c]);
+      // fifth bits: bit c -> 4 (low nibbles' weights), bit 4 + c -> 4 (high); a 16-bit shift by at most 4 keeps
+      // each byte's bit inside its byte, and the 0x10 mask drops what crossed from the neighbour
+      const __m512i hlo = _mm512_and_si512(_mm512_slli_epi16(qh, 4 - c), b4);
+      const __m512i hhi = _mm512_and_si512(_mm512_srli_epi16(qh, c), b4);
+      const __m512i lo = _mm512_or_si512(_mm512_and_si512(v, m4), hlo);
+      const __m512i hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), hhi);
+      for (int i = 0; i < MR; ++i) {
+        isum[i] = _mm512_dpbusd_epi32(isum[i], lo, bcast_dword(xb[i]->qs + 4 * c));
+        ihi[i] = _mm512_dpbusd_epi32(ihi[i], hi, bcast_dword(xb[i]->qs + 16 + 4 * c));
+      }
+    }
+    for (int i = 0; i < MR; ++i) isum[i] = _mm512_add_epi32(isum[i], ihi[i]);
+  }
+};
+
+struct PQ6K {
+  using Block = BlockQ6_Kx16;
+  static constexpr bool kMins = false;
+  template <int MR>
+  static inline void dots(const Block& w, int g, const BlockQ8Act* const* xb, __m512i* isum) {
+    const __m512i m4 = _mm512_set1_epi8(0x0f), m2 = _mm512_set1_epi8(0x30);
+    __m512i plo[MR], phi[MR];  // weights 0-15 / 16-31 of the group (the two scales' halves)
+    for (int i = 0; i < MR; ++i) {
+      const int32_t s_lo = sum16(xb[i]->qs);
+      plo[i] = _mm512_set1_epi32(-32 * s_lo);
+      phi[i] = _mm512_set1_epi32(-32 * (xb[i]->sum - s_lo));
+    }
+    for (int p = 0; p < 2; ++p) {
+      const __m512i qh = load64(w.qh[g][p]);
+      for (int j = 0; j < 2; ++j) {
+        const int c = 2 * p + j;
+        const __m512i v = load64(w.ql[g][c]);
+        // top bits 2j..2j+1 (low nibbles' weights) and 4+2j..5+2j (high) -> bits 4..5
+        const __m512i tlo = _mm512_and_si512(_mm512_slli_epi16(qh, 4 - 2 * j), m2);
+        const __m512i thi = _mm512_and_si512(j ? _mm512_srli_epi16(qh, 2) : qh, m2);
+        const __m512i lo = _mm512_or_si512(_mm512_and_si512(v, m4), tlo);
+        const __m512i hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), thi);
+        for (int i = 0; i < MR; ++i) {
+          plo[i] = _mm512_dpbusd_epi32(plo[i], lo, bcast_dword(xb[i]->qs + 4 * c));
+          phi[i] = _mm512_dpbusd_epi32(phi[i], hi, bcast_dword(xb[i]->qs + 16 + 4 * c));
+        }
+      }
+    }
+    const __m512i s0 = s8x16_to_epi32(w.sc[2 * g]), s1 = s8x16_to_epi32(w.sc[2 * g + 1]);
+    for (int i = 0; i < MR; ++i)
+      isum[i] = _mm512_add_epi32(_mm512_mullo_epi32(plo[i], s0), _mm512_mullo_epi32(phi[i], s1));
+  }
+};
+
+// y[m .. m+MR, n .. n+16) from the panel starting at `panel` (nsb super-blocks).
+template <class P, int MR>
+inline void tile(const MatmulArgs& a, const typename P::Block* panel, int64_t nsb, int64_t m, int64_t n) {
+  const BlockQ8Act* x[MR];
+  for (int i = 0; i < MR; ++i)
+    x[i] = reinterpret_cast<const BlockQ8Act*>(static_cast<const uint8_t*>(a.x) + (m + i) * a.x_stride);
+  __m512 acc[MR];
+  for (int i = 0; i < MR; ++i) acc[i] = _mm512_setzero_ps();
+  for (int64_t s = 0; s < nsb; ++s) {
+    const auto& w = panel[s];
+    const __m512 d = f16x16_to_ps(w.d);
+    __m512 dmin = _mm512_setzero_ps();
+    if constexpr (P::kMins) dmin = f16x16_to_ps(w.dmin);
+    for (int g = 0; g < 8; ++g) {
+      const BlockQ8Act* xb[MR];
+      for (int i = 0; i < MR; ++i) xb[i] = &x[i][8 * s + g];
+      __m512i isum[MR];
+      P::template dots<MR>(w, g, xb, isum);
+      if constexpr (P::kMins) {
+        const __m512 sc = _mm512_mul_ps(d, u8x16_to_ps(w.sc[g])), mn = _mm512_mul_ps(dmin, u8x16_to_ps(w.m[g]));
+        for (int i = 0; i < MR; ++i) {
+          acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i]), _mm512_mul_ps(sc, _mm512_set1_ps(xb[i]->d)), acc[i]);
+          acc[i] = _mm512_fnmadd_ps(mn, _mm512_set1_ps(xb[i]->d * float(xb[i]->sum)), acc[i]);
+        }
+      } else {
+        for (int i = 0; i < MR; ++i)
+          acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i]), _mm512_mul_ps(d, _mm512_set1_ps(xb[i]->d)), acc[i]);
+      }
+    }
+  }
+  for (int i = 0; i < MR; ++i)
+    _mm512_storeu_ps(reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(a.y) + (m + i) * a.y_stride) + n, acc[i]);
+}
+
+template <class P>
+void matmul(const MatmulArgs& a, int64_t n0, int64_t n1) {
+  using Block = typename P::Block;
+  const int64_t nsb = a.K / kQK;
+  for (int64_t n = n0; n < n1; n += kPanelRows) {  // n0, n1: multiples of 16 (ops.cpp splits in 16-row chunks)
+    const Block* panel = static_cast<const Block*>(a.w) + (n / kPanelRows) * nsb;
+    int64_t m = 0;
+    for (; m + kMR <= a.M; m += kMR) tile<P, kMR>(a, panel, nsb, m, n);
+    switch (a.M - m) {
+      case 7: tile<P, 7>(a, panel, nsb, m, n); break;
+      case 6: tile<P, 6>(a, panel, nsb, m, n); break;
+      case 5: tile<P, 5>(a, panel, nsb, m, n); break;
+      case 4: tile<P, 4>(a, panel, nsb, m, n); break;
+      case 3: tile<P, 3>(a, panel, nsb, m, n); break;
+      case 2: tile<P, 2>(a, panel, nsb, m, n); break;
+      case 1: tile<P, 1>(a, panel, nsb, m, n); break;
+      default: break;
+    }
+  }
+}
+
+}  // namespace
+
+void matmul_q4_kx16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<PQ4K>(a, n0, n1); }
+void matmul_q5_kx16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<PQ5K>(a, n0, n1); }
+void matmul_q6_kx16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<PQ6K>(a, n0, n1); }
+
+}  // namespace pipit::avx512
