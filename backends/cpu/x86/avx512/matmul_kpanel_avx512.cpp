@@ -16,7 +16,6 @@ namespace pipit::avx512 {
 
 namespace {
 
-constexpr int kMR = 8;  // activation rows per tile
 
 inline __m512i bcast_dword(const int8_t* p) {
   int32_t v;
@@ -34,16 +33,18 @@ inline __m512i s8x16_to_epi32(const int8_t* p) {
 inline __m512 f16x16_to_ps(const f16_t* p) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
+// Sum of 16 int8s: biased to unsigned, summed by vpsadbw into two 64-bit halves.
 inline int32_t sum16(const int8_t* q) {
-  int32_t s = 0;
-  for (int i = 0; i < 16; ++i) s += q[i];
-  return s;
+  const __m128i u = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)), _mm_set1_epi8(char(0x80)));
+  const __m128i s = _mm_sad_epu8(u, _mm_setzero_si128());
+  return int32_t(_mm_cvtsi128_si32(s) + _mm_extract_epi16(s, 4)) - 16 * 128;
 }
 
 // Per panel type: group g's exact integer dots of the 16 rows with MR activation rows (xq: their 32 int8s).
 struct PQ4K {
   using Block = BlockQ4_Kx16;
   static constexpr bool kMins = true;
+  static constexpr int kMR = 8;  // activation rows per tile: 8 x (2 int + 1 f32 accumulators) of 32 registers
   template <int MR>
   static inline void dots(const Block& w, int g, const BlockQ8Act* const* xb, __m512i* isum) {
     const __m512i m4 = _mm512_set1_epi8(0x0f);
@@ -64,6 +65,7 @@ struct PQ4K {
 struct PQ5K {
   using Block = BlockQ5_Kx16;
   static constexpr bool kMins = true;
+  static constexpr int kMR = 8;
   template <int MR>
   static inline void dots(const Block& w, int g, const BlockQ8Act* const* xb, __m512i* isum) {
     const __m512i m4 = _mm512_set1_epi8(0x0f), b4 = _mm512_set1_epi8(0x10);
@@ -90,6 +92,7 @@ struct PQ5K {
 struct PQ6K {
   using Block = BlockQ6_Kx16;
   static constexpr bool kMins = false;
+  static constexpr int kMR = 6;  // 8 would spill: the unpacking needs more registers than q4_K's
   template <int MR>
   static inline void dots(const Block& w, int g, const BlockQ8Act* const* xb, __m512i* isum) {
     const __m512i m4 = _mm512_set1_epi8(0x0f), m2 = _mm512_set1_epi8(0x30);
@@ -162,7 +165,7 @@ void matmul(const MatmulArgs& a, int64_t n0, int64_t n1) {
   for (int64_t n = n0; n < n1; n += kPanelRows) {  // n0, n1: multiples of 16 (ops.cpp splits in 16-row chunks)
     const Block* panel = static_cast<const Block*>(a.w) + (n / kPanelRows) * nsb;
     int64_t m = 0;
-    for (; m + kMR <= a.M; m += kMR) tile<P, kMR>(a, panel, nsb, m, n);
+    for (; m + P::kMR <= a.M; m += P::kMR) tile<P, P::kMR>(a, panel, nsb, m, n);
     switch (a.M - m) {
       case 7: tile<P, 7>(a, panel, nsb, m, n); break;
       case 6: tile<P, 6>(a, panel, nsb, m, n); break;
