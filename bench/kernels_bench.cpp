@@ -106,7 +106,7 @@ void bm_attn(benchmark::State& st, const Kernels* k, DType kv) {
   auto kf = random_floats(size_t(n * hd), 5), vf = random_floats(size_t(n * hd), 6), q = random_floats(size_t(hd), 7);
   ref_kernels().from_f32[int(kv)](kf.data(), kb.data(), n * hd);
   ref_kernels().from_f32[int(kv)](vf.data(), vb.data(), n * hd);
-  std::vector<float> out(static_cast<size_t>(hd)), scratch(static_cast<size_t>(n));
+  std::vector<float> out(static_cast<size_t>(hd)), scratch(static_cast<size_t>(attn_scratch_floats(1, n, hd)));
   AttnRowArgs a{q.data(), kb.data(), vb.data(), hd * esz, out.data(), scratch.data(), hd, 0, n, 0.088f, 0.0f};
   for (auto _ : st) {
     k->attn_row[int(kv)](a);

@@ -204,8 +204,25 @@ pipit_status pipit_session_create(pipit_model* model, const pipit_session_option
                                                     std::to_string(pipit::Limits::kMaxThreads) + "]");
       so.n_ctx = options->n_ctx;
       so.n_threads = options->n_threads;
-      so.kv_dtype = options->kv_f16 ? pipit::DType::F16 : pipit::DType::F32;
+      switch (options->kv_type) {
+        case PIPIT_KV_DEFAULT:
+        case PIPIT_KV_F16: so.kv_dtype = pipit::DType::F16; break;
+        case PIPIT_KV_F32: so.kv_dtype = pipit::DType::F32; break;
+        case PIPIT_KV_Q8_0: so.kv_dtype = pipit::DType::Q8_0; break;
+        default:
+          return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_create: kv_type " + std::to_string(options->kv_type) +
+                                                      " is not a PIPIT_KV_* value");
+      }
+    } else {
+      so.kv_dtype = pipit::DType::F16;  // PIPIT_KV_DEFAULT
     }
+    const auto& info = model->lm.model->info();
+    if (so.kv_dtype == pipit::DType::Q8_0 && info.kv.head_dim % pipit::kQBlock != 0)
+      return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_create: kv_type PIPIT_KV_Q8_0 needs a head_dim that is a "
+                                              "multiple of 32 (this model's is " + std::to_string(info.kv.head_dim) + ")");
+    if (so.kv_dtype == pipit::DType::Q8_0 && info.device)
+      return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_create: kv_type PIPIT_KV_Q8_0: the KV cache on a device is "
+                                              "f32 or f16");
     auto session = pipit::Session::create(*model->lm.model, so, nullptr, "n_ctx");
     if (!session) return to_status(session.status());
     auto* s = new pipit_session{model, std::move(session).value()};

@@ -89,9 +89,20 @@ double read_bandwidth(ThreadPool& pool, std::vector<uint64_t>& buf) {
 }
 
 // One repetition of a test: seconds spent evaluating.
-Result<double> run_once(Session& s, bool prompt, int n, std::mt19937& rng, int64_t n_vocab) {
+// One repetition of a test after `depth` positions already in the context (llama-bench -d): the depth is
+// evaluated once, untimed, and each repetition cuts the context back to it (a recurrent state goes back to its
+// snapshot at the depth, taken at the end of that prefill), so only the test's own tokens are timed.
+Result<double> run_once(Session& s, bool prompt, int n, std::mt19937& rng, int64_t n_vocab, int depth = 0) {
   std::uniform_int_distribution<int32_t> tok(0, int32_t(n_vocab - 1));
-  s.reset();
+  s.truncate(depth);
+  if (s.n_past() != depth) {
+    s.reset();
+    if (depth > 0) {
+      std::vector<int32_t> ids(static_cast<size_t>(depth));
+      for (auto& t : ids) t = tok(rng);
+      PIPIT_TRY(s.eval(ids).status());
+    }
+  }
   if (prompt) {
     std::vector<int32_t> ids(static_cast<size_t>(n));
     for (auto& t : ids) t = tok(rng);
@@ -161,9 +172,11 @@ int cmd_bench(Args& a) {
   a.option({"-n", "--n-gen"}, "generated tokens (0: skip the generation test)", "128");
   a.option({"-t", "--threads"}, "thread counts, comma-separated (default: physical cores)");
   a.option({"-r", "--repetitions"}, "measured repetitions per test", "5");
-  a.option({"-c", "--ctx"}, "context length (default: max(n_prompt, n_gen))");
+  a.option({"-d", "--n-depth"}, "positions already in the context before each test (llama-bench -d): pp N @ dD",
+           "0");
+  a.option({"-c", "--ctx"}, "context length (default: max(n_prompt, n_gen) + depth)");
   a.option({"-b", "--batch"}, "prefill chunk (n_batch)", "512");
-  a.option({"--kv-type"}, "KV cache dtype: f32, f16 or q8", "f16");
+  a.option({"--kv-type"}, "KV cache dtype: f16, f32 or q8", "f16");
   add_device_option(a);
   a.flag({"--json"}, "print one JSON object instead of the table");
   a.flag({"--bandwidth"}, "also measure memory read bandwidth per thread count (decode roofline)");
@@ -180,21 +193,26 @@ int cmd_bench(Args& a) {
     return a.help() ? 0 : 1;
   }
   auto n_prompt = a.get_int("-p"), n_gen = a.get_int("-n"), reps = a.get_int("-r"), n_batch = a.get_int("-b");
-  for (auto* r : {&n_prompt, &n_gen, &reps, &n_batch})
+  auto n_depth = a.get_int("-d");
+  for (auto* r : {&n_prompt, &n_gen, &reps, &n_batch, &n_depth})
     if (!*r) return fail(a, r->status().message());
-  if (*n_prompt < 0 || *n_gen < 0 || *reps < 1 || *n_batch < 1)
-    return fail(a, "-p and -n must be >= 0, -r and -b >= 1");
-  if (*n_prompt > Limits::kMaxCtx || *n_gen > Limits::kMaxCtx || *n_batch > Limits::kMaxBatch || *reps > 1000000)
-    return fail(a, fmt("-p and -n must be <= {}, -b <= {}, -r <= 1000000", Limits::kMaxCtx, Limits::kMaxBatch));
+  if (*n_prompt < 0 || *n_gen < 0 || *n_depth < 0 || *reps < 1 || *n_batch < 1)
+    return fail(a, "-p, -n and -d must be >= 0, -r and -b >= 1");
+  if (*n_prompt > Limits::kMaxCtx || *n_gen > Limits::kMaxCtx || *n_batch > Limits::kMaxBatch || *reps > 1000000 ||
+      *n_depth + std::max(*n_prompt, *n_gen) > Limits::kMaxCtx)
+    return fail(a, fmt("-p and -n (plus -d) must be <= {}, -b <= {}, -r <= 1000000", Limits::kMaxCtx,
+                       Limits::kMaxBatch));
+  const int depth = int(*n_depth);
   std::vector<int> threads = a.has("-t") ? parse_int_list(a.get("-t")) : std::vector<int>{ThreadPool::default_threads()};
   for (int t : threads)
     if (t < 1 || t > 1024) return fail(a, fmt("-t {}: threads must be in [1, 1024]", t));
   SessionOptions so;
   so.n_batch = int(*n_batch);
-  so.n_ctx = int(std::max<int64_t>({*n_prompt, *n_gen, 1}));
+  so.n_ctx = int(std::max<int64_t>({*n_prompt + depth, *n_gen + depth, 1}));
   if (a.has("-c")) {
     auto c = a.get_int("-c");
-    if (!c || *c < so.n_ctx) return fail(a, fmt("-c {}: must be >= max(n_prompt, n_gen) = {}", a.get("-c"), so.n_ctx));
+    if (!c || *c < so.n_ctx)
+      return fail(a, fmt("-c {}: must be >= max(n_prompt, n_gen) + depth = {}", a.get("-c"), so.n_ctx));
     if (*c > Limits::kMaxCtx) return fail(a, fmt("-c {}: the context must be in [1, {}]", *c, Limits::kMaxCtx));
     so.n_ctx = int(*c);
   }
@@ -264,6 +282,7 @@ int cmd_bench(Args& a) {
   std::vector<std::pair<int, double>> bandwidth;  // threads, GB/s
   if (a.get_flag("--bandwidth")) bandwidth = measure_bandwidth(threads);
   std::mt19937 rng(1234);
+  size_t kv_bytes = 0;  // the session's KV cache (and recurrent state), as allocated
   for (int nt : threads) {
     auto pool = std::make_shared<ThreadPool>(nt);
     std::optional<MultimodalPrompt> mm;
@@ -288,15 +307,17 @@ int cmd_bench(Args& a) {
     auto sp = Session::create(*lm->model, so, pool);
     if (!sp) return fail(a, sp.status().message());
     Session& s = **sp;
+    kv_bytes = s.kv_bytes();
     for (int kind = 0; kind < 3; ++kind) {
       const bool prompt = kind == 0, multimodal = kind == 1;
       if (multimodal && !mm) continue;
       const int n = int(prompt ? *n_prompt : multimodal ? int64_t(mm->tokens.size()) : *n_gen);
       if (n == 0) continue;
-      const std::string name =
+      std::string name =
           multimodal ? "pp" + std::to_string(*n_prompt) + "+img" : (prompt ? "pp" : "tg") + std::to_string(n);
+      if (depth > 0 && !multimodal) name += " @ d" + std::to_string(depth);
       TestResult r{name, nt, {}, n};
-      auto once = [&]() { return multimodal ? run_multimodal(s, *mm) : run_once(s, prompt, n, rng, n_vocab); };
+      auto once = [&]() { return multimodal ? run_multimodal(s, *mm) : run_once(s, prompt, n, rng, n_vocab, depth); };
       if (auto w = once(); !w) return fail(a, w.status().message());  // warm-up
       for (int i = 0; i < *reps; ++i) {
         auto sec = once();
@@ -340,6 +361,7 @@ int cmd_bench(Args& a) {
     nlohmann::json j = {{"model", a.get("-m")},       {"size_bytes", bytes},  {"params", params},
                         {"bits_per_weight", bpw},     {"kernels", kname},
                         {"kv_type", kv},              {"n_ctx", so.n_ctx},    {"peak_rss_mib", peak_rss_mib()},
+                        {"kv_bytes", kv_bytes},       {"n_depth", depth},
                         {"tests", nlohmann::json::array()}};
     for (const auto& r : results)
       j["tests"].push_back({{"test", r.name}, {"threads", r.threads}, {"n_tokens", r.n_tokens}, {"avg_ts", r.mean()},
@@ -376,6 +398,10 @@ int cmd_bench(Args& a) {
   for (const auto& [nt, gbs] : bandwidth)
     std::printf("read bandwidth %d threads: %.1f GB/s -> decode roofline %.1f tok/s (%.0f MB of weights per token)\n",
                 nt, gbs, gbs * 1e9 / double(bytes), double(bytes) / 1e6);
+  const auto& kvi = lm->model->info().kv;
+  std::printf("KV cache %.2f MiB (%s, context %d: %lld layers x %lld KV heads x %lld dims, K and V)\n",
+              double(kv_bytes) / (1024.0 * 1024.0), kv.c_str(), so.n_ctx, (long long)kvi.n_layer,
+              (long long)kvi.n_head_kv, (long long)kvi.head_dim);
   std::printf("peak RSS %.1f MiB (context %d, KV %s)\n", peak_rss_mib(), so.n_ctx, kv.c_str());
   return 0;
 }

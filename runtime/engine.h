@@ -29,7 +29,7 @@ struct EngineOptions {
   int n_batch = 512;    // tokens per forward pass
   int n_threads = 0;
   int max_queue = 64;   // requests waiting for a slot; beyond that submit() fails with kUnavailable
-  DType kv_dtype = DType::F32;
+  DType kv_dtype = DType::F32;  // as SessionOptions::kv_dtype (pipit serve passes --kv-type, default f16)
   // Prompt cache (runtime/prompt_cache.h): bytes of finished requests' KV kept to serve later requests that share
   // a prefix with them (0: off).
   size_t cache_bytes = 0;

@@ -20,6 +20,8 @@ struct SessionOptions {
   int n_ctx = 0;        // 0: min(model max_position_embeddings, 4096)
   int n_threads = 0;    // 0: physical cores
   int n_batch = 512;    // prefill chunk
+  // The C++ default is the exact f32 cache that the goldens are checked on; the front ends (CLI, server, C API,
+  // Python) default to f16 as llama.cpp does.
   DType kv_dtype = DType::F32;
   // Models with a recurrent state (Qwen3.5): snapshots of it kept for truncate() (see there). Each costs the
   // model's state size (Qwen3.5-0.8B: ~19 MB).

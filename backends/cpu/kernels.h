@@ -66,7 +66,7 @@ struct AttnRowArgs {
   const void* v;
   int64_t kv_stride;
   float* out;
-  float* scratch;  // k1 - k0 floats (+ 1 with a sink)
+  float* scratch;  // attn_scratch_floats(1, k1 - k0, head_dim) floats
   int64_t head_dim, k0, k1;
   float scale, softcap;
   int64_t ring = 0;
@@ -94,14 +94,38 @@ struct AttnRowsArgs {
   const void* k;
   const void* v;
   int64_t kv_stride;
-  float* scratch;  // n_q * (max k1 - k0 (+ 1 with sinks)) floats, + 4 * head_dim when n_q > 1
+  float* scratch;  // attn_scratch_floats(n_q, max k1 - k0, head_dim) floats
   int64_t head_dim, k0;
   float scale, softcap;
   int64_t ring = 0;  // as AttnRowArgs::ring
   bool has_sink = false;  // as AttnRowArgs: row i's sink logit is sink[i]
   float sink[kAttnMaxRows];
+  // Split over keys (a decode step over a long context, so that every thread has a share of one token's work):
+  // with state[0] set, each row's keys [k0, k1[i]) are one chunk (at most kAttnChunk keys, see below) and row i
+  // writes that chunk's state to state[i] instead of its output; attn_merge combines a row's chunk states. Only
+  // levels that set attn_merge read this (ops never sets it for the others).
+  float* state[kAttnMaxRows] = {};
 };
 using AttnRowsFn = void (*)(const AttnRowsArgs& a);
+
+// Chunked attention (levels with attn_merge): a row's keys are taken in chunks of kAttnChunk from its first key k0.
+// A chunk's state is {m, l, o[head_dim]}: m = its largest score, l = sum_j e^(s_j - m), o = sum_j e^(s_j - m) v_j
+// (head_dim + 2 floats). States combine in key order, acc = fold(acc, next): m' = max(m_a, m_c), l' = l_a e^(m_a - m')
+// + l_c e^(m_c - m'), o likewise; the output is o / l (with a sink, its e^(sink - m) joins l). attn_rows folds the
+// chunks of a row as it goes, attn_merge folds states written by split jobs with the same code, so a row's result
+// is the same bits whichever way (and with however many threads) it was computed.
+constexpr int64_t kAttnChunk = 256;
+// out = the fold of n chunk states (state c at states + c * (head_dim + 2)), with the sink logit when has_sink.
+// scratch: head_dim + 2 floats.
+using AttnMergeFn = void (*)(const float* states, int64_t n, int64_t head_dim, bool has_sink, float sink,
+                             float* scratch, float* out);
+// Scratch floats attn_row / attn_rows may use for n_q rows of up to n_keys keys: every score of every row (the
+// levels that keep whole rows) plus, for the chunked levels, a chunk of scores, o and state per row and one block
+// of 64 keys converted to f32.
+inline int64_t attn_scratch_floats(int64_t n_q, int64_t n_keys, int64_t head_dim) {
+  const int64_t hdp = (head_dim + 15) / 16 * 16;
+  return n_q * (n_keys + 1) + 4 * head_dim + n_q * (kAttnChunk + 32 + 3 * hdp) + 64 * hdp + 64;
+}
 
 // ---- linear attention (Gated DeltaNet, Qwen3.5) ----
 // Depthwise causal conv1d + SiLU over channels [c0, c1) of n tokens that continue a window of the K previous
@@ -163,6 +187,7 @@ struct Kernels {
   FromF32Fn from_f32[int(DType::kCount)] = {};
   AttnRowFn attn_row[int(DType::kCount)] = {};  // indexed by kv dtype
   AttnRowsFn attn_rows[int(DType::kCount)] = {};  // optional: ops falls back to attn_row per row
+  AttnMergeFn attn_merge = nullptr;  // set by levels whose attn_rows are chunked and write states (split decode)
   CausalConvFn causal_conv = nullptr;
   DeltaRuleFn delta_step = nullptr, delta_chunk = nullptr;
   RmsNormGatedFn rms_norm_gated = nullptr;

@@ -358,10 +358,18 @@ void attention(Ctx& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v
   const bool grouped = p.window <= 0 && rows_fn;
   const int64_t tok_block = grouped ? std::max<int64_t>(1, kAttnMaxRows / group) : 1;
   const int64_t n_tok_blocks = (n_tokens + tok_block - 1) / tok_block;
-  const int64_t n_jobs = grouped ? n_head_kv * n_tok_blocks : n_tokens * n_head;
-  const int64_t scratch_row = (grouped ? tok_block * group : 1) * (max_keys + (p.sinks ? 1 : 0)) + 4 * hd;
   const int nth = ctx.pool->size();
+  // Split over keys too (decode over a long context): too few (head, token block) jobs to keep every thread busy,
+  // so each also takes one chunk of kAttnChunk keys and attn_merge folds a row's chunk states afterwards. The
+  // result is the same bits as unsplit (kernels.h), so this is only a matter of speed.
+  const int64_t n_chunks = (max_keys + kAttnChunk - 1) / kAttnChunk;
+  const bool split = grouped && ctx.k->attn_merge && n_chunks > 1 && n_head_kv * n_tok_blocks < 8 * int64_t(nth);
+  const int64_t n_jobs = grouped ? n_head_kv * n_tok_blocks * (split ? n_chunks : 1) : n_tokens * n_head;
+  const int64_t rows_per_job = grouped ? tok_block * group : 1;
+  const int64_t scratch_row = attn_scratch_floats(rows_per_job, split ? kAttnChunk : max_keys, hd);
   Tensor scratch = ctx.alloc(DType::F32, {nth, scratch_row});
+  const int64_t state_row = hd + 2;  // a chunk state {m, l, o}
+  Tensor states = split ? ctx.alloc(DType::F32, {n_tokens * n_head, n_chunks * state_row}) : Tensor();
   const int64_t head_bytes = dtype_row_bytes(k_cache.dtype(), hd);  // one kv head of a cache row
   // the keys query (t, h) sees, as [k0, k1) in cache rows (a ring maps positions to rows; see AttnRowArgs::ring)
   auto key_range = [&](int64_t t, int64_t* k0, int64_t* k1, int64_t* ring) {
@@ -396,7 +404,9 @@ void attention(Ctx& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v
         row_fn(a);
         continue;
       }
-      const int64_t kvh = j / n_tok_blocks, t0 = (j % n_tok_blocks) * tok_block;
+      // job j = (kv head, token block[, chunk])
+      const int64_t chunk = split ? j % n_chunks : 0, jb = split ? j / n_chunks : j;
+      const int64_t kvh = jb / n_tok_blocks, t0 = (jb % n_tok_blocks) * tok_block;
       AttnRowsArgs a;
       a.n_q = 0;
       a.k = k_cache.data() + kvh * head_bytes;
@@ -410,19 +420,36 @@ void attention(Ctx& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v
       for (int64_t t = t0; t < std::min(n_tokens, t0 + tok_block); ++t)
         for (int64_t h = kvh * group; h < (kvh + 1) * group; ++h) {
           const int64_t i = t * n_head + h;
+          int64_t k0, k1, ring;
+          key_range(t, &k0, &k1, &ring);
+          if (split) {  // this chunk's keys of the row, if it has any (no window: k0 = 0, no ring)
+            k0 = chunk * kAttnChunk;
+            if (k1 <= k0) continue;
+            k1 = std::min(k1, k0 + kAttnChunk);
+            a.state[a.n_q] = states.ptr<float>() + (i * n_chunks + chunk) * state_row;
+          }
           a.q[a.n_q] = q.ptr<float>() + i * hd;
           a.sink[a.n_q] = p.sinks ? p.sinks[h] : 0.0f;
           a.out[a.n_q] = out.ptr<float>() + i * hd;
-          int64_t k0, ring;
-          key_range(t, &k0, &a.k1[a.n_q], &ring);
+          a.k1[a.n_q] = k1;
           a.k0 = k0;  // the same for every row without a window
           a.ring = ring;
           ++a.n_q;
         }
-      rows_fn(a);
+      if (a.n_q > 0) rows_fn(a);
     }
   };
   ctx.pool->parallel_for_ith(n_jobs, job);
+  if (!split) return;
+  // each row: its chunks' states, folded in key order
+  ctx.pool->parallel_for_ith(n_tokens * n_head, [&](int ith, int64_t r0, int64_t r1) {
+    float* scr = scratch.ptr<float>() + int64_t(ith) * scratch_row;
+    for (int64_t i = r0; i < r1; ++i) {
+      const int64_t keys = pos[i / n_head] + 1, h = i % n_head;
+      ctx.k->attn_merge(states.ptr<float>() + i * n_chunks * state_row, (keys + kAttnChunk - 1) / kAttnChunk, hd,
+                        p.sinks != nullptr, p.sinks ? p.sinks[h] : 0.0f, scr, out.ptr<float>() + i * hd);
+    }
+  });
 }
 
 }  // namespace pipit

@@ -77,8 +77,10 @@ pipit_status pipit_chat_template_apply(const pipit_model* model, const char* mes
 typedef struct pipit_session_options {
   int32_t n_ctx;     /* 0: min(model max, 4096) */
   int32_t n_threads; /* 0: physical cores */
-  int32_t kv_f16;    /* 1: f16 KV cache */
+  int32_t kv_type;   /* KV cache dtype: PIPIT_KV_DEFAULT (0) = f16 as llama.cpp, PIPIT_KV_F32 (exact), PIPIT_KV_F16,
+                        PIPIT_KV_Q8_0 (q8_0 blocks of 32: the model's head_dim a multiple of 32) */
 } pipit_session_options;
+enum { PIPIT_KV_DEFAULT = 0, PIPIT_KV_F32 = 1, PIPIT_KV_F16 = 2, PIPIT_KV_Q8_0 = 3 };
 
 pipit_status pipit_session_create(pipit_model* model, const pipit_session_options* options, pipit_session** out);
 void pipit_session_destroy(pipit_session* session);

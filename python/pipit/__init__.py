@@ -46,9 +46,9 @@ def _image_source(part):
 class Session:
     """One conversation: a KV cache that grows with each call. Not shared between threads."""
 
-    def __init__(self, model, n_ctx=0, n_batch=512, kv_f16=False):
+    def __init__(self, model, n_ctx=0, n_batch=512, kv_type=None):
         self.model = model
-        self._s = model._m.session(n_ctx, n_batch, kv_f16)
+        self._s = model._m.session(n_ctx, n_batch, kv_type or model.kv_type)
 
     @property
     def n_past(self):
@@ -79,8 +79,11 @@ class Model:
     """A loaded model: an HF checkpoint directory, a .pipit file or a .gguf file (weights stay memory-mapped).
     mmproj: llama.cpp's vision-tower file for a multimodal .gguf (Qwen2-VL, Qwen2.5-VL)."""
 
-    def __init__(self, path, n_threads=0, mmproj=None):
+    def __init__(self, path, n_threads=0, mmproj=None, kv_type="f16"):
+        """kv_type: the KV cache dtype of this model's sessions (logits(), generate(), chat(), session()): "f16" (as
+        llama.cpp), "f32" (the exact path the goldens are checked on) or "q8" (q8_0 blocks of 32)."""
         self._m = _pipit.Model(str(path), n_threads, str(mmproj) if mmproj else "")
+        self.kv_type = kv_type
 
     arch = property(lambda self: self._m.arch)
     n_vocab = property(lambda self: self._m.n_vocab)
@@ -114,8 +117,9 @@ class Model:
     def weight_names(self):
         return self._m.weight_names()
 
-    def session(self, n_ctx=0, n_batch=512, kv_f16=False):
-        return Session(self, n_ctx, n_batch, kv_f16)
+    def session(self, n_ctx=0, n_batch=512, kv_type=None):
+        """A new conversation; kv_type: "f16", "f32" or "q8" (default: the model's kv_type)."""
+        return Session(self, n_ctx, n_batch, kv_type)
 
     def _fit_session(self, n_tokens, n_ctx):
         return Session(self, n_ctx or max(n_tokens, min(self.max_ctx or 4096, 4096)))

@@ -72,13 +72,20 @@ GenerateParams gen_params(const GenOptions& o) {
   return p;
 }
 
-std::unique_ptr<Session> new_session(PyModel& m, int n_ctx, int n_batch, bool kv_f16) {
+std::unique_ptr<Session> new_session(PyModel& m, int n_ctx, int n_batch, const std::string& kv_type) {
   if (n_ctx < 0) bad_arg("n_ctx must be >= 0, got {}", n_ctx);
   if (n_batch < 1) bad_arg("n_batch must be >= 1, got {}", n_batch);
   SessionOptions so;
   so.n_ctx = n_ctx;
   so.n_batch = n_batch;
-  so.kv_dtype = kv_f16 ? DType::F16 : DType::F32;
+  if (kv_type == "f16") so.kv_dtype = DType::F16;
+  else if (kv_type == "f32") so.kv_dtype = DType::F32;
+  else if (kv_type == "q8" || kv_type == "q8_0") so.kv_dtype = DType::Q8_0;
+  else bad_arg("kv_type {}: expected 'f16', 'f32' or 'q8'", kv_type);
+  const auto& info = m.lm.model->info();
+  if (so.kv_dtype == DType::Q8_0 && info.kv.head_dim % kQBlock != 0)
+    bad_arg("kv_type q8: this model's head_dim {} is not a multiple of {}", info.kv.head_dim, kQBlock);
+  if (so.kv_dtype == DType::Q8_0 && info.device) bad_arg("kv_type q8: the KV cache on a device is f32 or f16");
   so.n_threads = m.pool->size();
   return unwrap(Session::create(*m.lm.model, so, m.pool, "n_ctx"));
 }
@@ -243,9 +250,9 @@ void bind_model(py::module_& m) {
       .def("weight", [](const PyModel& pm, const std::string& name) {
         return PyTensor{unwrap(pm.lm.weights->find(name))};
       }, py::arg("name"), "A weight under its HF name, in the dtype the file holds (shares the file's bytes).")
-      .def("session", [](std::shared_ptr<PyModel> pm, int n_ctx, int n_batch, bool kv_f16) {
-        return PySession{pm, new_session(*pm, n_ctx, n_batch, kv_f16)};
-      }, py::arg("n_ctx") = 0, py::arg("n_batch") = 512, py::arg("kv_f16") = false);
+      .def("session", [](std::shared_ptr<PyModel> pm, int n_ctx, int n_batch, const std::string& kv_type) {
+        return PySession{pm, new_session(*pm, n_ctx, n_batch, kv_type)};
+      }, py::arg("n_ctx") = 0, py::arg("n_batch") = 512, py::arg("kv_type") = "f16");
 }
 
 }  // namespace pipit::python

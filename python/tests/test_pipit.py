@@ -92,14 +92,15 @@ class Logits(unittest.TestCase):
     def test_equal_to_cli_and_golden(self):
         for name in ("qwen3", "llama"):
             g = golden(name)
-            m = pipit.Model(os.path.join(MODELS, name), n_threads=2)
+            m = pipit.Model(os.path.join(MODELS, name), n_threads=2, kv_type="f32")  # the goldens' exact path
             got = m.logits(g["input_ids"][0])
             self.assertEqual(got.shape, g["logits"][0].shape)
             self.assertLessEqual(np.abs(got - g["logits"][0]).max(), 1e-3, name)
             with tempfile.TemporaryDirectory() as d:
                 out = os.path.join(d, "out.safetensors")
-                subprocess.run([PIPIT, "logits", "-m", os.path.join(MODELS, name), "-t", "2", "--input",
-                                os.path.join(MODELS, name, "golden.safetensors"), "--output", out], check=True)
+                subprocess.run([PIPIT, "logits", "-m", os.path.join(MODELS, name), "-t", "2", "--kv-type", "f32",
+                                "--input", os.path.join(MODELS, name, "golden.safetensors"), "--output", out],
+                               check=True)
                 cli = read_f32_safetensors(out)["logits"][0]
             np.testing.assert_array_equal(got, cli)  # the same engine path: bit for bit
 
@@ -113,7 +114,7 @@ class EagerModel(unittest.TestCase):
         print(f"[eager qwen3] max |logits - golden| = {diff:.3g}")
         self.assertLessEqual(diff, 1e-3)
         # and the same numbers as the C++ model
-        cpp = pipit.Model(os.path.join(MODELS, "qwen3"), n_threads=2).logits(g["input_ids"][0])
+        cpp = pipit.Model(os.path.join(MODELS, "qwen3"), n_threads=2, kv_type="f32").logits(g["input_ids"][0])
         self.assertLessEqual(np.abs(logits - cpp).max(), 1e-4)
 
 

@@ -117,7 +117,7 @@ TEST_F(CliVision, LogitsWithImageFillsThePlaceholders) {
     SafetensorsFile g = golden(arch);
     const std::string in = write_ids(arch + "_in.safetensors", ids_of(*g.get("img_100x75.input_ids_unexpanded")));
     const std::string out = (dir_ / (arch + "_out.safetensors")).string();
-    auto r = run_cli("logits -t 2 -m " + model(arch) + " --input " + in + " --image " + image(arch, "img_100x75") +
+    auto r = run_cli("logits -t 2 --kv-type f32 -m " + model(arch) + " --input " + in + " --image " + image(arch, "img_100x75") +
                      " --output " + out);
     ASSERT_EQ(r.code, 0) << r.out;
     auto f = SafetensorsFile::open(out);
@@ -135,7 +135,7 @@ TEST_F(CliVision, SeveralImagesInOnePrompt) {
   const auto at = std::find(ids.begin(), ids.end(), 1010) + 1;  // after <|vision_end|>: a second image
   ids.insert(at, {1009, 1012, 1010});
   const std::string in = write_ids("two.safetensors", ids), out = (dir_ / "two_out.safetensors").string();
-  auto r = run_cli("logits -t 2 -m " + model("qwen2_vl") + " --input " + in + " --image " +
+  auto r = run_cli("logits -t 2 --kv-type f32 -m " + model("qwen2_vl") + " --input " + in + " --image " +
                    image("qwen2_vl", "img_100x75") + " --image " + image("qwen2_vl", "img_300x200") +
                    " --output " + out);
   ASSERT_EQ(r.code, 0) << r.out;
@@ -143,7 +143,7 @@ TEST_F(CliVision, SeveralImagesInOnePrompt) {
   ASSERT_TRUE(f.is_ok());
   EXPECT_EQ(f->get("input_ids")->numel(), int64_t(ids.size()) - 2 + 12 + 54);
   // the same images in the other order are a different prompt
-  auto r2 = run_cli("logits -t 2 -m " + model("qwen2_vl") + " --input " + in + " --image " +
+  auto r2 = run_cli("logits -t 2 --kv-type f32 -m " + model("qwen2_vl") + " --input " + in + " --image " +
                     image("qwen2_vl", "img_300x200") + " --image " + image("qwen2_vl", "img_100x75") +
                     " --output " + out);
   EXPECT_EQ(r2.code, 0) << r2.out;
@@ -177,7 +177,7 @@ TEST_F(CliVision, Qwen3VLStagesDeepStackAndLogits) {
 
   const std::string in = write_ids("q3_in.safetensors", ids_of(*g.get("img_256x160.input_ids_unexpanded")));
   const std::string lo = (dir_ / "q3_logits.safetensors").string();
-  auto l = run_cli("logits -t 2 -m " + model("qwen3_vl") + " --input " + in + " --image " +
+  auto l = run_cli("logits -t 2 --kv-type f32 -m " + model("qwen3_vl") + " --input " + in + " --image " +
                    image("qwen3_vl", "img_256x160") + " --output " + lo);
   ASSERT_EQ(l.code, 0) << l.out;
   auto lf = SafetensorsFile::open(lo);
@@ -339,7 +339,7 @@ TEST_F(CliVision, DeepseekOcr) {
     EXPECT_LE(diff(*f->get(key), *g->get(key)), key.rfind("pixel", 0) == 0 ? 1e-4 : 1e-3) << key;
   }
   const std::string lg = (dir_ / "dsocr_logits.safetensors").string();
-  auto l = run_cli("logits -t 2 -m " + m + " --image " + img + " --input " + d + "/golden_gundam.safetensors" +
+  auto l = run_cli("logits -t 2 --kv-type f32 -m " + m + " --image " + img + " --input " + d + "/golden_gundam.safetensors" +
                    " --output " + lg);
   ASSERT_EQ(l.code, 0) << l.out;
   auto lf = SafetensorsFile::open(lg);
@@ -416,7 +416,7 @@ TEST_F(CliVision, DeepseekOcrGroundingPrompt) {
             std::vector<int32_t>(want_ids.end() - 35, want_ids.end()));
   // the golden ids through the model: the last row of the logits
   const std::string lg = (dir_ / "grounding_logits.safetensors").string();
-  auto l = run_cli("logits -t 2 -m " + m + " --image " + img + " --image-mode base --input " + d +
+  auto l = run_cli("logits -t 2 --kv-type f32 -m " + m + " --image " + img + " --image-mode base --input " + d +
                    "/golden_grounding.safetensors --output " + lg);
   ASSERT_EQ(l.code, 0) << l.out;
   auto lf = SafetensorsFile::open(lg);

@@ -50,7 +50,7 @@ def main():
             ids = os.path.join(tmp, "ids.safetensors")
             write_ids(ids, [int(x) for x in ref["input_ids"][0]])
             out = os.path.join(tmp, "out.safetensors")
-            subprocess.run([PIPIT, "logits", "-m", gguf, "-t", "1", "--input", ids, "--output", out], check=True,
+            subprocess.run([PIPIT, "logits", "-m", gguf, "-t", "1", "--kv-type", "f32", "--input", ids, "--output", out], check=True,
                            stdout=subprocess.DEVNULL)
             got = read_safetensors(out)["logits"].astype(np.float64)[0]
             want = ref["logits"].astype(np.float64)[0]
@@ -71,7 +71,7 @@ def main():
             # llama.cpp's token is pipit's argmax or within TIE of pipit's best logit
             seq = info["llama_prompt_ids"] + info["llama_ids"]
             write_ids(ids, seq)
-            subprocess.run([PIPIT, "logits", "-m", gguf, "-t", "1", "--input", ids, "--output", out], check=True,
+            subprocess.run([PIPIT, "logits", "-m", gguf, "-t", "1", "--kv-type", "f32", "--input", ids, "--output", out], check=True,
                            stdout=subprocess.DEVNULL)
             lg = read_safetensors(out)["logits"].astype(np.float64)[0]
             n0 = len(info["llama_prompt_ids"])

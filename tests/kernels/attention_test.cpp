@@ -1,5 +1,6 @@
 // attn_row for f32, f16 and q8_0 KV caches, every ISA level against ref: head_dim in {1, 31, 32, 33, 64, 128}, visible
-// key ranges [k0, k1) of 1 to 300 keys that do not start at 0 (sliding window), keys wrapping around a ring buffer
+// key ranges [k0, k1) of 1 to 600 keys (up to 3 chunks of the chunked levels) that do not start at 0 (sliding
+// window), keys wrapping around a ring buffer
 // (AttnRowArgs::ring), with and without soft-cap, with and without a sink logit (GPT-OSS), and a KV row stride that is not head_dim (heads interleaved, padded).
 // Tolerance: |out - out_ref| <= 1e-5 max|v| (a softmax-weighted average of v: score order and exp differ by ulps).
 #include <cmath>
@@ -20,7 +21,8 @@ TEST_P(Attention, AllShapes) {
   for (DType kv : {DType::F32, DType::F16, DType::Q8_0})
     for (int64_t hd : {1, 31, 32, 33, 64, 128})
       for (auto [k0, k1, ring] : {std::tuple<int64_t, int64_t, int64_t>{0, 1, 0}, {2, 7, 0}, {0, 33, 0}, {5, 305, 0},
-                                  {5, 11, 8}, {9, 45, 40}, {39, 41, 40}})
+                                  {5, 11, 8}, {9, 45, 40}, {39, 41, 40},
+                                  {3, 3 + 2 * kAttnChunk + 37, 0}, {100, 700, 620}})
         for (float softcap : {0.0f, 20.0f})
         for (bool sink : {false, true}) {
           if (kv == DType::Q8_0 && hd % kQBlock) continue;  // a q8_0 cache needs whole blocks per head
@@ -37,7 +39,8 @@ TEST_P(Attention, AllShapes) {
           }
           auto q = rng.floats(size_t(hd), -3, 3);
           const size_t nk = size_t(k1 - k0), nd = size_t(hd + 1);
-          std::vector<float> out(nd, 9.0f), out_ref(nd, 9.0f), scratch(nk + 1), scratch_ref(nk + 1);
+          const size_t ns = size_t(attn_scratch_floats(1, int64_t(nk), hd));
+          std::vector<float> out(nd, 9.0f), out_ref(nd, 9.0f), scratch(ns), scratch_ref(ns);
           AttnRowArgs a{q.data(), kbuf.data() + head_bytes, vbuf.data() + head_bytes, stride, out.data(), scratch.data(),
                         hd, k0, k1, 1.0f / std::sqrt(float(hd)), softcap, ring};
           a.has_sink = sink;

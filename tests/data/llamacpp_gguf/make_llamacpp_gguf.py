@@ -222,7 +222,7 @@ def main():
             ref = os.path.join(tmp, f"{name}-{qt}-dequant-F32.gguf")
             write_gguf(ref, arch, hp, deq)
             lg = os.path.join(tmp, f"{name}-{qt}-logits.safetensors")
-            subprocess.run([PIPIT, "logits", "-m", ref, "-t", "1", "--input", os.path.join(tmp, "ids.safetensors"),
+            subprocess.run([PIPIT, "logits", "-m", ref, "-t", "1", "--kv-type", "f32", "--input", os.path.join(tmp, "ids.safetensors"),
                             "--output", lg], check=True, stdout=subprocess.DEVNULL)
             logits = read_safetensors(lg)["logits"]
             # llama-simple prints the prompt's pieces (BOS as "<s>", "▁" as a space), then each greedy token's
