@@ -141,7 +141,8 @@ TEST(AttnRing, DispatchedKernelMatchesRef) {
         ref_kernels().from_f32[int(dt)](tmp.data(), t->data(), int64_t(tmp.size()));
       }
       for (auto [k0, n] : {std::pair<int64_t, int64_t>{9, 11}, {12, 13}, {1, 12}, {5, 9}}) {
-        std::vector<float> out_ref(static_cast<size_t>(hd)), out(out_ref), scratch(static_cast<size_t>(rows));
+        std::vector<float> out_ref(static_cast<size_t>(hd)), out(out_ref);
+        std::vector<float> scratch(static_cast<size_t>(attn_scratch_floats(1, rows, hd)));
         AttnRowArgs a;
         a.q = q.data();
         a.k = k.data() + hd * dtype_elem_stride(dt);  // kv head 1
