@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Makes the benchmark models: Qwen3-0.6B- and 1.7B-shaped random checkpoints (HF safetensors, bf16), the same weights
 # as an F16 GGUF (gguf-py) and, from it, Q4_0 and Q8_0 GGUFs (llama-quantize --pure: every matrix, the tied
-# embedding/output too, in that type, so pipit imports exactly the bytes llama.cpp runs).
+# embedding/output too, in that type, so pipit imports exactly the bytes llama.cpp runs), and Q4_K_M / Q6_K GGUFs
+# with llama-quantize's default mixes (not --pure: Q4_K_M gives the tied embedding/output, attn_v and half of
+# ffn_down Q6_K, as in the files users download).
 # usage: bench/make_bench_models.sh [SCRATCH_DIR] [SIZES]   (default /tmp/pipit_bench, "0.6b 1.7b"; ~4 GB + ~10 GB)
 # Needs numpy, gguf-py (GGUF_PY, default /tmp/llamacpp/src/gguf-py) and llama-quantize (LLAMA_BIN).
 set -euo pipefail
@@ -17,6 +19,10 @@ for size in $SIZES; do
   for q in Q4_0 Q8_0; do
     out="$d/$(echo $q | tr A-Z a-z).gguf"
     [ -f "$out" ] || "$LLAMA_BIN/llama-quantize" --pure "$d/f16.gguf" "$out" "$q" > "$out.log" 2>&1
+  done
+  for q in Q4_K_M Q6_K; do
+    out="$d/$(echo $q | tr A-Z a-z).gguf"
+    [ -f "$out" ] || "$LLAMA_BIN/llama-quantize" "$d/f16.gguf" "$out" "$q" > "$out.log" 2>&1
   done
   ls -l "$d"/*.gguf
 done

@@ -1,7 +1,16 @@
-// NEON attention for one query row over f32 or f16 keys/values (the KV cache dtype), as ref: scores = scale * q.k_j,
-// optional soft-cap softcap * tanh(score / softcap), softmax, out = sum_j p_j v_j; keys may wrap around a ring.
-// Scores are computed 4 keys at a time (4 accumulators, one pairwise reduction) and values are accumulated
-// 4 keys at a time per 4 lanes of out; head_dim % 4 tails are scalar.
+// NEON attention over f32, f16 or q8_0 keys/values (the KV cache dtype): scores = scale * q.k_j, optional soft-cap
+// softcap * tanh(score / softcap), softmax, out = sum_j p_j v_j, keys possibly wrapping around a ring.
+//
+// Chunked as the AVX2 kernel (kernels.h, kAttnChunk; see x86/avx2/attention_avx2.cpp for the scheme): chunks of 256
+// keys from the first key, each a state {m, l, o} folded in key order; 64 keys at a time converted to f32 once for
+// every query row of the call; scores as R rows x J keys register tiles (one FMA chain per lane over head_dim, then
+// the same pairwise tree for every slot), values as R rows x 16 lanes over the keys in order, folds in the noinline
+// fold() that attn_merge shares. So attn_rows gives each row attn_row's bits, and a split decode step the unsplit
+// bits, whatever the grouping or the number of threads.
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
 #include "backends/cpu/arm/neon/kernels_neon.h"
 #include "backends/cpu/arm/neon/simd_neon.h"
 
@@ -9,110 +18,306 @@ namespace pipit::neon {
 
 namespace {
 
+constexpr int64_t kBlock = 64;  // keys converted to f32 at a time
+
+// One K/V head row (head_dim elements) -> f32, padded with zeros to hdp (a multiple of 4).
 struct KvF32 {
-  static float32x4_t load(const uint8_t* p, int64_t d) { return vld1q_f32(reinterpret_cast<const float*>(p) + d); }
-  static float at(const uint8_t* p, int64_t d) { return reinterpret_cast<const float*>(p)[d]; }
+  static void row(const uint8_t* p, int64_t hd, int64_t hdp, float* dst) {
+    const float* s = reinterpret_cast<const float*>(p);
+    int64_t d = 0;
+    for (; d + 4 <= hd; d += 4) vst1q_f32(dst + d, vld1q_f32(s + d));
+    for (; d < hd; ++d) dst[d] = s[d];
+    for (; d < hdp; ++d) dst[d] = 0.0f;
+  }
 };
 struct KvF16 {
-  static float32x4_t load(const uint8_t* p, int64_t d) { return load_f16(reinterpret_cast<const uint16_t*>(p) + d); }
-  static float at(const uint8_t* p, int64_t d) { return f16_scalar(reinterpret_cast<const uint16_t*>(p)[d]); }
-};
-// q8_0 rows (head_dim a multiple of 32): 4 values of a block, d_block * q as in ref (a 4-byte load: never past
-// the block)
-struct KvQ8 {
-  static float32x4_t load(const uint8_t* p, int64_t d) {
-    const auto* b = reinterpret_cast<const BlockQ8_0*>(p) + (d >> 5);
-    int32_t w;
-    std::memcpy(&w, b->qs + (d & 31), 4);
-    const int16x8_t q16 = vmovl_s8(vreinterpret_s8_s32(vdup_n_s32(w)));
-    return vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(q16))), f16_scalar(b->d));
+  static void row(const uint8_t* p, int64_t hd, int64_t hdp, float* dst) {
+    const uint16_t* s = reinterpret_cast<const uint16_t*>(p);
+    int64_t d = 0;
+    for (; d + 4 <= hd; d += 4) vst1q_f32(dst + d, load_f16(s + d));
+    for (; d < hd; ++d) dst[d] = f16_scalar(s[d]);
+    for (; d < hdp; ++d) dst[d] = 0.0f;
   }
-  static float at(const uint8_t* p, int64_t d) {
-    const auto* b = reinterpret_cast<const BlockQ8_0*>(p) + (d >> 5);
-    return f16_scalar(b->d) * float(b->qs[d & 31]);
+};
+// q8_0 rows (head_dim a multiple of 32, so hdp == head_dim): element = d_block * q, the product ref forms
+struct KvQ8 {
+  static void row(const uint8_t* p, int64_t hd, int64_t, float* dst) {
+    const auto* b = reinterpret_cast<const BlockQ8_0*>(p);
+    for (int64_t i = 0; i < hd / kQBlock; ++i, ++b, dst += kQBlock) {
+      const float d = f16_scalar(b->d);
+      for (int k = 0; k < kQBlock; k += 8) {
+        const int16x8_t q16 = vmovl_s8(vld1_s8(b->qs + k));
+        vst1q_f32(dst + k, vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(q16))), d));
+        vst1q_f32(dst + k + 4, vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_high_s16(q16))), d));
+      }
+    }
   }
 };
 
+// The sums of 4 vectors' lanes, one per output lane, by the same tree for every slot: (x0 + x1) + (x2 + x3).
+inline float32x4_t reduce4(float32x4_t a, float32x4_t b, float32x4_t c, float32x4_t d) { return hsum4(a, b, c, d); }
+
+// Scores of R query rows (q, hdp floats apart) against keys [0, nk) of the f32 block kb (hdp floats apart, zero rows
+// after nk up to a multiple of 8): s[r * ss + j] = scale * q_r . k_j, J keys at a time (entries past nk are written
+// too, from the zero rows, and ignored).
+template <int R>
+void score_tile(const float* q, const float* kb, int64_t hdp, int64_t nk, float scale, float* s, int64_t ss) {
+  constexpr int J = R == 1 ? 8 : R == 2 ? 4 : 2;
+  for (int64_t j = 0; j < nk; j += J) {
+    float32x4_t acc[8];
+    for (auto& c : acc) c = vdupq_n_f32(0.0f);
+    const float* k = kb + j * hdp;
+    for (int64_t d = 0; d < hdp; d += 4) {
+      float32x4_t kv[J];
+      for (int jj = 0; jj < J; ++jj) kv[jj] = vld1q_f32(k + jj * hdp + d);
+      for (int r = 0; r < R; ++r) {
+        const float32x4_t qv = vld1q_f32(q + r * hdp + d);
+        for (int jj = 0; jj < J; ++jj) acc[r * J + jj] = vfmaq_f32(acc[r * J + jj], qv, kv[jj]);
+      }
+    }
+    float out[8];
+    vst1q_f32(out, vmulq_n_f32(reduce4(acc[0], acc[1], acc[2], acc[3]), scale));
+    vst1q_f32(out + 4, vmulq_n_f32(reduce4(acc[4], acc[5], acc[6], acc[7]), scale));
+    for (int r = 0; r < R; ++r)
+      for (int jj = 0; jj < J; ++jj) s[r * ss + j + jj] = out[r * J + jj];
+  }
+}
+
+// o_r[0, hdp) += sum_j e_r[j] v_j for R rows over keys j in [0, n[r]) of the f32 block vb, in key order; the keys
+// all R rows have go through the shared tile, each row's remaining keys through a tile of one.
+template <int R>
+void value_tile(const float* const* e, const float* vb, int64_t hdp, const int64_t* n, float* const* o) {
+  int64_t nc = n[0];
+  for (int r = 1; r < R; ++r) nc = std::min(nc, n[r]);
+  int64_t d = 0;
+  for (; d + 16 <= hdp; d += 16) {
+    float32x4_t acc[R][4];
+    for (int r = 0; r < R; ++r)
+      for (int u = 0; u < 4; ++u) acc[r][u] = vld1q_f32(o[r] + d + 4 * u);
+    for (int64_t j = 0; j < nc; ++j) {
+      float32x4_t v[4];
+      for (int u = 0; u < 4; ++u) v[u] = vld1q_f32(vb + j * hdp + d + 4 * u);
+      for (int r = 0; r < R; ++r) {
+        const float32x4_t p = vdupq_n_f32(e[r][j]);
+        for (int u = 0; u < 4; ++u) acc[r][u] = vfmaq_f32(acc[r][u], p, v[u]);
+      }
+    }
+    for (int r = 0; r < R; ++r)
+      for (int u = 0; u < 4; ++u) vst1q_f32(o[r] + d + 4 * u, acc[r][u]);
+  }
+  for (; d < hdp; d += 4) {
+    float32x4_t acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = vld1q_f32(o[r] + d);
+    for (int64_t j = 0; j < nc; ++j) {
+      const float32x4_t v0 = vld1q_f32(vb + j * hdp + d);
+      for (int r = 0; r < R; ++r) acc[r] = vfmaq_f32(acc[r], vdupq_n_f32(e[r][j]), v0);
+    }
+    for (int r = 0; r < R; ++r) vst1q_f32(o[r] + d, acc[r]);
+  }
+  if constexpr (R > 1) {
+    for (int r = 0; r < R; ++r)
+      if (n[r] > nc) {
+        const float* er = e[r] + nc;
+        const int64_t rest = n[r] - nc;
+        value_tile<1>(&er, vb + nc * hdp, hdp, &rest, o + r);
+      }
+  }
+}
+
+// acc = fold(acc, c) for states {m, l, o[hd]} (kernels.h). noinline: attn_rows and attn_merge must run the very
+// same instructions.
+[[gnu::noinline]] void fold(float* acc, const float* c, int64_t hd) {
+  const float m = std::max(acc[0], c[0]);
+  const float a = std::exp(acc[0] - m), b = std::exp(c[0] - m);
+  acc[0] = m;
+  acc[1] = std::fma(c[1], b, acc[1] * a);
+  float* o = acc + 2;
+  const float* oc = c + 2;
+  int64_t d = 0;
+  for (; d + 4 <= hd; d += 4) vst1q_f32(o + d, vfmaq_n_f32(vmulq_n_f32(vld1q_f32(o + d), a), vld1q_f32(oc + d), b));
+  for (; d < hd; ++d) o[d] = std::fma(oc[d], b, o[d] * a);
+}
+
+// out = o / l for a folded state, the sink logit joining l (its probability dropped) when has_sink.
+[[gnu::noinline]] void finish(const float* acc, int64_t hd, bool has_sink, float sink, float* out) {
+  float f;
+  if (has_sink) {
+    const float m = std::max(acc[0], sink), a = std::exp(acc[0] - m);
+    f = a / std::fma(acc[1], a, std::exp(sink - m));
+  } else {
+    f = 1.0f / acc[1];
+  }
+  int64_t d = 0;
+  for (; d + 4 <= hd; d += 4) vst1q_f32(out + d, vmulq_n_f32(vld1q_f32(acc + 2 + d), f));
+  for (; d < hd; ++d) out[d] = acc[2 + d] * f;
+}
+
+// Soft-cap, max, e^(s - m) in place and their sum for one row's n scores of a chunk; the entries after n up to a
+// multiple of 4 become 0. Returns {m, l}.
+std::pair<float, float> chunk_softmax(float* s, int64_t n, float softcap) {
+  const int64_t n4 = (n + 3) / 4 * 4;
+  if (softcap > 0.0f) {
+    const float32x4_t cap = vdupq_n_f32(softcap);
+    for (int64_t j = 0; j < n4; j += 4)
+      vst1q_f32(s + j, vmulq_f32(cap, tanh_ps(vdivq_f32(vld1q_f32(s + j), cap))));
+  }
+  for (int64_t j = n; j < n4; ++j) s[j] = -INFINITY;  // the tail: e = 0, no part in the max
+  float32x4_t mx = vdupq_n_f32(-INFINITY);
+  for (int64_t j = 0; j < n4; j += 4) mx = vmaxq_f32(mx, vld1q_f32(s + j));
+  const float m = vmaxvq_f32(mx);
+  const float32x4_t vm = vdupq_n_f32(m);
+  float32x4_t sum = vdupq_n_f32(0.0f);
+  for (int64_t j = 0; j < n4; j += 4) {
+    const float32x4_t e = exp_ps(vsubq_f32(vld1q_f32(s + j), vm));
+    vst1q_f32(s + j, e);
+    sum = vaddq_f32(sum, e);
+  }
+  const float32x4_t z = vdupq_n_f32(0.0f);
+  return {m, vgetq_lane_f32(reduce4(sum, z, z, z), 0)};
+}
+
 template <class KV>
-void attn_row(const AttnRowArgs& a) {
-  const int64_t n = a.k1 - a.k0, hd = a.head_dim, hd4 = hd & ~int64_t(3);
-  float* s = a.scratch;
+void attn_rows(const AttnRowsArgs& a) {
+  const int64_t nq = a.n_q, hd = a.head_dim, hdp = (hd + 3) / 4 * 4, ss = kAttnChunk + 16, st = hdp + 8;
+  int64_t n[kAttnMaxRows], n_max = 0;
+  for (int64_t i = 0; i < nq; ++i) n_max = std::max(n_max, n[i] = a.k1[i] - a.k0);
+  // scratch: scores (ss per row) | q padded (hdp per row) | chunk state {m, l, o} | running state | f32 key block
+  float* sc = a.scratch;
+  float* qp = sc + nq * ss;
+  float* cs = qp + nq * hdp;
+  float* acc = cs + nq * st;
+  float* kvb = acc + nq * st;
+  for (int64_t i = 0; i < nq; ++i) {
+    float* dst = qp + i * hdp;
+    for (int64_t d = 0; d < hd; ++d) dst[d] = a.q[i][d];
+    for (int64_t d = hd; d < hdp; ++d) dst[d] = 0.0f;
+  }
   const uint8_t* kb = static_cast<const uint8_t*>(a.k);
   const uint8_t* vb = static_cast<const uint8_t*>(a.v);
   // byte offset of the j-th visible key's row; a wrapped ring continues at row 0 (see AttnRowArgs::ring)
   auto off = [&](int64_t j) { return (a.ring > 0 && a.k0 + j >= a.ring ? a.k0 + j - a.ring : a.k0 + j) * a.kv_stride; };
-  const float* q = a.q;
+  // keys [j0, j1) -> kvb rows, zero rows after them up to a multiple of 8
+  auto convert = [&](const uint8_t* base, int64_t j0, int64_t j1) {
+    for (int64_t j = j0; j < j1; ++j) KV::row(base + off(j), hd, hdp, kvb + (j - j0) * hdp);
+    std::fill(kvb + (j1 - j0) * hdp, kvb + (j1 - j0 + 7) / 8 * 8 * hdp, 0.0f);
+  };
 
-  int64_t j = 0;
-  for (; j + 4 <= n; j += 4) {
-    const uint8_t *k0 = kb + off(j), *k1 = kb + off(j + 1), *k2 = kb + off(j + 2), *k3 = kb + off(j + 3);
-    float32x4_t c0 = vdupq_n_f32(0.0f), c1 = c0, c2 = c0, c3 = c0;
-    for (int64_t d = 0; d < hd4; d += 4) {
-      const float32x4_t qv = vld1q_f32(q + d);
-      c0 = vfmaq_f32(c0, qv, KV::load(k0, d));
-      c1 = vfmaq_f32(c1, qv, KV::load(k1, d));
-      c2 = vfmaq_f32(c2, qv, KV::load(k2, d));
-      c3 = vfmaq_f32(c3, qv, KV::load(k3, d));
+  for (int64_t c0 = 0; c0 < n_max; c0 += kAttnChunk) {
+    const int64_t c1 = std::min(c0 + kAttnChunk, n_max);
+    // 1. scores of the chunk, a block of keys at a time, tiles of up to 4 rows
+    for (int64_t b0 = c0; b0 < c1; b0 += kBlock) {
+      const int64_t b1 = std::min(b0 + kBlock, c1);
+      convert(kb, b0, b1);
+      for (int64_t i0 = 0; i0 < nq; i0 += 4) {
+        const int R = int(std::min<int64_t>(4, nq - i0));
+        int64_t kend = b0;  // the keys the tile's rows see in this block
+        for (int r = 0; r < R; ++r) kend = std::max(kend, std::min(n[i0 + r], b1));
+        if (kend == b0) continue;
+        const float* q = qp + i0 * hdp;
+        float* s = sc + i0 * ss + (b0 - c0);
+        switch (R) {
+          case 4: score_tile<4>(q, kvb, hdp, kend - b0, a.scale, s, ss); break;
+          case 3: score_tile<3>(q, kvb, hdp, kend - b0, a.scale, s, ss); break;
+          case 2: score_tile<2>(q, kvb, hdp, kend - b0, a.scale, s, ss); break;
+          default: score_tile<1>(q, kvb, hdp, kend - b0, a.scale, s, ss); break;
+        }
+      }
     }
-    float dot[4];
-    vst1q_f32(dot, hsum4(c0, c1, c2, c3));
-    for (int64_t d = hd4; d < hd; ++d) {
-      dot[0] += q[d] * KV::at(k0, d);
-      dot[1] += q[d] * KV::at(k1, d);
-      dot[2] += q[d] * KV::at(k2, d);
-      dot[3] += q[d] * KV::at(k3, d);
+    // 2. each row's chunk softmax: m, l, weights e in place of the scores; o = 0
+    for (int64_t i = 0; i < nq; ++i) {
+      if (n[i] <= c0) continue;
+      const auto [m, l] = chunk_softmax(sc + i * ss, std::min(n[i], c1) - c0, a.softcap);
+      float* c = cs + i * st;
+      c[0] = m;
+      c[1] = l;
+      std::fill(c + 2, c + 2 + hdp, 0.0f);
     }
-    for (int t = 0; t < 4; ++t) s[j + t] = dot[t] * a.scale;
+    // 3. o += e v over the chunk's keys, a block at a time
+    for (int64_t b0 = c0; b0 < c1; b0 += kBlock) {
+      const int64_t b1 = std::min(b0 + kBlock, c1);
+      int64_t vend = b0;
+      for (int64_t i = 0; i < nq; ++i) vend = std::max(vend, std::min(n[i], b1));
+      if (vend == b0) continue;
+      convert(vb, b0, vend);
+      int64_t rows[kAttnMaxRows], nr = 0;  // rows with keys in this block
+      for (int64_t i = 0; i < nq; ++i)
+        if (n[i] > b0) rows[nr++] = i;
+      for (int64_t t = 0; t < nr; t += 4) {
+        const int R = int(std::min<int64_t>(4, nr - t));
+        const float* e[4];
+        float* o[4];
+        int64_t cnt[4];
+        for (int r = 0; r < R; ++r) {
+          const int64_t i = rows[t + r];
+          e[r] = sc + i * ss + (b0 - c0);
+          o[r] = cs + i * st + 2;
+          cnt[r] = std::min(n[i], b1) - b0;
+        }
+        switch (R) {
+          case 4: value_tile<4>(e, kvb, hdp, cnt, o); break;
+          case 3: value_tile<3>(e, kvb, hdp, cnt, o); break;
+          case 2: value_tile<2>(e, kvb, hdp, cnt, o); break;
+          default: value_tile<1>(e, kvb, hdp, cnt, o); break;
+        }
+      }
+    }
+    // 4. fold the chunk into each row's running state (the first chunk is the state)
+    for (int64_t i = 0; i < nq; ++i) {
+      if (n[i] <= c0) continue;
+      if (c0 == 0) std::copy(cs + i * st, cs + i * st + 2 + hd, acc + i * st);
+      else fold(acc + i * st, cs + i * st, hd);
+    }
   }
-  for (; j < n; ++j) {
-    const uint8_t* k0 = kb + off(j);
-    float32x4_t c0 = vdupq_n_f32(0.0f);
-    for (int64_t d = 0; d < hd4; d += 4) c0 = vfmaq_f32(c0, vld1q_f32(q + d), KV::load(k0, d));
-    float dot = vaddvq_f32(c0);
-    for (int64_t d = hd4; d < hd; ++d) dot += q[d] * KV::at(k0, d);
-    s[j] = dot * a.scale;
+  for (int64_t i = 0; i < nq; ++i) {
+    if (a.state[0]) {  // split job: this call's keys are one chunk; its state goes out as is
+      std::copy(acc + i * st, acc + i * st + 2 + hd, a.state[i]);
+    } else if (n[i] == 0) {
+      std::fill(a.out[i], a.out[i] + hd, 0.0f);
+    } else {
+      finish(acc + i * st, hd, a.has_sink, a.sink[i], a.out[i]);
+    }
   }
+}
 
-  if (a.softcap > 0.0f) {  // s = softcap * tanh(s / softcap); the tail on a padded copy
-    const float32x4_t cap = vdupq_n_f32(a.softcap);
-    int64_t i = 0;
-    for (; i + 4 <= n; i += 4) vst1q_f32(s + i, vmulq_f32(cap, tanh_ps(vdivq_f32(vld1q_f32(s + i), cap))));
-    if (i < n) {
-      float t[4] = {}, o[4];
-      for (int64_t u = 0; u < n - i; ++u) t[u] = s[i + u];
-      vst1q_f32(o, vmulq_f32(cap, tanh_ps(vdivq_f32(vld1q_f32(t), cap))));
-      for (int64_t u = 0; u < n - i; ++u) s[i + u] = o[u];
-    }
-  }
-  softmax(s, with_sink(s, n, a.has_sink, a.sink));
-
-  float* out = a.out;
-  for (int64_t d = 0; d < hd; ++d) out[d] = 0.0f;
-  for (j = 0; j + 4 <= n; j += 4) {
-    const uint8_t *v0 = vb + off(j), *v1 = vb + off(j + 1), *v2 = vb + off(j + 2), *v3 = vb + off(j + 3);
-    const float p0 = s[j], p1 = s[j + 1], p2 = s[j + 2], p3 = s[j + 3];
-    for (int64_t d = 0; d < hd4; d += 4) {
-      float32x4_t o = vld1q_f32(out + d);
-      o = vfmaq_n_f32(o, KV::load(v0, d), p0);
-      o = vfmaq_n_f32(o, KV::load(v1, d), p1);
-      o = vfmaq_n_f32(o, KV::load(v2, d), p2);
-      o = vfmaq_n_f32(o, KV::load(v3, d), p3);
-      vst1q_f32(out + d, o);
-    }
-    for (int64_t d = hd4; d < hd; ++d)
-      out[d] += p0 * KV::at(v0, d) + p1 * KV::at(v1, d) + p2 * KV::at(v2, d) + p3 * KV::at(v3, d);
-  }
-  for (; j < n; ++j) {
-    const uint8_t* v0 = vb + off(j);
-    for (int64_t d = 0; d < hd4; d += 4) vst1q_f32(out + d, vfmaq_n_f32(vld1q_f32(out + d), KV::load(v0, d), s[j]));
-    for (int64_t d = hd4; d < hd; ++d) out[d] += s[j] * KV::at(v0, d);
-  }
+template <class KV>
+void attn_row(const AttnRowArgs& a) {  // one row: attn_rows of one query, so the two agree by construction
+  AttnRowsArgs r;
+  r.n_q = 1;
+  r.q[0] = a.q;
+  r.out[0] = a.out;
+  r.k1[0] = a.k1;
+  r.k = a.k;
+  r.v = a.v;
+  r.kv_stride = a.kv_stride;
+  r.scratch = a.scratch;
+  r.head_dim = a.head_dim;
+  r.k0 = a.k0;
+  r.scale = a.scale;
+  r.softcap = a.softcap;
+  r.ring = a.ring;
+  r.has_sink = a.has_sink;
+  r.sink[0] = a.sink;
+  attn_rows<KV>(r);
 }
 
 }  // namespace
 
+void attn_merge(const float* states, int64_t n, int64_t head_dim, bool has_sink, float sink, float* scratch,
+                float* out) {
+  if (n <= 0) {
+    std::fill(out, out + head_dim, 0.0f);
+    return;
+  }
+  std::copy(states, states + 2 + head_dim, scratch);
+  for (int64_t c = 1; c < n; ++c) fold(scratch, states + c * (head_dim + 2), head_dim);
+  finish(scratch, head_dim, has_sink, sink, out);
+}
+
 void attn_row_f32(const AttnRowArgs& a) { attn_row<KvF32>(a); }
 void attn_row_f16(const AttnRowArgs& a) { attn_row<KvF16>(a); }
 void attn_row_q8_0(const AttnRowArgs& a) { attn_row<KvQ8>(a); }
+void attn_rows_f32(const AttnRowsArgs& a) { attn_rows<KvF32>(a); }
+void attn_rows_f16(const AttnRowsArgs& a) { attn_rows<KvF16>(a); }
+void attn_rows_q8_0(const AttnRowsArgs& a) { attn_rows<KvQ8>(a); }
 
 }  // namespace pipit::neon

@@ -41,6 +41,10 @@ void fill(Kernels& k) {
   k.attn_row[int(DType::F32)] = attn_row_f32;
   k.attn_row[int(DType::F16)] = attn_row_f16;
   k.attn_row[int(DType::Q8_0)] = attn_row_q8_0;
+  k.attn_rows[int(DType::F32)] = attn_rows_f32;
+  k.attn_rows[int(DType::F16)] = attn_rows_f16;
+  k.attn_rows[int(DType::Q8_0)] = attn_rows_q8_0;
+  k.attn_merge = attn_merge;
 }
 
 }  // namespace pipit::neon
