@@ -1,5 +1,5 @@
 // Kernel micro-benchmarks: every ISA level this CPU runs, and ref, on one thread.
-//   GEMV (decode, M = 1) for f32 / f16 / bf16 / q8_0 / q4_0 weights at K = N = 1024, 2048, 4096: GB/s of weights.
+//   GEMV (decode, M = 1) for f32 / f16 / bf16 / q8_0 / q4_0 weights (and the K-quant panels q4_k/q5_k/q6_kx16) at K = N = 1024, 2048, 4096: GB/s of weights.
 //   Small GEMM (prefill, M = 32) at K = N = 1024, 2048: GFLOP/s (2 M N K per call).
 //   Row kernels (rms_norm, swiglu, softmax, quantize_act at n = 4096) and attn_row (head_dim 128, 1024 keys).
 // Quantized matmuls take pre-quantized activations (quantize_act has its own case).
@@ -129,10 +129,16 @@ void register_all() {
         const std::string name = "gemm/" + isa + "/" + std::string(dtype_name(t)) + "/K=N=" + std::to_string(n) + "/M=32";
         benchmark::RegisterBenchmark(name.c_str(), bm_matmul, k, t, int64_t(32), n, n)->Unit(benchmark::kMillisecond);
       }
-    for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q8_0X16, DType::Q4_0X16, DType::F16})  // from DRAM: lm_head
+    for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q8_0X16, DType::Q4_0X16, DType::F16, DType::Q4_KX16,
+                    DType::Q5_KX16, DType::Q6_KX16})  // from DRAM: lm_head
       benchmark::RegisterBenchmark(("gemv/" + isa + "/" + std::string(dtype_name(t)) + "/K=1024/N=151936").c_str(),
                                    bm_matmul, k, t, int64_t(1), int64_t(1024), int64_t(151936))
           ->Unit(benchmark::kMillisecond);
+    for (DType t : {DType::Q4_KX16, DType::Q5_KX16, DType::Q6_KX16})  // K-quant panels, decode: GEMV, K = 1024..4096
+      for (int64_t n : {1024, 4096}) {
+        const std::string name = "gemv/" + isa + "/" + std::string(dtype_name(t)) + "/K=N=" + std::to_string(n);
+        benchmark::RegisterBenchmark(name.c_str(), bm_matmul, k, t, int64_t(1), n, n)->Unit(benchmark::kMicrosecond);
+      }
     for (DType t : dts)  // prefill shapes of Qwen3-0.6B: one 512-token chunk through ffn_up and ffn_down
       for (auto [K, N] : {std::pair<int64_t, int64_t>{1024, 3072}, {3072, 1024}}) {
         const std::string name = "gemm/" + isa + "/" + std::string(dtype_name(t)) + "/K=" + std::to_string(K) +

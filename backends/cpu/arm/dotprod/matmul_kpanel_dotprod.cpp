@@ -11,6 +11,7 @@
 
 #include <type_traits>
 
+#include "backends/cpu/prefetch.h"
 #include "backends/cpu/arm/dotprod/kernels_dotprod.h"
 
 namespace pipit::dotprod {
@@ -133,6 +134,7 @@ inline void tile(const MatmulArgs& a, const typename P::Block* panel, int64_t ns
       if constexpr (P::kMins) dmin[q] = vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(w.dmin + 4 * q)));
     }
     for (int g = 0; g < 8; ++g) {
+      prefetch_kpanel_share(panel, s, g);
       const BlockQ8Act* xb[MR];
       int8x16_t av[MR][2];
       for (int i = 0; i < MR; ++i) {

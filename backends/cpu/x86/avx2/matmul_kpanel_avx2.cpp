@@ -11,6 +11,7 @@
 // The integer group dot is exact, and each lane then does the reference's f32 arithmetic in its order
 // (kquant_ref.cpp): acc = fma(dot, (d * sc) * da, acc), acc = fma(-(dmin * m), da * sum(a), acc) for q4_K / q5_K,
 // acc = fma(dot, d * da, acc) for q6_K. So every output equals ref bit for bit, whatever the tile or M.
+#include "backends/cpu/prefetch.h"
 #include "backends/cpu/x86/avx2/kernels_avx2.h"
 #include "backends/cpu/x86/avx2/simd_avx2.h"
 
@@ -173,6 +174,7 @@ inline void tile(const MatmulArgs& a, const typename P::Block* panel, int64_t ns
     const auto& w = panel[s];
     const typename P::Head h0(w, 0), h1(w, 1);
     for (int g = 0; g < 8; ++g) {
+      prefetch_kpanel_share(panel, s, g);
       const BlockQ8Act* xb[MR];
       for (int i = 0; i < MR; ++i) xb[i] = &x[i][8 * s + g];
       group<P, MR>(w, h0, 0, g, xb, acc[0]);

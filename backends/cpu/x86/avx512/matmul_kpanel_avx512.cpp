@@ -9,6 +9,7 @@
 // acc = fma(dot, (d * sc) * da, acc), acc = fma(-(dmin * m), da * sum(a), acc) for q4_K / q5_K, acc = fma(dot,
 // d * da, acc) for q6_K; so every output equals ref bit for bit, whatever the tile or M.
 // GEMM (prefill) is a register tile of up to 8 activation rows x 16 weight rows, decode (M = 1) the same with one.
+#include "backends/cpu/prefetch.h"
 #include "backends/cpu/x86/avx512/kernels_avx512.h"
 #include "backends/cpu/x86/avx512/simd_avx512.h"
 
@@ -138,6 +139,7 @@ inline void tile(const MatmulArgs& a, const typename P::Block* panel, int64_t ns
     __m512 dmin = _mm512_setzero_ps();
     if constexpr (P::kMins) dmin = f16x16_to_ps(w.dmin);
     for (int g = 0; g < 8; ++g) {
+      prefetch_kpanel_share(panel, s, g);
       const BlockQ8Act* xb[MR];
       for (int i = 0; i < MR; ++i) xb[i] = &x[i][8 * s + g];
       __m512i isum[MR];
