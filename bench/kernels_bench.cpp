@@ -139,6 +139,10 @@ void register_all() {
         const std::string name = "gemv/" + isa + "/" + std::string(dtype_name(t)) + "/K=N=" + std::to_string(n);
         benchmark::RegisterBenchmark(name.c_str(), bm_matmul, k, t, int64_t(1), n, n)->Unit(benchmark::kMicrosecond);
       }
+    for (DType t : {DType::Q4_KX16, DType::Q5_KX16, DType::Q6_KX16})  // K-quant panels, prefill: ffn_up shape
+      benchmark::RegisterBenchmark(("gemm/" + isa + "/" + std::string(dtype_name(t)) + "/K=1024/N=3072/M=512").c_str(),
+                                   bm_matmul, k, t, int64_t(512), int64_t(1024), int64_t(3072))
+          ->Unit(benchmark::kMillisecond);
     for (DType t : dts)  // prefill shapes of Qwen3-0.6B: one 512-token chunk through ffn_up and ffn_down
       for (auto [K, N] : {std::pair<int64_t, int64_t>{1024, 3072}, {3072, 1024}}) {
         const std::string name = "gemm/" + isa + "/" + std::string(dtype_name(t)) + "/K=" + std::to_string(K) +
