@@ -13,7 +13,20 @@ namespace {
 using test::IsaTest;
 using test::Rng;
 
-class AttentionRows : public IsaTest {};
+class AttentionRows : public IsaTest {
+ protected:
+  // `rows` random K and V rows of dtype kv (values in [-1, 1] and [-2, 2]), `stride` bytes apart.
+  void fill_kv(Rng& rng, DType kv, int64_t hd, int64_t rows, int64_t stride, std::vector<uint8_t>& kbuf,
+               std::vector<uint8_t>& vbuf) const {
+    kbuf.assign(size_t(rows * stride + 64), 0);
+    vbuf.assign(size_t(rows * stride + 64), 0);
+    for (int64_t p = 0; p < rows; ++p) {
+      auto kr = rng.floats(size_t(hd), -1, 1), vr = rng.floats(size_t(hd), -2, 2);
+      r().from_f32[int(kv)](kr.data(), kbuf.data() + p * stride, hd);
+      r().from_f32[int(kv)](vr.data(), vbuf.data() + p * stride, hd);
+    }
+  }
+};
 
 TEST_P(AttentionRows, EachRowEqualsAttnRow) {
   if (!k().attn_rows[int(DType::F16)]) GTEST_SKIP() << "no attn_rows at this level (ops runs attn_row per row)";
@@ -29,12 +42,8 @@ TEST_P(AttentionRows, EachRowEqualsAttnRow) {
             const int64_t k1_last = k1_first + (n_q - 1) / 2;  // two heads per token, consecutive tokens
             const int64_t rows = ring > 0 ? ring : k1_last;
             const int64_t stride = 2 * dtype_row_bytes(kv, hd) + 8;
-            std::vector<uint8_t> kbuf(size_t(rows * stride + 64)), vbuf(size_t(rows * stride + 64));
-            for (int64_t p = 0; p < rows; ++p) {
-              auto kr = rng.floats(size_t(hd), -1, 1), vr = rng.floats(size_t(hd), -2, 2);
-              r().from_f32[int(kv)](kr.data(), kbuf.data() + p * stride, hd);
-              r().from_f32[int(kv)](vr.data(), vbuf.data() + p * stride, hd);
-            }
+            std::vector<uint8_t> kbuf, vbuf;
+            fill_kv(rng, kv, hd, rows, stride, kbuf, vbuf);
             std::vector<std::vector<float>> q(static_cast<size_t>(n_q)), out(q), alone(q);
             AttnRowsArgs a;
             a.n_q = n_q;
@@ -85,12 +94,8 @@ TEST_P(AttentionRows, SplitEqualsWhole) {
           for (bool sink : {false, true}) {
             const int64_t k1_last = k1_first + (n_q - 1) / 2;
             const int64_t stride = 2 * dtype_row_bytes(kv, hd) + 8;
-            std::vector<uint8_t> kbuf(size_t(k1_last * stride + 64)), vbuf(size_t(k1_last * stride + 64));
-            for (int64_t p = 0; p < k1_last; ++p) {
-              auto kr = rng.floats(size_t(hd), -1, 1), vr = rng.floats(size_t(hd), -2, 2);
-              r().from_f32[int(kv)](kr.data(), kbuf.data() + p * stride, hd);
-              r().from_f32[int(kv)](vr.data(), vbuf.data() + p * stride, hd);
-            }
+            std::vector<uint8_t> kbuf, vbuf;
+            fill_kv(rng, kv, hd, k1_last, stride, kbuf, vbuf);
             std::vector<std::vector<float>> q(static_cast<size_t>(n_q)), whole(q), split(q);
             AttnRowsArgs a;
             a.n_q = n_q;

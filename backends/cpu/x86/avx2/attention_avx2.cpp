@@ -17,6 +17,7 @@
 #include <cmath>
 #include <utility>
 
+#include "backends/cpu/attn_one_row.h"
 #include "backends/cpu/x86/avx2/kernels_avx2.h"
 #include "backends/cpu/x86/avx2/simd_avx2.h"
 
@@ -319,24 +320,8 @@ void attn_rows(const AttnRowsArgs& a) {
 }
 
 template <class KV>
-void attn_row(const AttnRowArgs& a) {  // one row: attn_rows of one query, so the two agree by construction
-  AttnRowsArgs r;
-  r.n_q = 1;
-  r.q[0] = a.q;
-  r.out[0] = a.out;
-  r.k1[0] = a.k1;
-  r.k = a.k;
-  r.v = a.v;
-  r.kv_stride = a.kv_stride;
-  r.scratch = a.scratch;
-  r.head_dim = a.head_dim;
-  r.k0 = a.k0;
-  r.scale = a.scale;
-  r.softcap = a.softcap;
-  r.ring = a.ring;
-  r.has_sink = a.has_sink;
-  r.sink[0] = a.sink;
-  attn_rows<KV>(r);
+void attn_row(const AttnRowArgs& a) {  // attn_rows of one query (backends/cpu/attn_one_row.h)
+  attn_rows<KV>(attn_one_row(a));
 }
 
 }  // namespace

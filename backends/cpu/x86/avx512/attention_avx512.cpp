@@ -4,6 +4,7 @@
 // 16 lanes of out; head_dim tails are masked. attn_rows runs several query rows that share K/V (a GQA group over a
 // block of tokens: the prefill case) with each 4-key group converted to f32 once for all of them; attn_row is
 // attn_rows of one row, so a row's result is the same bits however queries are grouped.
+#include "backends/cpu/attn_one_row.h"
 #include "backends/cpu/x86/avx512/kernels_avx512.h"
 #include "backends/cpu/x86/avx512/simd_avx512.h"
 
@@ -209,24 +210,8 @@ void attn_rows(const AttnRowsArgs& a) {
 }
 
 template <class KV>
-void attn_row(const AttnRowArgs& a) {  // one row: attn_rows of one query, so the two agree by construction
-  AttnRowsArgs r;
-  r.n_q = 1;
-  r.q[0] = a.q;
-  r.out[0] = a.out;
-  r.k1[0] = a.k1;
-  r.k = a.k;
-  r.v = a.v;
-  r.kv_stride = a.kv_stride;
-  r.scratch = a.scratch;
-  r.head_dim = a.head_dim;
-  r.k0 = a.k0;
-  r.scale = a.scale;
-  r.softcap = a.softcap;
-  r.ring = a.ring;
-  r.has_sink = a.has_sink;
-  r.sink[0] = a.sink;
-  attn_rows<KV>(r);
+void attn_row(const AttnRowArgs& a) {  // attn_rows of one query (backends/cpu/attn_one_row.h)
+  attn_rows<KV>(attn_one_row(a));
 }
 
 }  // namespace
