@@ -1,7 +1,7 @@
 // NEON attention over f32, f16 or q8_0 keys/values (the KV cache dtype): scores = scale * q.k_j, optional soft-cap
 // softcap * tanh(score / softcap), softmax, out = sum_j p_j v_j, keys possibly wrapping around a ring.
 //
-// Chunked as the AVX2 kernel (kernels.h, kAttnChunk; see x86/avx2/attention_avx2.cpp for the scheme): chunks of 256
+// Chunked through the driver the SIMD levels share (backends/cpu/attn_chunked.h, kernels.h kAttnChunk): chunks of 256
 // keys from the first key, each a state {m, l, o} folded in key order; 64 keys at a time converted to f32 once for
 // every query row of the call; scores as R rows x J keys register tiles (one FMA chain per lane over head_dim, then
 // the same pairwise tree for every slot), values as R rows x 16 lanes over the keys in order, folds in the noinline
@@ -11,15 +11,13 @@
 #include <cmath>
 #include <utility>
 
-#include "backends/cpu/attn_one_row.h"
+#include "backends/cpu/attn_chunked.h"
 #include "backends/cpu/arm/neon/kernels_neon.h"
 #include "backends/cpu/arm/neon/simd_neon.h"
 
 namespace pipit::neon {
 
 namespace {
-
-constexpr int64_t kBlock = 64;  // keys converted to f32 at a time
 
 // One K/V head row (head_dim elements) -> f32, padded with zeros to hdp (a multiple of 4).
 struct KvF32 {
@@ -177,132 +175,38 @@ std::pair<float, float> chunk_softmax(float* s, int64_t n, float softcap) {
   return {m, vgetq_lane_f32(reduce4(sum, z, z, z), 0)};
 }
 
-template <class KV>
-void attn_rows(const AttnRowsArgs& a) {
-  const int64_t nq = a.n_q, hd = a.head_dim, hdp = (hd + 3) / 4 * 4, ss = kAttnChunk + 16, st = hdp + 8;
-  int64_t n[kAttnMaxRows], n_max = 0;
-  for (int64_t i = 0; i < nq; ++i) n_max = std::max(n_max, n[i] = a.k1[i] - a.k0);
-  // scratch: scores (ss per row) | q padded (hdp per row) | chunk state {m, l, o} | running state | f32 key block
-  float* sc = a.scratch;
-  float* qp = sc + nq * ss;
-  float* cs = qp + nq * hdp;
-  float* acc = cs + nq * st;
-  float* kvb = acc + nq * st;
-  for (int64_t i = 0; i < nq; ++i) {
-    float* dst = qp + i * hdp;
-    for (int64_t d = 0; d < hd; ++d) dst[d] = a.q[i][d];
-    for (int64_t d = hd; d < hdp; ++d) dst[d] = 0.0f;
+// The tile kernels above, as the shared chunked driver (backends/cpu/attn_chunked.h) takes them.
+struct Neon {
+  static constexpr int64_t kLanes = 4;
+  template <int R>
+  static void score_tile(const float* q, const float* kb, int64_t hdp, int64_t nk, float scale, float* s, int64_t ss) {
+    pipit::neon::score_tile<R>(q, kb, hdp, nk, scale, s, ss);
   }
-  const uint8_t* kb = static_cast<const uint8_t*>(a.k);
-  const uint8_t* vb = static_cast<const uint8_t*>(a.v);
-  // byte offset of the j-th visible key's row; a wrapped ring continues at row 0 (see AttnRowArgs::ring)
-  auto off = [&](int64_t j) { return (a.ring > 0 && a.k0 + j >= a.ring ? a.k0 + j - a.ring : a.k0 + j) * a.kv_stride; };
-  // keys [j0, j1) -> kvb rows, zero rows after them up to a multiple of 8
-  auto convert = [&](const uint8_t* base, int64_t j0, int64_t j1) {
-    for (int64_t j = j0; j < j1; ++j) KV::row(base + off(j), hd, hdp, kvb + (j - j0) * hdp);
-    std::fill(kvb + (j1 - j0) * hdp, kvb + (j1 - j0 + 7) / 8 * 8 * hdp, 0.0f);
-  };
-
-  for (int64_t c0 = 0; c0 < n_max; c0 += kAttnChunk) {
-    const int64_t c1 = std::min(c0 + kAttnChunk, n_max);
-    // 1. scores of the chunk, a block of keys at a time, tiles of up to 4 rows
-    for (int64_t b0 = c0; b0 < c1; b0 += kBlock) {
-      const int64_t b1 = std::min(b0 + kBlock, c1);
-      convert(kb, b0, b1);
-      for (int64_t i0 = 0; i0 < nq; i0 += 4) {
-        const int R = int(std::min<int64_t>(4, nq - i0));
-        int64_t kend = b0;  // the keys the tile's rows see in this block
-        for (int r = 0; r < R; ++r) kend = std::max(kend, std::min(n[i0 + r], b1));
-        if (kend == b0) continue;
-        const float* q = qp + i0 * hdp;
-        float* s = sc + i0 * ss + (b0 - c0);
-        switch (R) {
-          case 4: score_tile<4>(q, kvb, hdp, kend - b0, a.scale, s, ss); break;
-          case 3: score_tile<3>(q, kvb, hdp, kend - b0, a.scale, s, ss); break;
-          case 2: score_tile<2>(q, kvb, hdp, kend - b0, a.scale, s, ss); break;
-          default: score_tile<1>(q, kvb, hdp, kend - b0, a.scale, s, ss); break;
-        }
-      }
-    }
-    // 2. each row's chunk softmax: m, l, weights e in place of the scores; o = 0
-    for (int64_t i = 0; i < nq; ++i) {
-      if (n[i] <= c0) continue;
-      const auto [m, l] = chunk_softmax(sc + i * ss, std::min(n[i], c1) - c0, a.softcap);
-      float* c = cs + i * st;
-      c[0] = m;
-      c[1] = l;
-      std::fill(c + 2, c + 2 + hdp, 0.0f);
-    }
-    // 3. o += e v over the chunk's keys, a block at a time
-    for (int64_t b0 = c0; b0 < c1; b0 += kBlock) {
-      const int64_t b1 = std::min(b0 + kBlock, c1);
-      int64_t vend = b0;
-      for (int64_t i = 0; i < nq; ++i) vend = std::max(vend, std::min(n[i], b1));
-      if (vend == b0) continue;
-      convert(vb, b0, vend);
-      int64_t rows[kAttnMaxRows], nr = 0;  // rows with keys in this block
-      for (int64_t i = 0; i < nq; ++i)
-        if (n[i] > b0) rows[nr++] = i;
-      for (int64_t t = 0; t < nr; t += 4) {
-        const int R = int(std::min<int64_t>(4, nr - t));
-        const float* e[4];
-        float* o[4];
-        int64_t cnt[4];
-        for (int r = 0; r < R; ++r) {
-          const int64_t i = rows[t + r];
-          e[r] = sc + i * ss + (b0 - c0);
-          o[r] = cs + i * st + 2;
-          cnt[r] = std::min(n[i], b1) - b0;
-        }
-        switch (R) {
-          case 4: value_tile<4>(e, kvb, hdp, cnt, o); break;
-          case 3: value_tile<3>(e, kvb, hdp, cnt, o); break;
-          case 2: value_tile<2>(e, kvb, hdp, cnt, o); break;
-          default: value_tile<1>(e, kvb, hdp, cnt, o); break;
-        }
-      }
-    }
-    // 4. fold the chunk into each row's running state (the first chunk is the state)
-    for (int64_t i = 0; i < nq; ++i) {
-      if (n[i] <= c0) continue;
-      if (c0 == 0) std::copy(cs + i * st, cs + i * st + 2 + hd, acc + i * st);
-      else fold(acc + i * st, cs + i * st, hd);
-    }
+  template <int R>
+  static void value_tile(const float* const* e, const float* vb, int64_t hdp, const int64_t* n, float* const* o) {
+    pipit::neon::value_tile<R>(e, vb, hdp, n, o);
   }
-  for (int64_t i = 0; i < nq; ++i) {
-    if (a.state[0]) {  // split job: this call's keys are one chunk; its state goes out as is
-      std::copy(acc + i * st, acc + i * st + 2 + hd, a.state[i]);
-    } else if (n[i] == 0) {
-      std::fill(a.out[i], a.out[i] + hd, 0.0f);
-    } else {
-      finish(acc + i * st, hd, a.has_sink, a.sink[i], a.out[i]);
-    }
+  static std::pair<float, float> chunk_softmax(float* s, int64_t n, float softcap) {
+    return pipit::neon::chunk_softmax(s, n, softcap);
   }
-}
-
-template <class KV>
-void attn_row(const AttnRowArgs& a) {  // attn_rows of one query (backends/cpu/attn_one_row.h)
-  attn_rows<KV>(attn_one_row(a));
-}
+  static void fold(float* acc, const float* c, int64_t hd) { pipit::neon::fold(acc, c, hd); }
+  static void finish(const float* acc, int64_t hd, bool has_sink, float sink, float* out) {
+    pipit::neon::finish(acc, hd, has_sink, sink, out);
+  }
+};
 
 }  // namespace
 
 void attn_merge(const float* states, int64_t n, int64_t head_dim, bool has_sink, float sink, float* scratch,
                 float* out) {
-  if (n <= 0) {
-    std::fill(out, out + head_dim, 0.0f);
-    return;
-  }
-  std::copy(states, states + 2 + head_dim, scratch);
-  for (int64_t c = 1; c < n; ++c) fold(scratch, states + c * (head_dim + 2), head_dim);
-  finish(scratch, head_dim, has_sink, sink, out);
+  attn_merge_chunked<Neon>(states, n, head_dim, has_sink, sink, scratch, out);
 }
 
-void attn_row_f32(const AttnRowArgs& a) { attn_row<KvF32>(a); }
-void attn_row_f16(const AttnRowArgs& a) { attn_row<KvF16>(a); }
-void attn_row_q8_0(const AttnRowArgs& a) { attn_row<KvQ8>(a); }
-void attn_rows_f32(const AttnRowsArgs& a) { attn_rows<KvF32>(a); }
-void attn_rows_f16(const AttnRowsArgs& a) { attn_rows<KvF16>(a); }
-void attn_rows_q8_0(const AttnRowsArgs& a) { attn_rows<KvQ8>(a); }
+void attn_row_f32(const AttnRowArgs& a) { attn_row_chunked<Neon, KvF32>(a); }
+void attn_row_f16(const AttnRowArgs& a) { attn_row_chunked<Neon, KvF16>(a); }
+void attn_row_q8_0(const AttnRowArgs& a) { attn_row_chunked<Neon, KvQ8>(a); }
+void attn_rows_f32(const AttnRowsArgs& a) { attn_rows_chunked<Neon, KvF32>(a); }
+void attn_rows_f16(const AttnRowsArgs& a) { attn_rows_chunked<Neon, KvF16>(a); }
+void attn_rows_q8_0(const AttnRowsArgs& a) { attn_rows_chunked<Neon, KvQ8>(a); }
 
 }  // namespace pipit::neon

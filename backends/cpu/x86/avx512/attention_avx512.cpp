@@ -1,226 +1,228 @@
-// AVX-512 attention for query rows over f32 or f16 keys/values, as ref: scores = scale * q.k_j, optional
-// soft-cap softcap * tanh(score / softcap), softmax, out = sum_j p_j v_j; keys may wrap around a ring.
-// Scores 4 keys at a time (4 accumulators, one transposing reduction); values accumulated 4 keys at a time per
-// 16 lanes of out; head_dim tails are masked. attn_rows runs several query rows that share K/V (a GQA group over a
-// block of tokens: the prefill case) with each 4-key group converted to f32 once for all of them; attn_row is
-// attn_rows of one row, so a row's result is the same bits however queries are grouped.
-#include "backends/cpu/attn_one_row.h"
+// AVX-512 attention over f32, f16 or q8_0 keys/values (the KV cache dtype): scores = scale * q.k_j, optional
+// soft-cap softcap * tanh(score / softcap), softmax, out = sum_j p_j v_j, keys possibly wrapping around a ring.
+//
+// Chunked (kernels.h, kAttnChunk) through the driver the SIMD levels share (backends/cpu/attn_chunked.h: chunks of
+// 256 keys folded as {m, l, o} states, 64 keys at a time converted to f32 once for every query row of the call, and
+// attn_merge for a decode step split over keys across threads); this file gives it the AVX-512 register tiles:
+//  - scores: R rows x J keys, 16 lanes of head_dim per FMA (R * J <= 16 accumulators of the 32 registers), then a
+//    transposing reduction of 8 accumulators at a time;
+//  - values: R rows x W vectors of o (W = 8, 128 lanes, for up to 2 rows: a Qwen3 decode step's GQA pair holds a
+//    whole head_dim in registers), over the block's keys in key order.
+// Each element of a row's result is computed by the same sequence of operations whatever the tile shape, the other
+// rows of the call, or the split of its chunks across calls (scores: one FMA chain per lane over head_dim and the
+// same reduction tree for every slot; values: one FMA chain over keys in key order; folds: the noinline fold()
+// shared by attn_rows and attn_merge), so attn_rows gives each row attn_row's bits and a split decode step gives
+// the unsplit bits (tests/kernels/attention_rows_test.cpp).
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "backends/cpu/attn_chunked.h"
 #include "backends/cpu/x86/avx512/kernels_avx512.h"
 #include "backends/cpu/x86/avx512/simd_avx512.h"
-
-#include <algorithm>
-#include <climits>
 
 namespace pipit::avx512 {
 
 namespace {
 
+// Lanes [d, d + 16) of a row of hd values: a full mask inside, a partial one at the tail, none past it.
+inline __mmask16 lanes_at(int64_t d, int64_t hd) { return d < hd ? mask16(hd - d) : __mmask16(0); }
+
+// One K/V head row (head_dim elements) -> f32, padded with zeros to hdp (a multiple of 16).
 struct KvF32 {
-  static constexpr bool kPrefetch = true;
-  static constexpr int64_t kBytes = 4;
-  static __m512 load(const uint8_t* p, int64_t d, __mmask16 m) {
-    return _mm512_maskz_loadu_ps(m, reinterpret_cast<const float*>(p) + d);
+  static void row(const uint8_t* p, int64_t hd, int64_t hdp, float* dst) {
+    const float* s = reinterpret_cast<const float*>(p);
+    for (int64_t d = 0; d < hdp; d += 16) _mm512_storeu_ps(dst + d, _mm512_maskz_loadu_ps(lanes_at(d, hd), s + d));
   }
 };
 struct KvF16 {
-  static constexpr bool kPrefetch = true;
-  static constexpr int64_t kBytes = 2;
-  static __m512 load(const uint8_t* p, int64_t d, __mmask16 m) { return load_f16(reinterpret_cast<const uint16_t*>(p) + d, m); }
+  static void row(const uint8_t* p, int64_t hd, int64_t hdp, float* dst) {
+    const uint16_t* s = reinterpret_cast<const uint16_t*>(p);
+    for (int64_t d = 0; d < hdp; d += 16) _mm512_storeu_ps(dst + d, load_f16(s + d, lanes_at(d, hd)));
+  }
 };
-
-// q8_0 rows (head_dim a multiple of 32, so d is a multiple of 16 and the mask is full): 16 values of a block,
-// d_block * q as in ref. kBytes: the prefetch length per row (the scales add 1/16).
+// q8_0 rows (head_dim a multiple of 32, so hdp == head_dim): element = d_block * q, the product ref forms
 struct KvQ8 {
-  static constexpr bool kPrefetch = true;
-  static constexpr int64_t kBytes = 1;
-  static __m512 load(const uint8_t* p, int64_t d, __mmask16) {
-    const auto* b = reinterpret_cast<const BlockQ8_0*>(p) + (d >> 5);
-    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->qs + (d & 31)));
-    return _mm512_mul_ps(_mm512_set1_ps(f16_scalar(b->d)), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)));
-  }
-};
-
-// K/V rows are head_dim values a cache row apart (all kv heads of a position share a row): a strided walk the
-// hardware prefetcher does not follow, so rows a few keys ahead are prefetched by hand.
-constexpr int64_t kAheadKeys = 8;
-template <class Row>
-inline void prefetch_rows(Row row, int64_t j, int64_t n, int64_t bytes) {
-  for (int64_t r = j; r < std::min(n, j + 4); ++r)
-    for (int64_t b = 0; b < bytes; b += 64) _mm_prefetch(reinterpret_cast<const char*>(row(r)) + b, _MM_HINT_T0);
-}
-
-// Scores of one query row for the keys [j0, n): groups of 4 keys (4 accumulators, one transposing reduction)
-// while a whole group fits, then one key at a time. `key(j)` gives the f32-convertible row of key j.
-template <class KV, class KeyRow>
-inline void scores(const float* q, int64_t hd, float scale, int64_t j0, int64_t n, float* s, KeyRow key) {
-  int64_t j = j0;
-  for (; j + 4 <= n; j += 4) {
-    if constexpr (KV::kPrefetch) prefetch_rows(key, j + kAheadKeys, n, hd * KV::kBytes);
-    const uint8_t *k0 = key(j), *k1 = key(j + 1), *k2 = key(j + 2), *k3 = key(j + 3);
-    __m512 c0 = _mm512_setzero_ps(), c1 = _mm512_setzero_ps(), c2 = _mm512_setzero_ps(), c3 = _mm512_setzero_ps();
-    for (int64_t d = 0; d < hd; d += 16) {
-      const __mmask16 mk = mask16(hd - d);
-      const __m512 qv = _mm512_maskz_loadu_ps(mk, q + d);
-      c0 = _mm512_fmadd_ps(qv, KV::load(k0, d, mk), c0);
-      c1 = _mm512_fmadd_ps(qv, KV::load(k1, d, mk), c1);
-      c2 = _mm512_fmadd_ps(qv, KV::load(k2, d, mk), c2);
-      c3 = _mm512_fmadd_ps(qv, KV::load(k3, d, mk), c3);
-    }
-    _mm_storeu_ps(s + j, _mm_mul_ps(hsum4(c0, c1, c2, c3), _mm_set1_ps(scale)));
-  }
-  for (; j < n; ++j) {
-    __m512 c0 = _mm512_setzero_ps();
-    for (int64_t d = 0; d < hd; d += 16) {
-      const __mmask16 mk = mask16(hd - d);
-      c0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mk, q + d), KV::load(key(j), d, mk), c0);
-    }
-    s[j] = hsum(c0) * scale;
-  }
-}
-
-// out += sum_j p_j v_j for the keys [j0, n): groups of 4 keys while a whole group fits, then one at a time.
-template <class KV, class ValRow>
-inline void weighted_values(const float* p, int64_t hd, int64_t j0, int64_t n, float* out, ValRow val) {
-  int64_t j = j0;
-  for (; j + 4 <= n; j += 4) {
-    if constexpr (KV::kPrefetch) prefetch_rows(val, j + kAheadKeys, n, hd * KV::kBytes);
-    const uint8_t *v0 = val(j), *v1 = val(j + 1), *v2 = val(j + 2), *v3 = val(j + 3);
-    const __m512 p0 = _mm512_set1_ps(p[j]), p1 = _mm512_set1_ps(p[j + 1]);
-    const __m512 p2 = _mm512_set1_ps(p[j + 2]), p3 = _mm512_set1_ps(p[j + 3]);
-    for (int64_t d = 0; d < hd; d += 16) {
-      const __mmask16 mk = mask16(hd - d);
-      __m512 o = _mm512_maskz_loadu_ps(mk, out + d);
-      o = _mm512_fmadd_ps(p0, KV::load(v0, d, mk), o);
-      o = _mm512_fmadd_ps(p1, KV::load(v1, d, mk), o);
-      o = _mm512_fmadd_ps(p2, KV::load(v2, d, mk), o);
-      o = _mm512_fmadd_ps(p3, KV::load(v3, d, mk), o);
-      _mm512_mask_storeu_ps(out + d, mk, o);
-    }
-  }
-  for (; j < n; ++j) {
-    const __m512 p0 = _mm512_set1_ps(p[j]);
-    for (int64_t d = 0; d < hd; d += 16) {
-      const __mmask16 mk = mask16(hd - d);
-      _mm512_mask_storeu_ps(out + d, mk, _mm512_fmadd_ps(p0, KV::load(val(j), d, mk), _mm512_maskz_loadu_ps(mk, out + d)));
-    }
-  }
-}
-
-// Scores of R query rows for the 4 keys whose f32 rows are kf[0..3] (one group): each row's accumulators see the
-// same FMAs in the same order as in scores() (so the same bits); the K vectors are loaded once for the R rows.
-template <int R>
-inline void scores_group(const float* const* q, const float* kf, int64_t hd, float scale, int64_t j, float* const* s) {
-  __m512 c[R][4];
-  for (int i = 0; i < R; ++i)
-    for (int t = 0; t < 4; ++t) c[i][t] = _mm512_setzero_ps();
-  for (int64_t d = 0; d < hd; d += 16) {
-    const __mmask16 mk = mask16(hd - d);
-    __m512 kv[4];
-    for (int t = 0; t < 4; ++t) kv[t] = _mm512_maskz_loadu_ps(mk, kf + t * hd + d);
-    for (int i = 0; i < R; ++i) {
-      const __m512 qv = _mm512_maskz_loadu_ps(mk, q[i] + d);
-      for (int t = 0; t < 4; ++t) c[i][t] = _mm512_fmadd_ps(qv, kv[t], c[i][t]);
-    }
-  }
-  for (int i = 0; i < R; ++i)
-    _mm_storeu_ps(s[i] + j, _mm_mul_ps(hsum4(c[i][0], c[i][1], c[i][2], c[i][3]), _mm_set1_ps(scale)));
-}
-
-// out_i += sum over the group's 4 keys of p_i[j + t] v_t for R query rows, in weighted_values()' order; the V
-// vectors (f32 rows vf[0..3]) are loaded once for the R rows.
-template <int R>
-inline void values_group(const float* const* p, const float* vf, int64_t hd, int64_t j, float* const* out) {
-  __m512 pb[R][4];
-  for (int i = 0; i < R; ++i)
-    for (int t = 0; t < 4; ++t) pb[i][t] = _mm512_set1_ps(p[i][j + t]);
-  for (int64_t d = 0; d < hd; d += 16) {
-    const __mmask16 mk = mask16(hd - d);
-    __m512 vv[4];
-    for (int t = 0; t < 4; ++t) vv[t] = _mm512_maskz_loadu_ps(mk, vf + t * hd + d);
-    for (int i = 0; i < R; ++i) {
-      __m512 o = _mm512_maskz_loadu_ps(mk, out[i] + d);
-      for (int t = 0; t < 4; ++t) o = _mm512_fmadd_ps(pb[i][t], vv[t], o);
-      _mm512_mask_storeu_ps(out[i] + d, mk, o);
-    }
-  }
-}
-
-// Rows j .. j+3 of K or V as f32 in buf (4 x hd), so several query rows can use one conversion.
-template <class KV, class Row>
-inline void convert4(int64_t hd, int64_t j, int64_t n, float* buf, Row row) {
-  prefetch_rows(row, j + kAheadKeys, n, hd * KV::kBytes);
-  for (int r = 0; r < 4; ++r)
-    for (int64_t d = 0; d < hd; d += 16) {
-      const __mmask16 mk = mask16(hd - d);
-      _mm512_mask_storeu_ps(buf + r * hd + d, mk, KV::load(row(j + r), d, mk));
-    }
-}
-
-// Every query row follows the same steps as if it were alone: scores in groups of 4 keys from k0 while a group fits
-// the row's own key count, then single keys; soft-cap; softmax; values in the same grouping. The groups that fit every
-// row are done once for all rows from an f32 copy of the 4 keys (exact, so the same values), the rest row by row.
-template <class KV>
-void attn_rows(const AttnRowsArgs& a) {
-  const int64_t hd = a.head_dim, nq = a.n_q;
-  int64_t n[kAttnMaxRows], n_max = 0, shared = INT64_MAX;
-  for (int64_t i = 0; i < nq; ++i) {
-    n[i] = a.k1[i] - a.k0;
-    n_max = std::max(n_max, n[i]);
-    shared = std::min(shared, n[i] / 4 * 4);  // keys in groups of 4 for every row
-  }
-  if (nq == 1) shared = 0;  // nothing to share: read K/V in place (and need no scratch beyond the scores)
-  const int64_t s_stride = n_max + (a.has_sink ? 1 : 0);  // a sink logit after each row's scores
-  float* buf = a.scratch + nq * s_stride;
-  float* srow[kAttnMaxRows];  // each row's scores, then probabilities
-  for (int64_t i = 0; i < nq; ++i) srow[i] = a.scratch + i * s_stride;
-  const uint8_t* kb = static_cast<const uint8_t*>(a.k);
-  const uint8_t* vb = static_cast<const uint8_t*>(a.v);
-  // byte offset of the j-th visible key's row; a wrapped ring continues at row 0 (see AttnRowArgs::ring)
-  auto off = [&](int64_t j) { return (a.ring > 0 && a.k0 + j >= a.ring ? a.k0 + j - a.ring : a.k0 + j) * a.kv_stride; };
-  auto krow = [&](int64_t j) { return kb + off(j); };
-  auto vrow = [&](int64_t j) { return vb + off(j); };
-
-  for (int64_t j = 0; j < shared; j += 4) {  // 1. scores: shared groups, then each row's own remainder
-    prefetch_rows(vrow, j, shared, hd * KV::kBytes);  // V rows are read after the softmax: fetch them meanwhile
-    convert4<KV>(hd, j, shared, buf, krow);
-    int64_t i = 0;
-    for (; i + 4 <= nq; i += 4) scores_group<4>(a.q + i, buf, hd, a.scale, j, srow + i);
-    for (; i < nq; ++i) scores_group<1>(a.q + i, buf, hd, a.scale, j, srow + i);
-  }
-  for (int64_t i = 0; i < nq; ++i) {
-    float* s = srow[i];
-    scores<KV>(a.q[i], hd, a.scale, shared, n[i], s, krow);
-    if (a.softcap > 0.0f) {  // s = softcap * tanh(s / softcap)
-      const __m512 cap = _mm512_set1_ps(a.softcap);
-      for (int64_t j = 0; j < n[i]; j += 16) {
-        const __mmask16 mk = mask16(n[i] - j);
-        _mm512_mask_storeu_ps(s + j, mk, _mm512_mul_ps(cap, tanh_ps(_mm512_div_ps(_mm512_maskz_loadu_ps(mk, s + j), cap))));
+  static void row(const uint8_t* p, int64_t hd, int64_t, float* dst) {
+    const auto* b = reinterpret_cast<const BlockQ8_0*>(p);
+    for (int64_t i = 0; i < hd / kQBlock; ++i, ++b, dst += kQBlock) {
+      const __m512 d = _mm512_set1_ps(f16_scalar(b->d));
+      for (int k = 0; k < kQBlock; k += 16) {
+        const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->qs + k));
+        _mm512_storeu_ps(dst + k, _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q))));
       }
     }
-    softmax(s, with_sink(s, n[i], a.has_sink, a.sink[i]));
-    for (int64_t d = 0; d < hd; d += 16) _mm512_mask_storeu_ps(a.out[i] + d, mask16(hd - d), _mm512_setzero_ps());
   }
-  for (int64_t j = 0; j < shared; j += 4) {  // 2. values, in the same order
-    convert4<KV>(hd, j, shared, buf, vrow);
-    int64_t i = 0;
-    for (; i + 4 <= nq; i += 4) values_group<4>(srow + i, buf, hd, j, a.out + i);
-    for (; i < nq; ++i) values_group<1>(srow + i, buf, hd, j, a.out + i);
-  }
-  for (int64_t i = 0; i < nq; ++i) weighted_values<KV>(srow[i], hd, shared, n[i], a.out[i], vrow);
+};
+
+// The sums of 8 vectors' lanes, one per output lane, by the same tree for every slot: the two 256-bit halves
+// added, then ((x0 + x1) + (x2 + x3)) + ((x4 + x5) + (x6 + x7)) over the 8 lanes left.
+inline __m256 reduce8(const __m512* c) {
+  __m256 h[8];
+  for (int i = 0; i < 8; ++i)
+    h[i] = _mm256_add_ps(_mm512_castps512_ps256(c[i]), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(c[i]), 1)));
+  const __m256 t0 = _mm256_hadd_ps(h[0], h[1]), t1 = _mm256_hadd_ps(h[2], h[3]);
+  const __m256 t2 = _mm256_hadd_ps(h[4], h[5]), t3 = _mm256_hadd_ps(h[6], h[7]);
+  const __m256 u0 = _mm256_hadd_ps(t0, t1), u1 = _mm256_hadd_ps(t2, t3);
+  return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
 }
 
-template <class KV>
-void attn_row(const AttnRowArgs& a) {  // attn_rows of one query (backends/cpu/attn_one_row.h)
-  attn_rows<KV>(attn_one_row(a));
+// Scores of R query rows (q, hdp floats apart) against keys [0, nk) of the f32 block kb (hdp floats apart, zero
+// rows after nk up to a multiple of 8): s[r * ss + j] = scale * q_r . k_j, J keys at a time (entries past nk are
+// written too, from the zero rows, and ignored). R * J accumulators, reduced 8 at a time (12 padded to 16).
+template <int R>
+void score_tile(const float* q, const float* kb, int64_t hdp, int64_t nk, float scale, float* s, int64_t ss) {
+  constexpr int J = R <= 2 ? 8 : 4;
+  constexpr int NA = (R * J + 7) / 8 * 8;
+  const __m256 vs = _mm256_set1_ps(scale);
+  for (int64_t j = 0; j < nk; j += J) {
+    __m512 acc[NA];
+    for (auto& c : acc) c = _mm512_setzero_ps();
+    const float* k = kb + j * hdp;
+    for (int64_t d = 0; d < hdp; d += 16) {
+      __m512 kv[J];
+      for (int jj = 0; jj < J; ++jj) kv[jj] = _mm512_loadu_ps(k + jj * hdp + d);
+      for (int r = 0; r < R; ++r) {
+        const __m512 qv = _mm512_loadu_ps(q + r * hdp + d);
+        for (int jj = 0; jj < J; ++jj) acc[r * J + jj] = _mm512_fmadd_ps(qv, kv[jj], acc[r * J + jj]);
+      }
+    }
+    alignas(32) float out[NA];
+    for (int g = 0; g < NA; g += 8) _mm256_store_ps(out + g, _mm256_mul_ps(reduce8(acc + g), vs));
+    for (int r = 0; r < R; ++r)
+      for (int jj = 0; jj < J; ++jj) s[r * ss + j + jj] = out[r * J + jj];
+  }
 }
+
+// o_r[d0, d0 + 16 W) += sum_{j < nc} e_r[j] v_j for R rows, in key order (one FMA chain per lane).
+template <int R, int W>
+inline void value_lanes(const float* const* e, const float* vb, int64_t hdp, int64_t nc, int64_t d0, float* const* o) {
+  __m512 acc[R][W];
+  for (int r = 0; r < R; ++r)
+    for (int w = 0; w < W; ++w) acc[r][w] = _mm512_loadu_ps(o[r] + d0 + 16 * w);
+  for (int64_t j = 0; j < nc; ++j) {
+    __m512 v[W];
+    for (int w = 0; w < W; ++w) v[w] = _mm512_loadu_ps(vb + j * hdp + d0 + 16 * w);
+    for (int r = 0; r < R; ++r) {
+      const __m512 p = _mm512_set1_ps(e[r][j]);
+      for (int w = 0; w < W; ++w) acc[r][w] = _mm512_fmadd_ps(p, v[w], acc[r][w]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int w = 0; w < W; ++w) _mm512_storeu_ps(o[r] + d0 + 16 * w, acc[r][w]);
+}
+
+// o_r[0, hdp) += sum_j e_r[j] v_j for R rows over keys j in [0, n[r]) of the f32 block vb, in key order; the keys
+// all R rows have go through the shared tile, each row's remaining keys through a tile of one.
+template <int R>
+void value_tile(const float* const* e, const float* vb, int64_t hdp, const int64_t* n, float* const* o) {
+  constexpr int W = R <= 2 ? 8 : 4;  // R * W <= 16 accumulators
+  int64_t nc = n[0];
+  for (int r = 1; r < R; ++r) nc = std::min(nc, n[r]);
+  int64_t d = 0;
+  for (; d + 16 * W <= hdp; d += 16 * W) value_lanes<R, W>(e, vb, hdp, nc, d, o);
+  for (; d + 64 <= hdp; d += 64) value_lanes<R, 4>(e, vb, hdp, nc, d, o);
+  for (; d < hdp; d += 16) value_lanes<R, 1>(e, vb, hdp, nc, d, o);
+  if constexpr (R > 1) {
+    for (int r = 0; r < R; ++r)
+      if (n[r] > nc) {
+        const float* er = e[r] + nc;
+        const int64_t rest = n[r] - nc;
+        value_tile<1>(&er, vb + nc * hdp, hdp, &rest, o + r);
+      }
+  }
+}
+
+// acc = fold(acc, c) for states {m, l, o[hd]} (kernels.h). noinline: attn_rows and attn_merge must run the very
+// same instructions (no call-site-dependent contraction or scheduling of the scalar part).
+[[gnu::noinline]] void fold(float* acc, const float* c, int64_t hd) {
+  const float m = std::max(acc[0], c[0]);
+  const float a = std::exp(acc[0] - m), b = std::exp(c[0] - m);
+  acc[0] = m;
+  acc[1] = std::fma(c[1], b, acc[1] * a);
+  const __m512 va = _mm512_set1_ps(a), vb = _mm512_set1_ps(b);
+  float* o = acc + 2;
+  const float* oc = c + 2;
+  for (int64_t d = 0; d < hd; d += 16) {
+    const __mmask16 mk = mask16(hd - d);
+    _mm512_mask_storeu_ps(o + d, mk, _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mk, oc + d), vb,
+                                                     _mm512_mul_ps(_mm512_maskz_loadu_ps(mk, o + d), va)));
+  }
+}
+
+// out = o / l for a folded state, the sink logit joining l (its probability dropped) when has_sink.
+[[gnu::noinline]] void finish(const float* acc, int64_t hd, bool has_sink, float sink, float* out) {
+  float f;
+  if (has_sink) {
+    const float m = std::max(acc[0], sink), a = std::exp(acc[0] - m);
+    f = a / std::fma(acc[1], a, std::exp(sink - m));
+  } else {
+    f = 1.0f / acc[1];
+  }
+  const __m512 vf = _mm512_set1_ps(f);
+  for (int64_t d = 0; d < hd; d += 16) {
+    const __mmask16 mk = mask16(hd - d);
+    _mm512_mask_storeu_ps(out + d, mk, _mm512_mul_ps(_mm512_maskz_loadu_ps(mk, acc + 2 + d), vf));
+  }
+}
+
+// Soft-cap, max, e^(s - m) in place and their sum for one row's n scores of a chunk; the entries after n up to a
+// multiple of 16 become 0. Returns {m, l}.
+std::pair<float, float> chunk_softmax(float* s, int64_t n, float softcap) {
+  if (softcap > 0.0f) {
+    const __m512 cap = _mm512_set1_ps(softcap);
+    for (int64_t j = 0; j < n; j += 16) {
+      const __mmask16 mk = mask16(n - j);
+      _mm512_mask_storeu_ps(s + j, mk, _mm512_mul_ps(cap, tanh_ps(_mm512_div_ps(_mm512_maskz_loadu_ps(mk, s + j), cap))));
+    }
+  }
+  const __m512 ninf = _mm512_set1_ps(-INFINITY);
+  __m512 mx = ninf;
+  for (int64_t j = 0; j < n; j += 16) mx = _mm512_max_ps(mx, _mm512_mask_loadu_ps(ninf, mask16(n - j), s + j));
+  const float m = hmax(mx);
+  const __m512 vm = _mm512_set1_ps(m);
+  __m512 sum = _mm512_setzero_ps();
+  for (int64_t j = 0; j < n; j += 16) {
+    const __mmask16 mk = mask16(n - j);
+    const __m512 e = _mm512_maskz_mov_ps(mk, exp_ps(_mm512_sub_ps(_mm512_loadu_ps(s + j), vm)));
+    _mm512_storeu_ps(s + j, e);
+    sum = _mm512_add_ps(sum, e);
+  }
+  return {m, hsum(sum)};
+}
+
+// The tile kernels above, as the shared chunked driver (backends/cpu/attn_chunked.h) takes them.
+struct Avx512 {
+  static constexpr int64_t kLanes = 16;
+  template <int R>
+  static void score_tile(const float* q, const float* kb, int64_t hdp, int64_t nk, float scale, float* s, int64_t ss) {
+    pipit::avx512::score_tile<R>(q, kb, hdp, nk, scale, s, ss);
+  }
+  template <int R>
+  static void value_tile(const float* const* e, const float* vb, int64_t hdp, const int64_t* n, float* const* o) {
+    pipit::avx512::value_tile<R>(e, vb, hdp, n, o);
+  }
+  static std::pair<float, float> chunk_softmax(float* s, int64_t n, float softcap) {
+    return pipit::avx512::chunk_softmax(s, n, softcap);
+  }
+  static void fold(float* acc, const float* c, int64_t hd) { pipit::avx512::fold(acc, c, hd); }
+  static void finish(const float* acc, int64_t hd, bool has_sink, float sink, float* out) {
+    pipit::avx512::finish(acc, hd, has_sink, sink, out);
+  }
+};
 
 }  // namespace
 
-void attn_row_f32(const AttnRowArgs& a) { attn_row<KvF32>(a); }
-void attn_row_f16(const AttnRowArgs& a) { attn_row<KvF16>(a); }
-void attn_rows_f32(const AttnRowsArgs& a) { attn_rows<KvF32>(a); }
-void attn_rows_f16(const AttnRowsArgs& a) { attn_rows<KvF16>(a); }
-void attn_row_q8_0(const AttnRowArgs& a) { attn_row<KvQ8>(a); }
-void attn_rows_q8_0(const AttnRowsArgs& a) { attn_rows<KvQ8>(a); }
+void attn_merge(const float* states, int64_t n, int64_t head_dim, bool has_sink, float sink, float* scratch,
+                float* out) {
+  attn_merge_chunked<Avx512>(states, n, head_dim, has_sink, sink, scratch, out);
+}
+
+void attn_row_f32(const AttnRowArgs& a) { attn_row_chunked<Avx512, KvF32>(a); }
+void attn_row_f16(const AttnRowArgs& a) { attn_row_chunked<Avx512, KvF16>(a); }
+void attn_row_q8_0(const AttnRowArgs& a) { attn_row_chunked<Avx512, KvQ8>(a); }
+void attn_rows_f32(const AttnRowsArgs& a) { attn_rows_chunked<Avx512, KvF32>(a); }
+void attn_rows_f16(const AttnRowsArgs& a) { attn_rows_chunked<Avx512, KvF16>(a); }
+void attn_rows_q8_0(const AttnRowsArgs& a) { attn_rows_chunked<Avx512, KvQ8>(a); }
 
 }  // namespace pipit::avx512

@@ -45,7 +45,7 @@ void fill(Kernels& k, const CpuFeatures& f) {
   k.attn_rows[int(DType::F32)] = attn_rows_f32;
   k.attn_rows[int(DType::F16)] = attn_rows_f16;
   k.attn_rows[int(DType::Q8_0)] = attn_rows_q8_0;
-  k.attn_merge = nullptr;  // these attn_rows keep whole rows of scores (no chunk states): no split decode
+  k.attn_merge = attn_merge;
 }
 
 }  // namespace pipit::avx512
