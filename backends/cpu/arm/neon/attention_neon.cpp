@@ -21,6 +21,7 @@ namespace {
 
 // One K/V head row (head_dim elements) -> f32, padded with zeros to hdp (a multiple of 4).
 struct KvF32 {
+  static int64_t bytes(int64_t hd) { return hd * 4; }
   static void row(const uint8_t* p, int64_t hd, int64_t hdp, float* dst) {
     const float* s = reinterpret_cast<const float*>(p);
     int64_t d = 0;
@@ -30,6 +31,7 @@ struct KvF32 {
   }
 };
 struct KvF16 {
+  static int64_t bytes(int64_t hd) { return hd * 2; }
   static void row(const uint8_t* p, int64_t hd, int64_t hdp, float* dst) {
     const uint16_t* s = reinterpret_cast<const uint16_t*>(p);
     int64_t d = 0;
@@ -40,6 +42,7 @@ struct KvF16 {
 };
 // q8_0 rows (head_dim a multiple of 32, so hdp == head_dim): element = d_block * q, the product ref forms
 struct KvQ8 {
+  static int64_t bytes(int64_t hd) { return hd / kQBlock * int64_t(sizeof(BlockQ8_0)); }
   static void row(const uint8_t* p, int64_t hd, int64_t, float* dst) {
     const auto* b = reinterpret_cast<const BlockQ8_0*>(p);
     for (int64_t i = 0; i < hd / kQBlock; ++i, ++b, dst += kQBlock) {

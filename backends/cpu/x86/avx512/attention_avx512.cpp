@@ -17,6 +17,10 @@
 #include <cmath>
 #include <utility>
 
+// GCC 12 warns "__Y may be used uninitialized" where _mm512_min_ps / _mm512_extractf64x4_pd and friends, inlined
+// here, pass their _mm512_undefined_ps() (`__m512 __Y = __Y;`) as the unused merge source: a false positive.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 #include "backends/cpu/attn_chunked.h"
 #include "backends/cpu/x86/avx512/kernels_avx512.h"
 #include "backends/cpu/x86/avx512/simd_avx512.h"
@@ -30,12 +34,14 @@ inline __mmask16 lanes_at(int64_t d, int64_t hd) { return d < hd ? mask16(hd - d
 
 // One K/V head row (head_dim elements) -> f32, padded with zeros to hdp (a multiple of 16).
 struct KvF32 {
+  static int64_t bytes(int64_t hd) { return hd * 4; }
   static void row(const uint8_t* p, int64_t hd, int64_t hdp, float* dst) {
     const float* s = reinterpret_cast<const float*>(p);
     for (int64_t d = 0; d < hdp; d += 16) _mm512_storeu_ps(dst + d, _mm512_maskz_loadu_ps(lanes_at(d, hd), s + d));
   }
 };
 struct KvF16 {
+  static int64_t bytes(int64_t hd) { return hd * 2; }
   static void row(const uint8_t* p, int64_t hd, int64_t hdp, float* dst) {
     const uint16_t* s = reinterpret_cast<const uint16_t*>(p);
     for (int64_t d = 0; d < hdp; d += 16) _mm512_storeu_ps(dst + d, load_f16(s + d, lanes_at(d, hd)));
@@ -43,6 +49,7 @@ struct KvF16 {
 };
 // q8_0 rows (head_dim a multiple of 32, so hdp == head_dim): element = d_block * q, the product ref forms
 struct KvQ8 {
+  static int64_t bytes(int64_t hd) { return hd / kQBlock * int64_t(sizeof(BlockQ8_0)); }
   static void row(const uint8_t* p, int64_t hd, int64_t, float* dst) {
     const auto* b = reinterpret_cast<const BlockQ8_0*>(p);
     for (int64_t i = 0; i < hd / kQBlock; ++i, ++b, dst += kQBlock) {
@@ -184,7 +191,7 @@ std::pair<float, float> chunk_softmax(float* s, int64_t n, float softcap) {
   __m512 sum = _mm512_setzero_ps();
   for (int64_t j = 0; j < n; j += 16) {
     const __mmask16 mk = mask16(n - j);
-    const __m512 e = _mm512_maskz_mov_ps(mk, exp_ps(_mm512_sub_ps(_mm512_loadu_ps(s + j), vm)));
+    const __m512 e = _mm512_maskz_mov_ps(mk, exp_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(mk, s + j), vm)));
     _mm512_storeu_ps(s + j, e);
     sum = _mm512_add_ps(sum, e);
   }
