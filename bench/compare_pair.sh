@@ -8,7 +8,8 @@
 #   ROUNDS 3, THREADS 2 (a comma list runs each), PROMPT 512, GEN 64. LLAMA_BIN: llama.cpp's bin folder (default
 #   /tmp/lc/src/build/bin). DEPTH=D: both run their tests after D positions already in the context (-d). KV=f16|q8_0|
 #   f32: the KV cache type of both (pipit --kv-type, llama -ctk/-ctv; default: each one's own, f16). FA=on|off|auto:
-#   llama.cpp's flash attention (default: its own, auto).
+#   llama.cpp's flash attention (default: its own, auto). PIPIT_ARGS: more `pipit bench` options (e.g.
+#   "--precision fast").
 set -euo pipefail
 BUILD=${1:?usage: $0 BUILD_DIR PIPIT_MODEL LLAMA_GGUF [ROUNDS] [THREADS] [PROMPT] [GEN]}
 PM=${2:?pipit model}
@@ -23,6 +24,7 @@ LARGS=(-d "$DEPTH")
 PARGS=(-d "$DEPTH")
 if [ -n "${KV:-}" ]; then LARGS+=(-ctk "$KV" -ctv "$KV"); PARGS+=(--kv-type "$KV"); fi
 if [ -n "${FA:-}" ]; then LARGS+=(-fa "$FA"); fi
+if [ -n "${PIPIT_ARGS:-}" ]; then read -ra _extra <<< "$PIPIT_ARGS"; PARGS+=("${_extra[@]}"); fi
 OUT=$(mktemp -d)
 PIPIT=$(cd "$BUILD" && pwd)/pipit
 echo "# $(date -u +%FT%TZ) $(nproc) cpus, load: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -1,6 +1,7 @@
 // Kernel micro-benchmarks: every ISA level this CPU runs, and ref, on one thread.
 //   GEMV (decode, M = 1) for f32 / f16 / bf16 / q8_0 / q4_0 weights (and the K-quant panels q4_k/q5_k/q6_kx16) at K = N = 1024, 2048, 4096: GB/s of weights.
-//   Small GEMM (prefill, M = 32) at K = N = 1024, 2048: GFLOP/s (2 M N K per call).
+//   Small GEMM (prefill, M = 32) at K = N = 1024, 2048: GFLOP/s (2 M N K per call); the Qwen3-0.6B FFN shapes at
+//   M = 512 (with bf16dot where the CPU has bf16 dot products: `--precision fast`).
 //   Row kernels (rms_norm, swiglu, softmax, quantize_act at n = 4096) and attn_row (head_dim 128, 1024 keys).
 // Quantized matmuls take pre-quantized activations (quantize_act has its own case).
 // Run: build/kernels_bench --benchmark_filter=gemv   (names: <op>/<isa>/<dtype>/K=N=<n>[/M=<m>])
@@ -51,7 +52,7 @@ void bm_matmul(benchmark::State& st, const Kernels* k, DType t, int64_t M, int64
   const int64_t row = dtype_row_bytes(t, K);
   std::vector<uint8_t> w(size_t(row * N));
   {
-    const DType plain = dtype_unpanel(t);  // panels: quantize plain rows, then pack them
+    const DType plain = t == DType::BF16DOT ? DType::BF16 : dtype_unpanel(t);  // panels: quantize plain rows, then pack them
     auto wf = random_floats(size_t(K * N), 1);
     for (int64_t n = 0; n < N; ++n) ref_kernels().from_f32[int(plain)](&wf[size_t(n * K)], &w[size_t(n * row)], K);
     if (plain != t) {
@@ -62,7 +63,13 @@ void bm_matmul(benchmark::State& st, const Kernels* k, DType t, int64_t M, int64
   }
   auto xf = random_floats(size_t(M * K), 2);
   std::vector<BlockQ8Act> xq;
+  std::vector<bf16_t> xb;
   MatmulArgs a{xf.data(), K * 4, w.data(), row, nullptr, N * 4, M, K};
+  if (t == DType::BF16DOT) {  // x as bf16 rows (ops rounds it once per matmul)
+    for (float v : xf) xb.push_back(f32_to_bf16(v));
+    a.x = xb.data();
+    a.x_stride = K * 2;
+  }
   if (dtype_is_quantized(t)) {
     xq.resize(size_t(M * K / kQBlock));
     k->quantize_act(xf.data(), K * 4, xq.data(), M, K);
@@ -119,6 +126,7 @@ void bm_attn(benchmark::State& st, const Kernels* k, DType kv) {
 void register_all() {
   const DType dts[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q8_0X16, DType::Q4_0X16};
   for (auto& [isa, k] : tables()) {
+    std::vector<DType> dts_prefill(std::begin(dts), std::end(dts));
     for (DType t : dts)
       for (int64_t n : {1024, 2048, 4096}) {
         const std::string name = "gemv/" + isa + "/" + std::string(dtype_name(t)) + "/K=N=" + std::to_string(n);
@@ -143,7 +151,8 @@ void register_all() {
       benchmark::RegisterBenchmark(("gemm/" + isa + "/" + std::string(dtype_name(t)) + "/K=1024/N=3072/M=512").c_str(),
                                    bm_matmul, k, t, int64_t(512), int64_t(1024), int64_t(3072))
           ->Unit(benchmark::kMillisecond);
-    for (DType t : dts)  // prefill shapes of Qwen3-0.6B: one 512-token chunk through ffn_up and ffn_down
+    if (k->bf16_dot) dts_prefill.push_back(DType::BF16DOT);
+    for (DType t : dts_prefill)  // prefill shapes of Qwen3-0.6B: one 512-token chunk through ffn_up and ffn_down
       for (auto [K, N] : {std::pair<int64_t, int64_t>{1024, 3072}, {3072, 1024}}) {
         const std::string name = "gemm/" + isa + "/" + std::string(dtype_name(t)) + "/K=" + std::to_string(K) +
                                  "/N=" + std::to_string(N) + "/M=512";

@@ -25,12 +25,19 @@ void add_model_options(Args& a) {
 
 void add_device_option(Args& a) {
   a.option({"--device"}, "where the decoder runs: cpu, opencl or opencl:N (pipit inspect --devices)", "cpu");
+  a.option({"--precision"}, "exact | fast (f16/bf16 weights: bf16 dot products where the CPU has them, "
+                            "x rounded to bf16; about 2x prefill)", "exact");
 }
 
 Result<LoadOptions> load_options(const Args& a, bool need_tokenizer) {
   LoadOptions o;
   o.need_tokenizer = need_tokenizer;
   if (a.has("--mmproj")) o.mmproj = a.get("--mmproj");
+  if (a.has("--precision")) {
+    const std::string p = a.get("--precision");
+    if (p != "exact" && p != "fast") return Error::invalid_argument("--precision {}: expected exact or fast", p);
+    o.precision_fast = p == "fast";
+  }
   if (a.has("--device")) {
     PIPIT_ASSIGN_OR_RETURN(o.device, open_device(a.get("--device")));
   }

@@ -15,6 +15,9 @@ enum class DType : uint8_t {
   Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K, IQ4_NL, IQ4_XS,
   MXFP4,  // OCP microscaling FP4 (GPT-OSS experts), ggml's block_mxfp4
   Q4_KX16, Q5_KX16, Q6_KX16,  // K-quant panels (below), made by the loader
+  // bf16 weights whose matmuls round x to bf16 too and take bf16 dot products (AVX512-BF16 vdpbf16ps): the bytes
+  // of bf16, made by the loader from f16 / bf16 matrices under LoadOptions::precision fast, never stored in a file
+  BF16DOT,
   kCount
 };
 
@@ -239,6 +242,7 @@ constexpr DTypeInfo kDTypeInfo[] = {
     // per row on average, as q4_0x16
     {"q4_kx16", kQK, sizeof(BlockQ4_Kx16) / 16, true}, {"q5_kx16", kQK, sizeof(BlockQ5_Kx16) / 16, true},
     {"q6_kx16", kQK, sizeof(BlockQ6_Kx16) / 16, true},
+    {"bf16dot", 1, 2, false},
 };
 static_assert(sizeof(kDTypeInfo) / sizeof(kDTypeInfo[0]) == size_t(DType::kCount));
 

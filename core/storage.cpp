@@ -18,11 +18,29 @@
 
 namespace pipit {
 
+namespace {
+// Buffers from 1 MiB up are their own anonymous mapping: the kernel hands out zero pages as they are first
+// touched, so they need no memset (which, for weights repacked at load, doubled the cost of faulting their pages
+// in: 1.2 GB of f16 -> bf16dot took 5.7 s, a third of it in memset).
+constexpr size_t kMapMin = size_t(1) << 20;
+size_t rounded_size(size_t size) {
+  const size_t r = (size + kAlign - 1) / kAlign * kAlign;
+  return r == 0 ? kAlign : r;
+}
+}  // namespace
+
 std::shared_ptr<HeapStorage> HeapStorage::make(size_t size) {
   auto s = std::shared_ptr<HeapStorage>(new HeapStorage());
   if (size > SIZE_MAX - kAlign) throw std::bad_alloc();
-  size_t rounded = (size + kAlign - 1) / kAlign * kAlign;
-  if (rounded == 0) rounded = kAlign;
+  const size_t rounded = rounded_size(size);
+  if (rounded >= kMapMin) {
+    void* m = ::mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) throw std::bad_alloc();
+    ::madvise(m, rounded, MADV_HUGEPAGE);
+    s->data_ = static_cast<uint8_t*>(m);
+    s->size_ = size;
+    return s;
+  }
   void* p = std::aligned_alloc(kAlign, rounded);
   // Sizes a user controls are checked before they get here (core/limits.h, runtime/memory_plan.h); what is left is
   // a machine that ran out meanwhile. That is not a bug: it unwinds as bad_alloc to Session/loader, which return
@@ -34,7 +52,10 @@ std::shared_ptr<HeapStorage> HeapStorage::make(size_t size) {
   return s;
 }
 
-HeapStorage::~HeapStorage() { std::free(data_); }
+HeapStorage::~HeapStorage() {
+  if (rounded_size(size_) >= kMapMin) ::munmap(data_, rounded_size(size_));
+  else std::free(data_);
+}
 
 Result<std::shared_ptr<MmapStorage>> MmapStorage::open(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

@@ -31,6 +31,12 @@ struct LoadOptions {
   // load, after which the file's pages are released. Files written by `pipit convert --target` hold q4_0 / q8_0
   // panels already and load without a copy. PIPIT_PACK=0 turns it off.
   bool pack_weights = true;
+  // `--precision fast`: where the CPU has bf16 dot products (Kernels::bf16_dot, AVX512-BF16), f16 / bf16 matrices
+  // become bf16dot (core/dtype.h): every matmul with them rounds x to bf16, and f16 weights are rounded to bf16 once
+  // here, for twice the f32 FMA rate in prefill. The error bound is measured in tests/models (GoldenText.
+  // PrecisionFast...). Off (exact, the default): f32 x against the weights as stored, accumulated in f32. Ignored
+  // with a device, and on CPUs without bf16 dot products (the exact path runs).
+  bool precision_fast = false;
   // llama.cpp's mmproj file (the vision tower of a multimodal GGUF model, convert/gguf_import.h); empty: none.
   std::string mmproj;
   // Run the decoder on this device (backends/device.h): its weights are uploaded once here, in the device's

@@ -21,7 +21,8 @@ struct BlockQ8Act {
 static_assert(sizeof(BlockQ8Act) == 40);
 
 // y[m, n] = sum_k x[m, k] * w[n, k] for m in [0, M), n in [n0, n1).
-// x: M rows of K activations (f32 rows, or BlockQ8Act rows for quantized weights), row stride x_stride bytes.
+// x: M rows of K activations (f32 rows, BlockQ8Act rows for quantized weights, bf16 rows for bf16dot), row stride
+// x_stride bytes.
 // w: weight rows of K elements in the weight dtype, row stride w_stride bytes. y: f32, row stride y_stride bytes.
 struct MatmulArgs {
   const void* x;
@@ -195,6 +196,9 @@ struct Kernels {
   bool pack_quant = false;
   // q4_K / q5_K / q6_K weights likewise as q4_kx16 / q5_kx16 / q6_kx16 (set where panel K kernels exist).
   bool pack_kquant = false;
+  // Native bf16 dot products (AVX512-BF16): matmul[BF16DOT] runs at twice the f32 FMA rate, so the loader turns
+  // f16 / bf16 matrices into bf16dot under LoadOptions::precision fast. Elsewhere bf16dot has only the scalar ref.
+  bool bf16_dot = false;
 };
 
 // The table for this CPU (PIPIT_CPU_MAX_ISA caps it). Built once.

@@ -54,8 +54,8 @@ Tensor to_f32(Ctx& ctx, const Tensor& x) {
 
 namespace {
 
-// x as the matmul kernels of weight dtype wt take it: f32 rows as they are, or int8 blocks (BlockQ8Act) quantized
-// once, shared by every thread and by every weight that follows.
+// x as the matmul kernels of weight dtype wt take it: f32 rows as they are, int8 blocks (BlockQ8Act) quantized or
+// bf16 rows (bf16dot) rounded once, shared by every thread and by every weight that follows.
 MatmulArgs matmul_input(Ctx& ctx, const Tensor& x, DType wt) {
   const int64_t M = x.dim(0), K = x.dim(1);
   MatmulArgs a{x.data(), x.row_stride(), nullptr, 0, nullptr, 0, M, K};
@@ -68,6 +68,14 @@ MatmulArgs matmul_input(Ctx& ctx, const Tensor& x, DType wt) {
     }, 4);
     a.x = q;
     a.x_stride = K / kQBlock * int64_t(sizeof(BlockQ8Act));
+  } else if (wt == DType::BF16DOT) {  // x rounded to bf16 once (precision fast, core/dtype.h)
+    Tensor xb = ctx.alloc(DType::BF16, {M, K});
+    auto conv = ctx.k->from_f32[int(DType::BF16)];
+    ctx.pool->parallel_for(M, [&](int64_t m0, int64_t m1) {
+      for (int64_t m = m0; m < m1; ++m) conv(frow(x, m), xb.row_ptr(m), K);
+    }, 4);
+    a.x = xb.data();
+    a.x_stride = xb.row_stride();
   }
   return a;
 }

@@ -55,6 +55,7 @@ void fill(Kernels& k) {
   k.matmul[int(DType::F32)] = matmul_f32;
   k.matmul[int(DType::F16)] = matmul_f16;
   k.matmul[int(DType::BF16)] = matmul_bf16;
+  k.matmul[int(DType::BF16DOT)] = matmul_bf16dot;
   k.matmul[int(DType::Q8_0)] = matmul_q8_0;
   k.matmul[int(DType::Q4_0)] = matmul_q4_0;
   k.matmul[int(DType::Q8_0X16)] = matmul_q8_0x16;
@@ -74,6 +75,7 @@ void fill(Kernels& k) {
   k.to_f32[int(DType::F32)] = f32_to_f32;
   k.to_f32[int(DType::F16)] = f16_to_f32_row;
   k.to_f32[int(DType::BF16)] = bf16_to_f32_row;
+  k.to_f32[int(DType::BF16DOT)] = bf16_to_f32_row;
   k.to_f32[int(DType::Q8_0)] = q8_0_to_f32;
   k.to_f32[int(DType::Q4_0)] = q4_0_to_f32;
   k.to_f32[int(DType::MXFP4)] = mxfp4_to_f32;

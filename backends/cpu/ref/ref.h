@@ -8,6 +8,7 @@ namespace pipit::ref {
 void matmul_f32(const MatmulArgs& a, int64_t n0, int64_t n1);
 void matmul_f16(const MatmulArgs& a, int64_t n0, int64_t n1);
 void matmul_bf16(const MatmulArgs& a, int64_t n0, int64_t n1);
+void matmul_bf16dot(const MatmulArgs& a, int64_t n0, int64_t n1);  // x is bf16 rows (core/dtype.h, BF16DOT)
 void matmul_q8_0(const MatmulArgs& a, int64_t n0, int64_t n1);  // x is BlockQ8Act rows
 void matmul_q4_0(const MatmulArgs& a, int64_t n0, int64_t n1);  // x is BlockQ8Act rows
 void matmul_q8_0x16(const MatmulArgs& a, int64_t n0, int64_t n1);  // row-interleaved panels (core/dtype.h)

@@ -15,6 +15,10 @@ void fill(Kernels& k, const CpuFeatures& f) {
   k.matmul[int(DType::F32)] = matmul_f32;
   k.matmul[int(DType::F16)] = matmul_f16;
   k.matmul[int(DType::BF16)] = matmul_bf16;
+  if (f.avx512bf16) {  // vdpbf16ps; without it bf16dot stays ref's and the loader never makes it
+    k.matmul[int(DType::BF16DOT)] = matmul_bf16dot;
+    k.bf16_dot = true;
+  }
   if (f.avx512vnni) {
     k.matmul[int(DType::Q8_0)] = matmul_q8_0;
     k.matmul[int(DType::Q4_0)] = matmul_q4_0;

@@ -33,6 +33,7 @@ void q4_0_to_f32(const void* src, float* dst, int64_t n);
 void f16_from_f32_row(const float* src, void* dst, int64_t n);
 void bf16_from_f32_row(const float* src, void* dst, int64_t n);
 
+void matmul_bf16dot(const MatmulArgs& a, int64_t n0, int64_t n1);  // x: bf16 rows
 void attn_row_f32(const AttnRowArgs& a);
 void attn_row_f16(const AttnRowArgs& a);
 void attn_row_q8_0(const AttnRowArgs& a);

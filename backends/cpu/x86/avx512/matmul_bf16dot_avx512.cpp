@@ -1,0 +1,96 @@
+// AVX512-BF16 matmul for bf16dot weights (core/dtype.h; `--precision fast`): x comes as bf16 rows (ops rounds it
+// once), and vdpbf16ps multiplies 32 bf16 pairs into 16 f32 lanes per instruction, twice the f32 FMA rate. Laid out
+// as matmul_float_avx512.cpp: lanes run along k (each lane sums its pairs k = 2l, 2l + 1 (mod 32) in k order, then
+// one reduction tree per output), decode (M = 1) reads 8 weight rows one after another, M > 1 runs 4 x 4 tiles over
+// blocks of x rows that stay in L2. Every output is the same instruction sequence whatever M or the tile, so a row
+// of a batch equals the row alone (tests/kernels/matmul_invariance_test.cpp). Against f32 the error is x's and the
+// weights' rounding to bf16 (relative 2^-9 each); against ref (tests/kernels/matmul_float_test.cpp) only the
+// summation order differs.
+#include <algorithm>
+
+#include "backends/cpu/x86/avx512/kernels_avx512.h"
+#include "backends/cpu/x86/avx512/simd_avx512.h"
+
+namespace pipit::avx512 {
+
+namespace {
+
+constexpr int kMR = 4, kNR = 4;
+
+inline __m512bh load_bh(const uint16_t* p) { return (__m512bh)_mm512_loadu_si512(p); }
+inline __m512bh load_bh(const uint16_t* p, __mmask32 m) { return (__m512bh)_mm512_maskz_loadu_epi16(m, p); }
+
+template <int MR, int NR>
+inline void tile(const MatmulArgs& a, int64_t m, int64_t n) {
+  const uint16_t* x[MR];
+  float* y[MR];
+  const uint16_t* w[NR];
+  for (int i = 0; i < MR; ++i) {
+    x[i] = reinterpret_cast<const uint16_t*>(static_cast<const uint8_t*>(a.x) + (m + i) * a.x_stride);
+    y[i] = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(a.y) + (m + i) * a.y_stride) + n;
+  }
+  for (int j = 0; j < NR; ++j) w[j] = reinterpret_cast<const uint16_t*>(static_cast<const uint8_t*>(a.w) + (n + j) * a.w_stride);
+  __m512 acc[MR][NR];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_setzero_ps();
+  const int64_t K = a.K, kv = K / 32 * 32;
+  if constexpr (MR == 1) {  // decode: weight rows one after another (one stream for the hardware prefetcher)
+    for (int j = 0; j < NR; ++j)
+      for (int64_t k = 0; k < kv; k += 32) acc[0][j] = _mm512_dpbf16_ps(acc[0][j], load_bh(x[0] + k), load_bh(w[j] + k));
+  } else {
+    for (int64_t k = 0; k < kv; k += 32) {
+      __m512bh xv[MR];
+      for (int i = 0; i < MR; ++i) xv[i] = load_bh(x[i] + k);
+      for (int j = 0; j < NR; ++j) {
+        const __m512bh wv = load_bh(w[j] + k);
+        for (int i = 0; i < MR; ++i) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], xv[i], wv);
+      }
+    }
+  }
+  if (kv < K) {  // tail: masked pairs load as 0
+    const __mmask32 mk = K - kv >= 32 ? ~__mmask32(0) : __mmask32((1u << (K - kv)) - 1);
+    for (int j = 0; j < NR; ++j) {
+      const __m512bh wv = load_bh(w[j] + kv, mk);
+      for (int i = 0; i < MR; ++i) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], load_bh(x[i] + kv, mk), wv);
+    }
+  }
+  for (int i = 0; i < MR; ++i) {
+    if constexpr (NR % 4 == 0) {
+      for (int j = 0; j < NR; j += 4) _mm_storeu_ps(y[i] + j, hsum4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]));
+    } else {
+      for (int j = 0; j < NR; ++j) y[i][j] = hsum(acc[i][j]);
+    }
+  }
+}
+
+template <int NR>
+inline void column(const MatmulArgs& a, int64_t n, int64_t m0, int64_t m1) {
+  int64_t m = m0;
+  for (; m + kMR <= m1; m += kMR) tile<kMR, NR>(a, m, n);
+  switch (m1 - m) {
+    case 3: tile<3, NR>(a, m, n); break;
+    case 2: tile<2, NR>(a, m, n); break;
+    case 1: tile<1, NR>(a, m, n); break;
+    default: break;
+  }
+}
+
+}  // namespace
+
+void matmul_bf16dot(const MatmulArgs& a, int64_t n0, int64_t n1) {
+  int64_t n = n0;
+  if (a.M == 1) {
+    for (; n + 8 <= n1; n += 8) tile<1, 8>(a, 0, n);
+    for (; n + 4 <= n1; n += 4) tile<1, 4>(a, 0, n);
+    for (; n < n1; ++n) tile<1, 1>(a, 0, n);
+    return;
+  }
+  const int64_t mb = std::max<int64_t>(kMR, (int64_t(256) << 10) / (a.K * 2) / kMR * kMR);  // x rows in ~256 KiB
+  for (int64_t m0 = 0; m0 < a.M; m0 += mb) {
+    const int64_t m1 = std::min(a.M, m0 + mb);
+    for (n = n0; n + kNR <= n1; n += kNR) column<kNR>(a, n, m0, m1);
+    for (; n < n1; ++n) column<1>(a, n, m0, m1);
+  }
+}
+
+}  // namespace pipit::avx512
