@@ -26,6 +26,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #include "backends/cpu/attn_one_row.h"
@@ -34,7 +35,27 @@
 namespace pipit {
 namespace {
 
-constexpr int64_t kAttnBlock = 64;  // keys converted to f32 at a time (32 KiB for head_dim 128: L1/L2-resident)
+constexpr int64_t kAttnBlock = 64;
+
+// The scalar half of Isa::fold (acc = fold(acc, c), kernels.h): m and l of the folded state, and the factors a, b
+// the level then applies to o (o = a o_acc + b o_c).
+struct FoldFactors {
+  float a, b;
+};
+inline FoldFactors fold_scalars(float* acc, const float* c) {
+  const float m = std::max(acc[0], c[0]);
+  const float a = std::exp(acc[0] - m), b = std::exp(c[0] - m);
+  acc[0] = m;
+  acc[1] = std::fma(c[1], b, acc[1] * a);
+  return {a, b};
+}
+// The scalar half of Isa::finish: the factor o is multiplied by for the output, o / l, the sink logit joining l
+// (its probability dropped) when has_sink.
+inline float finish_factor(const float* acc, bool has_sink, float sink) {
+  if (!has_sink) return 1.0f / acc[1];
+  const float m = std::max(acc[0], sink), a = std::exp(acc[0] - m);
+  return a / std::fma(acc[1], a, std::exp(sink - m));
+}  // keys converted to f32 at a time (32 KiB for head_dim 128: L1/L2-resident)
 
 template <class Isa, class KV>
 void attn_rows_chunked(const AttnRowsArgs& a) {

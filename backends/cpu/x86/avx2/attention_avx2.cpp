@@ -73,164 +73,141 @@ inline __m256 reduce8(const __m256* c) {
   return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
 }
 
-// Scores of R query rows (q, hdp floats apart) against keys [0, nk) of the f32 block kb (hdp floats apart, zero
-// rows after nk up to a multiple of 8): s[r * ss + j] = scale * q_r . k_j, J keys at a time (entries past nk are
-// written too, from the zero rows, and ignored).
-template <int R>
-void score_tile(const float* q, const float* kb, int64_t hdp, int64_t nk, float scale, float* s, int64_t ss) {
-  constexpr int J = R == 1 ? 8 : R == 2 ? 4 : 2;
-  const __m256 vs = _mm256_set1_ps(scale);
-  for (int64_t j = 0; j < nk; j += J) {
-    __m256 acc[8];
-    for (auto& c : acc) c = _mm256_setzero_ps();
-    const float* k = kb + j * hdp;
-    for (int64_t d = 0; d < hdp; d += 8) {
-      __m256 kv[J];
-      for (int jj = 0; jj < J; ++jj) kv[jj] = _mm256_loadu_ps(k + jj * hdp + d);
-      for (int r = 0; r < R; ++r) {
-        const __m256 qv = _mm256_loadu_ps(q + r * hdp + d);
-        for (int jj = 0; jj < J; ++jj) acc[r * J + jj] = _mm256_fmadd_ps(qv, kv[jj], acc[r * J + jj]);
-      }
-    }
-    alignas(32) float out[8];
-    _mm256_store_ps(out, _mm256_mul_ps(reduce8(acc), vs));
-    for (int r = 0; r < R; ++r)
-      for (int jj = 0; jj < J; ++jj) s[r * ss + j + jj] = out[r * J + jj];
-  }
-}
-
-// o_r[0, hdp) += sum_j e_r[j] v_j for R rows over keys j in [0, n[r]) of the f32 block vb, in key order; the keys
-// all R rows have go through the shared tile, each row's remaining keys through a tile of one.
-template <int R>
-void value_tile(const float* const* e, const float* vb, int64_t hdp, const int64_t* n, float* const* o) {
-  int64_t nc = n[0];
-  for (int r = 1; r < R; ++r) nc = std::min(nc, n[r]);
-  int64_t d = 0;
-  for (; d + 16 <= hdp; d += 16) {
-    __m256 acc[R][2];
-    for (int r = 0; r < R; ++r) acc[r][0] = _mm256_loadu_ps(o[r] + d), acc[r][1] = _mm256_loadu_ps(o[r] + d + 8);
-    for (int64_t j = 0; j < nc; ++j) {
-      const __m256 v0 = _mm256_loadu_ps(vb + j * hdp + d), v1 = _mm256_loadu_ps(vb + j * hdp + d + 8);
-      for (int r = 0; r < R; ++r) {
-        const __m256 p = _mm256_broadcast_ss(e[r] + j);
-        acc[r][0] = _mm256_fmadd_ps(p, v0, acc[r][0]);
-        acc[r][1] = _mm256_fmadd_ps(p, v1, acc[r][1]);
-      }
-    }
-    for (int r = 0; r < R; ++r) _mm256_storeu_ps(o[r] + d, acc[r][0]), _mm256_storeu_ps(o[r] + d + 8, acc[r][1]);
-  }
-  if (d < hdp) {  // hdp % 16 == 8
-    __m256 acc[R];
-    for (int r = 0; r < R; ++r) acc[r] = _mm256_loadu_ps(o[r] + d);
-    for (int64_t j = 0; j < nc; ++j) {
-      const __m256 v0 = _mm256_loadu_ps(vb + j * hdp + d);
-      for (int r = 0; r < R; ++r) acc[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(e[r] + j), v0, acc[r]);
-    }
-    for (int r = 0; r < R; ++r) _mm256_storeu_ps(o[r] + d, acc[r]);
-  }
-  if constexpr (R > 1) {
-    for (int r = 0; r < R; ++r)
-      if (n[r] > nc) {
-        const float* er = e[r] + nc;
-        const int64_t rest = n[r] - nc;
-        value_tile<1>(&er, vb + nc * hdp, hdp, &rest, o + r);
-      }
-  }
-}
-
-// acc = fold(acc, c) for states {m, l, o[hd]} (kernels.h). noinline: attn_rows and attn_merge must run the very
-// same instructions (no call-site-dependent contraction or scheduling of the scalar part).
-[[gnu::noinline]] void fold(float* acc, const float* c, int64_t hd) {
-  const float m = std::max(acc[0], c[0]);
-  const float a = std::exp(acc[0] - m), b = std::exp(c[0] - m);
-  acc[0] = m;
-  acc[1] = std::fma(c[1], b, acc[1] * a);
-  const __m256 va = _mm256_set1_ps(a), vb = _mm256_set1_ps(b);
-  float* o = acc + 2;
-  const float* oc = c + 2;
-  int64_t d = 0;
-  for (; d + 8 <= hd; d += 8)
-    _mm256_storeu_ps(o + d, _mm256_fmadd_ps(_mm256_loadu_ps(oc + d), vb, _mm256_mul_ps(_mm256_loadu_ps(o + d), va)));
-  if (d < hd) {
-    const __m256i mk = tail_mask(hd - d);
-    _mm256_maskstore_ps(o + d, mk, _mm256_fmadd_ps(_mm256_maskload_ps(oc + d, mk), vb,
-                                                   _mm256_mul_ps(_mm256_maskload_ps(o + d, mk), va)));
-  }
-}
-
-// out = o / l for a folded state, the sink logit joining l (its probability dropped) when has_sink.
-[[gnu::noinline]] void finish(const float* acc, int64_t hd, bool has_sink, float sink, float* out) {
-  float f;
-  if (has_sink) {
-    const float m = std::max(acc[0], sink), a = std::exp(acc[0] - m);
-    f = a / std::fma(acc[1], a, std::exp(sink - m));
-  } else {
-    f = 1.0f / acc[1];
-  }
-  const __m256 vf = _mm256_set1_ps(f);
-  int64_t d = 0;
-  for (; d + 8 <= hd; d += 8) _mm256_storeu_ps(out + d, _mm256_mul_ps(_mm256_loadu_ps(acc + 2 + d), vf));
-  if (d < hd) {
-    const __m256i mk = tail_mask(hd - d);
-    _mm256_maskstore_ps(out + d, mk, _mm256_mul_ps(_mm256_maskload_ps(acc + 2 + d, mk), vf));
-  }
-}
-
-// Soft-cap, max, e^(s - m) in place and their sum for one row's n scores of a chunk; the entries after n up to a
-// multiple of 8 become 0. Returns {m, l}.
-std::pair<float, float> chunk_softmax(float* s, int64_t n, float softcap) {
-  const int64_t n8 = n / 8 * 8;
-  const __m256i mk = tail_mask(n - n8);
-  if (softcap > 0.0f) {
-    const __m256 cap = _mm256_set1_ps(softcap);
-    for (int64_t j = 0; j < n8; j += 8)
-      _mm256_storeu_ps(s + j, _mm256_mul_ps(cap, tanh_ps(_mm256_div_ps(_mm256_loadu_ps(s + j), cap))));
-    if (n8 < n)
-      _mm256_maskstore_ps(s + n8, mk, _mm256_mul_ps(cap, tanh_ps(_mm256_div_ps(_mm256_maskload_ps(s + n8, mk), cap))));
-  }
-  const __m256 ninf = _mm256_set1_ps(-INFINITY);
-  __m256 mx = ninf;
-  for (int64_t j = 0; j < n8; j += 8) mx = _mm256_max_ps(mx, _mm256_loadu_ps(s + j));
-  if (n8 < n) mx = _mm256_max_ps(mx, _mm256_blendv_ps(ninf, _mm256_maskload_ps(s + n8, mk), _mm256_castsi256_ps(mk)));
-  alignas(32) float t[8];
-  _mm256_store_ps(t, mx);
-  float m = t[0];
-  for (int i = 1; i < 8; ++i) m = std::max(m, t[i]);
-  const __m256 vm = _mm256_set1_ps(m);
-  __m256 sum = _mm256_setzero_ps();
-  for (int64_t j = 0; j < n8; j += 8) {
-    const __m256 e = exp_ps(_mm256_sub_ps(_mm256_loadu_ps(s + j), vm));
-    _mm256_storeu_ps(s + j, e);
-    sum = _mm256_add_ps(sum, e);
-  }
-  if (n8 < n) {
-    const __m256 e = _mm256_and_ps(exp_ps(_mm256_sub_ps(_mm256_loadu_ps(s + n8), vm)), _mm256_castsi256_ps(mk));
-    _mm256_storeu_ps(s + n8, e);
-    sum = _mm256_add_ps(sum, e);
-  }
-  __m256 c[8] = {sum, _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
-                 _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-  _mm256_store_ps(t, reduce8(c));
-  return {m, t[0]};
-}
-
-// The tile kernels above, as the shared chunked driver (backends/cpu/attn_chunked.h) takes them.
+// The tiles and the chunk steps the shared driver (backends/cpu/attn_chunked.h) takes, as one struct.
 struct Avx2 {
   static constexpr int64_t kLanes = 8;
+
+  // Scores of R query rows (q, hdp floats apart) against keys [0, nk) of the f32 block kb (hdp floats apart, zero
+  // rows after nk up to a multiple of 8): s[r * ss + j] = scale * q_r . k_j, J keys at a time (entries past nk are
+  // written too, from the zero rows, and ignored).
   template <int R>
   static void score_tile(const float* q, const float* kb, int64_t hdp, int64_t nk, float scale, float* s, int64_t ss) {
-    pipit::avx2::score_tile<R>(q, kb, hdp, nk, scale, s, ss);
+    constexpr int J = R == 1 ? 8 : R == 2 ? 4 : 2;
+    const __m256 vs = _mm256_set1_ps(scale);
+    for (int64_t j = 0; j < nk; j += J) {
+      __m256 acc[8];
+      for (auto& c : acc) c = _mm256_setzero_ps();
+      const float* k = kb + j * hdp;
+      for (int64_t d = 0; d < hdp; d += 8) {
+        __m256 kv[J];
+        for (int jj = 0; jj < J; ++jj) kv[jj] = _mm256_loadu_ps(k + jj * hdp + d);
+        for (int r = 0; r < R; ++r) {
+          const __m256 qv = _mm256_loadu_ps(q + r * hdp + d);
+          for (int jj = 0; jj < J; ++jj) acc[r * J + jj] = _mm256_fmadd_ps(qv, kv[jj], acc[r * J + jj]);
+        }
+      }
+      alignas(32) float out[8];
+      _mm256_store_ps(out, _mm256_mul_ps(reduce8(acc), vs));
+      for (int r = 0; r < R; ++r)
+        for (int jj = 0; jj < J; ++jj) s[r * ss + j + jj] = out[r * J + jj];
+    }
   }
+
+  // o_r[0, hdp) += sum_j e_r[j] v_j for R rows over keys j in [0, n[r]) of the f32 block vb, in key order; the keys
+  // all R rows have go through the shared tile, each row's remaining keys through a tile of one.
   template <int R>
   static void value_tile(const float* const* e, const float* vb, int64_t hdp, const int64_t* n, float* const* o) {
-    pipit::avx2::value_tile<R>(e, vb, hdp, n, o);
+    int64_t nc = n[0];
+    for (int r = 1; r < R; ++r) nc = std::min(nc, n[r]);
+    int64_t d = 0;
+    for (; d + 16 <= hdp; d += 16) {
+      __m256 acc[R][2];
+      for (int r = 0; r < R; ++r) acc[r][0] = _mm256_loadu_ps(o[r] + d), acc[r][1] = _mm256_loadu_ps(o[r] + d + 8);
+      for (int64_t j = 0; j < nc; ++j) {
+        const __m256 v0 = _mm256_loadu_ps(vb + j * hdp + d), v1 = _mm256_loadu_ps(vb + j * hdp + d + 8);
+        for (int r = 0; r < R; ++r) {
+          const __m256 p = _mm256_broadcast_ss(e[r] + j);
+          acc[r][0] = _mm256_fmadd_ps(p, v0, acc[r][0]);
+          acc[r][1] = _mm256_fmadd_ps(p, v1, acc[r][1]);
+        }
+      }
+      for (int r = 0; r < R; ++r) _mm256_storeu_ps(o[r] + d, acc[r][0]), _mm256_storeu_ps(o[r] + d + 8, acc[r][1]);
+    }
+    if (d < hdp) {  // hdp % 16 == 8
+      __m256 acc[R];
+      for (int r = 0; r < R; ++r) acc[r] = _mm256_loadu_ps(o[r] + d);
+      for (int64_t j = 0; j < nc; ++j) {
+        const __m256 v0 = _mm256_loadu_ps(vb + j * hdp + d);
+        for (int r = 0; r < R; ++r) acc[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(e[r] + j), v0, acc[r]);
+      }
+      for (int r = 0; r < R; ++r) _mm256_storeu_ps(o[r] + d, acc[r]);
+    }
+    if constexpr (R > 1) {
+      for (int r = 0; r < R; ++r)
+        if (n[r] > nc) {
+          const float* er = e[r] + nc;
+          const int64_t rest = n[r] - nc;
+          value_tile<1>(&er, vb + nc * hdp, hdp, &rest, o + r);
+        }
+    }
   }
+
+  // acc = fold(acc, c) for states {m, l, o[hd]} (kernels.h). noinline: attn_rows and attn_merge must run the very
+  // same instructions (no call-site-dependent contraction or scheduling of the scalar part).
+  [[gnu::noinline]] static void fold(float* acc, const float* c, int64_t hd) {
+    const auto [a, b] = fold_scalars(acc, c);
+    const __m256 va = _mm256_set1_ps(a), vb = _mm256_set1_ps(b);
+    float* o = acc + 2;
+    const float* oc = c + 2;
+    int64_t d = 0;
+    for (; d + 8 <= hd; d += 8)
+      _mm256_storeu_ps(o + d, _mm256_fmadd_ps(_mm256_loadu_ps(oc + d), vb, _mm256_mul_ps(_mm256_loadu_ps(o + d), va)));
+    if (d < hd) {
+      const __m256i mk = tail_mask(hd - d);
+      _mm256_maskstore_ps(o + d, mk, _mm256_fmadd_ps(_mm256_maskload_ps(oc + d, mk), vb,
+                                                     _mm256_mul_ps(_mm256_maskload_ps(o + d, mk), va)));
+    }
+  }
+
+  // out = o / l for a folded state, the sink logit joining l (its probability dropped) when has_sink.
+  [[gnu::noinline]] static void finish(const float* acc, int64_t hd, bool has_sink, float sink, float* out) {
+    const float f = finish_factor(acc, has_sink, sink);
+    const __m256 vf = _mm256_set1_ps(f);
+    int64_t d = 0;
+    for (; d + 8 <= hd; d += 8) _mm256_storeu_ps(out + d, _mm256_mul_ps(_mm256_loadu_ps(acc + 2 + d), vf));
+    if (d < hd) {
+      const __m256i mk = tail_mask(hd - d);
+      _mm256_maskstore_ps(out + d, mk, _mm256_mul_ps(_mm256_maskload_ps(acc + 2 + d, mk), vf));
+    }
+  }
+
+  // Soft-cap, max, e^(s - m) in place and their sum for one row's n scores of a chunk; the entries after n up to a
+  // multiple of 8 become 0. Returns {m, l}.
   static std::pair<float, float> chunk_softmax(float* s, int64_t n, float softcap) {
-    return pipit::avx2::chunk_softmax(s, n, softcap);
-  }
-  static void fold(float* acc, const float* c, int64_t hd) { pipit::avx2::fold(acc, c, hd); }
-  static void finish(const float* acc, int64_t hd, bool has_sink, float sink, float* out) {
-    pipit::avx2::finish(acc, hd, has_sink, sink, out);
+    const int64_t n8 = n / 8 * 8;
+    const __m256i mk = tail_mask(n - n8);
+    if (softcap > 0.0f) {
+      const __m256 cap = _mm256_set1_ps(softcap);
+      for (int64_t j = 0; j < n8; j += 8)
+        _mm256_storeu_ps(s + j, _mm256_mul_ps(cap, tanh_ps(_mm256_div_ps(_mm256_loadu_ps(s + j), cap))));
+      if (n8 < n)
+        _mm256_maskstore_ps(s + n8, mk,
+                            _mm256_mul_ps(cap, tanh_ps(_mm256_div_ps(_mm256_maskload_ps(s + n8, mk), cap))));
+    }
+    const __m256 ninf = _mm256_set1_ps(-INFINITY);
+    __m256 mx = ninf;
+    for (int64_t j = 0; j < n8; j += 8) mx = _mm256_max_ps(mx, _mm256_loadu_ps(s + j));
+    if (n8 < n) mx = _mm256_max_ps(mx, _mm256_blendv_ps(ninf, _mm256_maskload_ps(s + n8, mk), _mm256_castsi256_ps(mk)));
+    alignas(32) float t[8];
+    _mm256_store_ps(t, mx);
+    float m = t[0];
+    for (int i = 1; i < 8; ++i) m = std::max(m, t[i]);
+    const __m256 vm = _mm256_set1_ps(m);
+    __m256 sum = _mm256_setzero_ps();
+    for (int64_t j = 0; j < n8; j += 8) {
+      const __m256 e = exp_ps(_mm256_sub_ps(_mm256_loadu_ps(s + j), vm));
+      _mm256_storeu_ps(s + j, e);
+      sum = _mm256_add_ps(sum, e);
+    }
+    if (n8 < n) {
+      const __m256 e = _mm256_and_ps(exp_ps(_mm256_sub_ps(_mm256_loadu_ps(s + n8), vm)), _mm256_castsi256_ps(mk));
+      _mm256_storeu_ps(s + n8, e);
+      sum = _mm256_add_ps(sum, e);
+    }
+    __m256 c[8] = {sum, _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                   _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    _mm256_store_ps(t, reduce8(c));
+    return {m, t[0]};
   }
 };
 

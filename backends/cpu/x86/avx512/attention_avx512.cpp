@@ -67,154 +67,133 @@ struct KvQ8 {
 inline __m256 reduce8(const __m512* c) {
   __m256 h[8];
   for (int i = 0; i < 8; ++i)
-    h[i] = _mm256_add_ps(_mm512_castps512_ps256(c[i]), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(c[i]), 1)));
+    h[i] = _mm256_add_ps(_mm512_castps512_ps256(c[i]),
+                         _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(c[i]), 1)));
   const __m256 t0 = _mm256_hadd_ps(h[0], h[1]), t1 = _mm256_hadd_ps(h[2], h[3]);
   const __m256 t2 = _mm256_hadd_ps(h[4], h[5]), t3 = _mm256_hadd_ps(h[6], h[7]);
   const __m256 u0 = _mm256_hadd_ps(t0, t1), u1 = _mm256_hadd_ps(t2, t3);
   return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
 }
 
-// Scores of R query rows (q, hdp floats apart) against keys [0, nk) of the f32 block kb (hdp floats apart, zero
-// rows after nk up to a multiple of 8): s[r * ss + j] = scale * q_r . k_j, J keys at a time (entries past nk are
-// written too, from the zero rows, and ignored). R * J accumulators, reduced 8 at a time (12 padded to 16).
-template <int R>
-void score_tile(const float* q, const float* kb, int64_t hdp, int64_t nk, float scale, float* s, int64_t ss) {
-  constexpr int J = R <= 2 ? 8 : 4;
-  constexpr int NA = (R * J + 7) / 8 * 8;
-  const __m256 vs = _mm256_set1_ps(scale);
-  for (int64_t j = 0; j < nk; j += J) {
-    __m512 acc[NA];
-    for (auto& c : acc) c = _mm512_setzero_ps();
-    const float* k = kb + j * hdp;
-    for (int64_t d = 0; d < hdp; d += 16) {
-      __m512 kv[J];
-      for (int jj = 0; jj < J; ++jj) kv[jj] = _mm512_loadu_ps(k + jj * hdp + d);
-      for (int r = 0; r < R; ++r) {
-        const __m512 qv = _mm512_loadu_ps(q + r * hdp + d);
-        for (int jj = 0; jj < J; ++jj) acc[r * J + jj] = _mm512_fmadd_ps(qv, kv[jj], acc[r * J + jj]);
-      }
-    }
-    alignas(32) float out[NA];
-    for (int g = 0; g < NA; g += 8) _mm256_store_ps(out + g, _mm256_mul_ps(reduce8(acc + g), vs));
-    for (int r = 0; r < R; ++r)
-      for (int jj = 0; jj < J; ++jj) s[r * ss + j + jj] = out[r * J + jj];
-  }
-}
-
-// o_r[d0, d0 + 16 W) += sum_{j < nc} e_r[j] v_j for R rows, in key order (one FMA chain per lane).
-template <int R, int W>
-inline void value_lanes(const float* const* e, const float* vb, int64_t hdp, int64_t nc, int64_t d0, float* const* o) {
-  __m512 acc[R][W];
-  for (int r = 0; r < R; ++r)
-    for (int w = 0; w < W; ++w) acc[r][w] = _mm512_loadu_ps(o[r] + d0 + 16 * w);
-  for (int64_t j = 0; j < nc; ++j) {
-    __m512 v[W];
-    for (int w = 0; w < W; ++w) v[w] = _mm512_loadu_ps(vb + j * hdp + d0 + 16 * w);
-    for (int r = 0; r < R; ++r) {
-      const __m512 p = _mm512_set1_ps(e[r][j]);
-      for (int w = 0; w < W; ++w) acc[r][w] = _mm512_fmadd_ps(p, v[w], acc[r][w]);
-    }
-  }
-  for (int r = 0; r < R; ++r)
-    for (int w = 0; w < W; ++w) _mm512_storeu_ps(o[r] + d0 + 16 * w, acc[r][w]);
-}
-
-// o_r[0, hdp) += sum_j e_r[j] v_j for R rows over keys j in [0, n[r]) of the f32 block vb, in key order; the keys
-// all R rows have go through the shared tile, each row's remaining keys through a tile of one.
-template <int R>
-void value_tile(const float* const* e, const float* vb, int64_t hdp, const int64_t* n, float* const* o) {
-  constexpr int W = R <= 2 ? 8 : 4;  // R * W <= 16 accumulators
-  int64_t nc = n[0];
-  for (int r = 1; r < R; ++r) nc = std::min(nc, n[r]);
-  int64_t d = 0;
-  for (; d + 16 * W <= hdp; d += 16 * W) value_lanes<R, W>(e, vb, hdp, nc, d, o);
-  for (; d + 64 <= hdp; d += 64) value_lanes<R, 4>(e, vb, hdp, nc, d, o);
-  for (; d < hdp; d += 16) value_lanes<R, 1>(e, vb, hdp, nc, d, o);
-  if constexpr (R > 1) {
-    for (int r = 0; r < R; ++r)
-      if (n[r] > nc) {
-        const float* er = e[r] + nc;
-        const int64_t rest = n[r] - nc;
-        value_tile<1>(&er, vb + nc * hdp, hdp, &rest, o + r);
-      }
-  }
-}
-
-// acc = fold(acc, c) for states {m, l, o[hd]} (kernels.h). noinline: attn_rows and attn_merge must run the very
-// same instructions (no call-site-dependent contraction or scheduling of the scalar part).
-[[gnu::noinline]] void fold(float* acc, const float* c, int64_t hd) {
-  const float m = std::max(acc[0], c[0]);
-  const float a = std::exp(acc[0] - m), b = std::exp(c[0] - m);
-  acc[0] = m;
-  acc[1] = std::fma(c[1], b, acc[1] * a);
-  const __m512 va = _mm512_set1_ps(a), vb = _mm512_set1_ps(b);
-  float* o = acc + 2;
-  const float* oc = c + 2;
-  for (int64_t d = 0; d < hd; d += 16) {
-    const __mmask16 mk = mask16(hd - d);
-    _mm512_mask_storeu_ps(o + d, mk, _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mk, oc + d), vb,
-                                                     _mm512_mul_ps(_mm512_maskz_loadu_ps(mk, o + d), va)));
-  }
-}
-
-// out = o / l for a folded state, the sink logit joining l (its probability dropped) when has_sink.
-[[gnu::noinline]] void finish(const float* acc, int64_t hd, bool has_sink, float sink, float* out) {
-  float f;
-  if (has_sink) {
-    const float m = std::max(acc[0], sink), a = std::exp(acc[0] - m);
-    f = a / std::fma(acc[1], a, std::exp(sink - m));
-  } else {
-    f = 1.0f / acc[1];
-  }
-  const __m512 vf = _mm512_set1_ps(f);
-  for (int64_t d = 0; d < hd; d += 16) {
-    const __mmask16 mk = mask16(hd - d);
-    _mm512_mask_storeu_ps(out + d, mk, _mm512_mul_ps(_mm512_maskz_loadu_ps(mk, acc + 2 + d), vf));
-  }
-}
-
-// Soft-cap, max, e^(s - m) in place and their sum for one row's n scores of a chunk; the entries after n up to a
-// multiple of 16 become 0. Returns {m, l}.
-std::pair<float, float> chunk_softmax(float* s, int64_t n, float softcap) {
-  if (softcap > 0.0f) {
-    const __m512 cap = _mm512_set1_ps(softcap);
-    for (int64_t j = 0; j < n; j += 16) {
-      const __mmask16 mk = mask16(n - j);
-      _mm512_mask_storeu_ps(s + j, mk, _mm512_mul_ps(cap, tanh_ps(_mm512_div_ps(_mm512_maskz_loadu_ps(mk, s + j), cap))));
-    }
-  }
-  const __m512 ninf = _mm512_set1_ps(-INFINITY);
-  __m512 mx = ninf;
-  for (int64_t j = 0; j < n; j += 16) mx = _mm512_max_ps(mx, _mm512_mask_loadu_ps(ninf, mask16(n - j), s + j));
-  const float m = hmax(mx);
-  const __m512 vm = _mm512_set1_ps(m);
-  __m512 sum = _mm512_setzero_ps();
-  for (int64_t j = 0; j < n; j += 16) {
-    const __mmask16 mk = mask16(n - j);
-    const __m512 e = _mm512_maskz_mov_ps(mk, exp_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(mk, s + j), vm)));
-    _mm512_storeu_ps(s + j, e);
-    sum = _mm512_add_ps(sum, e);
-  }
-  return {m, hsum(sum)};
-}
-
-// The tile kernels above, as the shared chunked driver (backends/cpu/attn_chunked.h) takes them.
+// The tiles and the chunk steps the shared driver (backends/cpu/attn_chunked.h) takes, as one struct.
 struct Avx512 {
   static constexpr int64_t kLanes = 16;
+
+  // Scores of R query rows (q, hdp floats apart) against keys [0, nk) of the f32 block kb (hdp floats apart, zero
+  // rows after nk up to a multiple of 8): s[r * ss + j] = scale * q_r . k_j, J keys at a time (entries past nk are
+  // written too, from the zero rows, and ignored). R * J accumulators, reduced 8 at a time (12 padded to 16).
   template <int R>
   static void score_tile(const float* q, const float* kb, int64_t hdp, int64_t nk, float scale, float* s, int64_t ss) {
-    pipit::avx512::score_tile<R>(q, kb, hdp, nk, scale, s, ss);
+    constexpr int J = R <= 2 ? 8 : 4;
+    constexpr int NA = (R * J + 7) / 8 * 8;
+    const __m256 vs = _mm256_set1_ps(scale);
+    for (int64_t j = 0; j < nk; j += J) {
+      __m512 acc[NA];
+      for (auto& c : acc) c = _mm512_setzero_ps();
+      const float* k = kb + j * hdp;
+      for (int64_t d = 0; d < hdp; d += 16) {
+        __m512 kv[J];
+        for (int jj = 0; jj < J; ++jj) kv[jj] = _mm512_loadu_ps(k + jj * hdp + d);
+        for (int r = 0; r < R; ++r) {
+          const __m512 qv = _mm512_loadu_ps(q + r * hdp + d);
+          for (int jj = 0; jj < J; ++jj) acc[r * J + jj] = _mm512_fmadd_ps(qv, kv[jj], acc[r * J + jj]);
+        }
+      }
+      alignas(32) float out[NA];
+      for (int g = 0; g < NA; g += 8) _mm256_store_ps(out + g, _mm256_mul_ps(reduce8(acc + g), vs));
+      for (int r = 0; r < R; ++r)
+        for (int jj = 0; jj < J; ++jj) s[r * ss + j + jj] = out[r * J + jj];
+    }
   }
+
+  // o_r[d0, d0 + 16 W) += sum_{j < nc} e_r[j] v_j for R rows, in key order (one FMA chain per lane).
+  template <int R, int W>
+  static inline void value_lanes(const float* const* e, const float* vb, int64_t hdp, int64_t nc, int64_t d0,
+                                 float* const* o) {
+    __m512 acc[R][W];
+    for (int r = 0; r < R; ++r)
+      for (int w = 0; w < W; ++w) acc[r][w] = _mm512_loadu_ps(o[r] + d0 + 16 * w);
+    for (int64_t j = 0; j < nc; ++j) {
+      __m512 v[W];
+      for (int w = 0; w < W; ++w) v[w] = _mm512_loadu_ps(vb + j * hdp + d0 + 16 * w);
+      for (int r = 0; r < R; ++r) {
+        const __m512 p = _mm512_set1_ps(e[r][j]);
+        for (int w = 0; w < W; ++w) acc[r][w] = _mm512_fmadd_ps(p, v[w], acc[r][w]);
+      }
+    }
+    for (int r = 0; r < R; ++r)
+      for (int w = 0; w < W; ++w) _mm512_storeu_ps(o[r] + d0 + 16 * w, acc[r][w]);
+  }
+
+  // o_r[0, hdp) += sum_j e_r[j] v_j for R rows over keys j in [0, n[r]) of the f32 block vb, in key order; the keys
+  // all R rows have go through the shared tile, each row's remaining keys through a tile of one.
   template <int R>
   static void value_tile(const float* const* e, const float* vb, int64_t hdp, const int64_t* n, float* const* o) {
-    pipit::avx512::value_tile<R>(e, vb, hdp, n, o);
+    constexpr int W = R <= 2 ? 8 : 4;  // R * W <= 16 accumulators
+    int64_t nc = n[0];
+    for (int r = 1; r < R; ++r) nc = std::min(nc, n[r]);
+    int64_t d = 0;
+    for (; d + 16 * W <= hdp; d += 16 * W) value_lanes<R, W>(e, vb, hdp, nc, d, o);
+    for (; d + 64 <= hdp; d += 64) value_lanes<R, 4>(e, vb, hdp, nc, d, o);
+    for (; d < hdp; d += 16) value_lanes<R, 1>(e, vb, hdp, nc, d, o);
+    if constexpr (R > 1) {
+      for (int r = 0; r < R; ++r)
+        if (n[r] > nc) {
+          const float* er = e[r] + nc;
+          const int64_t rest = n[r] - nc;
+          value_tile<1>(&er, vb + nc * hdp, hdp, &rest, o + r);
+        }
+    }
   }
+
+  // acc = fold(acc, c) for states {m, l, o[hd]} (kernels.h). noinline: attn_rows and attn_merge must run the very
+  // same instructions (no call-site-dependent contraction or scheduling of the scalar part).
+  [[gnu::noinline]] static void fold(float* acc, const float* c, int64_t hd) {
+    const auto [a, b] = fold_scalars(acc, c);
+    const __m512 va = _mm512_set1_ps(a), vb = _mm512_set1_ps(b);
+    float* o = acc + 2;
+    const float* oc = c + 2;
+    for (int64_t d = 0; d < hd; d += 16) {
+      const __mmask16 mk = mask16(hd - d);
+      _mm512_mask_storeu_ps(o + d, mk, _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mk, oc + d), vb,
+                                                       _mm512_mul_ps(_mm512_maskz_loadu_ps(mk, o + d), va)));
+    }
+  }
+
+  // out = o / l for a folded state, the sink logit joining l (its probability dropped) when has_sink.
+  [[gnu::noinline]] static void finish(const float* acc, int64_t hd, bool has_sink, float sink, float* out) {
+    const float f = finish_factor(acc, has_sink, sink);
+    const __m512 vf = _mm512_set1_ps(f);
+    for (int64_t d = 0; d < hd; d += 16) {
+      const __mmask16 mk = mask16(hd - d);
+      _mm512_mask_storeu_ps(out + d, mk, _mm512_mul_ps(_mm512_maskz_loadu_ps(mk, acc + 2 + d), vf));
+    }
+  }
+
+  // Soft-cap, max, e^(s - m) in place and their sum for one row's n scores of a chunk; the entries after n up to a
+  // multiple of 16 become 0. Returns {m, l}.
   static std::pair<float, float> chunk_softmax(float* s, int64_t n, float softcap) {
-    return pipit::avx512::chunk_softmax(s, n, softcap);
-  }
-  static void fold(float* acc, const float* c, int64_t hd) { pipit::avx512::fold(acc, c, hd); }
-  static void finish(const float* acc, int64_t hd, bool has_sink, float sink, float* out) {
-    pipit::avx512::finish(acc, hd, has_sink, sink, out);
+    if (softcap > 0.0f) {
+      const __m512 cap = _mm512_set1_ps(softcap);
+      for (int64_t j = 0; j < n; j += 16) {
+        const __mmask16 mk = mask16(n - j);
+        _mm512_mask_storeu_ps(s + j, mk,
+                              _mm512_mul_ps(cap, tanh_ps(_mm512_div_ps(_mm512_maskz_loadu_ps(mk, s + j), cap))));
+      }
+    }
+    const __m512 ninf = _mm512_set1_ps(-INFINITY);
+    __m512 mx = ninf;
+    for (int64_t j = 0; j < n; j += 16) mx = _mm512_max_ps(mx, _mm512_mask_loadu_ps(ninf, mask16(n - j), s + j));
+    const float m = hmax(mx);
+    const __m512 vm = _mm512_set1_ps(m);
+    __m512 sum = _mm512_setzero_ps();
+    for (int64_t j = 0; j < n; j += 16) {
+      const __mmask16 mk = mask16(n - j);
+      const __m512 e = _mm512_maskz_mov_ps(mk, exp_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(mk, s + j), vm)));
+      _mm512_storeu_ps(s + j, e);
+      sum = _mm512_add_ps(sum, e);
+    }
+    return {m, hsum(sum)};
   }
 };
 
