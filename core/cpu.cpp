@@ -54,6 +54,7 @@ CpuFeatures detect() {
   f.fp16 = hw & HWCAP_ASIMDHP;
   f.dotprod = hw & HWCAP_ASIMDDP;
   f.i8mm = hw2 & HWCAP2_I8MM;
+  f.bf16 = hw2 & HWCAP2_BF16;
 #endif
   return f;
 }
@@ -69,9 +70,9 @@ void apply_cap(CpuFeatures& f, const std::string& cap) {
   } else if (cap == "avx512") {
     // keep everything
   } else if (cap == "neon") {
-    f.dotprod = f.i8mm = false;
+    f.dotprod = f.i8mm = f.bf16 = false;
   } else if (cap == "dotprod") {
-    f.i8mm = false;
+    f.i8mm = f.bf16 = false;
   }
 }
 
@@ -94,6 +95,7 @@ std::string CpuFeatures::describe() const {
   add(fp16, "fp16");
   add(dotprod, "dotprod");
   add(i8mm, "i8mm");
+  add(bf16, "bf16");
   return s.empty() ? "scalar" : s;
 }
 

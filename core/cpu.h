@@ -11,7 +11,7 @@ struct CpuFeatures {
   bool avx2 = false, fma = false, f16c = false;
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false, avx512vnni = false, avx512bf16 = false;
   // arm
-  bool neon = false, fp16 = false, dotprod = false, i8mm = false;
+  bool neon = false, fp16 = false, dotprod = false, i8mm = false, bf16 = false;  // bf16: FEAT_BF16 (bfdot)
 
   bool x86_avx2() const { return avx2 && fma && f16c; }
   bool x86_avx512() const { return x86_avx2() && avx512f && avx512bw && avx512vl && avx512dq; }

@@ -15,7 +15,7 @@ Kernels make_kernels(const CpuFeatures& f) {
 #elif defined(PIPIT_HAVE_ARM_KERNELS)
   if (f.neon) neon::fill(k);
   if (f.dotprod) dotprod::fill(k);
-  if (f.i8mm) i8mm::fill(k);
+  if (f.i8mm) i8mm::fill(k, f);
 #endif
   return k;
 }

@@ -8,5 +8,5 @@ namespace avx2 { void fill(Kernels& k); }
 namespace avx512 { void fill(Kernels& k, const CpuFeatures& f); }
 namespace neon { void fill(Kernels& k); }
 namespace dotprod { void fill(Kernels& k); }
-namespace i8mm { void fill(Kernels& k); }
+namespace i8mm { void fill(Kernels& k, const CpuFeatures& f); }
 }  // namespace pipit
