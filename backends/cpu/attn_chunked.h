@@ -15,7 +15,7 @@
 //   kLanes                 head_dim is padded with zeros to a multiple of this (hdp)
 //   score_tile<R>(q, kb, hdp, nk, scale, s, ss)   s[r * ss + j] = scale * q_r . k_j for j < nk rounded up to the
 //                          tile's key count (<= 8; the block has zero rows there)
-//   value_tile<R>(e, vb, hdp, n, o)               o_r[0, hdp) += sum_{j < n[r]} e_r[j] v_j in key order
+//   value_tile<R>(e, vb, hdp, n, o)               o_r[0, hdp) += sum_{j < n} e_r[j] v_j in key order
 //   chunk_softmax(s, n, softcap) -> {m, l}       soft-cap, max, e^(s - m) in place; entries after n up to the
 //                          vector width become 0 (a row's scores have kAttnChunk + 16 floats)
 //   fold(acc, c, hd), finish(acc, hd, has_sink, sink, out)   (noinline in the level: attn_merge runs the same code)
@@ -85,10 +85,10 @@ void attn_rows_chunked(const AttnRowsArgs& a) {
   // (pipit bench -d 4096 -n 64, Qwen3-0.6B shape, f16 KV: 8 keys ahead 12.8 / 25.3 tok/s at 1 / 2 threads, 24 keys
   // 16.4 / 24.9, 40 keys 15.2 / 21.4; no prefetch 9.3 at 1 thread).
   constexpr int64_t kAhead = 24;
-  const int64_t row_bytes = KV::bytes(hd), n_end = n_max;
+  const int64_t row_bytes = KV::bytes(hd);
   auto convert = [&](const uint8_t* base, int64_t j0, int64_t j1, bool fetch) {
     for (int64_t j = j0; j < j1; ++j) {
-      if (fetch && j + kAhead < n_end) {
+      if (fetch && j + kAhead < n_max) {
         const int64_t o = off(j + kAhead);
         for (int64_t b = 0; b < row_bytes; b += 64) {
           __builtin_prefetch(kb + o + b, 0, 3);
@@ -144,19 +144,25 @@ void attn_rows_chunked(const AttnRowsArgs& a) {
         const int R = int(std::min<int64_t>(4, nr - t));
         const float* e[4];
         float* o[4];
-        int64_t cnt[4];
+        int64_t cnt[4], nc = kAttnBlock;  // each row's keys in this block; the keys all R rows have
         for (int r = 0; r < R; ++r) {
           const int64_t i = rows[t + r];
           e[r] = sc + i * ss + (b0 - c0);
           o[r] = cs + i * st + 2;
           cnt[r] = std::min(n[i], b1) - b0;
+          nc = std::min(nc, cnt[r]);
         }
-        switch (R) {
-          case 4: Isa::template value_tile<4>(e, kvb, hdp, cnt, o); break;
-          case 3: Isa::template value_tile<3>(e, kvb, hdp, cnt, o); break;
-          case 2: Isa::template value_tile<2>(e, kvb, hdp, cnt, o); break;
-          default: Isa::template value_tile<1>(e, kvb, hdp, cnt, o); break;
+        switch (R) {  // the shared keys through the R-row tile, then each row's remaining ones through a tile of 1
+          case 4: Isa::template value_tile<4>(e, kvb, hdp, nc, o); break;
+          case 3: Isa::template value_tile<3>(e, kvb, hdp, nc, o); break;
+          case 2: Isa::template value_tile<2>(e, kvb, hdp, nc, o); break;
+          default: Isa::template value_tile<1>(e, kvb, hdp, nc, o); break;
         }
+        for (int r = 0; r < R; ++r)
+          if (cnt[r] > nc) {
+            const float* er = e[r] + nc;
+            Isa::template value_tile<1>(&er, kvb + nc * hdp, hdp, cnt[r] - nc, o + r);
+          }
       }
     }
     // 4. fold the chunk into each row's running state (the first chunk is the state)

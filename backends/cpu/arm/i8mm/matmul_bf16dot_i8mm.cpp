@@ -11,13 +11,12 @@
 
 #include <algorithm>
 
+#include "backends/cpu/matmul_tiles.h"
 #include "backends/cpu/arm/i8mm/kernels_i8mm.h"
 
 namespace pipit::i8mm {
 
 namespace {
-
-constexpr int kMR = 4, kNR = 4;
 
 inline bfloat16x8_t load_bh(const uint16_t* p) { return vreinterpretq_bf16_u16(vld1q_u16(p)); }
 // the last n < 8 values of a row, zero-padded
@@ -64,33 +63,16 @@ inline void tile(const MatmulArgs& a, int64_t m, int64_t n) {
     for (int j = 0; j < NR; ++j) y[i][j] = vaddvq_f32(acc[i][j]);
 }
 
-template <int NR>
-inline void column(const MatmulArgs& a, int64_t n, int64_t m0, int64_t m1) {
-  int64_t m = m0;
-  for (; m + kMR <= m1; m += kMR) tile<kMR, NR>(a, m, n);
-  switch (m1 - m) {
-    case 3: tile<3, NR>(a, m, n); break;
-    case 2: tile<2, NR>(a, m, n); break;
-    case 1: tile<1, NR>(a, m, n); break;
-    default: break;
-  }
-}
+// The tile as the shared walk (backends/cpu/matmul_tiles.h) takes it.
+struct Tiles {
+  static constexpr int kMR = 4, kNR = 4, kDecodeNR = 4;
+  static constexpr int64_t kXBytes = 2;  // x: bf16 rows
+  template <int MR, int NR>
+  static void tile(const MatmulArgs& a, int64_t m, int64_t n) { i8mm::tile<MR, NR>(a, m, n); }
+};
 
 }  // namespace
 
-void matmul_bf16dot(const MatmulArgs& a, int64_t n0, int64_t n1) {
-  int64_t n = n0;
-  if (a.M == 1) {
-    for (; n + 4 <= n1; n += 4) tile<1, 4>(a, 0, n);
-    for (; n < n1; ++n) tile<1, 1>(a, 0, n);
-    return;
-  }
-  const int64_t mb = std::max<int64_t>(kMR, (int64_t(256) << 10) / (a.K * 2) / kMR * kMR);  // x rows in ~256 KiB
-  for (int64_t m0 = 0; m0 < a.M; m0 += mb) {
-    const int64_t m1 = std::min(a.M, m0 + mb);
-    for (n = n0; n + kNR <= n1; n += kNR) column<kNR>(a, n, m0, m1);
-    for (; n < n1; ++n) column<1>(a, n, m0, m1);
-  }
-}
+void matmul_bf16dot(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul_tiled<Tiles>(a, n0, n1); }
 
 }  // namespace pipit::i8mm

@@ -89,12 +89,9 @@ struct Neon {
     }
   }
 
-  // o_r[0, hdp) += sum_j e_r[j] v_j for R rows over keys j in [0, n[r]) of the f32 block vb, in key order; the keys
-  // all R rows have go through the shared tile, each row's remaining keys through a tile of one.
+  // o_r[0, hdp) += sum_j e_r[j] v_j for R rows over keys j in [0, nc) of the f32 block vb, in key order.
   template <int R>
-  static void value_tile(const float* const* e, const float* vb, int64_t hdp, const int64_t* n, float* const* o) {
-    int64_t nc = n[0];
-    for (int r = 1; r < R; ++r) nc = std::min(nc, n[r]);
+  static void value_tile(const float* const* e, const float* vb, int64_t hdp, int64_t nc, float* const* o) {
     int64_t d = 0;
     for (; d + 16 <= hdp; d += 16) {
       float32x4_t acc[R][4];
@@ -119,14 +116,6 @@ struct Neon {
         for (int r = 0; r < R; ++r) acc[r] = vfmaq_f32(acc[r], vdupq_n_f32(e[r][j]), v0);
       }
       for (int r = 0; r < R; ++r) vst1q_f32(o[r] + d, acc[r]);
-    }
-    if constexpr (R > 1) {
-      for (int r = 0; r < R; ++r)
-        if (n[r] > nc) {
-          const float* er = e[r] + nc;
-          const int64_t rest = n[r] - nc;
-          value_tile<1>(&er, vb + nc * hdp, hdp, &rest, o + r);
-        }
     }
   }
 

@@ -125,25 +125,14 @@ struct Avx512 {
       for (int w = 0; w < W; ++w) _mm512_storeu_ps(o[r] + d0 + 16 * w, acc[r][w]);
   }
 
-  // o_r[0, hdp) += sum_j e_r[j] v_j for R rows over keys j in [0, n[r]) of the f32 block vb, in key order; the keys
-  // all R rows have go through the shared tile, each row's remaining keys through a tile of one.
+  // o_r[0, hdp) += sum_j e_r[j] v_j for R rows over keys j in [0, nc) of the f32 block vb, in key order.
   template <int R>
-  static void value_tile(const float* const* e, const float* vb, int64_t hdp, const int64_t* n, float* const* o) {
+  static void value_tile(const float* const* e, const float* vb, int64_t hdp, int64_t nc, float* const* o) {
     constexpr int W = R <= 2 ? 8 : 4;  // R * W <= 16 accumulators
-    int64_t nc = n[0];
-    for (int r = 1; r < R; ++r) nc = std::min(nc, n[r]);
     int64_t d = 0;
     for (; d + 16 * W <= hdp; d += 16 * W) value_lanes<R, W>(e, vb, hdp, nc, d, o);
     for (; d + 64 <= hdp; d += 64) value_lanes<R, 4>(e, vb, hdp, nc, d, o);
     for (; d < hdp; d += 16) value_lanes<R, 1>(e, vb, hdp, nc, d, o);
-    if constexpr (R > 1) {
-      for (int r = 0; r < R; ++r)
-        if (n[r] > nc) {
-          const float* er = e[r] + nc;
-          const int64_t rest = n[r] - nc;
-          value_tile<1>(&er, vb + nc * hdp, hdp, &rest, o + r);
-        }
-    }
   }
 
   // acc = fold(acc, c) for states {m, l, o[hd]} (kernels.h). noinline: attn_rows and attn_merge must run the very

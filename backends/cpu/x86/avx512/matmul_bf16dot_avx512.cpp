@@ -6,16 +6,13 @@
 // of a batch equals the row alone (tests/kernels/matmul_invariance_test.cpp). Against f32 the error is x's and the
 // weights' rounding to bf16 (relative 2^-9 each); against ref (tests/kernels/matmul_float_test.cpp) only the
 // summation order differs.
-#include <algorithm>
-
+#include "backends/cpu/matmul_tiles.h"
 #include "backends/cpu/x86/avx512/kernels_avx512.h"
 #include "backends/cpu/x86/avx512/simd_avx512.h"
 
 namespace pipit::avx512 {
 
 namespace {
-
-constexpr int kMR = 4, kNR = 4;
 
 inline __m512bh load_bh(const uint16_t* p) { return (__m512bh)_mm512_loadu_si512(p); }
 inline __m512bh load_bh(const uint16_t* p, __mmask32 m) { return (__m512bh)_mm512_maskz_loadu_epi16(m, p); }
@@ -63,34 +60,16 @@ inline void tile(const MatmulArgs& a, int64_t m, int64_t n) {
   }
 }
 
-template <int NR>
-inline void column(const MatmulArgs& a, int64_t n, int64_t m0, int64_t m1) {
-  int64_t m = m0;
-  for (; m + kMR <= m1; m += kMR) tile<kMR, NR>(a, m, n);
-  switch (m1 - m) {
-    case 3: tile<3, NR>(a, m, n); break;
-    case 2: tile<2, NR>(a, m, n); break;
-    case 1: tile<1, NR>(a, m, n); break;
-    default: break;
-  }
-}
+// The tile as the shared walk (backends/cpu/matmul_tiles.h) takes it.
+struct Tiles {
+  static constexpr int kMR = 4, kNR = 4, kDecodeNR = 8;
+  static constexpr int64_t kXBytes = 2;  // x: bf16 rows
+  template <int MR, int NR>
+  static void tile(const MatmulArgs& a, int64_t m, int64_t n) { avx512::tile<MR, NR>(a, m, n); }
+};
 
 }  // namespace
 
-void matmul_bf16dot(const MatmulArgs& a, int64_t n0, int64_t n1) {
-  int64_t n = n0;
-  if (a.M == 1) {
-    for (; n + 8 <= n1; n += 8) tile<1, 8>(a, 0, n);
-    for (; n + 4 <= n1; n += 4) tile<1, 4>(a, 0, n);
-    for (; n < n1; ++n) tile<1, 1>(a, 0, n);
-    return;
-  }
-  const int64_t mb = std::max<int64_t>(kMR, (int64_t(256) << 10) / (a.K * 2) / kMR * kMR);  // x rows in ~256 KiB
-  for (int64_t m0 = 0; m0 < a.M; m0 += mb) {
-    const int64_t m1 = std::min(a.M, m0 + mb);
-    for (n = n0; n + kNR <= n1; n += kNR) column<kNR>(a, n, m0, m1);
-    for (; n < n1; ++n) column<1>(a, n, m0, m1);
-  }
-}
+void matmul_bf16dot(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul_tiled<Tiles>(a, n0, n1); }
 
 }  // namespace pipit::avx512

@@ -1,19 +1,16 @@
 // AVX-512 matmuls with float weights (f32, f16, bf16) and f32 activations: y[m, n] = sum_k x[m, k] * w[n, k].
 // Decode (M = 1) takes 8 weight rows against one x row, reading them one after another; M > 1 runs tiles of 4
-// x-rows by 4 weight rows (16 zmm accumulators), so every loaded and converted weight vector feeds four FMAs. The K % 16 tail is one masked step.
+// x-rows by 4 weight rows (16 zmm accumulators), so every loaded and converted weight vector feeds four FMAs; the
+// walk over tiles is backends/cpu/matmul_tiles.h. The K % 16 tail is one masked step.
 // bf16 converts by shifting (exact): vdpbf16ps would round x to bf16 (relative error 2^-9), far outside the 1e-5
 // tolerance against ref. Results differ from ref only by summation order.
-#include <algorithm>
-
+#include "backends/cpu/matmul_tiles.h"
 #include "backends/cpu/x86/avx512/kernels_avx512.h"
 #include "backends/cpu/x86/avx512/simd_avx512.h"
 
 namespace pipit::avx512 {
 
 namespace {
-
-constexpr int kMR = 4;  // x rows per tile when M > 1
-constexpr int kNR = 4;  // weight rows per tile when M > 1
 
 struct WF32 {
   static __m512 load(const uint8_t* w, int64_t k) { return _mm512_loadu_ps(reinterpret_cast<const float*>(w) + k); }
@@ -82,43 +79,20 @@ inline void tile(const MatmulArgs& a, int64_t m, int64_t n) {
 }
 
 // Weight rows [n, n + NR) against x rows [m0, m1).
-template <class W, int NR>
-inline void column(const MatmulArgs& a, int64_t n, int64_t m0, int64_t m1) {
-  int64_t m = m0;
-  for (; m + kMR <= m1; m += kMR) tile<W, kMR, NR>(a, m, n);
-  switch (m1 - m) {
-    case 3: tile<W, 3, NR>(a, m, n); break;
-    case 2: tile<W, 2, NR>(a, m, n); break;
-    case 1: tile<W, 1, NR>(a, m, n); break;
-    default: break;
-  }
-}
-
+// The tiles as the shared walk (backends/cpu/matmul_tiles.h) takes them: decode 8 weight rows per tile, M > 1
+// 4 x 4 tiles over blocks of x rows that stay in L2.
 template <class W>
-void matmul(const MatmulArgs& a, int64_t n0, int64_t n1) {
-  int64_t n = n0;
-  if (a.M == 1) {  // decode: one x row, weight-bandwidth bound
-    for (; n + 8 <= n1; n += 8) tile<W, 1, 8>(a, 0, n);
-    for (; n + 4 <= n1; n += 4) tile<W, 1, 4>(a, 0, n);
-    for (; n < n1; ++n) tile<W, 1, 1>(a, 0, n);
-    return;
-  }
-  // M > 1: blocks of x rows small enough to stay in L2 (about 256 KiB) go through every weight tile of [n0, n1), so
-  // the weights are read once per block and x once per block from L2; a whole x (2 MiB for 512 rows of 1024) went
-  // through L3 again for every 4 weight rows before. Each output is the same tile arithmetic either way.
-  const int64_t mb = std::max<int64_t>(kMR, (int64_t(256) << 10) / (a.K * 4) / kMR * kMR);
-  for (int64_t m0 = 0; m0 < a.M; m0 += mb) {
-    const int64_t m1 = std::min(a.M, m0 + mb);
-    n = n0;
-    for (; n + kNR <= n1; n += kNR) column<W, kNR>(a, n, m0, m1);
-    for (; n < n1; ++n) column<W, 1>(a, n, m0, m1);
-  }
-}
+struct Tiles {
+  static constexpr int kMR = 4, kNR = 4, kDecodeNR = 8;
+  static constexpr int64_t kXBytes = 4;
+  template <int MR, int NR>
+  static void tile(const MatmulArgs& a, int64_t m, int64_t n) { avx512::tile<W, MR, NR>(a, m, n); }
+};
 
 }  // namespace
 
-void matmul_f32(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<WF32>(a, n0, n1); }
-void matmul_f16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<WF16>(a, n0, n1); }
-void matmul_bf16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<WBF16>(a, n0, n1); }
+void matmul_f32(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul_tiled<Tiles<WF32>>(a, n0, n1); }
+void matmul_f16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul_tiled<Tiles<WF16>>(a, n0, n1); }
+void matmul_bf16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul_tiled<Tiles<WBF16>>(a, n0, n1); }
 
 }  // namespace pipit::avx512

@@ -1,0 +1,53 @@
+// The loop over register tiles that the dense matmul kernels share (AVX-512 f32 / f16 / bf16 and bf16dot, Arm
+// BFDOT bf16dot): each supplies one tile, y[m .. m + MR) x [n .. n + NR), whose outputs are the same instruction
+// sequence whatever MR and NR (so a row of a batch equals the row alone), and this walks [n0, n1):
+//  - decode (M = 1): T::kDecodeNR weight rows per tile, then 4, then 1 (the tile reads them one after another);
+//  - M > 1: blocks of x rows small enough to stay in L2 (about 256 KiB) go through every T::kMR x T::kNR tile of
+//    [n0, n1), so the weights are read once per block and x once per block from L2.
+// T provides kMR, kNR, kDecodeNR (>= 4), kXBytes (bytes of one x element) and `template <int MR, int NR> static
+// void tile(const MatmulArgs&, int64_t m, int64_t n)`.
+// Internal linkage (anonymous namespace): each level's instantiation is compiled with that level's target flags.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "backends/cpu/kernels.h"
+
+namespace pipit {
+namespace {
+
+// Weight rows [n, n + NR) against x rows [m0, m1): full tiles of T::kMR rows, then the remaining 1-3 rows.
+template <class T, int NR>
+inline void matmul_column(const MatmulArgs& a, int64_t n, int64_t m0, int64_t m1) {
+  static_assert(T::kMR == 4);
+  int64_t m = m0;
+  for (; m + T::kMR <= m1; m += T::kMR) T::template tile<T::kMR, NR>(a, m, n);
+  switch (m1 - m) {
+    case 3: T::template tile<3, NR>(a, m, n); break;
+    case 2: T::template tile<2, NR>(a, m, n); break;
+    case 1: T::template tile<1, NR>(a, m, n); break;
+    default: break;
+  }
+}
+
+template <class T>
+void matmul_tiled(const MatmulArgs& a, int64_t n0, int64_t n1) {
+  int64_t n = n0;
+  if (a.M == 1) {
+    for (; n + T::kDecodeNR <= n1; n += T::kDecodeNR) T::template tile<1, T::kDecodeNR>(a, 0, n);
+    if constexpr (T::kDecodeNR > 4)
+      for (; n + 4 <= n1; n += 4) T::template tile<1, 4>(a, 0, n);
+    for (; n < n1; ++n) T::template tile<1, 1>(a, 0, n);
+    return;
+  }
+  const int64_t mb = std::max<int64_t>(T::kMR, (int64_t(256) << 10) / (a.K * T::kXBytes) / T::kMR * T::kMR);
+  for (int64_t m0 = 0; m0 < a.M; m0 += mb) {
+    const int64_t m1 = std::min(a.M, m0 + mb);
+    for (n = n0; n + T::kNR <= n1; n += T::kNR) matmul_column<T, T::kNR>(a, n, m0, m1);
+    for (; n < n1; ++n) matmul_column<T, 1>(a, n, m0, m1);
+  }
+}
+
+}  // namespace
+}  // namespace pipit
