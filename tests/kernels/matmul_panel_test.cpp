@@ -99,7 +99,8 @@ TEST(PanelPack, RoundTrip) {
 
 const int64_t kMs[] = {1, 2, 3, 7, 8, 9, 17};
 struct Range { int64_t N, n0, n1; };
-const Range kRanges[] = {{16, 0, 16}, {48, 0, 48}, {48, 16, 32}, {64, 32, 64}};
+// kernels may take several panels per tile (AVX-512: 3): ranges of 1 to 5 panels, whole and offset
+const Range kRanges[] = {{16, 0, 16}, {48, 0, 48}, {48, 16, 32}, {64, 32, 64}, {64, 0, 64}, {96, 16, 96}};
 
 TEST_P(MatmulPanel, UnitScalesExact) {
   uint32_t seed = 1;
@@ -174,17 +175,17 @@ TEST_P(MatmulPanel, RandomScalesBound) {
 
 TEST_P(MatmulPanel, RowsIndependentOfM) {  // engine batching: a row's result must not depend on the batch size
   for (DType t : {DType::Q8_0, DType::Q4_0}) {
-    PanelProblem big(t, 17, 256, 32);
+    PanelProblem big(t, 17, 256, 64);
     Rng rng(99);
     big.fill(rng, false);
-    big.run(k(), 0, 32);
+    big.run(k(), 0, 64);
     for (int64_t m = 0; m < big.M; ++m) {
-      PanelProblem one(t, 1, 256, 32);
+      PanelProblem one(t, 1, 256, 64);
       one.w = big.w;
       one.wp = big.wp;
       for (int64_t b = 0; b < big.nb(); ++b) one.xb(0, b) = big.xb(m, b);
-      one.run(k(), 0, 32);
-      for (int64_t n = 0; n < 32; ++n)
+      one.run(k(), 0, 64);
+      for (int64_t n = 0; n < 64; ++n)
         ASSERT_EQ(test::bits(one.out(0, n)), test::bits(big.out(m, n))) << dtype_name(t) << " m " << m << " n " << n;
     }
   }

@@ -4,17 +4,21 @@
 // exact block dot products in one register, without horizontal sums. vpdpbusd multiplies unsigned by signed bytes:
 // q4 nibbles are unsigned already (q = w + 8), q8 bytes become w + 128 by xor 0x80; the lanes start at
 // -offset * sum(a) (BlockQ8Act::sum) so they hold the signed dot. Then, per block, f32 acc += float(dot) * (d_w d_a).
-// GEMM (prefill) is a register tile of up to 8 activation rows x 16 weight rows: every unpacked weight vector feeds
-// 8 vpdpbusd. Decode (M = 1) is the same code with one row, streaming a thread's panels in address order.
+// GEMM (prefill) is a register tile of up to 4 activation rows x 3 panels (48 weight rows): every unpacked weight
+// vector feeds 4 vpdpbusd and every activation broadcast 3 (Zen 5: 1.36x the 8 rows x 1 panel tile, the f32 scale
+// work per block being the same). Decode (M = 1) is the same code with one row and one panel, streaming a thread's
+// panels in address order.
 // Each row's arithmetic is the same whatever M is: results do not depend on how many rows share the batch.
 #include "backends/cpu/x86/avx512/kernels_avx512.h"
 #include "backends/cpu/x86/avx512/simd_avx512.h"
 
+// GCC 12 warns "__Y may be used uninitialized" where _mm512_cvtph_ps / _mm512_cvtepi32_ps, inlined into the unrolled
+// tiles, pass their _mm512_undefined_ps() (`__m512 __Y = __Y;`) as the unused merge source: a false positive.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 namespace pipit::avx512 {
 
 namespace {
-
-constexpr int kMR = 8;  // activation rows per tile
 
 inline __m512i bcast_dword(const int8_t* p) {
   int32_t v;
@@ -22,88 +26,101 @@ inline __m512i bcast_dword(const int8_t* p) {
   return _mm512_set1_epi32(v);
 }
 
-// Panel formats: each adds the 16 rows' block dot products (unsigned weight x signed activation) to isum[i].
+// Panel formats: the weight bytes of one block in 8 vectors, each 4 quant values of each of the 16 rows, unsigned
+// (unpack(w, v)), and where the 4 activation bytes that vector v multiplies start (x_offset(v)).
 struct PQ4 {
   using Block = BlockQ4_0x16;
   static constexpr int kOffset = 8;
-  template <int MR>
-  static inline void dots(const Block& w, const BlockQ8Act* const* x, int64_t b, __m512i* isum) {
-    const __m512i m4 = _mm512_set1_epi8(0x0f);
-    __m512i isum_hi[MR];  // a second chain per row: with one row, 8 dependent vpdpbusd would bound the speed
-    for (int i = 0; i < MR; ++i) isum_hi[i] = _mm512_setzero_si512();
-    for (int c = 0; c < 4; ++c) {  // chunk c: low nibbles are weights 4c.., high nibbles 16 + 4c..
-      const __m512i v = _mm512_loadu_si512(w.qs + 64 * c);
-      const __m512i lo = _mm512_and_si512(v, m4);
-      const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-      for (int i = 0; i < MR; ++i) {
-        isum[i] = _mm512_dpbusd_epi32(isum[i], lo, bcast_dword(x[i][b].qs + 4 * c));
-        isum_hi[i] = _mm512_dpbusd_epi32(isum_hi[i], hi, bcast_dword(x[i][b].qs + 16 + 4 * c));
-      }
-    }
-    for (int i = 0; i < MR; ++i) isum[i] = _mm512_add_epi32(isum[i], isum_hi[i]);
+  // vector 2c: the low nibbles of chunk c (weights 4c..), 2c + 1: its high nibbles (weights 16 + 4c..)
+  static inline __m512i unpack(const Block& w, int v) {
+    const __m512i q = _mm512_loadu_si512(w.qs + 64 * (v / 2));
+    return _mm512_and_si512(v % 2 ? _mm512_srli_epi16(q, 4) : q, _mm512_set1_epi8(0x0f));
   }
+  static constexpr int x_offset(int v) { return v % 2 ? 16 + 4 * (v / 2) : 4 * (v / 2); }
 };
 struct PQ8 {
   using Block = BlockQ8_0x16;
   static constexpr int kOffset = 128;
-  template <int MR>
-  static inline void dots(const Block& w, const BlockQ8Act* const* x, int64_t b, __m512i* isum) {
-    const __m512i flip = _mm512_set1_epi8(char(0x80));
-    __m512i isum_odd[MR];  // chunks 1, 3, 5, 7 in a second chain
-    for (int i = 0; i < MR; ++i) isum_odd[i] = _mm512_setzero_si512();
-    for (int g = 0; g < 8; g += 2) {  // chunk g: weights 4g..4g+3 of each row
-      const __m512i v0 = _mm512_xor_si512(_mm512_loadu_si512(w.qs + 64 * g), flip);
-      const __m512i v1 = _mm512_xor_si512(_mm512_loadu_si512(w.qs + 64 * g + 64), flip);
-      for (int i = 0; i < MR; ++i) {
-        isum[i] = _mm512_dpbusd_epi32(isum[i], v0, bcast_dword(x[i][b].qs + 4 * g));
-        isum_odd[i] = _mm512_dpbusd_epi32(isum_odd[i], v1, bcast_dword(x[i][b].qs + 4 * g + 4));
-      }
-    }
-    for (int i = 0; i < MR; ++i) isum[i] = _mm512_add_epi32(isum[i], isum_odd[i]);
+  // vector g: weights 4g..4g+3 of each row, made unsigned (w + 128) by flipping the sign bit
+  static inline __m512i unpack(const Block& w, int v) {
+    return _mm512_xor_si512(_mm512_loadu_si512(w.qs + 64 * v), _mm512_set1_epi8(char(0x80)));
   }
+  static constexpr int x_offset(int v) { return 4 * v; }
 };
 
-// y[m .. m+MR, n .. n+16) from the panel starting at `panel`.
-template <class P, int MR>
-inline void tile(const MatmulArgs& a, const typename P::Block* panel, int64_t m, int64_t n) {
+// y[m .. m+MR, n .. n+16 NP) from the NP panels starting at `panel` (nb blocks each). Every activation dword
+// broadcast feeds NP vpdpbusd and every unpacked weight vector MR: at NP = 3, MR = 4 a block is 96 vpdpbusd, 12 int
+// and 12 f32 accumulators. With fewer than 4 outputs (decode) each keeps two integer chains, so that vpdpbusd's
+// latency does not bound the speed.
+template <class P, int NP, int MR>
+inline void tile(const MatmulArgs& a, const typename P::Block* panel, int64_t nb, int64_t m, int64_t n) {
+  constexpr int kChains = NP * MR >= 4 ? 1 : 2;
   const BlockQ8Act* x[MR];
   for (int i = 0; i < MR; ++i)
     x[i] = reinterpret_cast<const BlockQ8Act*>(static_cast<const uint8_t*>(a.x) + (m + i) * a.x_stride);
-  __m512 acc[MR];
-  for (int i = 0; i < MR; ++i) acc[i] = _mm512_setzero_ps();
-  const int64_t nb = a.K / kQBlock;
+  __m512 acc[NP][MR];
+  for (int j = 0; j < NP; ++j)
+    for (int i = 0; i < MR; ++i) acc[j][i] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    const auto& w = panel[b];
-    __m512i isum[MR];
-    for (int i = 0; i < MR; ++i) isum[i] = _mm512_set1_epi32(-P::kOffset * x[i][b].sum);
-    P::template dots<MR>(w, x, b, isum);
-    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.d)));
-    for (int i = 0; i < MR; ++i)
-      acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i]), _mm512_mul_ps(dw, _mm512_set1_ps(x[i][b].d)), acc[i]);
+    __m512i isum[kChains][NP][MR];
+    for (int i = 0; i < MR; ++i) {
+      const __m512i init = _mm512_set1_epi32(-P::kOffset * x[i][b].sum);
+      for (int j = 0; j < NP; ++j) {
+        isum[0][j][i] = init;
+        if constexpr (kChains == 2) isum[1][j][i] = _mm512_setzero_si512();
+      }
+    }
+#pragma GCC unroll 8
+    for (int v = 0; v < 8; ++v) {  // unrolled: v selects the unpacking and the accumulator chain
+      __m512i wv[NP];
+      for (int j = 0; j < NP; ++j) wv[j] = P::unpack(panel[j * nb + b], v);
+      for (int i = 0; i < MR; ++i) {
+        const __m512i xv = bcast_dword(x[i][b].qs + P::x_offset(v));
+        for (int j = 0; j < NP; ++j) isum[v % kChains][j][i] = _mm512_dpbusd_epi32(isum[v % kChains][j][i], wv[j], xv);
+      }
+    }
+    for (int j = 0; j < NP; ++j) {
+      const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel[j * nb + b].d)));
+      for (int i = 0; i < MR; ++i) {
+        __m512i s = isum[0][j][i];
+        if constexpr (kChains == 2) s = _mm512_add_epi32(s, isum[1][j][i]);
+        acc[j][i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(x[i][b].d)), acc[j][i]);
+      }
+    }
   }
-  for (int i = 0; i < MR; ++i)
-    _mm512_storeu_ps(reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(a.y) + (m + i) * a.y_stride) + n, acc[i]);
+  for (int i = 0; i < MR; ++i) {
+    float* y = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(a.y) + (m + i) * a.y_stride) + n;
+    for (int j = 0; j < NP; ++j) _mm512_storeu_ps(y + 16 * j, acc[j][i]);
+  }
+}
+
+// All M rows against NP panels: tiles of 4 rows, then the rest.
+template <class P, int NP>
+inline void rows(const MatmulArgs& a, const typename P::Block* panel, int64_t nb, int64_t n) {
+  constexpr int kMR = 4;
+  int64_t m = 0;
+  for (; m + kMR <= a.M; m += kMR) tile<P, NP, kMR>(a, panel, nb, m, n);
+  switch (a.M - m) {
+    case 3: tile<P, NP, 3>(a, panel, nb, m, n); break;
+    case 2: tile<P, NP, 2>(a, panel, nb, m, n); break;
+    case 1: tile<P, NP, 1>(a, panel, nb, m, n); break;
+    default: break;
+  }
 }
 
 template <class P>
 void matmul(const MatmulArgs& a, int64_t n0, int64_t n1) {
   using Block = typename P::Block;
   const int64_t nb = a.K / kQBlock;
-  for (int64_t n = n0; n < n1; n += kPanelRows) {  // n0, n1: multiples of 16 (ops.cpp splits in 16-row chunks)
-    const Block* panel = static_cast<const Block*>(a.w) + (n / kPanelRows) * nb;
-    int64_t m = 0;
-    for (; m + kMR <= a.M; m += kMR) tile<P, kMR>(a, panel, m, n);
-    switch (a.M - m) {
-      case 7: tile<P, 7>(a, panel, m, n); break;
-      case 6: tile<P, 6>(a, panel, m, n); break;
-      case 5: tile<P, 5>(a, panel, m, n); break;
-      case 4: tile<P, 4>(a, panel, m, n); break;
-      case 3: tile<P, 3>(a, panel, m, n); break;
-      case 2: tile<P, 2>(a, panel, m, n); break;
-      case 1: tile<P, 1>(a, panel, m, n); break;
-      default: break;
-    }
+  const Block* w = static_cast<const Block*>(a.w);
+  int64_t n = n0;  // n0, n1: multiples of 16 (ops.cpp splits in 16-row chunks)
+  if (a.M == 1) {  // decode: one panel at a time, in address order
+    for (; n < n1; n += kPanelRows) tile<P, 1, 1>(a, w + (n / kPanelRows) * nb, nb, 0, n);
+    return;
   }
+  for (; n + 3 * kPanelRows <= n1; n += 3 * kPanelRows) rows<P, 3>(a, w + (n / kPanelRows) * nb, nb, n);
+  if (n1 - n == 2 * kPanelRows) rows<P, 2>(a, w + (n / kPanelRows) * nb, nb, n);
+  if (n1 - n == kPanelRows) rows<P, 1>(a, w + (n / kPanelRows) * nb, nb, n);
 }
 
 }  // namespace
