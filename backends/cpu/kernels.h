@@ -86,7 +86,7 @@ using AttnRowFn = void (*)(const AttnRowArgs& a);
 // first visible key k0: row i sees keys [k0, k1[i]). A kernel must give each row exactly (bit for bit) what its
 // attn_row gives for that row alone, so results never depend on how queries are grouped (prefill chunking, batch
 // composition); grouping only lets K/V rows be loaded and converted once for all rows.
-constexpr int kAttnMaxRows = 16;
+constexpr int kAttnMaxRows = 64;
 struct AttnRowsArgs {
   int n_q;
   const float* q[kAttnMaxRows];
