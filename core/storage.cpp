@@ -34,10 +34,20 @@ std::shared_ptr<HeapStorage> HeapStorage::make(size_t size) {
   if (size > SIZE_MAX - kAlign) throw std::bad_alloc();
   const size_t rounded = rounded_size(size);
   if (rounded >= kMapMin) {
-    void* m = ::mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED) throw std::bad_alloc();
+    // From 2 MiB up the mapping starts on a 2 MiB boundary, so that all of it can be backed by huge pages (the
+    // kernel only uses them for aligned 2 MiB ranges): map 2 MiB more, then unmap what lies before and after.
+    const size_t huge = size_t(2) << 20, extra = rounded >= huge ? huge : 0;
+    void* raw = ::mmap(nullptr, rounded + extra, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED) throw std::bad_alloc();
+    auto* m = static_cast<uint8_t*>(raw);
+    if (extra) {
+      const uintptr_t a = reinterpret_cast<uintptr_t>(raw);
+      m = reinterpret_cast<uint8_t*>((a + huge - 1) / huge * huge);
+      if (m > raw) ::munmap(raw, size_t(m - static_cast<uint8_t*>(raw)));
+      if (size_t tail = extra - size_t(m - static_cast<uint8_t*>(raw))) ::munmap(m + rounded, tail);
+    }
     ::madvise(m, rounded, MADV_HUGEPAGE);
-    s->data_ = static_cast<uint8_t*>(m);
+    s->data_ = m;
     s->size_ = size;
     return s;
   }

@@ -103,61 +103,87 @@ class DeviceWeightSource : public WeightSource {
   mutable std::map<std::string, Tensor> uploaded_;
 };
 
-// q4_0 / q8_0 (and q4_K / q5_K / q6_K where this CPU has their panel kernels) matrices -> 16-row panels (see
-// LoadOptions::pack_weights). The file's pages of a packed tensor are dropped from resident memory right after, so
-// the peak stays near one copy of the weights.
-void pack_weights(std::map<std::string, Tensor>& tensors, bool kquant) {
-  for (auto& [name, t] : tensors) {
-    const DType d = t.dtype();
-    const bool k = d == DType::Q4_K || d == DType::Q5_K || d == DType::Q6_K;
-    if ((d != DType::Q4_0 && d != DType::Q8_0 && !(k && kquant)) || t.ndim() != 2 || t.dim(0) % kPanelRows ||
-        !t.is_contiguous())
-      continue;
-    Tensor p = Tensor::empty(dtype_panel_of(t.dtype()), t.shape());
-    pack_panels(t.dtype(), t.data(), t.row_stride(), t.dim(0), t.dim(1), p.data());
-    if (auto* m = dynamic_cast<const MmapStorage*>(t.storage().get())) m->release(t.data(), t.nbytes());
-    t = p;
+// What the loader does to the weights before the model sees them (LoadOptions), in one pass that gives every
+// rewritten or copied matrix its place in one buffer:
+//  - pack: q4_0 / q8_0 (and q4_K / q5_K / q6_K where this CPU has their panel kernels) matrices -> 16-row panels
+//    (LoadOptions::pack_weights);
+//  - bf16dot: f16 / bf16 matrices -> bf16dot (LoadOptions::precision_fast): bf16 ones are the same bytes under the
+//    new dtype (then copied as below), f16 ones are rounded to bf16 (to nearest even);
+//  - copy: matrices (2-D, 3-D stacked experts, >= 1 MiB) still in the file mapping -> anonymous memory. Decode reads
+//    every weight once per token, and read in place from the page cache it ran far below the read bandwidth: a
+//    Qwen3-1.7B-shaped F16 GGUF decoded 1.4-1.6 tok/s on one thread here against 7.7 tok/s from the same bytes in
+//    anonymous memory (roofline 8.4), all of it user time stalled on the weight loads: the 4 KiB pages of a 3.4 GB
+//    mapping (TLB and, on a VM, nested page walks).
+// One buffer rather than one per matrix: the kernel backs it with 2 MiB pages (HeapStorage), which it cannot do
+// for a separate 1.7 MiB mapping per matrix. Per-matrix buffers left two thirds of Qwen3-0.6B's Q4_0 weights on
+// 4 KiB pages (AnonHugePages 140 of 425 MB). The file's pages of each tensor are released as soon as it is
+// rewritten, and the buffer's pages are only touched as they are written, so the peak stays near one copy.
+struct Rehome {
+  enum Kind { kPack, kBf16Dot, kCopy } kind;
+  std::string name;
+  DType dtype;  // after
+  size_t offset;
+};
+
+struct RehomeOptions {
+  bool pack = false, kquant = false, bf16dot = false, copy = false;
+};
+
+// What happens to t, if anything.
+bool plan_rehome(const Tensor& t, const RehomeOptions& o, Rehome::Kind* kind, DType* dtype) {
+  const DType d = t.dtype();
+  if (!t.is_contiguous()) return false;
+  const bool k = d == DType::Q4_K || d == DType::Q5_K || d == DType::Q6_K;
+  if (o.pack && (d == DType::Q4_0 || d == DType::Q8_0 || (k && o.kquant)) && t.ndim() == 2 && t.dim(0) % kPanelRows == 0) {
+    *kind = Rehome::kPack;
+    *dtype = dtype_panel_of(d);
+    return true;
   }
+  const bool in_file = dynamic_cast<const MmapStorage*>(t.storage().get()) != nullptr;
+  if (o.bf16dot && d == DType::F16 && t.ndim() == 2) {
+    *kind = Rehome::kBf16Dot;
+    *dtype = DType::BF16DOT;
+    return true;
+  }
+  if (o.copy && in_file && (t.ndim() == 2 || t.ndim() == 3) && t.nbytes() >= (size_t(1) << 20)) {
+    *kind = Rehome::kCopy;
+    *dtype = d;
+    return true;
+  }
+  return false;
 }
 
-// Matrices (2-D, 3-D stacked experts) still in a file mapping after packing -> copies in anonymous memory (HeapStorage: huge pages where the
-// kernel gives them), the file's pages released. Decode reads every weight once per token, and read in place from
-// the page cache it ran far below the read bandwidth: a Qwen3-1.7B-shaped F16 GGUF decoded 1.4-1.6 tok/s on one
-// thread here against 7.7 tok/s from the same bytes in anonymous memory (roofline 8.4; kernels_bench reads 28 GB/s
-// from anonymous memory), all of it user time stalled on the weight loads: the 4 KiB pages of a 3.4 GB mapping (TLB
-// and, on a VM, nested page walks). Quantized matrices repacked into panels above are copies already; this takes
-// the rest (float matrices, panels a `--target` file holds, formats without panels). Vectors stay in place.
-void copy_matrices(std::map<std::string, Tensor>& tensors) {
+void rehome_weights(std::map<std::string, Tensor>& tensors, const RehomeOptions& o) {
+  std::vector<Rehome> plan;
+  size_t total = 0;
   for (auto& [name, t] : tensors) {
-    auto* m = dynamic_cast<const MmapStorage*>(t.storage().get());
-    if ((t.ndim() != 2 && t.ndim() != 3) || !t.is_contiguous() || !m || t.nbytes() < (size_t(1) << 20)) continue;
-    Tensor c = Tensor::empty(t.dtype(), t.shape());
-    std::memcpy(c.data(), t.data(), t.nbytes());
-    m->release(t.data(), t.nbytes());
-    t = c;
-  }
-}
-
-// f16 / bf16 matrices -> bf16dot (LoadOptions::precision_fast): bf16 ones are the same bytes under the new dtype,
-// f16 ones are rounded to bf16 (to nearest even) into a copy, and the file's pages released as pack_weights does.
-void to_bf16dot(std::map<std::string, Tensor>& tensors) {
-  for (auto& [name, t] : tensors) {
-    const DType d = t.dtype();
-    if ((d != DType::F16 && d != DType::BF16) || t.ndim() != 2 || !t.is_contiguous()) continue;
-    if (d == DType::BF16) {
+    if (o.bf16dot && t.dtype() == DType::BF16 && t.ndim() == 2 && t.is_contiguous())  // the same bytes, relabelled
       t = Tensor::from_data(DType::BF16DOT, t.shape(), t.data(), t.storage());
-      continue;
-    }
-    Tensor b = Tensor::empty(DType::BF16DOT, t.shape());
-    const int64_t K = t.dim(1);
-    std::vector<float> row(static_cast<size_t>(K));
-    const Kernels& k = kernels();  // SIMD f16 -> f32 (exact) -> bf16 (nearest even): 0.6B weights in ~1 s, not 4
-    for (int64_t r = 0; r < t.dim(0); ++r) {
-      k.to_f32[int(DType::F16)](t.row_ptr(r), row.data(), K);
-      k.from_f32[int(DType::BF16)](row.data(), b.row_ptr(r), K);
+    Rehome r{Rehome::kCopy, name, t.dtype(), total};
+    if (!plan_rehome(t, o, &r.kind, &r.dtype)) continue;
+    plan.push_back(r);
+    total += (size_t(t.rows() * dtype_row_bytes(r.dtype, t.dim(-1))) + kAlign - 1) / kAlign * kAlign;
+  }
+  if (plan.empty()) return;
+  auto buf = HeapStorage::make(total);
+  const Kernels& k = kernels();
+  for (const Rehome& r : plan) {
+    Tensor& t = tensors.at(r.name);
+    Tensor n = Tensor::from_data(r.dtype, t.shape(), buf->data() + r.offset, buf);
+    if (r.kind == Rehome::kPack) {
+      pack_panels(t.dtype(), t.data(), t.row_stride(), t.dim(0), t.dim(1), n.data());
+    } else if (r.kind == Rehome::kBf16Dot && t.dtype() == DType::F16) {
+      const int64_t K = t.dim(1);
+      std::vector<float> row(static_cast<size_t>(K));
+      for (int64_t i = 0; i < t.dim(0); ++i) {  // SIMD f16 -> f32 (exact) -> bf16 (nearest even): 0.6B in ~1 s, not 4
+        k.to_f32[int(DType::F16)](t.row_ptr(i), row.data(), K);
+        k.from_f32[int(DType::BF16)](row.data(), n.row_ptr(i), K);
+      }
+    } else {
+      std::memcpy(n.data(), t.data(), t.nbytes());
     }
     if (auto* m = dynamic_cast<const MmapStorage*>(t.storage().get())) m->release(t.data(), t.nbytes());
-    t = b;
+    t = n;
   }
 }
 
@@ -180,10 +206,13 @@ Result<LoadedModel> load_model_impl(const std::string& path, const LoadOptions& 
     return Error::unsupported("[load] {}: model type '{}' does not run on {} yet (its decoder uses ops only the CPU "
                               "has); use --device cpu", path, lm.config.model_type(), opt.device->name());
   const char* pack_env = std::getenv("PIPIT_PACK");
-  if (opt.pack_weights && !opt.device && kernels().pack_quant && !(pack_env && std::string(pack_env) == "0"))
-    pack_weights(c.tensors, kernels().pack_kquant);
-  if (opt.precision_fast && !opt.device && kernels().bf16_dot) to_bf16dot(c.tensors);
-  if (opt.pack_weights && !opt.device && !(pack_env && std::string(pack_env) == "0")) copy_matrices(c.tensors);
+  const bool pack = opt.pack_weights && !opt.device && !(pack_env && std::string(pack_env) == "0");
+  RehomeOptions ro;
+  ro.pack = pack && kernels().pack_quant;
+  ro.kquant = kernels().pack_kquant;
+  ro.bf16dot = opt.precision_fast && !opt.device && kernels().bf16_dot;
+  ro.copy = pack;
+  rehome_weights(c.tensors, ro);
   lm.weights = std::make_shared<MapWeightSource>(std::move(c.tensors));
   if (opt.device) {
     DeviceWeightSource dw(*lm.weights, opt.device);
