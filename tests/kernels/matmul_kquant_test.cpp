@@ -204,16 +204,19 @@ TEST_P(MatmulKQuant, PanelsEqualPlainRef) {
   for (DType t : kPanelTypes) {
     const DType pt = dtype_panel_of(t);
     if (inherited([pt](const Kernels& k) { return k.matmul[int(pt)]; })) continue;
-    for (int64_t M : {1, 2, 3, 5})
+    // kernels may take several panels and rows per tile (AVX-512 q4_K / q5_K: 2 panels x 5 rows): 1 to 4 panels,
+    // M with tails
+    for (auto [n0, n1] : {std::pair<int64_t, int64_t>{16, 48}, {0, 64}, {16, 64}})
+    for (int64_t M : {1, 2, 3, 4, 5, 7, 9, 11})
       for (int64_t K : {256, 1024}) {
         Case c(t, M, K, 64, seed++);
         Packed p(c);
-        const auto yr = c.run(r().matmul[int(t)], 16, 48);
-        const auto y = p.run(k().matmul[int(pt)], 16, 48);
+        const auto yr = c.run(r().matmul[int(t)], n0, n1);
+        const auto y = p.run(k().matmul[int(pt)], n0, n1);
         for (int64_t m = 0; m < M; ++m)
           for (int64_t n = 0; n < c.N; ++n) {
             const size_t i = size_t(m * c.N + n);
-            if (n < 16 || n >= 48) {
+            if (n < n0 || n >= n1) {
               ASSERT_EQ(y[i], -7.0f) << dtype_name(pt) << " wrote outside [n0, n1) at m " << m << " n " << n;
               continue;
             }

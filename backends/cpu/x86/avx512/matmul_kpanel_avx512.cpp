@@ -8,10 +8,15 @@
 // Each lane then does the reference's f32 arithmetic in its order (backends/cpu/ref/kquant_ref.cpp):
 // acc = fma(dot, (d * sc) * da, acc), acc = fma(-(dmin * m), da * sum(a), acc) for q4_K / q5_K, acc = fma(dot,
 // d * da, acc) for q6_K; so every output equals ref bit for bit, whatever the tile or M.
-// GEMM (prefill) is a register tile of up to 8 activation rows x 16 weight rows, decode (M = 1) the same with one.
+// GEMM (prefill) is a register tile of 8 activation rows x 16 weight rows (q6_K: 6) or, for q4_K / q5_K, 5 rows x
+// 2 panels (tile_mins); decode (M = 1) is tile() with one row.
 #include "backends/cpu/prefetch.h"
 #include "backends/cpu/x86/avx512/kernels_avx512.h"
 #include "backends/cpu/x86/avx512/simd_avx512.h"
+
+// GCC 12 warns "__Y may be used uninitialized" where _mm512_cvtph_ps / _mm512_cvtepi32_ps, inlined into the unrolled
+// tiles, pass their _mm512_undefined_ps() (`__m512 __Y = __Y;`) as the unused merge source: a false positive.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 namespace pipit::avx512 {
 
@@ -46,6 +51,12 @@ struct PQ4K {
   using Block = BlockQ4_Kx16;
   static constexpr bool kMins = true;
   static constexpr int kMR = 8;  // activation rows per tile: 8 x (2 int + 1 f32 accumulators) of 32 registers
+  // group g's weights as 8 unsigned vectors (tile_mins): 2c the low nibbles of chunk c (weights 4c..), 2c + 1 its
+  // high nibbles (16 + 4c..)
+  static inline __m512i unpack(const Block& w, int g, int v) {
+    const __m512i q = load64(w.qs[g][v / 2]);
+    return _mm512_and_si512(v % 2 ? _mm512_srli_epi16(q, 4) : q, _mm512_set1_epi8(0x0f));
+  }
   template <int MR>
   static inline void dots(const Block& w, int g, const BlockQ8Act* const* xb, __m512i* isum) {
     const __m512i m4 = _mm512_set1_epi8(0x0f);
@@ -67,6 +78,14 @@ struct PQ5K {
   using Block = BlockQ5_Kx16;
   static constexpr bool kMins = true;
   static constexpr int kMR = 8;
+  static inline __m512i unpack(const Block& w, int g, int v) {  // as PQ4K's, with the fifth bits as in dots
+    const int c = v / 2;
+    const __m512i q = load64(w.qs[g][c]), qh = load64(w.qh[g]), b4 = _mm512_set1_epi8(0x10);
+    if (v % 2 == 0)
+      return _mm512_or_si512(_mm512_and_si512(q, _mm512_set1_epi8(0x0f)), _mm512_and_si512(_mm512_slli_epi16(qh, 4 - c), b4));
+    return _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(q, 4), _mm512_set1_epi8(0x0f)),
+                           _mm512_and_si512(_mm512_srli_epi16(qh, c), b4));
+  }
   template <int MR>
   static inline void dots(const Block& w, int g, const BlockQ8Act* const* xb, __m512i* isum) {
     const __m512i m4 = _mm512_set1_epi8(0x0f), b4 = _mm512_set1_epi8(0x10);
@@ -160,8 +179,89 @@ inline void tile(const MatmulArgs& a, const typename P::Block* panel, int64_t ns
     _mm512_storeu_ps(reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(a.y) + (m + i) * a.y_stride) + n, acc[i]);
 }
 
+// q4_K / q5_K GEMM: y[m .. m+MR, n .. n+16 NP) from the NP panels starting at `panel`, as the q4_0 tiles of
+// matmul_panel_avx512.cpp: every activation broadcast feeds NP vpdpbusd, every unpacked weight vector MR, one
+// integer chain per output. Each lane's f32 arithmetic is tile()'s, so outputs stay ref's bits. NP = 2, MR = 5
+// (kernels_bench gemm K=1024 N=3072 M=512, 1 thread, best of 6: q4_kx16 6.6 -> 5.9 ms, q5_kx16 7.2 -> 6.2 against
+// tile()'s 1 x 8 with two chains; 3 x 4 spilled, 3 x 3, 2 x 4 and 2 x 6 were no faster).
+template <class P, int NP, int MR>
+inline void tile_mins(const MatmulArgs& a, const typename P::Block* panel, int64_t nsb, int64_t m, int64_t n) {
+  const BlockQ8Act* x[MR];
+  for (int i = 0; i < MR; ++i)
+    x[i] = reinterpret_cast<const BlockQ8Act*>(static_cast<const uint8_t*>(a.x) + (m + i) * a.x_stride);
+  __m512 acc[NP][MR];
+  for (int j = 0; j < NP; ++j)
+    for (int i = 0; i < MR; ++i) acc[j][i] = _mm512_setzero_ps();
+  for (int64_t s = 0; s < nsb; ++s) {
+    for (int g = 0; g < 8; ++g) {
+      for (int j = 0; j < NP; ++j) prefetch_kpanel_share(panel + j * nsb, s, g);
+      const BlockQ8Act* xb[MR];
+      for (int i = 0; i < MR; ++i) xb[i] = &x[i][8 * s + g];
+      __m512i isum[NP][MR];
+      for (int j = 0; j < NP; ++j)
+        for (int i = 0; i < MR; ++i) isum[j][i] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+      for (int v = 0; v < 8; ++v) {  // unrolled: v selects the unpacking
+        __m512i wv[NP];
+        for (int j = 0; j < NP; ++j) wv[j] = P::unpack(panel[j * nsb + s], g, v);
+        for (int i = 0; i < MR; ++i) {
+          const __m512i xv = bcast_dword(xb[i]->qs + (v % 2 ? 16 + 4 * (v / 2) : 4 * (v / 2)));
+          for (int j = 0; j < NP; ++j) isum[j][i] = _mm512_dpbusd_epi32(isum[j][i], wv[j], xv);
+        }
+      }
+      for (int j = 0; j < NP; ++j) {
+        const auto& w = panel[j * nsb + s];
+        const __m512 sc = _mm512_mul_ps(f16x16_to_ps(w.d), u8x16_to_ps(w.sc[g]));
+        const __m512 mn = _mm512_mul_ps(f16x16_to_ps(w.dmin), u8x16_to_ps(w.m[g]));
+        for (int i = 0; i < MR; ++i) {
+          acc[j][i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[j][i]), _mm512_mul_ps(sc, _mm512_set1_ps(xb[i]->d)), acc[j][i]);
+          acc[j][i] = _mm512_fnmadd_ps(mn, _mm512_set1_ps(xb[i]->d * float(xb[i]->sum)), acc[j][i]);
+        }
+      }
+    }
+  }
+  for (int i = 0; i < MR; ++i) {
+    float* y = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(a.y) + (m + i) * a.y_stride) + n;
+    for (int j = 0; j < NP; ++j) _mm512_storeu_ps(y + 16 * j, acc[j][i]);
+  }
+}
+
+template <class P, int NP>
+inline void rows_mins(const MatmulArgs& a, const typename P::Block* panel, int64_t nsb, int64_t n) {
+  constexpr int kMR = 5;
+  int64_t m = 0;
+  for (; m + kMR <= a.M; m += kMR) tile_mins<P, NP, kMR>(a, panel, nsb, m, n);
+  static_assert(kMR == 5);  // the tails below
+  switch (a.M - m) {
+    case 4: tile_mins<P, NP, 4>(a, panel, nsb, m, n); break;
+    case 3: tile_mins<P, NP, 3>(a, panel, nsb, m, n); break;
+    case 2: tile_mins<P, NP, 2>(a, panel, nsb, m, n); break;
+    case 1: tile_mins<P, NP, 1>(a, panel, nsb, m, n); break;
+    default: break;
+  }
+}
+
+template <class P>
+void matmul_rows(const MatmulArgs& a, int64_t n0, int64_t n1);
+
 template <class P>
 void matmul(const MatmulArgs& a, int64_t n0, int64_t n1) {
+  if constexpr (P::kMins) {
+    if (a.M > 1) {  // prefill; decode stays on tile<P, 1> (two chains, one panel at a time)
+      using Block = typename P::Block;
+      const int64_t nsb = a.K / kQK;
+      const Block* w = static_cast<const Block*>(a.w);
+      int64_t n = n0;
+      for (; n + 2 * kPanelRows <= n1; n += 2 * kPanelRows) rows_mins<P, 2>(a, w + (n / kPanelRows) * nsb, nsb, n);
+      if (n < n1) rows_mins<P, 1>(a, w + (n / kPanelRows) * nsb, nsb, n);
+      return;
+    }
+  }
+  matmul_rows<P>(a, n0, n1);
+}
+
+template <class P>
+void matmul_rows(const MatmulArgs& a, int64_t n0, int64_t n1) {
   using Block = typename P::Block;
   const int64_t nsb = a.K / kQK;
   for (int64_t n = n0; n < n1; n += kPanelRows) {  // n0, n1: multiples of 16 (ops.cpp splits in 16-row chunks)
