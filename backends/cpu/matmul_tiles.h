@@ -11,24 +11,34 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "backends/cpu/kernels.h"
 
 namespace pipit {
 namespace {
 
-// Weight rows [n, n + NR) against x rows [m0, m1): full tiles of T::kMR rows, then the remaining 1-3 rows.
+template <int R, class F>
+inline void row_tail(int64_t r, int64_t m, F& f) {
+  if constexpr (R > 0) {
+    if (r == R) f(std::integral_constant<int, R>{}, m);
+    else row_tail<R - 1>(r, m, f);
+  }
+}
+// f(std::integral_constant<int, R>{}, m) for the register tiles of x rows [m0, m1): full tiles of MR rows, then one
+// of the 1 .. MR - 1 rows left (kernels take a tile's row count as a template argument). Shared by every tiled
+// matmul (here, and the integer panel kernels).
+template <int MR, class F>
+inline void for_row_tiles(int64_t m0, int64_t m1, F&& f) {
+  int64_t m = m0;
+  for (; m + MR <= m1; m += MR) f(std::integral_constant<int, MR>{}, m);
+  row_tail<MR - 1>(m1 - m, m, f);
+}
+
+// Weight rows [n, n + NR) against x rows [m0, m1).
 template <class T, int NR>
 inline void matmul_column(const MatmulArgs& a, int64_t n, int64_t m0, int64_t m1) {
-  static_assert(T::kMR == 4);
-  int64_t m = m0;
-  for (; m + T::kMR <= m1; m += T::kMR) T::template tile<T::kMR, NR>(a, m, n);
-  switch (m1 - m) {
-    case 3: T::template tile<3, NR>(a, m, n); break;
-    case 2: T::template tile<2, NR>(a, m, n); break;
-    case 1: T::template tile<1, NR>(a, m, n); break;
-    default: break;
-  }
+  for_row_tiles<T::kMR>(m0, m1, [&](auto r, int64_t m) { T::template tile<decltype(r)::value, NR>(a, m, n); });
 }
 
 template <class T>

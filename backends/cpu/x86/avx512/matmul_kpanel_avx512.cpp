@@ -10,6 +10,7 @@
 // d * da, acc) for q6_K; so every output equals ref bit for bit, whatever the tile or M.
 // GEMM (prefill) is a register tile of 8 activation rows x 16 weight rows (q6_K: 6) or, for q4_K / q5_K, 5 rows x
 // 2 panels (tile_mins); decode (M = 1) is tile() with one row.
+#include "backends/cpu/matmul_tiles.h"
 #include "backends/cpu/prefetch.h"
 #include "backends/cpu/x86/avx512/kernels_avx512.h"
 #include "backends/cpu/x86/avx512/simd_avx512.h"
@@ -228,21 +229,19 @@ inline void tile_mins(const MatmulArgs& a, const typename P::Block* panel, int64
 
 template <class P, int NP>
 inline void rows_mins(const MatmulArgs& a, const typename P::Block* panel, int64_t nsb, int64_t n) {
-  constexpr int kMR = 5;
-  int64_t m = 0;
-  for (; m + kMR <= a.M; m += kMR) tile_mins<P, NP, kMR>(a, panel, nsb, m, n);
-  static_assert(kMR == 5);  // the tails below
-  switch (a.M - m) {
-    case 4: tile_mins<P, NP, 4>(a, panel, nsb, m, n); break;
-    case 3: tile_mins<P, NP, 3>(a, panel, nsb, m, n); break;
-    case 2: tile_mins<P, NP, 2>(a, panel, nsb, m, n); break;
-    case 1: tile_mins<P, NP, 1>(a, panel, nsb, m, n); break;
-    default: break;
-  }
+  for_row_tiles<5>(0, a.M, [&](auto r, int64_t m) { tile_mins<P, NP, decltype(r)::value>(a, panel, nsb, m, n); });
 }
 
+// tile() over [n0, n1) one panel at a time: decode, and q6_K's GEMM
 template <class P>
-void matmul_rows(const MatmulArgs& a, int64_t n0, int64_t n1);
+void matmul_rows(const MatmulArgs& a, int64_t n0, int64_t n1) {
+  using Block = typename P::Block;
+  const int64_t nsb = a.K / kQK;
+  for (int64_t n = n0; n < n1; n += kPanelRows) {  // n0, n1: multiples of 16 (ops.cpp splits in 16-row chunks)
+    const Block* panel = static_cast<const Block*>(a.w) + (n / kPanelRows) * nsb;
+    for_row_tiles<P::kMR>(0, a.M, [&](auto r, int64_t m) { tile<P, decltype(r)::value>(a, panel, nsb, m, n); });
+  }
+}
 
 template <class P>
 void matmul(const MatmulArgs& a, int64_t n0, int64_t n1) {
@@ -258,27 +257,6 @@ void matmul(const MatmulArgs& a, int64_t n0, int64_t n1) {
     }
   }
   matmul_rows<P>(a, n0, n1);
-}
-
-template <class P>
-void matmul_rows(const MatmulArgs& a, int64_t n0, int64_t n1) {
-  using Block = typename P::Block;
-  const int64_t nsb = a.K / kQK;
-  for (int64_t n = n0; n < n1; n += kPanelRows) {  // n0, n1: multiples of 16 (ops.cpp splits in 16-row chunks)
-    const Block* panel = static_cast<const Block*>(a.w) + (n / kPanelRows) * nsb;
-    int64_t m = 0;
-    for (; m + P::kMR <= a.M; m += P::kMR) tile<P, P::kMR>(a, panel, nsb, m, n);
-    switch (a.M - m) {
-      case 7: tile<P, 7>(a, panel, nsb, m, n); break;
-      case 6: tile<P, 6>(a, panel, nsb, m, n); break;
-      case 5: tile<P, 5>(a, panel, nsb, m, n); break;
-      case 4: tile<P, 4>(a, panel, nsb, m, n); break;
-      case 3: tile<P, 3>(a, panel, nsb, m, n); break;
-      case 2: tile<P, 2>(a, panel, nsb, m, n); break;
-      case 1: tile<P, 1>(a, panel, nsb, m, n); break;
-      default: break;
-    }
-  }
 }
 
 }  // namespace

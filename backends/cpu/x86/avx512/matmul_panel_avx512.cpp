@@ -9,6 +9,7 @@
 // work per block being the same). Decode (M = 1) is the same code with one row and one panel, streaming a thread's
 // panels in address order.
 // Each row's arithmetic is the same whatever M is: results do not depend on how many rows share the batch.
+#include "backends/cpu/matmul_tiles.h"
 #include "backends/cpu/x86/avx512/kernels_avx512.h"
 #include "backends/cpu/x86/avx512/simd_avx512.h"
 
@@ -97,15 +98,7 @@ inline void tile(const MatmulArgs& a, const typename P::Block* panel, int64_t nb
 // All M rows against NP panels: tiles of 4 rows, then the rest.
 template <class P, int NP>
 inline void rows(const MatmulArgs& a, const typename P::Block* panel, int64_t nb, int64_t n) {
-  constexpr int kMR = 4;
-  int64_t m = 0;
-  for (; m + kMR <= a.M; m += kMR) tile<P, NP, kMR>(a, panel, nb, m, n);
-  switch (a.M - m) {
-    case 3: tile<P, NP, 3>(a, panel, nb, m, n); break;
-    case 2: tile<P, NP, 2>(a, panel, nb, m, n); break;
-    case 1: tile<P, NP, 1>(a, panel, nb, m, n); break;
-    default: break;
-  }
+  for_row_tiles<4>(0, a.M, [&](auto r, int64_t m) { tile<P, NP, decltype(r)::value>(a, panel, nb, m, n); });
 }
 
 template <class P>
