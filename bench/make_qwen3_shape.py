@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""Writes a random-weight HF checkpoint shaped like Qwen3-0.6B or Qwen3-1.7B (bf16, ~1.2 / 3.4 GB) for the load-time
-and speed benchmarks (bench/make_bench_models.sh turns it into GGUF files for llama.cpp).
+"""Writes a random-weight HF checkpoint shaped like Qwen3-0.6B, 1.7B or 4B (bf16, ~1.2 / 3.4 / 8.0 GB) for the
+load-time and speed benchmarks (bench/make_bench_models.sh turns it into GGUF files for llama.cpp).
 
-usage: make_qwen3_shape.py OUT_DIR [--size 0.6b|1.7b] [--layers N]
+usage: make_qwen3_shape.py OUT_DIR [--size 0.6b|1.7b|4b] [--layers N]
 
 0.6b: hidden 1024, 28 layers, 16 query / 8 key-value heads, head_dim 128, intermediate 3072, vocab 151936, tied
-embeddings. 1.7b: hidden 2048, intermediate 6144, otherwise the same. Weights ~ N(0, 0.02), norms 1. Written as one model.safetensors (header then tensors, sorted by name),
+embeddings. 1.7b: hidden 2048, intermediate 6144, otherwise the same. 4b (the Hub's Qwen3-4B config.json): hidden
+2560, 36 layers, 32 query heads, intermediate 9728, otherwise the same. Weights ~ N(0, 0.02), norms 1. Written as one model.safetensors (header then tensors, sorted by name),
 plus config.json and generation_config.json. Needs only numpy (Debian python3-numpy). Do not write it into the repo.
 """
 import json
@@ -16,7 +17,7 @@ import sys
 import numpy as np
 
 HIDDEN, LAYERS, HEADS, KV_HEADS, HEAD_DIM, FF, VOCAB = 1024, 28, 16, 8, 128, 3072, 151936
-SIZES = {"0.6b": (1024, 3072), "1.7b": (2048, 6144)}  # hidden, intermediate
+SIZES = {"0.6b": (1024, 3072, 28, 16), "1.7b": (2048, 6144, 28, 16), "4b": (2560, 9728, 36, 32)}  # hidden, intermediate, layers, query heads
 
 
 def shapes(n_layers):
@@ -69,10 +70,10 @@ def write_random_safetensors(path, sh):
 
 
 def main():
-    global HIDDEN, FF
+    global HIDDEN, FF, LAYERS, HEADS
     out = sys.argv[1]
     if "--size" in sys.argv:
-        HIDDEN, FF = SIZES[sys.argv[sys.argv.index("--size") + 1]]
+        HIDDEN, FF, LAYERS, HEADS = SIZES[sys.argv[sys.argv.index("--size") + 1]]
     n_layers = int(sys.argv[sys.argv.index("--layers") + 1]) if "--layers" in sys.argv else LAYERS
     os.makedirs(out, exist_ok=True)
     cfg = {
