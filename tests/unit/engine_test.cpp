@@ -154,7 +154,31 @@ TEST(Engine, ImageRequestWhileStreamsDecode) {
       };
       return r;
     };
+    // A gate request holds the engine thread (in its first token's callback) while the three streams are submitted,
+    // so that the engine admits them together: otherwise, on a loaded machine, this thread could lose the CPU between
+    // two submits while stream 0 ran alone (unheld until the others decode) to the end of its tokens.
+    std::atomic<bool> gate_open{false}, gate_waiting{false};
+    {
+      EngineRequest g;
+      g.prompt = {1, 2};
+      g.params.max_tokens = 2;
+      g.params.sampler.temperature = 0;
+      g.params.ignore_eos = true;
+      g.on_token = [&](const std::string&, int32_t) {
+        gate_waiting = true;
+        while (!gate_open.load()) std::this_thread::sleep_for(std::chrono::microseconds(200));
+        return true;
+      };
+      ASSERT_TRUE(eng.submit(std::move(g)).is_ok());
+    }
+    struct OpenGate {  // a failed ASSERT returns early: let the engine thread go
+      std::atomic<bool>& g;
+      ~OpenGate() { g = true; }
+    };
+    OpenGate open_gate{gate_open};
+    while (!gate_waiting.load()) std::this_thread::sleep_for(std::chrono::microseconds(200));
     for (size_t i = 0; i < prompts.size(); ++i) ASSERT_TRUE(eng.submit(request(prompts[i], kStream, i)).is_ok());
+    gate_open = true;
     auto wait_for = [&](auto pred) {
       const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
       while (!pred() && std::chrono::steady_clock::now() < deadline)
