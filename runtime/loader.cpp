@@ -118,61 +118,52 @@ class DeviceWeightSource : public WeightSource {
 // for a separate 1.7 MiB mapping per matrix. Per-matrix buffers left two thirds of Qwen3-0.6B's Q4_0 weights on
 // 4 KiB pages (AnonHugePages 140 of 425 MB). The file's pages of each tensor are released as soon as it is
 // rewritten, and the buffer's pages are only touched as they are written, so the peak stays near one copy.
-struct Rehome {
-  enum Kind { kPack, kBf16Dot, kCopy } kind;
-  std::string name;
-  DType dtype;  // after
-  size_t offset;
-};
-
 struct RehomeOptions {
   bool pack = false, kquant = false, bf16dot = false, copy = false;
 };
 
-// What happens to t, if anything.
-bool plan_rehome(const Tensor& t, const RehomeOptions& o, Rehome::Kind* kind, DType* dtype) {
+// The dtype t is rewritten to (its own for a plain copy), or false when it stays where it is.
+bool rehome_dtype(const Tensor& t, const RehomeOptions& o, DType* to) {
   const DType d = t.dtype();
   if (!t.is_contiguous()) return false;
   const bool k = d == DType::Q4_K || d == DType::Q5_K || d == DType::Q6_K;
-  if (o.pack && (d == DType::Q4_0 || d == DType::Q8_0 || (k && o.kquant)) && t.ndim() == 2 && t.dim(0) % kPanelRows == 0) {
-    *kind = Rehome::kPack;
-    *dtype = dtype_panel_of(d);
-    return true;
-  }
-  const bool in_file = dynamic_cast<const MmapStorage*>(t.storage().get()) != nullptr;
-  if (o.bf16dot && d == DType::F16 && t.ndim() == 2) {
-    *kind = Rehome::kBf16Dot;
-    *dtype = DType::BF16DOT;
-    return true;
-  }
-  if (o.copy && in_file && (t.ndim() == 2 || t.ndim() == 3) && t.nbytes() >= (size_t(1) << 20)) {
-    *kind = Rehome::kCopy;
-    *dtype = d;
-    return true;
-  }
-  return false;
+  if (o.pack && (d == DType::Q4_0 || d == DType::Q8_0 || (k && o.kquant)) && t.ndim() == 2 && t.dim(0) % kPanelRows == 0)
+    *to = dtype_panel_of(d);
+  else if (o.bf16dot && d == DType::F16 && t.ndim() == 2)
+    *to = DType::BF16DOT;
+  else if (o.copy && dynamic_cast<const MmapStorage*>(t.storage().get()) && (t.ndim() == 2 || t.ndim() == 3) &&
+           t.nbytes() >= (size_t(1) << 20))
+    *to = d;
+  else
+    return false;
+  return true;
 }
 
 void rehome_weights(std::map<std::string, Tensor>& tensors, const RehomeOptions& o) {
-  std::vector<Rehome> plan;
+  struct Move {
+    Tensor* t;
+    DType to;
+    size_t offset;  // in the buffer
+  };
+  std::vector<Move> plan;
   size_t total = 0;
   for (auto& [name, t] : tensors) {
     if (o.bf16dot && t.dtype() == DType::BF16 && t.ndim() == 2 && t.is_contiguous())  // the same bytes, relabelled
       t = Tensor::from_data(DType::BF16DOT, t.shape(), t.data(), t.storage());
-    Rehome r{Rehome::kCopy, name, t.dtype(), total};
-    if (!plan_rehome(t, o, &r.kind, &r.dtype)) continue;
-    plan.push_back(r);
-    total += (size_t(t.rows() * dtype_row_bytes(r.dtype, t.dim(-1))) + kAlign - 1) / kAlign * kAlign;
+    DType to;
+    if (!rehome_dtype(t, o, &to)) continue;
+    plan.push_back({&t, to, total});
+    total += (size_t(t.rows() * dtype_row_bytes(to, t.dim(-1))) + kAlign - 1) / kAlign * kAlign;
   }
   if (plan.empty()) return;
   auto buf = HeapStorage::make(total);
   const Kernels& k = kernels();
-  for (const Rehome& r : plan) {
-    Tensor& t = tensors.at(r.name);
-    Tensor n = Tensor::from_data(r.dtype, t.shape(), buf->data() + r.offset, buf);
-    if (r.kind == Rehome::kPack) {
+  for (const Move& mv : plan) {
+    Tensor& t = *mv.t;
+    Tensor n = Tensor::from_data(mv.to, t.shape(), buf->data() + mv.offset, buf);
+    if (dtype_is_panel(mv.to)) {
       pack_panels(t.dtype(), t.data(), t.row_stride(), t.dim(0), t.dim(1), n.data());
-    } else if (r.kind == Rehome::kBf16Dot && t.dtype() == DType::F16) {
+    } else if (mv.to != t.dtype()) {  // f16 -> bf16dot
       const int64_t K = t.dim(1);
       std::vector<float> row(static_cast<size_t>(K));
       for (int64_t i = 0; i < t.dim(0); ++i) {  // SIMD f16 -> f32 (exact) -> bf16 (nearest even): 0.6B in ~1 s, not 4

@@ -18,6 +18,11 @@
 namespace pipit {
 namespace {
 
+// The integer kernels read a q4 block of a 16-row panel (q4_0x16, a q4_Kx16 group) as 8 weight vectors of 4 weights
+// per row: v = 2c the low nibbles of 64-byte chunk c (weights 4c .. 4c + 3), v = 2c + 1 its high nibbles (weights
+// 16 + 4c ..). The first of the 4 activation bytes vector v multiplies:
+constexpr int q4_vector_x_offset(int v) { return v % 2 ? 16 + 4 * (v / 2) : 4 * (v / 2); }
+
 template <int R, class F>
 inline void row_tail(int64_t r, int64_t m, F& f) {
   if constexpr (R > 0) {

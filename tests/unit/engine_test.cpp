@@ -4,6 +4,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <new>
 #include <stdexcept>
@@ -125,13 +126,13 @@ TEST(Engine, ImageRequestWhileStreamsDecode) {
     std::atomic<int> allow{5};
     std::atomic<int> image_first_at{-1};  // stream 0's token count when the image request's first token came
     std::vector<std::promise<GenerateResult>> done(prompts.size() + 1);
-    struct Release {  // a failed ASSERT returns early: let the engine thread go before ~Engine joins it
-      std::atomic<int>& a;
-      ~Release() { a = 1 << 30; }
+    struct OnExit {  // a failed ASSERT returns early: let the engine thread go before ~Engine joins it
+      std::function<void()> f;
+      ~OnExit() { f(); }
     };
     Engine eng(m, nullptr, EngineOptions{.n_slots = 4, .n_ctx = 256, .n_batch = 64, .n_threads = 2,
                                          .n_prefill_chunk = kChunk});
-    Release release{allow};
+    OnExit release{[&] { allow = 1 << 30; }};
     ASSERT_EQ(eng.n_encode_threads(), 1);  // half of 2
     auto request = [&](std::vector<int32_t> prompt, int n, size_t i) {
       EngineRequest r;
@@ -171,11 +172,7 @@ TEST(Engine, ImageRequestWhileStreamsDecode) {
       };
       ASSERT_TRUE(eng.submit(std::move(g)).is_ok());
     }
-    struct OpenGate {  // a failed ASSERT returns early: let the engine thread go
-      std::atomic<bool>& g;
-      ~OpenGate() { g = true; }
-    };
-    OpenGate open_gate{gate_open};
+    OnExit open_gate{[&] { gate_open = true; }};
     while (!gate_waiting.load()) std::this_thread::sleep_for(std::chrono::microseconds(200));
     for (size_t i = 0; i < prompts.size(); ++i) ASSERT_TRUE(eng.submit(request(prompts[i], kStream, i)).is_ok());
     gate_open = true;

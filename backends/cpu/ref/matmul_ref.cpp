@@ -9,15 +9,16 @@ namespace pipit::ref {
 
 namespace {
 
-template <class Load>
-void matmul_float(const MatmulArgs& a, int64_t n0, int64_t n1, Load load) {
+// x rows of X (f32, or bf16 for bf16dot) read as f32 by load_x, weights by load
+template <class X = float, class Load, class LoadX = float (*)(X)>
+void matmul_float(const MatmulArgs& a, int64_t n0, int64_t n1, Load load, LoadX load_x = [](X v) { return float(v); }) {
   for (int64_t m = 0; m < a.M; ++m) {
-    const float* x = reinterpret_cast<const float*>(static_cast<const uint8_t*>(a.x) + m * a.x_stride);
+    const X* x = reinterpret_cast<const X*>(static_cast<const uint8_t*>(a.x) + m * a.x_stride);
     float* y = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(a.y) + m * a.y_stride);
     for (int64_t n = n0; n < n1; ++n) {
       const uint8_t* w = static_cast<const uint8_t*>(a.w) + n * a.w_stride;
       float acc = 0.0f;
-      for (int64_t k = 0; k < a.K; ++k) acc += x[k] * load(w, k);
+      for (int64_t k = 0; k < a.K; ++k) acc += load_x(x[k]) * load(w, k);
       y[n] = acc;
     }
   }
@@ -72,16 +73,9 @@ void matmul_bf16(const MatmulArgs& a, int64_t n0, int64_t n1) {
 // bf16dot (core/dtype.h): x arrives as bf16 rows (ops rounds it once, to nearest even); each product of two bf16
 // values is exact in f32, summed in f32 in index order.
 void matmul_bf16dot(const MatmulArgs& a, int64_t n0, int64_t n1) {
-  for (int64_t m = 0; m < a.M; ++m) {
-    const auto* x = reinterpret_cast<const bf16_t*>(static_cast<const uint8_t*>(a.x) + m * a.x_stride);
-    float* y = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(a.y) + m * a.y_stride);
-    for (int64_t n = n0; n < n1; ++n) {
-      const auto* w = reinterpret_cast<const bf16_t*>(static_cast<const uint8_t*>(a.w) + n * a.w_stride);
-      float acc = 0.0f;
-      for (int64_t k = 0; k < a.K; ++k) acc += bf16_to_f32(x[k]) * bf16_to_f32(w[k]);
-      y[n] = acc;
-    }
-  }
+  matmul_float<bf16_t>(
+      a, n0, n1, [](const uint8_t* w, int64_t k) { return bf16_to_f32(reinterpret_cast<const bf16_t*>(w)[k]); },
+      bf16_to_f32);
 }
 
 int32_t dot_q8_0_block(const BlockQ8_0& w, const BlockQ8Act& a) {

@@ -110,14 +110,14 @@ inline void tile_q4(const MatmulArgs& a, const BlockQ4_0x16* panel, int64_t m, i
     for (int h = 0; h < 2; ++h)
       for (int i = 0; i < MR; ++i) p16[h][i] = _mm256_setzero_si256();
 #pragma GCC unroll 8
-    for (int v = 0; v < 8; ++v) {  // unrolled: v = 2c is chunk c's low nibbles (weights 4c..), 2c + 1 its high ones
+    for (int v = 0; v < 8; ++v) {  // unrolled; vectors numbered as q4_vector_x_offset (matmul_tiles.h) says
       __m256i wv[2];
       for (int h = 0; h < 2; ++h) {
         const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qs + 64 * (v / 2) + 32 * h));
         wv[h] = _mm256_and_si256(v % 2 ? _mm256_srli_epi16(q, 4) : q, m4);
       }
       for (int i = 0; i < MR; ++i) {
-        const __m256i xv = bcast_dword(x[i][b].qs + (v % 2 ? 16 + 4 * (v / 2) : 4 * (v / 2)));
+        const __m256i xv = bcast_dword(x[i][b].qs + q4_vector_x_offset(v));
         for (int h = 0; h < 2; ++h) p16[h][i] = _mm256_add_epi16(p16[h][i], _mm256_maddubs_epi16(wv[h], xv));
       }
     }

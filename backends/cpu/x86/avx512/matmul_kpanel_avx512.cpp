@@ -52,12 +52,8 @@ struct PQ4K {
   using Block = BlockQ4_Kx16;
   static constexpr bool kMins = true;
   static constexpr int kMR = 8;  // activation rows per tile: 8 x (2 int + 1 f32 accumulators) of 32 registers
-  // group g's weights as 8 unsigned vectors (tile_mins): 2c the low nibbles of chunk c (weights 4c..), 2c + 1 its
-  // high nibbles (16 + 4c..)
-  static inline __m512i unpack(const Block& w, int g, int v) {
-    const __m512i q = load64(w.qs[g][v / 2]);
-    return _mm512_and_si512(v % 2 ? _mm512_srli_epi16(q, 4) : q, _mm512_set1_epi8(0x0f));
-  }
+  // group g's weights as 8 unsigned vectors (tile_mins), numbered as q4_vector_x_offset (matmul_tiles.h) says
+  static inline __m512i unpack(const Block& w, int g, int v) { return load_nibbles(w.qs[g][v / 2], v % 2); }
   template <int MR>
   static inline void dots(const Block& w, int g, const BlockQ8Act* const* xb, __m512i* isum) {
     const __m512i m4 = _mm512_set1_epi8(0x0f);
@@ -81,11 +77,9 @@ struct PQ5K {
   static constexpr int kMR = 8;
   static inline __m512i unpack(const Block& w, int g, int v) {  // as PQ4K's, with the fifth bits as in dots
     const int c = v / 2;
-    const __m512i q = load64(w.qs[g][c]), qh = load64(w.qh[g]), b4 = _mm512_set1_epi8(0x10);
-    if (v % 2 == 0)
-      return _mm512_or_si512(_mm512_and_si512(q, _mm512_set1_epi8(0x0f)), _mm512_and_si512(_mm512_slli_epi16(qh, 4 - c), b4));
-    return _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(q, 4), _mm512_set1_epi8(0x0f)),
-                           _mm512_and_si512(_mm512_srli_epi16(qh, c), b4));
+    const __m512i qh = load64(w.qh[g]);
+    const __m512i fifth = v % 2 ? _mm512_srli_epi16(qh, c) : _mm512_slli_epi16(qh, 4 - c);
+    return _mm512_or_si512(load_nibbles(w.qs[g][c], v % 2), _mm512_and_si512(fifth, _mm512_set1_epi8(0x10)));
   }
   template <int MR>
   static inline void dots(const Block& w, int g, const BlockQ8Act* const* xb, __m512i* isum) {
@@ -206,7 +200,7 @@ inline void tile_mins(const MatmulArgs& a, const typename P::Block* panel, int64
         __m512i wv[NP];
         for (int j = 0; j < NP; ++j) wv[j] = P::unpack(panel[j * nsb + s], g, v);
         for (int i = 0; i < MR; ++i) {
-          const __m512i xv = bcast_dword(xb[i]->qs + (v % 2 ? 16 + 4 * (v / 2) : 4 * (v / 2)));
+          const __m512i xv = bcast_dword(xb[i]->qs + q4_vector_x_offset(v));
           for (int j = 0; j < NP; ++j) isum[j][i] = _mm512_dpbusd_epi32(isum[j][i], wv[j], xv);
         }
       }

@@ -32,12 +32,9 @@ inline __m512i bcast_dword(const int8_t* p) {
 struct PQ4 {
   using Block = BlockQ4_0x16;
   static constexpr int kOffset = 8;
-  // vector 2c: the low nibbles of chunk c (weights 4c..), 2c + 1: its high nibbles (weights 16 + 4c..)
-  static inline __m512i unpack(const Block& w, int v) {
-    const __m512i q = _mm512_loadu_si512(w.qs + 64 * (v / 2));
-    return _mm512_and_si512(v % 2 ? _mm512_srli_epi16(q, 4) : q, _mm512_set1_epi8(0x0f));
-  }
-  static constexpr int x_offset(int v) { return v % 2 ? 16 + 4 * (v / 2) : 4 * (v / 2); }
+  // the vectors as q4_vector_x_offset (matmul_tiles.h) numbers them
+  static inline __m512i unpack(const Block& w, int v) { return load_nibbles(w.qs + 64 * (v / 2), v % 2); }
+  static constexpr int x_offset(int v) { return q4_vector_x_offset(v); }
 };
 struct PQ8 {
   using Block = BlockQ8_0x16;

@@ -10,6 +10,12 @@
 namespace pipit::avx512 {
 
 // Lanes [0, n) of 16 (n may exceed 16).
+// The low (high = false) or high nibbles of the 64 bytes at p, as bytes 0..15.
+static inline __m512i load_nibbles(const void* p, bool high) {
+  const __m512i q = _mm512_loadu_si512(p);
+  return _mm512_and_si512(high ? _mm512_srli_epi16(q, 4) : q, _mm512_set1_epi8(0x0f));
+}
+
 static inline __mmask16 mask16(int64_t n) { return n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1); }
 
 static inline float hsum(__m512 v) {
