@@ -3,7 +3,9 @@
 // sequence whatever MR and NR (so a row of a batch equals the row alone), and this walks [n0, n1):
 //  - decode (M = 1): T::kDecodeNR weight rows per tile, then 4, then 1 (the tile reads them one after another);
 //  - M > 1: blocks of x rows small enough to stay in L2 (about 256 KiB) go through every T::kMR x T::kNR tile of
-//    [n0, n1), so the weights are read once per block and x once per block from L2.
+//    [n0, n1), so the weights are read once per block and x once per block from L2; the columns left take 4
+//    weight rows, then 1, as decode's do (a tile reduces each group of 4 outputs together: a column of 4 or 1
+//    must fall where decode has one, or a row of a batch would not keep the row's bits alone).
 // T provides kMR, kNR, kDecodeNR (>= 4), kXBytes (bytes of one x element) and `template <int MR, int NR> static
 // void tile(const MatmulArgs&, int64_t m, int64_t n)`.
 // Internal linkage (anonymous namespace): each level's instantiation is compiled with that level's target flags.
@@ -60,6 +62,8 @@ void matmul_tiled(const MatmulArgs& a, int64_t n0, int64_t n1) {
   for (int64_t m0 = 0; m0 < a.M; m0 += mb) {
     const int64_t m1 = std::min(a.M, m0 + mb);
     for (n = n0; n + T::kNR <= n1; n += T::kNR) matmul_column<T, T::kNR>(a, n, m0, m1);
+    if constexpr (T::kNR > 4)
+      for (; n + 4 <= n1; n += 4) matmul_column<T, 4>(a, n, m0, m1);
     for (; n < n1; ++n) matmul_column<T, 1>(a, n, m0, m1);
   }
 }

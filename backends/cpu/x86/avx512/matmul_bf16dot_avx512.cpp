@@ -35,6 +35,7 @@ inline void tile(const MatmulArgs& a, int64_t m, int64_t n) {
     for (int j = 0; j < NR; ++j)
       for (int64_t k = 0; k < kv; k += 32) acc[0][j] = _mm512_dpbf16_ps(acc[0][j], load_bh(x[0] + k), load_bh(w[j] + k));
   } else {
+#pragma GCC unroll 2
     for (int64_t k = 0; k < kv; k += 32) {
       __m512bh xv[MR];
       for (int i = 0; i < MR; ++i) xv[i] = load_bh(x[i] + k);
@@ -62,7 +63,7 @@ inline void tile(const MatmulArgs& a, int64_t m, int64_t n) {
 
 // The tile as the shared walk (backends/cpu/matmul_tiles.h) takes it.
 struct Tiles {
-  static constexpr int kMR = 4, kNR = 4, kDecodeNR = 8;
+  static constexpr int kMR = 3, kNR = 8, kDecodeNR = 8;
   static constexpr int64_t kXBytes = 2;  // x: bf16 rows
   template <int MR, int NR>
   static void tile(const MatmulArgs& a, int64_t m, int64_t n) { avx512::tile<MR, NR>(a, m, n); }

@@ -52,6 +52,7 @@ inline void tile(const MatmulArgs& a, int64_t m, int64_t n) {
       for (int64_t kk = 0; kk < kv; kk += 16) acc[0][j] = _mm512_fmadd_ps(_mm512_loadu_ps(x[0] + kk), W::load(w[j], kk), acc[0][j]);
     k = kv;
   }
+#pragma GCC unroll 2
   for (; k + 16 <= K; k += 16) {
     __m512 xv[MR];
     for (int i = 0; i < MR; ++i) xv[i] = _mm512_loadu_ps(x[i] + k);
@@ -83,7 +84,7 @@ inline void tile(const MatmulArgs& a, int64_t m, int64_t n) {
 // 4 x 4 tiles over blocks of x rows that stay in L2.
 template <class W>
 struct Tiles {
-  static constexpr int kMR = 4, kNR = 4, kDecodeNR = 8;
+  static constexpr int kMR = 3, kNR = 8, kDecodeNR = 8;
   static constexpr int64_t kXBytes = 4;
   template <int MR, int NR>
   static void tile(const MatmulArgs& a, int64_t m, int64_t n) { avx512::tile<W, MR, NR>(a, m, n); }
