@@ -139,6 +139,12 @@ pipit_status pipit_model_load(const char* path, const pipit_model_options* optio
       if (!dev) return to_status(dev.status());
       lo.device = std::move(dev).value();
     }
+    if (options && options->precision) {
+      const std::string p = options->precision;
+      if (p != "exact" && p != "fast")
+        return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_model_load: precision '" + p + "': expected \"exact\" or \"fast\"");
+      lo.precision_fast = p == "fast";
+    }
     auto lm = pipit::load_model(path, lo);
     if (!lm) return to_status(lm.status());
     *out = new pipit_model{std::move(lm).value(), nullptr};

@@ -49,6 +49,11 @@ typedef struct pipit_model_options {
   /* Where the decoder runs: NULL or "cpu" (the default), "opencl" or "opencl:N" (the N-th OpenCL device; `pipit
    * inspect --devices` lists them). A missing OpenCL runtime or device is an error from pipit_model_load. */
   const char* device;
+  /* NULL or "exact" (the default): f16 / bf16 weights are multiplied in f32, as the goldens. "fast": where the CPU
+   * has bf16 dot products (AVX512-BF16, Arm BF16) f16 / bf16 matrices become bf16 and each matmul's activations are
+   * rounded to bf16 once (relative error about 2^-9 per factor; about 2x the prefill speed); elsewhere the same as
+   * "exact". Quantized weights are unaffected. As the CLI's --precision. */
+  const char* precision;
 } pipit_model_options;
 
 /* path: HF checkpoint directory, .pipit or .gguf file. options may be NULL. */

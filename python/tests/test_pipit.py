@@ -105,6 +105,31 @@ class Logits(unittest.TestCase):
             np.testing.assert_array_equal(got, cli)  # the same engine path: bit for bit
 
 
+def cpu_has_bf16_dot():
+    try:
+        flags = open("/proc/cpuinfo").read().split()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "bf16" in flags
+
+
+class Precision(unittest.TestCase):
+    def test_fast_is_bf16_within_bound(self):
+        # the tiny llama checkpoint stores bf16 matrices: "fast" multiplies them with bf16 activations
+        g = golden("llama")
+        ids = g["input_ids"][0]
+        exact = pipit.Model(os.path.join(MODELS, "llama"), n_threads=2, kv_type="f32").logits(ids)
+        fast = pipit.Model(os.path.join(MODELS, "llama"), n_threads=2, kv_type="f32", precision="fast").logits(ids)
+        ref = g["logits"][0]
+        rel = lambda x: float(np.sqrt(np.mean((x - ref) ** 2) / np.mean(ref ** 2)))  # noqa: E731
+        print(f"[precision] llama relative RMS logit error: exact {rel(exact):.2g}, fast {rel(fast):.2g}")
+        self.assertLessEqual(rel(fast), 0.015)  # tests/models/precision_fast_test.cpp's bound
+        if cpu_has_bf16_dot():
+            self.assertGreater(np.abs(fast - exact).max(), 0.0)  # the option reached the loader
+        with self.assertRaisesRegex(ValueError, "precision 'bf16'"):
+            pipit.Model(os.path.join(MODELS, "llama"), precision="bf16")
+
+
 class EagerModel(unittest.TestCase):
     def test_python_qwen3_reproduces_golden(self):
         w, cfg = qwen3_eager.load(os.path.join(MODELS, "qwen3"))

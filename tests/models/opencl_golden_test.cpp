@@ -245,7 +245,7 @@ namespace {
 // The C API's device option: stories260k (a real tiny Llama with a tokenizer) generates the same greedy tokens on
 // the device as on the CPU; a device that does not exist is an error from pipit_model_load.
 std::vector<int32_t> capi_greedy(const char* device, int n) {
-  pipit_model_options mo{0, device};
+  pipit_model_options mo{0, device, nullptr};
   pipit_model* m = nullptr;
   EXPECT_EQ(pipit_model_load(test::model_dir("stories260k").c_str(), &mo, &m), PIPIT_OK) << pipit_last_error();
   if (!m) return {};
@@ -272,7 +272,7 @@ TEST(OpenclCapi, DeviceOptionGivesTheCpuTokens) {
   const auto cpu = capi_greedy(nullptr, 24), gpu = capi_greedy("opencl", 24);
   EXPECT_EQ(cpu.size(), 24u);
   EXPECT_EQ(gpu, cpu);
-  pipit_model_options mo{0, "opencl:99"};
+  pipit_model_options mo{0, "opencl:99", nullptr};
   pipit_model* m = nullptr;
   EXPECT_NE(pipit_model_load(test::model_dir("stories260k").c_str(), &mo, &m), PIPIT_OK);
   EXPECT_NE(std::string(pipit_last_error()).find("no device opencl:99"), std::string::npos) << pipit_last_error();
