@@ -24,6 +24,7 @@ std::vector<std::pair<std::string, const Kernels*>> tables() {
   std::vector<std::string> isas = {"scalar"};
 #if defined(__x86_64__)
   if (cpu_features_capped("avx2").x86_avx2()) isas.push_back("avx2");
+  if (cpu_features_capped("avxvnni").x86_avxvnni()) isas.push_back("avxvnni");
   if (cpu_features_capped("avx512").x86_avx512()) isas.push_back("avx512");
 #elif defined(__aarch64__)
   isas.push_back("neon");

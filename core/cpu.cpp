@@ -45,7 +45,10 @@ CpuFeatures detect() {
       f.avx512vl = zmm && (b & (1u << 31));
       f.avx512vnni = zmm && (c & (1u << 11));
     }
-    if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) f.avx512bf16 = zmm && (a & (1u << 5));
+    if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) {
+      f.avxvnni = ymm && (a & (1u << 4));
+      f.avx512bf16 = zmm && (a & (1u << 5));
+    }
     if (!ymm) f.fma = f.f16c = false;
   }
 #elif defined(__aarch64__)
@@ -65,8 +68,9 @@ void apply_cap(CpuFeatures& f, const std::string& cap) {
     f = CpuFeatures{};
     return;
   }
-  if (cap == "avx2") {
+  if (cap == "avx2" || cap == "avxvnni") {
     f.avx512f = f.avx512bw = f.avx512vl = f.avx512dq = f.avx512vnni = f.avx512bf16 = false;
+    if (cap == "avx2") f.avxvnni = false;
   } else if (cap == "avx512") {
     // keep everything
   } else if (cap == "neon") {
@@ -86,6 +90,7 @@ std::string CpuFeatures::describe() const {
   add(avx2, "avx2");
   add(fma, "fma");
   add(f16c, "f16c");
+  add(avxvnni, "avxvnni");
   add(avx512f, "avx512f");
   add(avx512bw, "avx512bw");
   add(avx512vl, "avx512vl");

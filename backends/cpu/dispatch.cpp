@@ -11,6 +11,7 @@ Kernels make_kernels(const CpuFeatures& f) {
   ref::fill(k);
 #if defined(PIPIT_HAVE_X86_KERNELS)
   if (f.x86_avx2()) avx2::fill(k);
+  if (f.x86_avxvnni()) avxvnni::fill(k);
   if (f.x86_avx512()) avx512::fill(k, f);
 #elif defined(PIPIT_HAVE_ARM_KERNELS)
   if (f.neon) neon::fill(k);

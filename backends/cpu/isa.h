@@ -5,6 +5,7 @@
 
 namespace pipit {
 namespace avx2 { void fill(Kernels& k); }
+namespace avxvnni { void fill(Kernels& k); }
 namespace avx512 { void fill(Kernels& k, const CpuFeatures& f); }
 namespace neon { void fill(Kernels& k); }
 namespace dotprod { void fill(Kernels& k); }

@@ -20,6 +20,7 @@ inline std::vector<std::string> isa_levels() {
   std::vector<std::string> out;
 #if defined(__x86_64__)
   if (cpu_features_capped("avx2").x86_avx2()) out.push_back("avx2");
+  if (cpu_features_capped("avxvnni").x86_avxvnni()) out.push_back("avxvnni");
   if (cpu_features_capped("avx512").x86_avx512()) out.push_back("avx512");
 #elif defined(__aarch64__)
   out.push_back("neon");

@@ -191,6 +191,29 @@ TEST_P(MatmulPanel, RowsIndependentOfM) {  // engine batching: a row's result mu
   }
 }
 
+// AVX-VNNI replaces AVX2's vpmaddubsw + vpmaddwd with vpdpbusd: the same int32 sums, so the same output bits
+// (decode and prefill tiles, every M tail).
+TEST(MatmulPanelLevels, AvxVnniEqualsAvx2Bits) {
+  if (std::find(test::isa_levels().begin(), test::isa_levels().end(), "avxvnni") == test::isa_levels().end())
+    GTEST_SKIP() << "no AVX-VNNI on this CPU";
+  for (DType t : {DType::Q8_0, DType::Q4_0})
+    for (int64_t M : {1, 2, 3, 4, 5, 7, 9}) {
+      PanelProblem a(t, M, 512, 48), b(t, M, 512, 48);
+      Rng rng(uint32_t(7 + M));
+      a.fill(rng, false);
+      b.w = a.w;
+      b.wp = a.wp;
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t i = 0; i < a.nb(); ++i) b.xb(m, i) = a.xb(m, i);
+      a.run(test::kernels_for("avx2"), 0, 48);
+      b.run(test::kernels_for("avxvnni"), 0, 48);
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < 48; ++n)
+          ASSERT_EQ(test::bits(a.out(m, n)), test::bits(b.out(m, n))) << dtype_name(t) << " M " << M << " m " << m
+                                                                      << " n " << n;
+    }
+}
+
 PIPIT_INSTANTIATE_ISA(MatmulPanel);
 
 }  // namespace
