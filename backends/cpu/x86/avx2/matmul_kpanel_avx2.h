@@ -20,13 +20,17 @@
 #include <type_traits>
 
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/matmul_tiles.h"
 #include "backends/cpu/prefetch.h"
 #include "backends/cpu/x86/avx2/int8_dot_avx2.h"
 
 namespace pipit {
 namespace {
 
-constexpr int kKPanelMR = 2;  // activation rows per tile (x 2 row halves: 4 accumulators, 4-8 partial sums)
+// Activation rows per tile (x 2 row halves: 6 accumulators, 3-6 partial sums). kernels_bench gemm q*_kx16 K=1024
+// N=3072 M=512, 1 thread, 2 -> 3 rows: AVX-VNNI q4_K 20.3 -> 15.7 ms, q5_K 24.2 -> 21.5, q6_K 34.3 -> 27; AVX2
+// q6_K 38.2 -> 28, q4_K / q5_K within the noise (29-34 ms either way). 4 rows: no faster (spills).
+constexpr int kKPanelMR = 3;
 inline __m256i load32(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
 // 8 bytes (one per row of a half) -> 8 f32 lanes.
 inline __m256 u8x8_to_ps(const uint8_t* p) {
@@ -189,15 +193,13 @@ inline void kpanel_tile(const MatmulArgs& a, const typename P::Block* panel, int
 }
 
 // P: PQ4K<D>, PQ5K<D> or PQ6K<D>.
-template <class P>
+template <class P, int MR = kKPanelMR>
 void matmul_kpanels(const MatmulArgs& a, int64_t n0, int64_t n1) {
   using Block = typename P::Block;
   const int64_t nsb = a.K / kQK;
   for (int64_t n = n0; n < n1; n += kPanelRows) {  // n0, n1: multiples of 16
     const Block* panel = static_cast<const Block*>(a.w) + (n / kPanelRows) * nsb;
-    int64_t m = 0;
-    for (; m + kKPanelMR <= a.M; m += kKPanelMR) kpanel_tile<P, kKPanelMR>(a, panel, nsb, m, n);
-    if (m < a.M) kpanel_tile<P, 1>(a, panel, nsb, m, n);
+    for_row_tiles<MR>(0, a.M, [&](auto r, int64_t m) { kpanel_tile<P, decltype(r)::value>(a, panel, nsb, m, n); });
   }
 }
 
