@@ -6,8 +6,14 @@
 //    [n0, n1), so the weights are read once per block and x once per block from L2; the columns left take 4
 //    weight rows, then 1, as decode's do (a tile reduces each group of 4 outputs together: a column of 4 or 1
 //    must fall where decode has one, or a row of a batch would not keep the row's bits alone).
-// T provides kMR, kNR, kDecodeNR (>= 4), kXBytes (bytes of one x element) and `template <int MR, int NR> static
-// void tile(const MatmulArgs&, int64_t m, int64_t n)`.
+//  - long rows (K > T::kKChunk where a level sets it): each column's tiles run over k in chunks of kKChunk, so the
+//    chunk's kNR weight rows stay in L1 while the column's x rows pass (8 bf16 rows of K = 2560, Qwen3-4B's width,
+//    are 40 KiB: with x they overflowed a 48 KiB L1). A tile keeps its accumulators in `state` between chunks (a
+//    store and a reload: the same values), so each output is the same instruction sequence as unchunked.
+// T provides kMR, kNR, kDecodeNR (>= 4), kXBytes (bytes of one x element), kKChunk (0: never chunk; else a
+// multiple of the tile's k step) and `template <int MR, int NR> static void tile(const MatmulArgs&, int64_t m,
+// int64_t n)`; with kKChunk, also tile(a, m, n, const KSpan&): k in [k0, k1), accumulators from state unless k0
+// == 0, into state unless k1 == K (then the outputs). State per tile: kMR * kNR * kStateLanes floats.
 // Internal linkage (anonymous namespace): each level's instantiation is compiled with that level's target flags.
 #pragma once
 
@@ -42,9 +48,28 @@ inline void for_row_tiles(int64_t m0, int64_t m1, F&& f) {
   row_tail<MR - 1>(m1 - m, m, f);
 }
 
-// Weight rows [n, n + NR) against x rows [m0, m1).
+struct KSpan {
+  int64_t k0, k1;
+  float* state;
+};
+constexpr int64_t kStateLanes = 16;       // floats of one accumulator (a zmm)
+constexpr int64_t kMaxChunkedTiles = 32;  // row tiles of an x block when chunking over k (their state: on the stack)
+
+// Weight rows [n, n + NR) against x rows [m0, m1); state: kMaxChunkedTiles tiles' accumulators when chunking.
 template <class T, int NR>
-inline void matmul_column(const MatmulArgs& a, int64_t n, int64_t m0, int64_t m1) {
+inline void matmul_column(const MatmulArgs& a, int64_t n, int64_t m0, int64_t m1, float* state) {
+  if constexpr (T::kKChunk > 0) {
+    if (a.K > T::kKChunk) {
+      for (int64_t k0 = 0; k0 < a.K; k0 += T::kKChunk) {
+        const int64_t k1 = std::min(a.K, k0 + T::kKChunk);
+        int64_t t = 0;
+        for_row_tiles<T::kMR>(m0, m1, [&](auto r, int64_t m) {
+          T::template tile<decltype(r)::value, NR>(a, m, n, KSpan{k0, k1, state + t++ * T::kMR * T::kNR * kStateLanes});
+        });
+      }
+      return;
+    }
+  }
   for_row_tiles<T::kMR>(m0, m1, [&](auto r, int64_t m) { T::template tile<decltype(r)::value, NR>(a, m, n); });
 }
 
@@ -58,13 +83,16 @@ void matmul_tiled(const MatmulArgs& a, int64_t n0, int64_t n1) {
     for (; n < n1; ++n) T::template tile<1, 1>(a, 0, n);
     return;
   }
-  const int64_t mb = std::max<int64_t>(T::kMR, (int64_t(256) << 10) / (a.K * T::kXBytes) / T::kMR * T::kMR);
+  int64_t mb = std::max<int64_t>(T::kMR, (int64_t(256) << 10) / (a.K * T::kXBytes) / T::kMR * T::kMR);
+  constexpr int64_t kStateFloats = T::kKChunk > 0 ? kMaxChunkedTiles * T::kMR * T::kNR * kStateLanes : 1;
+  alignas(64) float state[kStateFloats];
+  if (T::kKChunk > 0 && a.K > T::kKChunk) mb = std::min(mb, kMaxChunkedTiles * T::kMR);
   for (int64_t m0 = 0; m0 < a.M; m0 += mb) {
     const int64_t m1 = std::min(a.M, m0 + mb);
-    for (n = n0; n + T::kNR <= n1; n += T::kNR) matmul_column<T, T::kNR>(a, n, m0, m1);
+    for (n = n0; n + T::kNR <= n1; n += T::kNR) matmul_column<T, T::kNR>(a, n, m0, m1, state);
     if constexpr (T::kNR > 4)
-      for (; n + 4 <= n1; n += 4) matmul_column<T, 4>(a, n, m0, m1);
-    for (; n < n1; ++n) matmul_column<T, 1>(a, n, m0, m1);
+      for (; n + 4 <= n1; n += 4) matmul_column<T, 4>(a, n, m0, m1, state);
+    for (; n < n1; ++n) matmul_column<T, 1>(a, n, m0, m1, state);
   }
 }
 

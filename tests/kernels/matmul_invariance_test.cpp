@@ -13,7 +13,9 @@ using test::Rng;
 class MatmulInvariance : public IsaTest {};
 
 TEST_P(MatmulInvariance, RowsEqualSoloRows) {
-  const int64_t K = 160, M = 11;
+  const int64_t M = 11;
+  // K = 2592: longer than the k chunks of the tiled float / bf16dot GEMMs (backends/cpu/matmul_tiles.h)
+  for (int64_t K : {160, 2592})
   for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q8_0X16, DType::Q4_0X16,
                   DType::MXFP4, DType::BF16DOT}) {
     const bool panel = dtype_is_panel(t), quant = dtype_is_quantized(t);
@@ -46,7 +48,7 @@ TEST_P(MatmulInvariance, RowsEqualSoloRows) {
       for (int64_t n0 = 0; n0 < N; n0 += 16) k().matmul[int(t)](b, n0, std::min(N, n0 + 16));
       for (int64_t n = 0; n < N; ++n)
         ASSERT_EQ(test::bits(one[size_t(n)]), test::bits(all[size_t(m * N + n)]))
-            << dtype_name(t) << " row " << m << " of " << M << ", output " << n;
+            << dtype_name(t) << " K " << K << " row " << m << " of " << M << ", output " << n;
     }
   }
 }

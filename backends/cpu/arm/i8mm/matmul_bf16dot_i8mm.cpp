@@ -67,6 +67,7 @@ inline void tile(const MatmulArgs& a, int64_t m, int64_t n) {
 struct Tiles {
   static constexpr int kMR = 4, kNR = 4, kDecodeNR = 4;
   static constexpr int64_t kXBytes = 2;  // x: bf16 rows
+  static constexpr int64_t kKChunk = 0;  // not measured on Arm hardware: rows whole
   template <int MR, int NR>
   static void tile(const MatmulArgs& a, int64_t m, int64_t n) { i8mm::tile<MR, NR>(a, m, n); }
 };
