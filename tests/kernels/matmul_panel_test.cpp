@@ -194,8 +194,8 @@ TEST_P(MatmulPanel, RowsIndependentOfM) {  // engine batching: a row's result mu
 // AVX-VNNI replaces AVX2's vpmaddubsw + vpmaddwd with vpdpbusd: the same int32 sums, so the same output bits
 // (decode and prefill tiles, every M tail).
 TEST(MatmulPanelLevels, AvxVnniEqualsAvx2Bits) {
-  if (std::find(test::isa_levels().begin(), test::isa_levels().end(), "avxvnni") == test::isa_levels().end())
-    GTEST_SKIP() << "no AVX-VNNI on this CPU";
+  const std::vector<std::string> levels = test::isa_levels();
+  if (std::find(levels.begin(), levels.end(), "avxvnni") == levels.end()) GTEST_SKIP() << "no AVX-VNNI on this CPU";
   for (DType t : {DType::Q8_0, DType::Q4_0})
     for (int64_t M : {1, 2, 3, 4, 5, 7, 9}) {
       PanelProblem a(t, M, 512, 48), b(t, M, 512, 48);

@@ -134,7 +134,7 @@ struct PQ6K {
         }
       }
     }
-    const __m256i s0 = scales(w, 2 * g, h), s1 = scales(w, 2 * g + 1, h);
+    const __m256i s0 = D::scale(scales(w, 2 * g, h)), s1 = D::scale(scales(w, 2 * g + 1, h));
     for (int i = 0; i < MR; ++i) isum[i] = _mm256_add_epi32(D::widen_scaled(plo[i], s0), D::widen_scaled(phi[i], s1));
   }
 };
@@ -193,13 +193,13 @@ inline void kpanel_tile(const MatmulArgs& a, const typename P::Block* panel, int
 }
 
 // P: PQ4K<D>, PQ5K<D> or PQ6K<D>.
-template <class P, int MR = kKPanelMR>
+template <class P>
 void matmul_kpanels(const MatmulArgs& a, int64_t n0, int64_t n1) {
   using Block = typename P::Block;
   const int64_t nsb = a.K / kQK;
   for (int64_t n = n0; n < n1; n += kPanelRows) {  // n0, n1: multiples of 16
     const Block* panel = static_cast<const Block*>(a.w) + (n / kPanelRows) * nsb;
-    for_row_tiles<MR>(0, a.M, [&](auto r, int64_t m) { kpanel_tile<P, decltype(r)::value>(a, panel, nsb, m, n); });
+    for_row_tiles<kKPanelMR>(0, a.M, [&](auto r, int64_t m) { kpanel_tile<P, decltype(r)::value>(a, panel, nsb, m, n); });
   }
 }
 

@@ -89,8 +89,8 @@ inline void panel_tile(const MatmulArgs& a, const typename P::Block* panel, int6
 }
 
 // q4 GEMM: y[m .. m+MR, n .. n+16) with the block's 8 weight vectors (4 chunks x low / high nibbles) outermost, each
-// unpacked once for MR rows and both 8-row halves: MR x 2 int16 partial sums and f32 accumulators (16 registers at
-// MR = 4, some spilled, still faster). The int16 sums are exact as in PQ4 and the f32 steps are panel_tile()'s, so every
+// unpacked once for MR rows and both 8-row halves: MR x 2 partial sums (D's) and f32 accumulators (16 registers at
+// MR = 4, some spilled, still faster). The sums are exact as in PQ4 and the f32 steps are panel_tile()'s, so every
 // output has panel_tile()'s bits. kernels_bench gemm q4_0x16 K=1024 N=3072 M=512, 1 thread (this Zen 5 capped to AVX2):
 // 25.6 ms with panel_tile<PQ4, 2>, 18.1 ms with this (2 x 16, 4 x 8 and 6 x 8 tiles: 20-21 ms).
 template <class D, int MR>
@@ -148,9 +148,7 @@ void matmul_panels(const MatmulArgs& a, int64_t n0, int64_t n1) {
         continue;
       }
     }
-    int64_t m = 0;
-    for (; m + kPanelMR <= a.M; m += kPanelMR) panel_tile<P, kPanelMR>(a, panel, m, n);
-    if (m < a.M) panel_tile<P, 1>(a, panel, m, n);
+    for_row_tiles<kPanelMR>(0, a.M, [&](auto r, int64_t m) { panel_tile<P, decltype(r)::value>(a, panel, m, n); });
   }
 }
 

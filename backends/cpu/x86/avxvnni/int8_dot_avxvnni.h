@@ -12,7 +12,8 @@ struct VnniDot {
   static __m256i zero() { return _mm256_setzero_si256(); }
   static __m256i add(__m256i p, __m256i u, __m256i s) { return _mm256_dpbusd_avx_epi32(p, u, s); }
   static __m256i widen(__m256i p) { return p; }
-  static __m256i widen_scaled(__m256i p, __m256i s32) { return _mm256_mullo_epi32(p, s32); }
+  static __m256i scale(__m256i s32) { return s32; }
+  static __m256i widen_scaled(__m256i p, __m256i s) { return _mm256_mullo_epi32(p, s); }
   static __m256i acc(__m256i a, __m256i u, __m256i s) { return _mm256_dpbusd_avx_epi32(a, u, s); }
 };
 
