@@ -1,7 +1,8 @@
 // Kernel micro-benchmarks: every ISA level this CPU runs, and ref, on one thread.
 //   GEMV (decode, M = 1) for f32 / f16 / bf16 / q8_0 / q4_0 weights (and the K-quant panels q4_k/q5_k/q6_kx16) at K = N = 1024, 2048, 4096: GB/s of weights.
 //   Small GEMM (prefill, M = 32) at K = N = 1024, 2048: GFLOP/s (2 M N K per call); the Qwen3-0.6B FFN shapes at
-//   M = 512 (with bf16dot where the CPU has bf16 dot products: `--precision fast`).
+//   M = 512 (with bf16dot where the CPU has bf16 dot products: `--precision fast`); the panel dtypes also at Qwen3-4B's
+//   FFN shapes (K = 2560 / N = 9728 and K = 9728 / N = 2560: rows too long for L1, x too big for L2).
 //   Row kernels (rms_norm, swiglu, softmax, quantize_act at n = 4096) and attn_row (head_dim 128, 1024 keys).
 // Quantized matmuls take pre-quantized activations (quantize_act has its own case).
 // Run: build/kernels_bench --benchmark_filter=gemv   (names: <op>/<isa>/<dtype>/K=N=<n>[/M=<m>])
@@ -158,6 +159,18 @@ void register_all() {
         const std::string name = "gemm/" + isa + "/" + std::string(dtype_name(t)) + "/K=" + std::to_string(K) +
                                  "/N=" + std::to_string(N) + "/M=512";
         benchmark::RegisterBenchmark(name.c_str(), bm_matmul, k, t, int64_t(512), K, N)->Unit(benchmark::kMillisecond);
+      }
+    for (DType t : {DType::Q4_0X16, DType::Q8_0X16, DType::Q4_KX16, DType::Q6_KX16})  // Qwen3-4B FFN: K up to 9728
+      for (auto [K, N] : {std::pair<int64_t, int64_t>{2560, 9728}, {9728, 2560}}) {
+        const std::string name = "gemm/" + isa + "/" + std::string(dtype_name(t)) + "/K=" + std::to_string(K) +
+                                 "/N=" + std::to_string(N) + "/M=512";
+        benchmark::RegisterBenchmark(name.c_str(), bm_matmul, k, t, int64_t(512), K, N)->Unit(benchmark::kMillisecond);
+      }
+    for (DType t : {DType::MXFP4, DType::MXFP4X16})  // a GPT-OSS-20B expert's gate_up: decode, a prefill share
+      for (int64_t M : {1, 32}) {
+        const std::string name = "gemm/" + isa + "/" + std::string(dtype_name(t)) + "/K=2880/N=5760/M=" + std::to_string(M);
+        benchmark::RegisterBenchmark(name.c_str(), bm_matmul, k, t, M, int64_t(2880), int64_t(5760))
+            ->Unit(benchmark::kMicrosecond);
       }
     for (const char* op : {"rms_norm", "swiglu", "softmax", "quantize_act"})
       benchmark::RegisterBenchmark(("row/" + isa + "/" + op + "/n=4096").c_str(), bm_rows, k, std::string(op))

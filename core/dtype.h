@@ -18,6 +18,7 @@ enum class DType : uint8_t {
   // bf16 weights whose matmuls round x to bf16 too and take bf16 dot products (AVX512-BF16 vdpbf16ps): the bytes
   // of bf16, made by the loader from f16 / bf16 matrices under LoadOptions::precision fast, never stored in a file
   BF16DOT,
+  MXFP4X16,  // mxfp4 panels (below), made by the loader where Kernels::pack_mxfp4
   kCount
 };
 
@@ -186,6 +187,14 @@ inline float e8m0_half_to_f32(uint8_t e) {
   std::memcpy(&f, &u, 4);
   return f;
 }
+// mxfp4x16: 16 rows of mxfp4 as q4_0x16 interleaves q4_0 (the loader makes them; never in a file): the 16 rows'
+// exponents, then qs[64 c + 4 r + i] = row r's qs[4 c + i] (c < 4), low nibbles elements 4c..4c+3, high 16+4c...
+// GPT-OSS's stacked experts [E, N, K] pack as E * N rows (N % 16 == 0, so no panel spans two experts).
+struct BlockMXFP4x16 {
+  uint8_t e[16];
+  uint8_t qs[16 * kQBlock / 2];
+};
+static_assert(sizeof(BlockMXFP4x16) == 16 * sizeof(BlockMXFP4));
 
 // K-quant panels (q4_kx16, q5_kx16, q6_kx16): 16 consecutive rows of q4_K / q5_K / q6_K, one super-block column at
 // a time, laid out for the same integer kernels as q4_0x16 (the loader makes them; they are never in a file):
@@ -243,6 +252,7 @@ constexpr DTypeInfo kDTypeInfo[] = {
     {"q4_kx16", kQK, sizeof(BlockQ4_Kx16) / 16, true}, {"q5_kx16", kQK, sizeof(BlockQ5_Kx16) / 16, true},
     {"q6_kx16", kQK, sizeof(BlockQ6_Kx16) / 16, true},
     {"bf16dot", 1, 2, false},
+    {"mxfp4x16", kQBlock, sizeof(BlockMXFP4), true},  // per row on average, as q4_0x16
 };
 static_assert(sizeof(kDTypeInfo) / sizeof(kDTypeInfo[0]) == size_t(DType::kCount));
 
@@ -252,7 +262,7 @@ constexpr bool dtype_is_quantized(DType t) { return dtype_info(t).quantized; }
 // Panel dtypes: rows are interleaved in groups of kPanelRows, so a row has no address of its own.
 constexpr bool dtype_is_panel(DType t) {
   return t == DType::Q8_0X16 || t == DType::Q4_0X16 || t == DType::Q4_KX16 || t == DType::Q5_KX16 ||
-         t == DType::Q6_KX16;
+         t == DType::Q6_KX16 || t == DType::MXFP4X16;
 }
 constexpr DType dtype_panel_of(DType t) {
   switch (t) {
@@ -261,6 +271,7 @@ constexpr DType dtype_panel_of(DType t) {
     case DType::Q4_K: return DType::Q4_KX16;
     case DType::Q5_K: return DType::Q5_KX16;
     case DType::Q6_K: return DType::Q6_KX16;
+    case DType::MXFP4: return DType::MXFP4X16;
     default: return t;
   }
 }
@@ -271,6 +282,7 @@ constexpr DType dtype_unpanel(DType t) {
     case DType::Q4_KX16: return DType::Q4_K;
     case DType::Q5_KX16: return DType::Q5_K;
     case DType::Q6_KX16: return DType::Q6_K;
+    case DType::MXFP4X16: return DType::MXFP4;
     default: return t;
   }
 }

@@ -1,4 +1,4 @@
-// Packing q4_0 / q8_0 / q4_K / q5_K / q6_K rows into 16-row panels and back: a byte permutation (plus the K-quant
+// Packing q4_0 / q8_0 / mxfp4 / q4_K / q5_K / q6_K rows into 16-row panels and back: a byte permutation (plus the K-quant
 // scale unpacking, which is bijective), so both directions are exact.
 #include "core/panels.h"
 
@@ -129,10 +129,12 @@ void unpack_k(const uint8_t* src, int64_t K, int64_t r0, int64_t r1, uint8_t* ds
       unpack_row(in[(n / kPanelRows) * nsb + s], int(n % kPanelRows), out[(n - r0) * nsb + s]);
 }
 
-// Bytes of one row's quants in a block, and the interleave unit (4 bytes: one int32 lane of the dot product).
+// Bytes of one row's quants and scale in a block (q4_0 / q8_0: an f16 d; mxfp4: one exponent byte), and the
+// interleave unit (4 bytes: one int32 lane of the dot product).
 constexpr int64_t kLane = 4;
-int64_t quant_bytes(DType plain) { return plain == DType::Q4_0 ? kQBlock / 2 : kQBlock; }
-int64_t block_bytes(DType plain) { return plain == DType::Q4_0 ? int64_t(sizeof(BlockQ4_0)) : int64_t(sizeof(BlockQ8_0)); }
+int64_t quant_bytes(DType plain) { return plain == DType::Q8_0 ? kQBlock : kQBlock / 2; }
+int64_t scale_bytes(DType plain) { return plain == DType::MXFP4 ? 1 : 2; }
+int64_t block_bytes(DType plain) { return scale_bytes(plain) + quant_bytes(plain); }
 
 }  // namespace
 
@@ -145,17 +147,17 @@ void pack_panels(DType plain, const uint8_t* src, int64_t src_stride, int64_t N,
     case DType::Q6_K: return pack_k<BlockQ6_K, BlockQ6_Kx16>(src, src_stride, N, K, dst, pack_q6k_row);
     default: break;
   }
-  const int64_t nb = K / kQBlock, qb = quant_bytes(plain), bb = block_bytes(plain);
+  const int64_t nb = K / kQBlock, qb = quant_bytes(plain), sb = scale_bytes(plain), bb = block_bytes(plain);
   const int64_t pb = kPanelRows * bb;  // bytes of a panel block: 16 scales, then 16 rows of quants
   for (int64_t p = 0; p < N / kPanelRows; ++p) {
     uint8_t* panel = dst + p * nb * pb;
     for (int64_t b = 0; b < nb; ++b) {
       uint8_t* out = panel + b * pb;
       for (int64_t r = 0; r < kPanelRows; ++r) {
-        const uint8_t* blk = src + (p * kPanelRows + r) * src_stride + b * bb;  // f16 scale, then quants
-        std::memcpy(out + 2 * r, blk, 2);
+        const uint8_t* blk = src + (p * kPanelRows + r) * src_stride + b * bb;  // scale, then quants
+        std::memcpy(out + sb * r, blk, size_t(sb));
         for (int64_t c = 0; c < qb / kLane; ++c)  // group c of 4 quant bytes -> lane r of 64-byte chunk c
-          std::memcpy(out + 2 * kPanelRows + c * kLane * kPanelRows + r * kLane, blk + 2 + c * kLane, kLane);
+          std::memcpy(out + sb * kPanelRows + c * kLane * kPanelRows + r * kLane, blk + sb + c * kLane, kLane);
       }
     }
   }
@@ -171,15 +173,16 @@ void unpack_panel_rows(DType panel, const uint8_t* src, int64_t K, int64_t r0, i
     case DType::Q6_K: return unpack_k<BlockQ6_K, BlockQ6_Kx16>(src, K, r0, r1, dst, unpack_q6k_row);
     default: break;
   }
-  const int64_t nb = K / kQBlock, qb = quant_bytes(plain), bb = block_bytes(plain), pb = kPanelRows * bb;
+  const int64_t nb = K / kQBlock, qb = quant_bytes(plain), sb = scale_bytes(plain), bb = block_bytes(plain);
+  const int64_t pb = kPanelRows * bb;
   for (int64_t row = r0; row < r1; ++row) {
     const uint8_t* pan = src + (row / kPanelRows) * nb * pb;
     const int64_t r = row % kPanelRows;
     for (int64_t b = 0; b < nb; ++b) {
       uint8_t* blk = dst + (row - r0) * nb * bb + b * bb;
-      std::memcpy(blk, pan + b * pb + 2 * r, 2);
+      std::memcpy(blk, pan + b * pb + sb * r, size_t(sb));
       for (int64_t c = 0; c < qb / kLane; ++c)
-        std::memcpy(blk + 2 + c * kLane, pan + b * pb + 2 * kPanelRows + c * kLane * kPanelRows + r * kLane, kLane);
+        std::memcpy(blk + sb + c * kLane, pan + b * pb + sb * kPanelRows + c * kLane * kPanelRows + r * kLane, kLane);
     }
   }
 }

@@ -105,7 +105,7 @@ class DeviceWeightSource : public WeightSource {
 
 // What the loader does to the weights before the model sees them (LoadOptions), in one pass that gives every
 // rewritten or copied matrix its place in one buffer:
-//  - pack: q4_0 / q8_0 (and q4_K / q5_K / q6_K where this CPU has their panel kernels) matrices -> 16-row panels
+//  - pack: q4_0 / q8_0 (and q4_K / q5_K / q6_K / mxfp4 where this CPU has their panel kernels) matrices -> 16-row panels
 //    (LoadOptions::pack_weights);
 //  - bf16dot: f16 / bf16 matrices -> bf16dot (LoadOptions::precision_fast): bf16 ones are the same bytes under the
 //    new dtype (then copied as below), f16 ones are rounded to bf16 (to nearest even);
@@ -119,7 +119,7 @@ class DeviceWeightSource : public WeightSource {
 // 4 KiB pages (AnonHugePages 140 of 425 MB). The file's pages of each tensor are released as soon as it is
 // rewritten, and the buffer's pages are only touched as they are written, so the peak stays near one copy.
 struct RehomeOptions {
-  bool pack = false, kquant = false, bf16dot = false, copy = false;
+  bool pack = false, kquant = false, mxfp4 = false, bf16dot = false, copy = false;
 };
 
 // The dtype t is rewritten to (its own for a plain copy), or false when it stays where it is.
@@ -129,6 +129,8 @@ bool rehome_dtype(const Tensor& t, const RehomeOptions& o, DType* to) {
   const bool k = d == DType::Q4_K || d == DType::Q5_K || d == DType::Q6_K;
   if (o.pack && (d == DType::Q4_0 || d == DType::Q8_0 || (k && o.kquant)) && t.ndim() == 2 && t.dim(0) % kPanelRows == 0)
     *to = dtype_panel_of(d);
+  else if (o.pack && o.mxfp4 && d == DType::MXFP4 && (t.ndim() == 2 || t.ndim() == 3) && t.dim(-2) % kPanelRows == 0)
+    *to = DType::MXFP4X16;  // stacked experts [E, N, K]: E * N rows, no panel across two experts
   else if (o.bf16dot && d == DType::F16 && t.ndim() == 2)
     *to = DType::BF16DOT;
   else if (o.copy && dynamic_cast<const MmapStorage*>(t.storage().get()) && (t.ndim() == 2 || t.ndim() == 3) &&
@@ -162,7 +164,7 @@ void rehome_weights(std::map<std::string, Tensor>& tensors, const RehomeOptions&
     Tensor& t = *mv.t;
     Tensor n = Tensor::from_data(mv.to, t.shape(), buf->data() + mv.offset, buf);
     if (dtype_is_panel(mv.to)) {
-      pack_panels(t.dtype(), t.data(), t.row_stride(), t.dim(0), t.dim(1), n.data());
+      pack_panels(t.dtype(), t.data(), t.row_stride(), t.rows(), t.dim(-1), n.data());
     } else if (mv.to != t.dtype()) {  // f16 -> bf16dot
       const int64_t K = t.dim(1);
       std::vector<float> row(static_cast<size_t>(K));
@@ -201,6 +203,7 @@ Result<LoadedModel> load_model_impl(const std::string& path, const LoadOptions& 
   RehomeOptions ro;
   ro.pack = pack && kernels().pack_quant;
   ro.kquant = kernels().pack_kquant;
+  ro.mxfp4 = kernels().pack_mxfp4;
   ro.bf16dot = opt.precision_fast && !opt.device && kernels().bf16_dot;
   ro.copy = pack;
   rehome_weights(c.tensors, ro);

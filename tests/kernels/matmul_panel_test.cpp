@@ -1,5 +1,5 @@
-// Panel matmuls (q4_0x16, q8_0x16: 16-row interleaved weights, core/dtype.h) of every ISA level against ref's plain
-// q4_0 / q8_0 matmul on the same weights before packing. As in matmul_quant_test.cpp: with every scale 1.0 the sums
+// Panel matmuls (q4_0x16, q8_0x16, mxfp4x16: 16-row interleaved weights, core/dtype.h) of every ISA level against
+// ref's plain q4_0 / q8_0 / mxfp4 matmul on the same weights before packing. As in matmul_quant_test.cpp: with every scale 1.0 the sums
 // are exact integers and must match bit for bit; with random scales, |y - y_ref| <= 1e-5 sum_b |d_w d_a| sum_i
 // |w_i a_i|. Also: packing round-trips, and a row's result is bit-identical whatever M is (batch invariance).
 #include <cmath>
@@ -28,6 +28,7 @@ struct PanelProblem {
   uint8_t* wrow(int64_t n) { return w.data() + n * row_bytes(); }
   BlockQ8Act& xb(int64_t m, int64_t b) { return x[size_t(m * nb() + b)]; }
   float dw(int64_t n, int64_t b) {
+    if (plain == DType::MXFP4) return e8m0_half_to_f32(reinterpret_cast<BlockMXFP4*>(wrow(n))[b].e);
     return f16_to_f32(plain == DType::Q8_0 ? reinterpret_cast<BlockQ8_0*>(wrow(n))[b].d
                                            : reinterpret_cast<BlockQ4_0*>(wrow(n))[b].d);
   }
@@ -37,6 +38,9 @@ struct PanelProblem {
       int wi;
       if (plain == DType::Q8_0) {
         wi = reinterpret_cast<BlockQ8_0*>(wrow(n))[b].qs[i];
+      } else if (plain == DType::MXFP4) {
+        const uint8_t byte = reinterpret_cast<BlockMXFP4*>(wrow(n))[b].qs[i % 16];
+        wi = kMxfp4Int8[i < 16 ? byte & 0x0f : byte >> 4];
       } else {
         const uint8_t byte = reinterpret_cast<BlockQ4_0*>(wrow(n))[b].qs[i % 16];
         wi = int(i < 16 ? byte & 0x0f : byte >> 4) - 8;
@@ -60,6 +64,10 @@ struct PanelProblem {
           auto& blk = reinterpret_cast<BlockQ8_0*>(wrow(n))[b];
           blk.d = d;
           for (int i = 0; i < kQBlock; ++i) blk.qs[i] = int8_t(rng.integer(-128, 127));
+        } else if (plain == DType::MXFP4) {  // 2^(e - 128): 1 at e = 128; random ones include the subnormal e < 2
+          auto& blk = reinterpret_cast<BlockMXFP4*>(wrow(n))[b];
+          blk.e = uint8_t(unit_scales ? 128 : (rng.integer(0, 9) == 0 ? rng.integer(0, 3) : rng.integer(115, 124)));
+          for (int i = 0; i < kQBlock / 2; ++i) blk.qs[i] = uint8_t(rng.integer(0, 255));
         } else {
           auto& blk = reinterpret_cast<BlockQ4_0*>(wrow(n))[b];
           blk.d = d;
@@ -81,10 +89,21 @@ struct PanelProblem {
   float ref(int64_t m, int64_t n) const { return yr[size_t(m * (N + 1) + n)]; }
 };
 
-class MatmulPanel : public IsaTest {};
+constexpr DType kTypes[] = {DType::Q8_0, DType::Q4_0, DType::MXFP4};
+
+class MatmulPanel : public IsaTest {
+ protected:
+  // Levels without a panel kernel of a type keep ref's (the loader does not pack it there): not tested again.
+  std::vector<DType> types() const {
+    std::vector<DType> out;
+    for (DType t : kTypes)
+      if (k().matmul[int(dtype_panel_of(t))] != r().matmul[int(dtype_panel_of(t))]) out.push_back(t);
+    return out;
+  }
+};
 
 TEST(PanelPack, RoundTrip) {
-  for (DType t : {DType::Q8_0, DType::Q4_0}) {
+  for (DType t : kTypes) {
     PanelProblem p(t, 1, 96, 48);
     Rng rng(3);
     p.fill(rng, false);
@@ -104,7 +123,7 @@ const Range kRanges[] = {{16, 0, 16}, {48, 0, 48}, {48, 16, 32}, {64, 32, 64}, {
 
 TEST_P(MatmulPanel, UnitScalesExact) {
   uint32_t seed = 1;
-  for (DType t : {DType::Q8_0, DType::Q4_0})
+  for (DType t : types())
     for (int64_t K : {32, 64, 96, 4096})
       for (int64_t M : kMs)
         for (const Range& rg : kRanges) {
@@ -123,8 +142,9 @@ TEST_P(MatmulPanel, UnitScalesExact) {
         }
 }
 
-TEST_P(MatmulPanel, ExtremeValuesExact) {  // q8 weights -128 / 127, q4 nibbles 0 / 15, activations +-127
-  for (DType t : {DType::Q8_0, DType::Q4_0})
+// q8 weights -128 / 127, q4 nibbles 0 / 15, mxfp4 +-6 (doubled +-12: vpdpbusd's unsigned 24 / 0), activations +-127
+TEST_P(MatmulPanel, ExtremeValuesExact) {
+  for (DType t : types())
     for (int pattern = 0; pattern < 4; ++pattern) {
       PanelProblem p(t, 3, 128, 32);
       Rng rng(7);
@@ -140,6 +160,9 @@ TEST_P(MatmulPanel, ExtremeValuesExact) {  // q8 weights -128 / 127, q4 nibbles 
           if (t == DType::Q8_0) {
             auto& blk = reinterpret_cast<BlockQ8_0*>(p.wrow(n))[b];
             for (int i = 0; i < kQBlock; ++i) blk.qs[i] = int8_t((pattern & 2) ? -128 : ((i + n) % 3 ? 127 : -128));
+          } else if (t == DType::MXFP4) {
+            auto& blk = reinterpret_cast<BlockMXFP4*>(p.wrow(n))[b];
+            for (int i = 0; i < kQBlock / 2; ++i) blk.qs[i] = uint8_t((pattern & 2) ? 0xff : ((i + n) % 2 ? 0x7f : 0xf7));
           } else {
             auto& blk = reinterpret_cast<BlockQ4_0*>(p.wrow(n))[b];
             for (int i = 0; i < kQBlock / 2; ++i) blk.qs[i] = uint8_t((pattern & 2) ? 0x00 : ((i + n) % 2 ? 0xf0 : 0x0f));
@@ -155,7 +178,7 @@ TEST_P(MatmulPanel, ExtremeValuesExact) {  // q8 weights -128 / 127, q4 nibbles 
 
 TEST_P(MatmulPanel, RandomScalesBound) {
   uint32_t seed = 2000;
-  for (DType t : {DType::Q8_0, DType::Q4_0})
+  for (DType t : types())
     for (int64_t K : {32, 96, 1024})
       for (int64_t M : kMs) {
         PanelProblem p(t, M, K, 48);
@@ -174,7 +197,7 @@ TEST_P(MatmulPanel, RandomScalesBound) {
 }
 
 TEST_P(MatmulPanel, RowsIndependentOfM) {  // engine batching: a row's result must not depend on the batch size
-  for (DType t : {DType::Q8_0, DType::Q4_0}) {
+  for (DType t : types()) {
     PanelProblem big(t, 17, 256, 64);
     Rng rng(99);
     big.fill(rng, false);

@@ -61,6 +61,7 @@ void fill(Kernels& k) {
   k.matmul[int(DType::Q8_0X16)] = matmul_q8_0x16;
   k.matmul[int(DType::Q4_0X16)] = matmul_q4_0x16;
   k.matmul[int(DType::MXFP4)] = matmul_mxfp4;
+  k.matmul[int(DType::MXFP4X16)] = matmul_mxfp4x16;
   k.quantize_act = quantize_act;
   k.rms_norm = rms_norm;
   k.swiglu = swiglu;

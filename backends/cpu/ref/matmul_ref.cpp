@@ -39,8 +39,12 @@ void matmul_quant(const MatmulArgs& a, int64_t n0, int64_t n1, Dot dot) {
   }
 }
 
-// Panel dtypes (q4_0x16, q8_0x16): row n's blocks are unpacked from its panel, then summed exactly as the plain
+// Panel dtypes (q4_0x16, q8_0x16, mxfp4x16): row n's blocks are unpacked from its panel, then summed exactly as the plain
 // blocks. n0 and n1 need not be multiples of 16 here; a.w_stride is the plain row size, so a panel is 16 strides.
+inline float block_scale(const BlockQ8_0& b) { return f16_to_f32(b.d); }
+inline float block_scale(const BlockQ4_0& b) { return f16_to_f32(b.d); }
+inline float block_scale(const BlockMXFP4& b) { return e8m0_half_to_f32(b.e); }
+
 template <class Block, class Dot>
 void matmul_panel(const MatmulArgs& a, int64_t n0, int64_t n1, DType panel, Dot dot) {
   const int64_t nb = a.K / kQBlock;
@@ -51,7 +55,7 @@ void matmul_panel(const MatmulArgs& a, int64_t n0, int64_t n1, DType panel, Dot 
       const auto* x = reinterpret_cast<const BlockQ8Act*>(static_cast<const uint8_t*>(a.x) + m * a.x_stride);
       float* y = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(a.y) + m * a.y_stride);
       float acc = 0.0f;
-      for (int64_t b = 0; b < nb; ++b) acc += f16_to_f32(row[b].d) * x[b].d * float(dot(row[b], x[b]));
+      for (int64_t b = 0; b < nb; ++b) acc += block_scale(row[b]) * x[b].d * float(dot(row[b], x[b]));
       y[n] = acc;
     }
   }
@@ -125,6 +129,10 @@ void matmul_q8_0x16(const MatmulArgs& a, int64_t n0, int64_t n1) {
 }
 void matmul_q4_0x16(const MatmulArgs& a, int64_t n0, int64_t n1) {
   matmul_panel<BlockQ4_0>(a, n0, n1, DType::Q4_0X16, dot_q4_0_block);
+}
+
+void matmul_mxfp4x16(const MatmulArgs& a, int64_t n0, int64_t n1) {
+  matmul_panel<BlockMXFP4>(a, n0, n1, DType::MXFP4X16, dot_mxfp4_block);
 }
 
 }  // namespace pipit::ref

@@ -14,6 +14,7 @@ void matmul_q4_0(const MatmulArgs& a, int64_t n0, int64_t n1);  // x is BlockQ8A
 void matmul_q8_0x16(const MatmulArgs& a, int64_t n0, int64_t n1);  // row-interleaved panels (core/dtype.h)
 void matmul_q4_0x16(const MatmulArgs& a, int64_t n0, int64_t n1);
 void matmul_mxfp4(const MatmulArgs& a, int64_t n0, int64_t n1);  // x is BlockQ8Act rows
+void matmul_mxfp4x16(const MatmulArgs& a, int64_t n0, int64_t n1);
 
 void quantize_act(const float* x, int64_t x_stride, BlockQ8Act* y, int64_t M, int64_t K);
 // Integer dot products of one weight block with one activation block (exact).

@@ -1,8 +1,10 @@
-// AVX512-VNNI matmuls for the row-interleaved panel dtypes q4_0x16 / q8_0x16 (core/dtype.h) against BlockQ8Act rows.
+// AVX512-VNNI matmuls for the row-interleaved panel dtypes q4_0x16 / q8_0x16 / mxfp4x16 (core/dtype.h) against
+// BlockQ8Act rows.
 // A 64-byte load of a panel block holds 4 quant bytes of each of 16 weight rows, so one vpdpbusd with a broadcast
 // activation dword adds 4 products into each of 16 lanes, lane r belonging to row r: 8 of them give the 16 rows'
 // exact block dot products in one register, without horizontal sums. vpdpbusd multiplies unsigned by signed bytes:
-// q4 nibbles are unsigned already (q = w + 8), q8 bytes become w + 128 by xor 0x80; the lanes start at
+// q4 nibbles are unsigned already (q = w + 8), q8 bytes become w + 128 by xor 0x80, mxfp4 nibbles their doubled
+// E2M1 value + 12 in [0, 24] by one vpshufb from a 16-entry table (kMxfp4Int8 + 12); the lanes start at
 // -offset * sum(a) (BlockQ8Act::sum) so they hold the signed dot. Then, per block, f32 acc += float(dot) * (d_w d_a).
 // GEMM (prefill) is a register tile of up to 4 activation rows x 3 panels (48 weight rows): every unpacked weight
 // vector feeds 4 vpdpbusd and every activation broadcast 3 (Zen 5: 1.36x the 8 rows x 1 panel tile, the f32 scale
@@ -28,13 +30,33 @@ inline __m512i bcast_dword(const int8_t* p) {
 }
 
 // Panel formats: the weight bytes of one block in 8 vectors, each 4 quant values of each of the 16 rows, unsigned
-// (unpack(w, v)), and where the 4 activation bytes that vector v multiplies start (x_offset(v)).
+// (unpack(w, v)), where the 4 activation bytes that vector v multiplies start (x_offset(v)), and the 16 rows' block
+// scales (scale(w)).
+inline __m512 f16_scales(const f16_t* d) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(d))); }
 struct PQ4 {
   using Block = BlockQ4_0x16;
   static constexpr int kOffset = 8;
   // the vectors as q4_vector_x_offset (matmul_tiles.h) numbers them
   static inline __m512i unpack(const Block& w, int v) { return load_nibbles(w.qs + 64 * (v / 2), v % 2); }
   static constexpr int x_offset(int v) { return q4_vector_x_offset(v); }
+  static inline __m512 scale(const Block& w) { return f16_scales(w.d); }
+};
+struct PMX {
+  using Block = BlockMXFP4x16;
+  static constexpr int kOffset = 12;
+  static inline __m512i unpack(const Block& w, int v) {
+    const __m128i lut4 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kMxfp4Int8));
+    const __m512i lut = _mm512_broadcast_i32x4(_mm_add_epi8(lut4, _mm_set1_epi8(kOffset)));
+    return _mm512_shuffle_epi8(lut, load_nibbles(w.qs + 64 * (v / 2), v % 2));
+  }
+  static constexpr int x_offset(int v) { return q4_vector_x_offset(v); }
+  // 2^(e - 128) per row, as e8m0_half_to_f32 (core/dtype.h): (e - 1) << 23, or the subnormals 2^21 << e for e < 2
+  static inline __m512 scale(const Block& w) {
+    const __m512i e = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.e)));
+    const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
+    const __m512i sub = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
+    return _mm512_castsi512_ps(_mm512_mask_blend_epi32(_mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2)), normal, sub));
+  }
 };
 struct PQ8 {
   using Block = BlockQ8_0x16;
@@ -44,6 +66,7 @@ struct PQ8 {
     return _mm512_xor_si512(_mm512_loadu_si512(w.qs + 64 * v), _mm512_set1_epi8(char(0x80)));
   }
   static constexpr int x_offset(int v) { return 4 * v; }
+  static inline __m512 scale(const Block& w) { return f16_scales(w.d); }
 };
 
 // y[m .. m+MR, n .. n+16 NP) from the NP panels starting at `panel` (nb blocks each). Every activation dword
@@ -78,7 +101,7 @@ inline void tile(const MatmulArgs& a, const typename P::Block* panel, int64_t nb
       }
     }
     for (int j = 0; j < NP; ++j) {
-      const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel[j * nb + b].d)));
+      const __m512 dw = P::scale(panel[j * nb + b]);
       for (int i = 0; i < MR; ++i) {
         __m512i s = isum[0][j][i];
         if constexpr (kChains == 2) s = _mm512_add_epi32(s, isum[1][j][i]);
@@ -117,5 +140,6 @@ void matmul(const MatmulArgs& a, int64_t n0, int64_t n1) {
 
 void matmul_q8_0x16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<PQ8>(a, n0, n1); }
 void matmul_q4_0x16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<PQ4>(a, n0, n1); }
+void matmul_mxfp4x16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<PMX>(a, n0, n1); }
 
 }  // namespace pipit::avx512
