@@ -19,6 +19,7 @@ void fill(Kernels& k) {
   k.matmul[int(DType::MXFP4)] = matmul_mxfp4;
   k.matmul[int(DType::Q8_0X16)] = matmul_q8_0x16;
   k.matmul[int(DType::Q4_0X16)] = matmul_q4_0x16;
+  k.matmul[int(DType::MXFP4X16)] = matmul_mxfp4x16;
   k.matmul[int(DType::Q4_K)] = matmul_q4_k;
   k.matmul[int(DType::Q5_K)] = matmul_q5_k;
   k.matmul[int(DType::Q6_K)] = matmul_q6_k;
@@ -27,6 +28,7 @@ void fill(Kernels& k) {
   k.matmul[int(DType::Q5_KX16)] = matmul_q5_kx16;
   k.matmul[int(DType::Q6_KX16)] = matmul_q6_kx16;
   k.pack_quant = true;
+  k.pack_mxfp4 = true;
   k.pack_kquant = true;
   k.quantize_act = quantize_act;
   k.rms_norm = rms_norm;

@@ -1,11 +1,12 @@
-// AVX2 matmuls for the panel dtypes q4_0x16 / q8_0x16: the shared 256-bit tiles (matmul_panel_avx2.h) with
+// AVX2 matmuls for the panel dtypes q4_0x16 / mxfp4x16 / q8_0x16: the shared 256-bit tiles (matmul_panel_avx2.h) with
 // vpmaddubsw + vpmaddwd as the dot product.
 #include "backends/cpu/x86/avx2/kernels_avx2.h"
 #include "backends/cpu/x86/avx2/matmul_panel_avx2.h"
 
 namespace pipit::avx2 {
 
-void matmul_q8_0x16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul_panels<MaddubsDot, false>(a, n0, n1); }
-void matmul_q4_0x16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul_panels<MaddubsDot, true>(a, n0, n1); }
+void matmul_q8_0x16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul_panels<MaddubsDot, NQ8>(a, n0, n1); }
+void matmul_q4_0x16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul_panels<MaddubsDot, NQ4>(a, n0, n1); }
+void matmul_mxfp4x16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul_panels<MaddubsDot, NMX>(a, n0, n1); }
 
 }  // namespace pipit::avx2

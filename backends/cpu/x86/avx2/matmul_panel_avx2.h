@@ -1,11 +1,14 @@
-// 256-bit integer matmuls for the row-interleaved panel dtypes q4_0x16 / q8_0x16 (core/dtype.h) against BlockQ8Act
-// rows, shared by the AVX2 level (matmul_panel_avx2.cpp: vpmaddubsw + vpmaddwd) and the AVX-VNNI level
+// 256-bit integer matmuls for the row-interleaved panel dtypes q4_0x16 / mxfp4x16 / q8_0x16 (core/dtype.h) against
+// BlockQ8Act rows, shared by the AVX2 level (matmul_panel_avx2.cpp: vpmaddubsw + vpmaddwd) and the AVX-VNNI level
 // (x86/avxvnni/matmul_panel_avxvnni.cpp: vpdpbusd), which differ only in the dot policy (int8_dot_avx2.h).
 // A panel block's 64-byte chunk holds 4 quant bytes of each of 16 rows; its two 32-byte halves are rows 0-7 and
 // 8-15, one int32 lane per row. Both dot instructions multiply unsigned by signed bytes:
 // - q4: nibbles q in [0, 15] times a broadcast activation dword; with vpmaddubsw a pair sum is at most 2 * 15 * 127
 //   = 3810, so the 8 products of a block (4 chunks x low/high nibbles) add up in int16 without saturating (<= 30480),
 //   then one vpmaddwd widens to int32. The lanes start at -8 * sum(a) so they hold the signed dot.
+// - mxfp4: the same nibbles through a vpshufb table to the doubled E2M1 value + 12, in [0, 24]: a pair sum is at most
+//   2 * 24 * 127 = 6096, so 4 steps (<= 24384) go into each int16 partial before it is widened. Lanes start at
+//   -12 * sum(a).
 // - q8: signed weights, so |w| times sign(a, w) (|w| <= 128, |a| <= 127: a pair sum fits int16), widened per chunk.
 // Either way the int32 sums are exact, so both levels give the same integers, and per block f32 acc +=
 // float(dot) * (d_w d_a) is the same arithmetic per row whatever the number of rows M or the level: the AVX-VNNI
@@ -26,11 +29,41 @@ namespace {
 
 constexpr int kPanelMR = 2;  // activation rows per tile (16 ymm registers: 2 x 2 accumulators + 2 x 2 partial sums)
 
-// Adds the block dot products of rows [8h, 8h + 8) of the panel block to isum[i] (one int32 lane per row).
-template <class D>
-struct PQ4 {
+// The 4-bit panel formats: nibbles as vpmaddubsw / vpdpbusd take them (map: unsigned, value + kOffset), how many
+// steps an int16 partial takes before it is widened (kWidenEvery, see above), and the 8 row scales of half h.
+struct NQ4 {
   using Block = BlockQ4_0x16;
-  static constexpr int kOffset = 8;
+  static constexpr int kOffset = 8, kWidenEvery = 8;
+  static inline __m256i map(__m256i q) { return q; }
+  static inline __m256 scales(const Block& w, int h) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.d + 8 * h)));
+  }
+};
+struct NMX {
+  using Block = BlockMXFP4x16;
+  static constexpr int kOffset = 12, kWidenEvery = 4;
+  static inline __m256i map(__m256i q) {
+    const __m128i lut = _mm_add_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kMxfp4Int8)), _mm_set1_epi8(kOffset));
+    return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(lut), q);
+  }
+  // 2^(e - 128) per row, as e8m0_half_to_f32 (core/dtype.h): (e - 1) << 23, or the subnormals 2^21 << e for e < 2
+  static inline __m256 scales(const Block& w, int h) {
+    int64_t e8;
+    __builtin_memcpy(&e8, w.e + 8 * h, 8);
+    const __m256i e = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(e8));
+    const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+    const __m256i sub = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+    const __m256i small = _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e);
+    return _mm256_castsi256_ps(_mm256_blendv_epi8(normal, sub, small));
+  }
+};
+
+// Adds the block dot products of rows [8h, 8h + 8) of the panel block to isum[i] (one int32 lane per row).
+template <class D, class N>
+struct PQ4 {
+  using Block = typename N::Block;
+  static constexpr int kOffset = N::kOffset;
+  static inline __m256 scales(const Block& w, int h) { return N::scales(w, h); }
   template <int MR>
   static inline void dots(const Block& w, int h, const BlockQ8Act* const* x, int64_t b, __m256i* isum) {
     const __m256i m4 = _mm256_set1_epi8(0x0f);
@@ -38,19 +71,23 @@ struct PQ4 {
     for (int i = 0; i < MR; ++i) p[i] = D::zero();
     for (int c = 0; c < 4; ++c) {
       const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qs + 64 * c + 32 * h));
-      const __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+      const __m256i lo = N::map(_mm256_and_si256(v, m4)), hi = N::map(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
       for (int i = 0; i < MR; ++i) {
         p[i] = D::add(p[i], lo, bcast_dword(x[i][b].qs + 4 * c));
         p[i] = D::add(p[i], hi, bcast_dword(x[i][b].qs + 16 + 4 * c));
       }
+      if (2 * (c + 1) % N::kWidenEvery == 0 || c == 3)
+        for (int i = 0; i < MR; ++i) isum[i] = _mm256_add_epi32(isum[i], D::widen(p[i])), p[i] = D::zero();
     }
-    for (int i = 0; i < MR; ++i) isum[i] = _mm256_add_epi32(isum[i], D::widen(p[i]));
   }
 };
 template <class D>
 struct PQ8 {
   using Block = BlockQ8_0x16;
   static constexpr int kOffset = 0;
+  static inline __m256 scales(const Block& w, int h) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.d + 8 * h)));
+  }
   template <int MR>
   static inline void dots(const Block& w, int h, const BlockQ8Act* const* x, int64_t b, __m256i* isum) {
     for (int g = 0; g < 8; ++g) {
@@ -76,7 +113,7 @@ inline void panel_tile(const MatmulArgs& a, const typename P::Block* panel, int6
       __m256i isum[MR];
       for (int i = 0; i < MR; ++i) isum[i] = _mm256_set1_epi32(-P::kOffset * x[i][b].sum);
       P::template dots<MR>(w, h, x, b, isum);
-      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.d + 8 * h)));
+      const __m256 dw = P::scales(w, h);
       for (int i = 0; i < MR; ++i)
         acc[i][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i]), _mm256_mul_ps(dw, _mm256_set1_ps(x[i][b].d)), acc[i][h]);
     }
@@ -88,13 +125,13 @@ inline void panel_tile(const MatmulArgs& a, const typename P::Block* panel, int6
   }
 }
 
-// q4 GEMM: y[m .. m+MR, n .. n+16) with the block's 8 weight vectors (4 chunks x low / high nibbles) outermost, each
+// 4-bit GEMM (N: NQ4 or NMX): y[m .. m+MR, n .. n+16) with the block's 8 weight vectors (4 chunks x low / high nibbles) outermost, each
 // unpacked once for MR rows and both 8-row halves: MR x 2 partial sums (D's) and f32 accumulators (16 registers at
 // MR = 4, some spilled, still faster). The sums are exact as in PQ4 and the f32 steps are panel_tile()'s, so every
 // output has panel_tile()'s bits. kernels_bench gemm q4_0x16 K=1024 N=3072 M=512, 1 thread (this Zen 5 capped to AVX2):
 // 25.6 ms with panel_tile<PQ4, 2>, 18.1 ms with this (2 x 16, 4 x 8 and 6 x 8 tiles: 20-21 ms).
-template <class D, int MR>
-inline void tile_q4(const MatmulArgs& a, const BlockQ4_0x16* panel, int64_t m, int64_t n) {
+template <class D, class N, int MR>
+inline void tile_q4(const MatmulArgs& a, const typename N::Block* panel, int64_t m, int64_t n) {
   const BlockQ8Act* x[MR];
   for (int i = 0; i < MR; ++i)
     x[i] = reinterpret_cast<const BlockQ8Act*>(static_cast<const uint8_t*>(a.x) + (m + i) * a.x_stride);
@@ -105,7 +142,7 @@ inline void tile_q4(const MatmulArgs& a, const BlockQ4_0x16* panel, int64_t m, i
   const int64_t nb = a.K / kQBlock;
   for (int64_t b = 0; b < nb; ++b) {
     const auto& w = panel[b];
-    __m256i p16[2][MR];
+    __m256i p16[2][MR], s32[2][MR];
     for (int h = 0; h < 2; ++h)
       for (int i = 0; i < MR; ++i) p16[h][i] = D::zero();
 #pragma GCC unroll 8
@@ -113,17 +150,23 @@ inline void tile_q4(const MatmulArgs& a, const BlockQ4_0x16* panel, int64_t m, i
       __m256i wv[2];
       for (int h = 0; h < 2; ++h) {
         const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qs + 64 * (v / 2) + 32 * h));
-        wv[h] = _mm256_and_si256(v % 2 ? _mm256_srli_epi16(q, 4) : q, m4);
+        wv[h] = N::map(_mm256_and_si256(v % 2 ? _mm256_srli_epi16(q, 4) : q, m4));
       }
       for (int i = 0; i < MR; ++i) {
         const __m256i xv = bcast_dword(x[i][b].qs + q4_vector_x_offset(v));
         for (int h = 0; h < 2; ++h) p16[h][i] = D::add(p16[h][i], wv[h], xv);
       }
+      if constexpr (N::kWidenEvery < 8) {  // mxfp4: the first 4 steps' partial widened before it could saturate
+        if (v == N::kWidenEvery - 1)
+          for (int h = 0; h < 2; ++h)
+            for (int i = 0; i < MR; ++i) s32[h][i] = D::widen(p16[h][i]), p16[h][i] = D::zero();
+      }
     }
     for (int h = 0; h < 2; ++h) {
-      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.d + 8 * h)));
+      const __m256 dw = N::scales(w, h);
       for (int i = 0; i < MR; ++i) {
-        const __m256i isum = _mm256_add_epi32(_mm256_set1_epi32(-PQ4<D>::kOffset * x[i][b].sum), D::widen(p16[h][i]));
+        __m256i isum = _mm256_add_epi32(_mm256_set1_epi32(-N::kOffset * x[i][b].sum), D::widen(p16[h][i]));
+        if constexpr (N::kWidenEvery < 8) isum = _mm256_add_epi32(isum, s32[h][i]);
         acc[h][i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, _mm256_set1_ps(x[i][b].d)), acc[h][i]);
       }
     }
@@ -135,16 +178,20 @@ inline void tile_q4(const MatmulArgs& a, const BlockQ4_0x16* panel, int64_t m, i
   }
 }
 
-template <class D, bool kQ4>
+struct NQ8 {};  // the q8_0x16 format tag for matmul_panels (PQ8)
+
+// Fmt: NQ4 (q4_0x16), NMX (mxfp4x16) or NQ8 (q8_0x16).
+template <class D, class Fmt>
 void matmul_panels(const MatmulArgs& a, int64_t n0, int64_t n1) {
-  using P = std::conditional_t<kQ4, PQ4<D>, PQ8<D>>;
+  constexpr bool k4bit = !std::is_same_v<Fmt, NQ8>;
+  using P = std::conditional_t<k4bit, PQ4<D, Fmt>, PQ8<D>>;
   using Block = typename P::Block;
   const int64_t nb = a.K / kQBlock;
   for (int64_t n = n0; n < n1; n += kPanelRows) {  // n0, n1: multiples of 16
     const Block* panel = static_cast<const Block*>(a.w) + (n / kPanelRows) * nb;
-    if constexpr (kQ4) {
+    if constexpr (k4bit) {
       if (a.M > 1) {
-        for_row_tiles<4>(0, a.M, [&](auto r, int64_t m) { tile_q4<D, decltype(r)::value>(a, panel, m, n); });
+        for_row_tiles<4>(0, a.M, [&](auto r, int64_t m) { tile_q4<D, Fmt, decltype(r)::value>(a, panel, m, n); });
         continue;
       }
     }

@@ -8,6 +8,7 @@ namespace pipit::avxvnni {
 
 void matmul_q8_0x16(const MatmulArgs& a, int64_t n0, int64_t n1);  // panels (core/dtype.h)
 void matmul_q4_0x16(const MatmulArgs& a, int64_t n0, int64_t n1);
+void matmul_mxfp4x16(const MatmulArgs& a, int64_t n0, int64_t n1);
 void matmul_q4_kx16(const MatmulArgs& a, int64_t n0, int64_t n1);  // K-quant panels
 void matmul_q5_kx16(const MatmulArgs& a, int64_t n0, int64_t n1);
 void matmul_q6_kx16(const MatmulArgs& a, int64_t n0, int64_t n1);
