@@ -15,10 +15,12 @@ void fill(Kernels& k) {
   k.matmul[int(DType::MXFP4)] = matmul_mxfp4;
   k.matmul[int(DType::Q8_0X16)] = matmul_q8_0x16;
   k.matmul[int(DType::Q4_0X16)] = matmul_q4_0x16;
+  k.matmul[int(DType::MXFP4X16)] = matmul_mxfp4x16;
   k.matmul[int(DType::Q4_KX16)] = matmul_q4_kx16;
   k.matmul[int(DType::Q5_KX16)] = matmul_q5_kx16;
   k.matmul[int(DType::Q6_KX16)] = matmul_q6_kx16;
   k.pack_quant = true;
+  k.pack_mxfp4 = true;
   k.pack_kquant = true;
 }
 

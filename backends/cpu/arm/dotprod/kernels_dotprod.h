@@ -14,6 +14,7 @@ void matmul_iq4_xs(const MatmulArgs& a, int64_t n0, int64_t n1);
 void matmul_mxfp4(const MatmulArgs& a, int64_t n0, int64_t n1);
 void matmul_q8_0x16(const MatmulArgs& a, int64_t n0, int64_t n1);  // panels (core/dtype.h)
 void matmul_q4_0x16(const MatmulArgs& a, int64_t n0, int64_t n1);
+void matmul_mxfp4x16(const MatmulArgs& a, int64_t n0, int64_t n1);
 void matmul_q4_kx16(const MatmulArgs& a, int64_t n0, int64_t n1);
 void matmul_q5_kx16(const MatmulArgs& a, int64_t n0, int64_t n1);
 void matmul_q6_kx16(const MatmulArgs& a, int64_t n0, int64_t n1);

@@ -1,10 +1,11 @@
-// Armv8.2-A dotprod matmuls for the row-interleaved panel dtypes q4_0x16 / q8_0x16 (core/dtype.h) against
-// BlockQ8Act rows; the design of backends/cpu/x86/avx512/matmul_panel_avx512.cpp with 128-bit registers.
+// Armv8.2-A dotprod matmuls for the row-interleaved panel dtypes q4_0x16 / mxfp4x16 / q8_0x16 (core/dtype.h)
+// against BlockQ8Act rows; the design of backends/cpu/x86/avx512/matmul_panel_avx512.cpp with 128-bit registers.
 // A 64-byte chunk of a panel block holds 4 quant bytes of each of 16 rows: 4 registers of 4 rows each. sdot by
 // lane (vdotq_laneq_s32) multiplies each row's 4 bytes with one activation dword and adds into that row's int32
 // lane, so 4 accumulators hold the 16 rows' exact block dot products without horizontal sums. sdot is signed x
 // signed and nibbles 0..15 are valid int8s: q4 lanes start at -8 * sum(a) (BlockQ8Act::sum) and take the nibbles as
-// they are, which saves the 32 subtractions of q - 8 per block; q8 bytes are used as they are.
+// they are, which saves the 32 subtractions of q - 8 per block; q8 bytes are used as they are; mxfp4 nibbles go
+// through one tbl to their doubled E2M1 value (kMxfp4Int8, signed: no offset).
 // Per block, f32 acc += float(dot) * (d_w d_a), the same arithmetic per row whatever the number of rows M.
 #include <arm_neon.h>
 
@@ -20,17 +21,48 @@ constexpr int kMR = 2;  // activation rows per tile: 2 x (4 int + 4 f32 accumula
 template <int kLane>
 inline int32x4_t sdot_lane(int32x4_t acc, int8x16_t w, int8x16_t a) { return vdotq_laneq_s32(acc, w, a, kLane); }
 
-struct PQ4 {
+// The 16 rows' f16 block scales, 4 rows per register.
+inline void f16_scales(const f16_t* d, float32x4_t* dw) {
+  for (int q = 0; q < 4; ++q) dw[q] = vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(d + 4 * q)));
+}
+
+// The 4-bit formats: nibble -> int8 weight value (as sdot takes it) and the row scales.
+struct NQ4 {
   using Block = BlockQ4_0x16;
   static constexpr int kOffset = 8;
+  static inline int8x16_t map(uint8x16_t q) { return vreinterpretq_s8_u8(q); }  // q, not q - 8
+  static inline void scales(const Block& w, float32x4_t* dw) { f16_scales(w.d, dw); }
+};
+struct NMX {
+  using Block = BlockMXFP4x16;
+  static constexpr int kOffset = 0;
+  static inline int8x16_t map(uint8x16_t q) { return vqtbl1q_s8(vld1q_s8(kMxfp4Int8), q); }
+  // 2^(e - 128) per row, as e8m0_half_to_f32 (core/dtype.h): (e - 1) << 23, or the subnormals 2^21 << e for e < 2
+  static inline void scales(const Block& w, float32x4_t* dw) {
+    const uint8x16_t e8 = vld1q_u8(w.e);
+    const uint16x8_t e16[2] = {vmovl_u8(vget_low_u8(e8)), vmovl_u8(vget_high_u8(e8))};
+    for (int q = 0; q < 4; ++q) {
+      const uint32x4_t e = q % 2 ? vmovl_high_u16(e16[q / 2]) : vmovl_u16(vget_low_u16(e16[q / 2]));
+      const uint32x4_t normal = vshlq_n_u32(vsubq_u32(e, vdupq_n_u32(1)), 23);
+      const uint32x4_t sub = vshlq_u32(vdupq_n_u32(0x00200000), vreinterpretq_s32_u32(e));
+      dw[q] = vreinterpretq_f32_u32(vbslq_u32(vcltq_u32(e, vdupq_n_u32(2)), sub, normal));
+    }
+  }
+};
+
+template <class N>
+struct PQ4 {
+  using Block = typename N::Block;
+  static constexpr int kOffset = N::kOffset;
+  static inline void scales(const Block& w, float32x4_t* dw) { N::scales(w, dw); }
   template <int MR>
   static inline void dots(const Block& w, int8x16_t (*a)[2], int32x4_t (*isum)[4]) {
     const uint8x16_t m4 = vdupq_n_u8(0x0f);
 #define PIPIT_PQ4_CHUNK(c)                                                                                      \
   for (int q = 0; q < 4; ++q) {                                                                                 \
     const uint8x16_t v = vld1q_u8(w.qs + 64 * (c) + 16 * q);                                                    \
-    const int8x16_t lo = vreinterpretq_s8_u8(vandq_u8(v, m4)); /* weights 4c.. (q, not q - 8) */               \
-    const int8x16_t hi = vreinterpretq_s8_u8(vshrq_n_u8(v, 4)); /* weights 16 + 4c.. */                        \
+    const int8x16_t lo = N::map(vandq_u8(v, m4)); /* weights 4c.. */                                            \
+    const int8x16_t hi = N::map(vshrq_n_u8(v, 4)); /* weights 16 + 4c.. */                                      \
     for (int i = 0; i < MR; ++i) {                                                                              \
       isum[i][q] = sdot_lane<c>(isum[i][q], lo, a[i][0]);                                                       \
       isum[i][q] = sdot_lane<c>(isum[i][q], hi, a[i][1]);                                                       \
@@ -47,6 +79,7 @@ struct PQ4 {
 struct PQ8 {
   using Block = BlockQ8_0x16;
   static constexpr int kOffset = 0;
+  static inline void scales(const Block& w, float32x4_t* dw) { f16_scales(w.d, dw); }
   template <int MR>
   static inline void dots(const Block& w, int8x16_t (*a)[2], int32x4_t (*isum)[4]) {
 #define PIPIT_PQ8_CHUNK(g)                                                                         \
@@ -86,10 +119,11 @@ inline void tile(const MatmulArgs& a, const typename P::Block* panel, int64_t m,
       for (int q = 0; q < 4; ++q) isum[i][q] = vdupq_n_s32(-P::kOffset * x[i][b].sum);
     }
     P::template dots<MR>(w, av, isum);
+    float32x4_t dw[4];
+    P::scales(w, dw);
     for (int q = 0; q < 4; ++q) {  // rows 4q .. 4q+3
-      const float32x4_t dw = vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(w.d + 4 * q)));
       for (int i = 0; i < MR; ++i)
-        acc[i][q] = vfmaq_f32(acc[i][q], vcvtq_f32_s32(isum[i][q]), vmulq_n_f32(dw, x[i][b].d));
+        acc[i][q] = vfmaq_f32(acc[i][q], vcvtq_f32_s32(isum[i][q]), vmulq_n_f32(dw[q], x[i][b].d));
     }
   }
   for (int i = 0; i < MR; ++i) {
@@ -113,6 +147,7 @@ void matmul(const MatmulArgs& a, int64_t n0, int64_t n1) {
 }  // namespace
 
 void matmul_q8_0x16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<PQ8>(a, n0, n1); }
-void matmul_q4_0x16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<PQ4>(a, n0, n1); }
+void matmul_q4_0x16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<PQ4<NQ4>>(a, n0, n1); }
+void matmul_mxfp4x16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<PQ4<NMX>>(a, n0, n1); }
 
 }  // namespace pipit::dotprod
