@@ -24,6 +24,11 @@ void matmul_float(const MatmulArgs& a, int64_t n0, int64_t n1, Load load, LoadX 
   }
 }
 
+// The scale of a weight block: q8_0 / q4_0 an f16 d, mxfp4 2^(e - 128) (exact).
+inline float block_scale(const BlockQ8_0& b) { return f16_to_f32(b.d); }
+inline float block_scale(const BlockQ4_0& b) { return f16_to_f32(b.d); }
+inline float block_scale(const BlockMXFP4& b) { return e8m0_half_to_f32(b.e); }
+
 template <class Block, class Dot>
 void matmul_quant(const MatmulArgs& a, int64_t n0, int64_t n1, Dot dot) {
   const int64_t nb = a.K / kQBlock;
@@ -33,18 +38,14 @@ void matmul_quant(const MatmulArgs& a, int64_t n0, int64_t n1, Dot dot) {
     for (int64_t n = n0; n < n1; ++n) {
       const auto* w = reinterpret_cast<const Block*>(static_cast<const uint8_t*>(a.w) + n * a.w_stride);
       float acc = 0.0f;
-      for (int64_t b = 0; b < nb; ++b) acc += f16_to_f32(w[b].d) * x[b].d * float(dot(w[b], x[b]));
+      for (int64_t b = 0; b < nb; ++b) acc += block_scale(w[b]) * x[b].d * float(dot(w[b], x[b]));
       y[n] = acc;
     }
   }
 }
 
-// Panel dtypes (q4_0x16, q8_0x16, mxfp4x16): row n's blocks are unpacked from its panel, then summed exactly as the plain
-// blocks. n0 and n1 need not be multiples of 16 here; a.w_stride is the plain row size, so a panel is 16 strides.
-inline float block_scale(const BlockQ8_0& b) { return f16_to_f32(b.d); }
-inline float block_scale(const BlockQ4_0& b) { return f16_to_f32(b.d); }
-inline float block_scale(const BlockMXFP4& b) { return e8m0_half_to_f32(b.e); }
-
+// Panel dtypes (q4_0x16, q8_0x16, mxfp4x16): row n's blocks are unpacked from its panel, then summed exactly as the
+// plain blocks. n0 and n1 need not be multiples of 16 here; a.w_stride is the plain row size, so a panel is 16 strides.
 template <class Block, class Dot>
 void matmul_panel(const MatmulArgs& a, int64_t n0, int64_t n1, DType panel, Dot dot) {
   const int64_t nb = a.K / kQBlock;
@@ -108,19 +109,7 @@ int32_t dot_mxfp4_block(const BlockMXFP4& w, const BlockQ8Act& a) {
 
 // mxfp4: y += (2^(e - 128) * d_a) * sum_i(2 w_i * a_i); the block scale is exact, so only the activation's int8
 // rounding separates this from the f32 product.
-void matmul_mxfp4(const MatmulArgs& a, int64_t n0, int64_t n1) {
-  const int64_t nb = a.K / kQBlock;
-  for (int64_t m = 0; m < a.M; ++m) {
-    const auto* x = reinterpret_cast<const BlockQ8Act*>(static_cast<const uint8_t*>(a.x) + m * a.x_stride);
-    float* y = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(a.y) + m * a.y_stride);
-    for (int64_t n = n0; n < n1; ++n) {
-      const auto* w = reinterpret_cast<const BlockMXFP4*>(static_cast<const uint8_t*>(a.w) + n * a.w_stride);
-      float acc = 0.0f;
-      for (int64_t b = 0; b < nb; ++b) acc += e8m0_half_to_f32(w[b].e) * x[b].d * float(dot_mxfp4_block(w[b], x[b]));
-      y[n] = acc;
-    }
-  }
-}
+void matmul_mxfp4(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul_quant<BlockMXFP4>(a, n0, n1, dot_mxfp4_block); }
 
 void matmul_q8_0(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul_quant<BlockQ8_0>(a, n0, n1, dot_q8_0_block); }
 void matmul_q4_0(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul_quant<BlockQ4_0>(a, n0, n1, dot_q4_0_block); }

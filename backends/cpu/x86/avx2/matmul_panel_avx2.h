@@ -29,21 +29,24 @@ namespace {
 
 constexpr int kPanelMR = 2;  // activation rows per tile (16 ymm registers: 2 x 2 accumulators + 2 x 2 partial sums)
 
+inline __m256 f16x8_scales(const f16_t* d) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(d)));
+}
+
 // The 4-bit panel formats: nibbles as vpmaddubsw / vpdpbusd take them (map: unsigned, value + kOffset), how many
 // steps an int16 partial takes before it is widened (kWidenEvery, see above), and the 8 row scales of half h.
 struct NQ4 {
   using Block = BlockQ4_0x16;
   static constexpr int kOffset = 8, kWidenEvery = 8;
   static inline __m256i map(__m256i q) { return q; }
-  static inline __m256 scales(const Block& w, int h) {
-    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.d + 8 * h)));
-  }
+  static inline __m256 scales(const Block& w, int h) { return f16x8_scales(w.d + 8 * h); }
 };
 struct NMX {
   using Block = BlockMXFP4x16;
   static constexpr int kOffset = 12, kWidenEvery = 4;
   static inline __m256i map(__m256i q) {
-    const __m128i lut = _mm_add_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kMxfp4Int8)), _mm_set1_epi8(kOffset));
+    const __m128i values = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kMxfp4Int8));
+    const __m128i lut = _mm_add_epi8(values, _mm_set1_epi8(kOffset));  // a constant: hoisted out of the loops
     return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(lut), q);
   }
   // 2^(e - 128) per row, as e8m0_half_to_f32 (core/dtype.h): (e - 1) << 23, or the subnormals 2^21 << e for e < 2
@@ -61,6 +64,7 @@ struct NMX {
 // Adds the block dot products of rows [8h, 8h + 8) of the panel block to isum[i] (one int32 lane per row).
 template <class D, class N>
 struct PQ4 {
+  static_assert(N::kWidenEvery == 4 || N::kWidenEvery == 8, "dots and tile_q4 widen after 4 or 8 steps");
   using Block = typename N::Block;
   static constexpr int kOffset = N::kOffset;
   static inline __m256 scales(const Block& w, int h) { return N::scales(w, h); }
@@ -76,7 +80,7 @@ struct PQ4 {
         p[i] = D::add(p[i], lo, bcast_dword(x[i][b].qs + 4 * c));
         p[i] = D::add(p[i], hi, bcast_dword(x[i][b].qs + 16 + 4 * c));
       }
-      if (2 * (c + 1) % N::kWidenEvery == 0 || c == 3)
+      if (2 * (c + 1) % N::kWidenEvery == 0)  // 2 steps per chunk
         for (int i = 0; i < MR; ++i) isum[i] = _mm256_add_epi32(isum[i], D::widen(p[i])), p[i] = D::zero();
     }
   }
@@ -85,9 +89,7 @@ template <class D>
 struct PQ8 {
   using Block = BlockQ8_0x16;
   static constexpr int kOffset = 0;
-  static inline __m256 scales(const Block& w, int h) {
-    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.d + 8 * h)));
-  }
+  static inline __m256 scales(const Block& w, int h) { return f16x8_scales(w.d + 8 * h); }
   template <int MR>
   static inline void dots(const Block& w, int h, const BlockQ8Act* const* x, int64_t b, __m256i* isum) {
     for (int g = 0; g < 8; ++g) {
@@ -125,11 +127,12 @@ inline void panel_tile(const MatmulArgs& a, const typename P::Block* panel, int6
   }
 }
 
-// 4-bit GEMM (N: NQ4 or NMX): y[m .. m+MR, n .. n+16) with the block's 8 weight vectors (4 chunks x low / high nibbles) outermost, each
-// unpacked once for MR rows and both 8-row halves: MR x 2 partial sums (D's) and f32 accumulators (16 registers at
-// MR = 4, some spilled, still faster). The sums are exact as in PQ4 and the f32 steps are panel_tile()'s, so every
-// output has panel_tile()'s bits. kernels_bench gemm q4_0x16 K=1024 N=3072 M=512, 1 thread (this Zen 5 capped to AVX2):
-// 25.6 ms with panel_tile<PQ4, 2>, 18.1 ms with this (2 x 16, 4 x 8 and 6 x 8 tiles: 20-21 ms).
+// 4-bit GEMM (N: NQ4 or NMX): y[m .. m+MR, n .. n+16) with the block's 8 weight vectors (4 chunks x low / high
+// nibbles) outermost, each unpacked once for MR rows and both 8-row halves: MR x 2 partial sums (D's) and f32
+// accumulators (16 registers at MR = 4, some spilled, still faster). The sums are exact as in PQ4 and the f32 steps
+// are panel_tile()'s, so every output has panel_tile()'s bits. kernels_bench gemm q4_0x16 K=1024 N=3072 M=512, 1
+// thread (this Zen 5 capped to AVX2): 25.6 ms with panel_tile<PQ4, 2>, 18.1 ms with this (2 x 16, 4 x 8 and 6 x 8
+// tiles: 20-21 ms).
 template <class D, class N, int MR>
 inline void tile_q4(const MatmulArgs& a, const typename N::Block* panel, int64_t m, int64_t n) {
   const BlockQ8Act* x[MR];
