@@ -10,6 +10,7 @@
 #include <arm_neon.h>
 
 #include "backends/cpu/arm/dotprod/kernels_dotprod.h"
+#include "backends/cpu/prefetch.h"
 
 namespace pipit::dotprod {
 
@@ -110,6 +111,7 @@ inline void tile(const MatmulArgs& a, const typename P::Block* panel, int64_t m,
     for (int q = 0; q < 4; ++q) acc[i][q] = vdupq_n_f32(0.0f);
   const int64_t nb = a.K / kQBlock;
   for (int64_t b = 0; b < nb; ++b) {
+    if constexpr (MR == 1) prefetch_panel_ahead(panel, b);  // decode (backends/cpu/prefetch.h)
     const auto& w = panel[b];
     int8x16_t av[MR][2];
     int32x4_t isum[MR][4];

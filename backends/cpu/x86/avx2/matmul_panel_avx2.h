@@ -22,6 +22,7 @@
 #include <type_traits>
 
 #include "backends/cpu/matmul_tiles.h"
+#include "backends/cpu/prefetch.h"
 #include "backends/cpu/x86/avx2/int8_dot_avx2.h"
 
 namespace pipit {
@@ -110,6 +111,7 @@ inline void panel_tile(const MatmulArgs& a, const typename P::Block* panel, int6
   for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
   const int64_t nb = a.K / kQBlock;
   for (int64_t b = 0; b < nb; ++b) {
+    if constexpr (MR == 1) prefetch_panel_ahead(panel, b);  // decode (backends/cpu/prefetch.h)
     const auto& w = panel[b];
     for (int h = 0; h < 2; ++h) {
       __m256i isum[MR];

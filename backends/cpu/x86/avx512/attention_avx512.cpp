@@ -33,10 +33,17 @@ namespace {
 inline __mmask16 lanes_at(int64_t d, int64_t hd) { return d < hd ? mask16(hd - d) : __mmask16(0); }
 
 // One K/V head row (head_dim elements) -> f32, padded with zeros to hdp (a multiple of 16).
+// A row of whole vectors (head_dim 64, 128, 256: every model here) takes the unmasked loop: the masked one's per-vector
+// mask and branches were 40% of a decode step's attention with the cache in L2 (kernels_bench attn_decode WARM=1).
 struct KvF32 {
   static int64_t bytes(int64_t hd) { return hd * 4; }
   static void row(const uint8_t* p, int64_t hd, int64_t hdp, float* dst) {
     const float* s = reinterpret_cast<const float*>(p);
+    if (hd == hdp) {
+#pragma GCC unroll 4
+      for (int64_t d = 0; d < hd; d += 16) _mm512_storeu_ps(dst + d, _mm512_loadu_ps(s + d));
+      return;
+    }
     for (int64_t d = 0; d < hdp; d += 16) _mm512_storeu_ps(dst + d, _mm512_maskz_loadu_ps(lanes_at(d, hd), s + d));
   }
 };
@@ -44,6 +51,12 @@ struct KvF16 {
   static int64_t bytes(int64_t hd) { return hd * 2; }
   static void row(const uint8_t* p, int64_t hd, int64_t hdp, float* dst) {
     const uint16_t* s = reinterpret_cast<const uint16_t*>(p);
+    if (hd == hdp) {
+#pragma GCC unroll 4
+      for (int64_t d = 0; d < hd; d += 16)
+        _mm512_storeu_ps(dst + d, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + d))));
+      return;
+    }
     for (int64_t d = 0; d < hdp; d += 16) _mm512_storeu_ps(dst + d, load_f16(s + d, lanes_at(d, hd)));
   }
 };

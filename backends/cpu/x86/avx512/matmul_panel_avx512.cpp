@@ -12,6 +12,7 @@
 // panels in address order.
 // Each row's arithmetic is the same whatever M is: results do not depend on how many rows share the batch.
 #include "backends/cpu/matmul_tiles.h"
+#include "backends/cpu/prefetch.h"
 #include "backends/cpu/x86/avx512/kernels_avx512.h"
 #include "backends/cpu/x86/avx512/simd_avx512.h"
 
@@ -69,13 +70,6 @@ struct PQ8 {
   static inline __m512 scale(const Block& w) { return f16_scales(w.d); }
 };
 
-// Decode streams each thread's panels from DRAM in address order, and the hardware prefetchers alone left the q4_0
-// GEMV short of the read bandwidth: kernels_bench gemv/avx512/q4_0x16/K=1024/N=151936, 1 thread, 33-37 GB/s, 39-43
-// with a software prefetch 16 blocks (4.6 KB) ahead; `pipit bench` Qwen3-0.6B Q4_0 tg128 at 2 threads, alternating
-// in one run: 101-113 -> 115-136 tok/s (32 blocks ahead: no better; q8_0 at the same distance in bytes: +2-4%, within
-// the noise). Past a panel's end the next panel lies right after; past the weights' end a prefetch never faults.
-constexpr int64_t kDecodeAheadBytes = 4608;
-
 // y[m .. m+MR, n .. n+16 NP) from the NP panels starting at `panel` (nb blocks each). Every activation dword
 // broadcast feeds NP vpdpbusd and every unpacked weight vector MR: at NP = 3, MR = 4 a block is 96 vpdpbusd, 12 int
 // and 12 f32 accumulators. With fewer than 4 outputs (decode) each keeps two integer chains, so that vpdpbusd's
@@ -90,11 +84,7 @@ inline void tile(const MatmulArgs& a, const typename P::Block* panel, int64_t nb
   for (int j = 0; j < NP; ++j)
     for (int i = 0; i < MR; ++i) acc[j][i] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    if constexpr (MR == 1 && NP == 1) {  // decode: the block ~4.5 KB further on (see kDecodeAheadBytes)
-      constexpr int64_t kAhead = kDecodeAheadBytes / int64_t(sizeof(typename P::Block));
-      const char* p = reinterpret_cast<const char*>(panel + b + kAhead);
-      for (size_t o = 0; o < sizeof(typename P::Block); o += 64) __builtin_prefetch(p + o, 0, 3);
-    }
+    if constexpr (MR == 1 && NP == 1) prefetch_panel_ahead(panel, b);  // decode (backends/cpu/prefetch.h)
     __m512i isum[kChains][NP][MR];
     for (int i = 0; i < MR; ++i) {
       const __m512i init = _mm512_set1_epi32(-P::kOffset * x[i][b].sum);
