@@ -17,6 +17,7 @@
 // past the weights' end it is a harmless prefetch (a prefetch never faults).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace pipit {
