@@ -49,6 +49,23 @@ class ThreadPool {
   // scratch buffers).
   template <class F>
   void parallel_for_ith(int64_t n, F&& fn, int64_t grain = 1) {
+    chunked<false>(n, fn, grain);
+  }
+  // As parallel_for_ith, but chunks shrink as the work runs out (guided scheduling): a thread takes a share of what
+  // is left, (n - taken) / (2 * size()) items, never fewer than min_grain. Long runs while there is much to do, short
+  // ones at the end, so that the threads finish close together: for callers whose items are independent of how they
+  // are grouped (a matmul's output rows), when the wait for the last chunk matters (a decode step: ~140 regions).
+  template <class F>
+  void parallel_for_guided(int64_t n, F&& fn, int64_t min_grain = 1) {
+    chunked<true>(n, fn, min_grain);
+  }
+
+  static int default_threads();  // physical cores (falls back to logical)
+
+ private:
+  // parallel_for_ith (chunks of `grain`) and parallel_for_guided (shrinking chunks of at least `grain`)
+  template <bool kGuided, class F>
+  void chunked(int64_t n, F& fn, int64_t grain) {
     if (grain < 1) grain = 1;
     if (n <= 0) return;
     if (n_threads_ == 1 || n <= grain) {
@@ -56,42 +73,23 @@ class ThreadPool {
       return;
     }
     std::atomic<int64_t> next{0};
-    auto job = [&](int ith, int) {
-      for (int64_t b; (b = next.fetch_add(grain, std::memory_order_relaxed)) < n;) fn(ith, b, std::min(n, b + grain));
-    };
-    run_dynamic(JobRef(job));
-  }
-
-  // As parallel_for_ith, but chunks shrink as the work runs out (guided scheduling): a thread takes a share of what
-  // is left, (n - taken) / (2 * size()) items, never fewer than min_grain. Long runs while there is much to do, short
-  // ones at the end, so that the threads finish close together: for callers whose items are independent of how they
-  // are grouped (a matmul's output rows), when the wait for the last chunk matters (a decode step: ~140 regions).
-  template <class F>
-  void parallel_for_guided(int64_t n, F&& fn, int64_t min_grain = 1) {
-    if (min_grain < 1) min_grain = 1;
-    if (n <= 0) return;
-    if (n_threads_ == 1 || n <= min_grain) {
-      fn(0, int64_t(0), n);
-      return;
-    }
-    std::atomic<int64_t> next{0};
     const int64_t parts = 2 * int64_t(n_threads_);
     auto job = [&](int ith, int) {
-      int64_t b = next.load(std::memory_order_relaxed);
-      while (b < n) {
-        const int64_t e = std::min(n, b + std::max(min_grain, (n - b) / parts));
-        if (next.compare_exchange_weak(b, e, std::memory_order_relaxed)) {
-          fn(ith, b, e);
-          b = next.load(std::memory_order_relaxed);
+      if constexpr (!kGuided) {
+        for (int64_t b; (b = next.fetch_add(grain, std::memory_order_relaxed)) < n;) fn(ith, b, std::min(n, b + grain));
+      } else {
+        int64_t b = next.load(std::memory_order_relaxed);
+        while (b < n) {
+          const int64_t e = std::min(n, b + std::max(grain, (n - b) / parts));
+          if (next.compare_exchange_weak(b, e, std::memory_order_relaxed)) {
+            fn(ith, b, e);
+            b = next.load(std::memory_order_relaxed);
+          }
         }
       }
     };
     run_dynamic(JobRef(job));
   }
-
-  static int default_threads();  // physical cores (falls back to logical)
-
- private:
   void worker(int ith);
   void run_dynamic(JobRef job);  // job(ith, size()) on the caller and on each worker that arrives before it closes
   int n_threads_;
