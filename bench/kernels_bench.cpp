@@ -3,7 +3,8 @@
 //   Small GEMM (prefill, M = 32) at K = N = 1024, 2048: GFLOP/s (2 M N K per call); the Qwen3-0.6B FFN shapes at
 //   M = 512 (with bf16dot where the CPU has bf16 dot products: `--precision fast`); the panel dtypes also at Qwen3-4B's
 //   FFN shapes (K = 2560 / N = 9728 and K = 9728 / N = 2560: rows too long for L1, x too big for L2).
-//   Row kernels (rms_norm, swiglu, softmax, quantize_act at n = 4096) and attn_row (head_dim 128, 1024 keys).
+//   Row kernels (rms_norm, swiglu, softmax, quantize_act at n = 4096) and attn_row (head_dim 128, 1024 keys);
+//   attn_decode: a decode step's attention in Qwen3-0.6B's cache layout, its K/V from DRAM or from L2 (GB/s).
 // Quantized matmuls take pre-quantized activations (quantize_act has its own case).
 // Run: build/kernels_bench --benchmark_filter=gemv   (names: <op>/<isa>/<dtype>/K=N=<n>[/M=<m>])
 #include <benchmark/benchmark.h>
@@ -206,7 +207,8 @@ void register_all() {
       }
     for (DType t : {DType::MXFP4, DType::MXFP4X16})  // a GPT-OSS-20B expert's gate_up: decode, a prefill share
       for (int64_t M : {1, 32}) {
-        const std::string name = "gemm/" + isa + "/" + std::string(dtype_name(t)) + "/K=2880/N=5760/M=" + std::to_string(M);
+        const std::string name =
+            "gemm/" + isa + "/" + std::string(dtype_name(t)) + "/K=2880/N=5760/M=" + std::to_string(M);
         benchmark::RegisterBenchmark(name.c_str(), bm_matmul, k, t, M, int64_t(2880), int64_t(5760))
             ->Unit(benchmark::kMicrosecond);
       }

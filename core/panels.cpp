@@ -1,5 +1,5 @@
-// Packing q4_0 / q8_0 / mxfp4 / q4_K / q5_K / q6_K rows into 16-row panels and back: a byte permutation (plus the K-quant
-// scale unpacking, which is bijective), so both directions are exact.
+// Packing q4_0 / q8_0 / mxfp4 / q4_K / q5_K / q6_K rows into 16-row panels and back: a byte permutation (plus the
+// K-quant scale unpacking, which is bijective), so both directions are exact.
 #include "core/panels.h"
 
 #include <cstring>

@@ -1,6 +1,6 @@
-// Row-interleaved panels of q4_0 / q8_0 / mxfp4 / q4_K / q5_K / q6_K weights (q4_0x16, q8_0x16, q4_kx16, ...; the byte
-// layout is defined in core/dtype.h): packing plain rows into panels (once, at load or in the converter) and reading
-// one row back out (embedding lookups of a tied output matrix, dequantization).
+// Row-interleaved panels of q4_0 / q8_0 / mxfp4 / q4_K / q5_K / q6_K weights (q4_0x16, q8_0x16, q4_kx16, ...; the
+// byte layout is defined in core/dtype.h): packing plain rows into panels (once, at load or in the converter) and
+// reading one row back out (embedding lookups of a tied output matrix, dequantization).
 #pragma once
 
 #include <cstdint>

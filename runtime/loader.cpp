@@ -105,8 +105,8 @@ class DeviceWeightSource : public WeightSource {
 
 // What the loader does to the weights before the model sees them (LoadOptions), in one pass that gives every
 // rewritten or copied matrix its place in one buffer:
-//  - pack: q4_0 / q8_0 (and q4_K / q5_K / q6_K / mxfp4 where this CPU has their panel kernels) matrices -> 16-row panels
-//    (LoadOptions::pack_weights);
+//  - pack: q4_0 / q8_0 (and q4_K / q5_K / q6_K / mxfp4 where this CPU has their panel kernels) matrices -> 16-row
+//    panels (LoadOptions::pack_weights);
 //  - bf16dot: f16 / bf16 matrices -> bf16dot (LoadOptions::precision_fast): bf16 ones are the same bytes under the
 //    new dtype (then copied as below), f16 ones are rounded to bf16 (to nearest even);
 //  - copy: matrices (2-D, 3-D stacked experts, >= 1 MiB) still in the file mapping -> anonymous memory. Decode reads

@@ -5,8 +5,9 @@
 // hardware prefetchers alone left the q4_0 GEMV short of the read bandwidth: kernels_bench
 // gemv/avx512/q4_0x16/K=1024/N=151936, 1 thread, 33-37 GB/s, 39-43 with a software prefetch 16 blocks (4.6 KB) ahead;
 // `pipit bench` Qwen3-0.6B Q4_0 tg128 at 2 threads, alternating in one run: 101-113 -> 115-136 tok/s (32 blocks ahead:
-// no better; q8_0 at the same distance in bytes: +2-4%, within the noise). The same distance on the 256-bit x86
-// levels: see matmul_panel_avx2.h.
+// no better; q8_0 at the same distance in bytes: +2-4%, within the noise). The 256-bit x86 levels use the same
+// distance (gemv avxvnni/q4_0x16 at that shape: 2.49-2.74 -> 2.34-2.55 ms; avx2 within the noise: closer to
+// compute-bound there), and so does Arm dotprod (not measured: no Arm hardware here).
 //
 // K-quant panels (q4_kx16 / q5_kx16 / q6_kx16, prefetch_kpanel_share):
 // A panel super-block (2.4-3.4 KB) is read as several interleaved streams (scales, quant bits, quants), which the

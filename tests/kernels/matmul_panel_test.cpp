@@ -1,7 +1,8 @@
 // Panel matmuls (q4_0x16, q8_0x16, mxfp4x16: 16-row interleaved weights, core/dtype.h) of every ISA level against
-// ref's plain q4_0 / q8_0 / mxfp4 matmul on the same weights before packing. As in matmul_quant_test.cpp: with every scale 1.0 the sums
-// are exact integers and must match bit for bit; with random scales, |y - y_ref| <= 1e-5 sum_b |d_w d_a| sum_i
-// |w_i a_i|. Also: packing round-trips, and a row's result is bit-identical whatever M is (batch invariance).
+// ref's plain q4_0 / q8_0 / mxfp4 matmul on the same weights before packing. As in matmul_quant_test.cpp: with every
+// scale 1.0 the sums are exact integers and must match bit for bit; with random scales, |y - y_ref| <= 1e-5 sum_b
+// |d_w d_a| sum_i |w_i a_i|. Also: packing round-trips, and a row's result is bit-identical whatever M is (batch
+// invariance).
 #include <cmath>
 
 #include "backends/cpu/ref/ref.h"
@@ -163,7 +164,8 @@ TEST_P(MatmulPanel, ExtremeValuesExact) {
             for (int i = 0; i < kQBlock; ++i) blk.qs[i] = int8_t((pattern & 2) ? -128 : ((i + n) % 3 ? 127 : -128));
           } else if (t == DType::MXFP4) {
             auto& blk = reinterpret_cast<BlockMXFP4*>(p.wrow(n))[b];
-            for (int i = 0; i < kQBlock / 2; ++i) blk.qs[i] = uint8_t((pattern & 2) ? 0x77 : ((i + n) % 2 ? 0x7f : 0xf7));
+            for (int i = 0; i < kQBlock / 2; ++i)
+              blk.qs[i] = uint8_t((pattern & 2) ? 0x77 : ((i + n) % 2 ? 0x7f : 0xf7));
           } else {
             auto& blk = reinterpret_cast<BlockQ4_0*>(p.wrow(n))[b];
             for (int i = 0; i < kQBlock / 2; ++i) blk.qs[i] = uint8_t((pattern & 2) ? 0x00 : ((i + n) % 2 ? 0xf0 : 0x0f));

@@ -33,7 +33,9 @@ inline __m512i bcast_dword(const int8_t* p) {
 // Panel formats: the weight bytes of one block in 8 vectors, each 4 quant values of each of the 16 rows, unsigned
 // (unpack(w, v)), where the 4 activation bytes that vector v multiplies start (x_offset(v)), and the 16 rows' block
 // scales (scale(w)).
-inline __m512 f16_scales(const f16_t* d) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(d))); }
+inline __m512 f16_scales(const f16_t* d) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(d)));
+}
 struct PQ4 {
   using Block = BlockQ4_0x16;
   static constexpr int kOffset = 8;

@@ -1,5 +1,6 @@
-// AVX-VNNI matmuls for the panel dtypes q4_0x16 / mxfp4x16 / q8_0x16: the shared 256-bit tiles (x86/avx2/matmul_panel_avx2.h)
-// with vpdpbusd as the dot product (int32 lanes throughout, no int16 partial sums to widen).
+// AVX-VNNI matmuls for the panel dtypes q4_0x16 / mxfp4x16 / q8_0x16: the shared 256-bit tiles
+// (x86/avx2/matmul_panel_avx2.h) with vpdpbusd as the dot product (int32 lanes throughout, no int16 partial sums
+// to widen).
 #include "backends/cpu/x86/avx2/matmul_panel_avx2.h"
 #include "backends/cpu/x86/avxvnni/int8_dot_avxvnni.h"
 #include "backends/cpu/x86/avxvnni/kernels_avxvnni.h"
