@@ -12,7 +12,7 @@ struct CpuFeatures {
   bool avxvnni = false;  // VEX-encoded vpdpbusd on ymm (Alder Lake and later, Zen 5): AVX2 CPUs without AVX-512
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false, avx512vnni = false, avx512bf16 = false;
   // arm
-  bool neon = false, fp16 = false, dotprod = false, i8mm = false, bf16 = false;  // bf16: FEAT_BF16 (bfdot)
+  bool neon = false, fp16 = false, dotprod = false, i8mm = false, bf16 = false;  // bf16: FEAT_BF16 (bfdot, bfmmla)
 
   bool x86_avx2() const { return avx2 && fma && f16c; }
   bool x86_avxvnni() const { return x86_avx2() && avxvnni; }

@@ -198,8 +198,9 @@ struct Kernels {
   bool pack_kquant = false;
   // mxfp4 (GPT-OSS experts, 2-D or stacked 3-D) likewise as mxfp4x16 (set where a panel mxfp4 kernel exists).
   bool pack_mxfp4 = false;
-  // Native bf16 dot products (AVX512-BF16): matmul[BF16DOT] runs at twice the f32 FMA rate, so the loader turns
-  // f16 / bf16 matrices into bf16dot under LoadOptions::precision fast. Elsewhere bf16dot has only the scalar ref.
+  // Native bf16 dot products (AVX512-BF16 vdpbf16ps, Arm BF16 bfmmla): matmul[BF16DOT] runs at twice the f32 FMA
+  // rate, so the loader turns f16 / bf16 matrices into bf16dot under LoadOptions::precision fast. Elsewhere bf16dot
+  // has only the scalar ref.
   bool bf16_dot = false;
 };
 

@@ -1,4 +1,4 @@
-// Arm i8mm kernels: the quantized matmuls for M >= 2 (smmla), and with FEAT_BF16 the bf16dot matmul (bfdot);
+// Arm i8mm kernels: the quantized matmuls for M >= 2 (smmla), and with FEAT_BF16 the bf16dot matmul (bfmmla);
 // everything else stays NEON's / dotprod's.
 #include "backends/cpu/arm/i8mm/kernels_i8mm.h"
 #include "backends/cpu/isa.h"
