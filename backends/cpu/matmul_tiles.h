@@ -1,5 +1,5 @@
 // The loop over register tiles that the dense matmul kernels share (AVX-512 f32 / f16 / bf16 and bf16dot, Arm
-// BFDOT bf16dot): each supplies one tile, y[m .. m + MR) x [n .. n + NR), whose outputs are the same instruction
+// BFMMLA bf16dot): each supplies one tile, y[m .. m + MR) x [n .. n + NR), whose outputs are the same instruction
 // sequence whatever MR and NR (so a row of a batch equals the row alone), and this walks [n0, n1):
 //  - decode (M = 1): T::kDecodeNR weight rows per tile, then 4, then 1 (the tile reads them one after another);
 //  - M > 1: blocks of x rows small enough to stay in L2 (about 256 KiB) go through every T::kMR x T::kNR tile of

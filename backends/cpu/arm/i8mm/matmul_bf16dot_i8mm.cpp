@@ -1,16 +1,17 @@
 // Armv8.6-A BF16 matmul for bf16dot weights (core/dtype.h; `--precision fast`): x comes as bf16 rows (ops rounds it
-// once), and BFMMLA (vbfmmlaq_f32) multiplies a 2x4 bf16 block of two x rows by a 4x2 block of two weight rows into
-// the 2x2 f32 outputs [x0w0, x0w1, x1w0, x1w1]: 16 multiply-adds per instruction, twice BFDOT's 8, which is the
-// instruction Arm's own bf16 GEMMs (KleidiAI's *_neon_mmla kernels, OpenBLAS's SBGEMM on Neoverse V1/V2) are built
-// on. The operand blocks are 64-bit halves of two rows interleaved (zip1/zip2 on 64-bit lanes), as the i8mm integer
-// kernel (matmul_quant_i8mm.cpp) does for SMMLA, so the weights stay plain bf16 rows.
+// once), and BFMMLA (vbfmmlaq_f32) multiplies a 2x4 bf16 block of two x rows by a 4x2 block of two weight rows into the
+// 2x2 f32 outputs [x0w0, x0w1, x1w0, x1w1]: 16 multiply-adds per instruction, twice BFDOT's 8: the instruction Arm's
+// own bf16 GEMM (KleidiAI's matmul_clamp_f32_bf16p8x4_bf16p12x4b_8x12_neon_mmla) is built on. The operand blocks are
+// 64-bit halves of two rows interleaved (zip1/zip2 on 64-bit lanes), as the i8mm integer kernel (matmul_quant_i8mm.cpp)
+// does for SMMLA, so the weights stay plain bf16 rows.
 //
-// Each output is one chain of BFDOT-style pair steps over k in order (bfmmla adds the pairs (k, k+1), (k+2, k+3) of
-// its 4 k to the running sum), whatever the tile: an output depends only on its own x row and weight row, so a tile
-// of 4 x 8 outputs, a decode tile (the one x row paired with itself, half of every bfmmla unused: decode is
-// bandwidth-bound) and a tail tile (a row past the end repeats the last one and is not stored) give the same bits
-// (tests/kernels/matmul_invariance_test.cpp). The intermediate sums round their own way (round to odd without
-// FEAT_EBF16); against ref only that and the summation order differ (tests/kernels/matmul_float_test.cpp).
+// Each output is one chain of bfmmla steps over k in order, 4 k a step (the Arm ARM's pseudocode adds the pairs (k,
+// k+1), (k+2, k+3) to the running sum as BFDOT does), whatever the tile: an output element of bfmmla depends only on
+// its own x row, weight row and running sum, so a tile of 4 x 8 outputs, a decode tile (the one x row paired with
+// itself, half of every bfmmla unused: decode is bandwidth-bound) and a tail tile (a row past the end repeats the last
+// one and is not stored) give the same bits (tests/kernels/matmul_invariance_test.cpp). The intermediate sums round
+// their own way (round to odd without FEAT_EBF16); against ref only that and the summation order differ
+// (tests/kernels/matmul_float_test.cpp).
 // Speed unmeasured: no Arm hardware here (qemu checks the results only). Built in the i8mm folder because Armv8.6-A
 // has both; registered where the CPU reports FEAT_BF16 (HWCAP2_BF16), which includes BFMMLA.
 #include <arm_neon.h>
