@@ -51,20 +51,32 @@ std::vector<float> random_floats(size_t n, uint32_t seed) {
   return v;
 }
 
+// N x K random weights of dtype t. The last set is kept: Google Benchmark calls a case several times (growing its
+// iteration count), and making a 151936 x 1024 head (random floats, the reference K-quant quantizer) took far longer
+// than timing it.
+const std::vector<uint8_t>& weights(DType t, int64_t K, int64_t N) {
+  static DType last_t = DType::kCount;
+  static int64_t last_k = 0, last_n = 0;
+  static std::vector<uint8_t> w;
+  if (t == last_t && K == last_k && N == last_n) return w;
+  const int64_t row = dtype_row_bytes(t, K);
+  w.assign(size_t(row * N), 0);
+  const DType plain = t == DType::BF16DOT ? DType::BF16 : dtype_unpanel(t);  // panels: quantize plain rows, then pack them
+  auto wf = random_floats(size_t(K * N), 1);
+  for (int64_t n = 0; n < N; ++n) ref_kernels().from_f32[int(plain)](&wf[size_t(n * K)], &w[size_t(n * row)], K);
+  if (plain != t) {
+    std::vector<uint8_t> packed(w.size());
+    pack_panels(plain, w.data(), row, N, K, packed.data());
+    w.swap(packed);
+  }
+  last_t = t, last_k = K, last_n = N;
+  return w;
+}
+
 // y = x W^T with N x K weights of dtype t, M rows of x.
 void bm_matmul(benchmark::State& st, const Kernels* k, DType t, int64_t M, int64_t K, int64_t N) {
   const int64_t row = dtype_row_bytes(t, K);
-  std::vector<uint8_t> w(size_t(row * N));
-  {
-    const DType plain = t == DType::BF16DOT ? DType::BF16 : dtype_unpanel(t);  // panels: quantize plain rows, then pack them
-    auto wf = random_floats(size_t(K * N), 1);
-    for (int64_t n = 0; n < N; ++n) ref_kernels().from_f32[int(plain)](&wf[size_t(n * K)], &w[size_t(n * row)], K);
-    if (plain != t) {
-      std::vector<uint8_t> packed(w.size());
-      pack_panels(plain, w.data(), row, N, K, packed.data());
-      w.swap(packed);
-    }
-  }
+  const std::vector<uint8_t>& w = weights(t, K, N);
   auto xf = random_floats(size_t(M * K), 2);
   std::vector<BlockQ8Act> xq;
   std::vector<bf16_t> xb;
