@@ -12,10 +12,12 @@
 // K-quant panels (q4_kx16 / q5_kx16 / q6_kx16, prefetch_kpanel_share):
 // A panel super-block (2.4-3.4 KB) is read as several interleaved streams (scales, quant bits, quants), which the
 // hardware prefetchers follow poorly from DRAM: q6_K decode of a 151936 x 1024 output head (bench/kernels_bench
-// gemv/avx512/q6_kx16/K=1024/N=151936) ran at 17.6 GB/s against 46 GB/s with its panels in L2, and at 26-35 GB/s
-// with this. So while it works on group g of super-block s, a kernel fetches the g-th eighth of the super-block
-// kAhead blocks further on. Panels lie one after another, so past a panel's end that is the next panel's start;
-// past the weights' end it is a harmless prefetch (a prefetch never faults).
+// gemv/avx512/q6_kx16/K=1024/N=151936) ran at 17.6 GB/s against 46 GB/s with its panels in L2, and at 26-35 GB/s with
+// this. So while it works on group g of super-block s, a kernel fetches the g-th eighth of the super-block kAhead
+// blocks further on. kAhead 2 (4.6-6.7 KB ahead, about kDecodeAheadBytes) rather than 4: Qwen3-0.6B Q4_K_M tg128 at 2
+// threads, alternating binaries in one run, 6 of 6 pairs faster (mean 81.3 -> 91.4 tok/s); 1 thread and Q6_K at 2
+// threads within noise; 8 and 12 were 15-25% slower. Panels lie one after another, so past a panel's end that is the
+// next panel's start; past the weights' end it is a harmless prefetch (a prefetch never faults).
 #pragma once
 
 #include <cstddef>
@@ -36,7 +38,7 @@ inline void prefetch_panel_ahead(const Block* panel, int64_t b) {
 
 template <class Block>
 inline void prefetch_kpanel_share(const Block* panel, int64_t s, int g) {
-  constexpr int64_t kAhead = 4;
+  constexpr int64_t kAhead = 2;
   constexpr int kShare = int((sizeof(Block) + 7) / 8);
   const char* p = reinterpret_cast<const char*>(panel + s + kAhead) + g * kShare;
   for (int b = 0; b < kShare; b += 64) __builtin_prefetch(p + b, 0, 3);
