@@ -8,10 +8,10 @@
 // Each output is one chain of bfmmla steps over k in order, 4 k a step (the Arm ARM's pseudocode adds the pairs (k,
 // k+1), (k+2, k+3) to the running sum as BFDOT does), whatever the tile: an output element of bfmmla depends only on
 // its own x row, weight row and running sum, so a tile of 4 x 8 outputs, a decode tile (the one x row paired with
-// itself, half of every bfmmla unused: decode is bandwidth-bound) and a tail tile (a row past the end repeats the last
-// one and is not stored) give the same bits (tests/kernels/matmul_invariance_test.cpp). The intermediate sums round
-// their own way (round to odd without FEAT_EBF16); against ref only that and the summation order differ
-// (tests/kernels/matmul_float_test.cpp).
+// itself, half of every bfmmla unused: decode is bandwidth-bound) and a tail tile (an odd count's last row paired with
+// itself, the copy's outputs not stored) give the same bits (tests/kernels/matmul_invariance_test.cpp). The
+// intermediate sums round their own way (round to odd without FEAT_EBF16); against ref only that and the summation
+// order differ (tests/kernels/matmul_float_test.cpp).
 // Speed unmeasured: no Arm hardware here (qemu checks the results only). Built in the i8mm folder because Armv8.6-A
 // has both; registered where the CPU reports FEAT_BF16 (HWCAP2_BF16), which includes BFMMLA.
 #include <arm_neon.h>
@@ -44,25 +44,26 @@ inline bfloat16x8_t pair_hi(uint16x8_t a, uint16x8_t b) {
 template <int MR, int NR>
 inline void tile(const MatmulArgs& a, int64_t m, int64_t n) {
   constexpr int MP = (MR + 1) / 2, NP = (NR + 1) / 2;
-  const uint16_t* x[2 * MP];
-  const uint16_t* w[2 * NP];
-  for (int i = 0; i < 2 * MP; ++i)
-    x[i] = reinterpret_cast<const uint16_t*>(static_cast<const uint8_t*>(a.x) + (m + std::min(i, MR - 1)) * a.x_stride);
-  for (int j = 0; j < 2 * NP; ++j)
-    w[j] = reinterpret_cast<const uint16_t*>(static_cast<const uint8_t*>(a.w) + (n + std::min(j, NR - 1)) * a.w_stride);
+  const uint16_t* x[MR];
+  const uint16_t* w[NR];
+  for (int i = 0; i < MR; ++i)
+    x[i] = reinterpret_cast<const uint16_t*>(static_cast<const uint8_t*>(a.x) + (m + i) * a.x_stride);
+  for (int j = 0; j < NR; ++j)
+    w[j] = reinterpret_cast<const uint16_t*>(static_cast<const uint8_t*>(a.w) + (n + j) * a.w_stride);
   float32x4_t acc[MP][NP];
   for (int p = 0; p < MP; ++p)
     for (int q = 0; q < NP; ++q) acc[p][q] = vdupq_n_f32(0.0f);
-  // One step of 8 k: rows come from ld(row pointer) (a full load, or the zero-padded tail).
+  // One step of 8 k: rows come from ld(row pointer) (a full load, or the zero-padded tail). An odd row count's last
+  // row is paired with itself.
   auto step = [&](auto&& ld) {
     bfloat16x8_t xl[MP], xh[MP];
     for (int p = 0; p < MP; ++p) {
-      const uint16x8_t x0 = ld(x[2 * p]), x1 = MR == 1 ? x0 : ld(x[2 * p + 1]);
+      const uint16x8_t x0 = ld(x[2 * p]), x1 = 2 * p + 1 < MR ? ld(x[2 * p + 1]) : x0;
       xl[p] = pair_lo(x0, x1);
       xh[p] = pair_hi(x0, x1);
     }
     for (int q = 0; q < NP; ++q) {
-      const uint16x8_t w0 = ld(w[2 * q]), w1 = ld(w[2 * q + 1]);
+      const uint16x8_t w0 = ld(w[2 * q]), w1 = 2 * q + 1 < NR ? ld(w[2 * q + 1]) : w0;
       const bfloat16x8_t wl = pair_lo(w0, w1), wh = pair_hi(w0, w1);
       for (int p = 0; p < MP; ++p) {
         acc[p][q] = vbfmmlaq_f32(acc[p][q], xl[p], wl);
