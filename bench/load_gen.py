@@ -4,8 +4,8 @@ back to back, report aggregate throughput, time to first token and errors. Pytho
 
   load_gen.py --url http://127.0.0.1:8080 -k 4 [--requests 2] [--max-tokens 64] [--json]
 
-Each request asks for exactly --max-tokens tokens (ignore_eos, temperature 0 unless --temperature) so runs at
-different K compare the same work. Reported:
+Each request asks for exactly --max-tokens tokens (ignore_eos, temperature 0 unless --temperature; top_k / top_p
+only when --top-k / --top-p are given, as OpenAI clients send none) so runs at different K compare the same work. Reported:
   total tok/s   every completion token of the run / wall time of the run (prefill included)
   decode tok/s  sum over requests of (tokens - 1) / (last token - first token), the streams' decode rate added up
                 over the K clients (per-request average x K)
@@ -112,7 +112,7 @@ def percentile(xs, p):
     return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
 
 
-def run(url, k, requests, max_tokens, temperature, api_key, timeout):
+def run(url, k, requests, max_tokens, temperature, api_key, timeout, top_k=None, top_p=None):
     results = []
     lock = threading.Lock()
 
@@ -127,6 +127,11 @@ def run(url, k, requests, max_tokens, temperature, api_key, timeout):
                 "stream": True,
                 "stream_options": {"include_usage": True},
             }
+            # sent only when given: OpenAI clients send no top_k (and often no top_p)
+            if top_k is not None:
+                body["top_k"] = top_k
+            if top_p is not None:
+                body["top_p"] = top_p
             r = stream_chat(url, body, api_key, timeout)
             with lock:
                 results.append(r)
@@ -164,6 +169,8 @@ def main():
     ap.add_argument("--requests", type=int, default=2, help="requests per client, back to back")
     ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--temperature", type=float, default=0.0)
+    ap.add_argument("--top-k", type=int, default=None, help="sent only when given (OpenAI clients send none)")
+    ap.add_argument("--top-p", type=float, default=None, help="sent only when given")
     ap.add_argument("--api-key", default="")
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of text")
@@ -171,7 +178,7 @@ def main():
     a = ap.parse_args()
     if a.clients < 1 or a.requests < 1 or a.max_tokens < 1:
         ap.error("--clients, --requests and --max-tokens must be >= 1")
-    s = run(a.url, a.clients, a.requests, a.max_tokens, a.temperature, a.api_key, a.timeout)
+    s = run(a.url, a.clients, a.requests, a.max_tokens, a.temperature, a.api_key, a.timeout, a.top_k, a.top_p)
     if a.json:
         print(json.dumps(s))
     elif a.row:

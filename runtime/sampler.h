@@ -2,6 +2,7 @@
 // Order as in llama.cpp and HF: penalties -> temperature -> top-k -> top-p -> min-p -> draw.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <random>
 #include <span>
@@ -36,13 +37,33 @@ class Sampler {
   int32_t draw(std::span<const std::pair<float, int32_t>> dist);
 
  private:
-  // Fills cand_ with the unnormalized candidates after penalties, temperature, top-k, top-p and min-p; returns
-  // the token when greedy (cand_ untouched), else -1.
+  // The candidates after penalties, temperature, top-k, top-p and min-p: returns the token when greedy, else -1
+  // with either cand_ (top-k: unnormalized, sorted) or, without top-k (full_), the members of probs_ (member()).
   int32_t candidates(std::span<const float> logits, std::span<const int32_t> history);
+  std::span<const float> penalized(std::span<const float> logits, std::span<const int32_t> history);
+  void top_k_candidates(std::span<const float> l, size_t k);
+  void full_vocab_candidates(std::span<const float> l);
+  void top_p_cut(double target);  // sets cut_ / tie_last_: the largest values holding `target` of the mass
+  double sum_members();  // also fills block_
+  static constexpr size_t kBlock = 64;
+  int32_t draw_full();
+  bool member(size_t i) const {
+    const uint32_t k = std::bit_cast<uint32_t>(probs_[i]);
+    return k > cut_ || (k == cut_ && int64_t(i) <= tie_last_);
+  }
   SamplerParams p_;
   std::mt19937_64 rng_;
   std::vector<float> work_;
   std::vector<std::pair<float, int32_t>> cand_;
+  // without top-k: e^(l / T - max) per token, and which of them are in: float bits above cut_, or equal to it
+  // with id <= tie_last_
+  bool full_ = false;
+  std::vector<float> probs_;
+  uint32_t cut_ = 0;
+  int64_t tie_last_ = -1;
+  double total_ = 0;  // the members' mass
+  std::vector<double> hist_, block_;  // block_: the members' mass per kBlock tokens
+  std::vector<int32_t> bucket_;
 };
 
 int32_t argmax(std::span<const float> x);
