@@ -12,6 +12,8 @@
 
 #include "core/limits.h"
 #include "runtime/generator.h"
+#include "runtime/grammar.h"
+#include "runtime/json_schema.h"
 #include "runtime/loader.h"
 #include "models/vision/vision_model.h"
 #include "runtime/multimodal.h"
@@ -44,6 +46,11 @@ struct pipit_session {
   std::unique_ptr<pipit::Session> draft_session;
   pipit::Draft draft{nullptr, {}};
   pipit::SpecStats spec;
+  // structured output and log-probabilities for the next generations (pipit_session_set_grammar / _logprobs), and
+  // the last generation's records
+  std::shared_ptr<const pipit::Grammar> grammar;
+  int32_t n_logprobs = -1;
+  std::vector<pipit::TokenLogprob> logprobs;
 };
 
 namespace {
@@ -271,6 +278,9 @@ pipit_status pipit_session_generate(pipit_session* session, const char* prompt, 
     gp.sampler = pipit::SamplerParams{o.temperature, o.top_k, o.top_p, o.min_p, o.repeat_penalty, 0, 0, 256, o.seed};
     for (size_t i = 0; i < o.n_stop; ++i)
       if (o.stop && o.stop[i]) gp.stop.push_back(o.stop[i]);
+    gp.grammar = session->grammar;
+    gp.logprobs = session->n_logprobs;
+    session->logprobs.clear();
     const pipit::Tokenizer& tok = *session->model->lm.tokenizer;
 
     std::vector<int32_t> full;  // the whole token sequence this call wants in the context (placeholders unexpanded)
@@ -373,6 +383,7 @@ pipit_status pipit_session_generate(pipit_session* session, const char* prompt, 
     session->unexpanded.insert(session->unexpanded.end(), res->tokens.begin(), res->tokens.begin() + long(n_fed));
     session->finish_reason = pipit::stop_reason_name(res->reason);
     session->spec = res->spec;
+    session->logprobs = std::move(res->logprobs);
     session->n_prompt = int32_t(in_context.size());
     // the prompt's forward passes: what was evaluated minus the decode steps (one per fed answer token)
     session->n_evaluated = int32_t(session->s->n_evaluated() - evaluated0 - int64_t(n_fed));
@@ -457,6 +468,69 @@ pipit_status pipit_session_attach_image(pipit_session* session, const char* path
                                              "' has no vision tower; images are not supported");
     // decoded at the next generate, with the conversation's other images
     session->pending_images.push_back(path);
+    return PIPIT_OK;
+  });
+}
+
+pipit_status pipit_session_set_grammar(pipit_session* session, const char* gbnf) {
+  return guard([&] {
+    if (!session) return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_set_grammar: NULL session");
+    if (!gbnf || !*gbnf) {
+      session->grammar.reset();
+      return PIPIT_OK;
+    }
+    auto g = pipit::Grammar::parse(gbnf);
+    if (!g) return to_status(g.status().with_context("pipit_session_set_grammar"));
+    session->grammar = std::move(g).value();
+    return PIPIT_OK;
+  });
+}
+
+pipit_status pipit_session_set_json_schema(pipit_session* session, const char* schema_json) {
+  return guard([&] {
+    if (!session) return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_set_json_schema: NULL session");
+    if (!schema_json || !*schema_json) {
+      session->grammar.reset();
+      return PIPIT_OK;
+    }
+    auto g = pipit::grammar_from_json_schema(schema_json, "pipit_session_set_json_schema");
+    if (!g) return to_status(g.status());
+    session->grammar = std::move(g).value();
+    return PIPIT_OK;
+  });
+}
+
+pipit_status pipit_session_set_logprobs(pipit_session* session, int32_t n_top) {
+  return guard([&] {
+    if (!session) return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_set_logprobs: NULL session");
+    if (n_top < -1 || n_top > 20)
+      return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_set_logprobs: n_top " + std::to_string(n_top) +
+                                                  " outside [-1, 20]");
+    session->n_logprobs = n_top;
+    return PIPIT_OK;
+  });
+}
+
+int32_t pipit_session_n_logprobs(const pipit_session* session) {
+  return session ? int32_t(session->logprobs.size()) : 0;
+}
+
+pipit_status pipit_session_logprob(const pipit_session* session, int32_t i, int32_t* token, float* logprob,
+                                   int32_t* top_tokens, float* top_logprobs, int32_t capacity, int32_t* n_top) {
+  return guard([&] {
+    if (!session) return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_logprob: NULL session");
+    if (i < 0 || size_t(i) >= session->logprobs.size())
+      return fail(PIPIT_ERR_OUT_OF_RANGE, "pipit_session_logprob: index " + std::to_string(i) + " outside [0, " +
+                                              std::to_string(session->logprobs.size()) + ")");
+    if (capacity < 0) return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_logprob: capacity < 0");
+    const pipit::TokenLogprob& lp = session->logprobs[size_t(i)];
+    if (token) *token = lp.token;
+    if (logprob) *logprob = lp.logprob;
+    if (n_top) *n_top = int32_t(lp.top.size());
+    for (size_t k = 0; k < lp.top.size() && k < size_t(capacity); ++k) {
+      if (top_tokens) top_tokens[k] = lp.top[k].first;
+      if (top_logprobs) top_logprobs[k] = lp.top[k].second;
+    }
     return PIPIT_OK;
   });
 }

@@ -15,6 +15,7 @@
 #include "cli/command.h"
 #include "cli/common.h"
 #include "cli/image_args.h"
+#include "cli/structured_args.h"
 #include "models/vision/image.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -80,6 +81,7 @@ struct Chat {
   std::vector<std::string> images;   // every image of the conversation, in order
   std::vector<std::string> pending;  // attached to the next user message
   std::string held;                  // the text the session's KV cache holds
+  std::vector<int32_t> held_ids;     // its tokens (speculative decoding looks up guesses in them)
   size_t images_held = 0;            // how many of `images` it holds
   int reused = 0;                    // last turn: tokens of the cache kept from before
 
@@ -90,6 +92,7 @@ struct Chat {
     pending.clear();
     held.clear();
     images_held = 0;
+    held_ids.clear();
     session.reset();
   }
 
@@ -128,6 +131,7 @@ struct Chat {
     if (session.n_past() == 0 || held.empty() || full.compare(0, held.size(), held) != 0) {
       session.reset();  // the template rewrote earlier turns (or nothing is held): start over
       held.clear();
+      held_ids.clear();
       images_held = 0;
     }
     PIPIT_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tok.encode(full.substr(held.size()), false));
@@ -135,6 +139,7 @@ struct Chat {
     if (session.n_past() + int64_t(ids.size()) >= session.n_ctx() && session.n_past() > 0) {
       session.reset();  // no room after what is held: re-evaluate the conversation from the start
       held.clear();
+      held_ids.clear();
       images_held = 0;
       PIPIT_ASSIGN_OR_RETURN(ids, tok.encode(full, false));
       reused = 0;
@@ -146,6 +151,8 @@ struct Chat {
     };
     const std::vector<std::string> new_images(images.begin() + long(images_held), images.end());
     Result<GenerateResult> res = Error::internal("unset");
+    if (int64_t(held_ids.size()) != session.n_past()) held_ids.clear();  // not known (images): no context to search
+    params.spec.context = held_ids;
     if (!new_images.empty()) {
       PIPIT_ASSIGN_OR_RETURN(MultimodalPrompt mm,
                              prepare_multimodal_prompt(lm, ids, new_images, image_opt, session.pool()));
@@ -153,6 +160,7 @@ struct Chat {
         return Error::out_of_range("the conversation ({} tokens) does not fit the context of {}; /clear starts over",
                                    session.n_past() + mm.tokens.size(), session.n_ctx());
       res = generate(session, &tok, mm, params, print);
+      ids = mm.tokens;
     } else {
       if (session.n_past() + int64_t(ids.size()) >= session.n_ctx())
         return Error::out_of_range("the conversation ({} tokens) does not fit the context of {}; /clear starts over",
@@ -162,9 +170,12 @@ struct Chat {
     if (!res.is_ok()) {
       session.reset();
       held.clear();
+      held_ids.clear();
       images_held = 0;
       return res;
     }
+    held_ids.insert(held_ids.end(), ids.begin(), ids.end());
+    held_ids.insert(held_ids.end(), res->tokens.begin(), res->tokens.end());
     images_held = images.size();
     held = full;
     // The last sampled token is not in the cache yet (EOS never is: the template writes its own end of turn).
@@ -172,6 +183,7 @@ struct Chat {
       const int32_t last = res->tokens.back();
       if (!session.eval(std::span<const int32_t>(&last, 1)).is_ok()) session.reset();
     }
+    if (int64_t(held_ids.size()) != session.n_past()) held_ids.clear();
     held += tok.decode(res->tokens, /*skip_special_tokens=*/false);
     messages.push_back({{"role", "assistant"}, {"content", res->text}});
     return res;
@@ -186,6 +198,8 @@ int cmd_chat(Args& a) {
   add_model_options(a);
   add_sampling_options(a);
   add_image_options(a);
+  add_speculative_options(a);
+  add_structured_options(a);
   a.option({"-s", "--system"}, "system message");
   a.flag({"-v", "--verbose"}, "after each answer: tokens reused from the cache, evaluated, generated, speed");
   if (auto st = a.parse(); !st) return fail(a, st.message());
@@ -212,8 +226,15 @@ int cmd_chat(Args& a) {
   if (lm->tokenizer->config().chat_template.empty())
     return fail(a, "this model has no chat template; use `pipit run` for plain text continuation");
 
-  auto session = Session::create(*lm->model, *so);
+  auto grammar = structured_grammar(a);
+  if (!grammar) return fail(a, grammar.status().message());
+  gp->grammar = *grammar;
+  auto pool = std::make_shared<ThreadPool>(so->n_threads > 0 ? so->n_threads : ThreadPool::default_threads());
+  auto session = Session::create(*lm->model, *so, pool);
   if (!session) return fail(a, session.status().message());
+  auto spec = speculative_setup(a, *lm->model, *so, pool);
+  if (!spec) return fail(a, spec.status().message());
+  gp->spec = (*spec)->params;
   Chat chat{*lm, *lm->tokenizer, **session, *gp, *io, a.get("-s")};
   chat.clear();
   for (const auto& path : a.get_all("--image"))

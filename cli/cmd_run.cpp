@@ -7,6 +7,7 @@
 #include "cli/command.h"
 #include "cli/common.h"
 #include "cli/image_args.h"
+#include "cli/structured_args.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -19,6 +20,7 @@ int cmd_run(Args& a) {
   add_sampling_options(a);
   add_image_options(a);
   add_speculative_options(a);
+  add_structured_options(a);
   a.option({"-p", "--prompt"}, "prompt text");
   a.option({"-f", "--file"}, "read the prompt from a file");
   a.option({"-s", "--system"}, "system message (chat template only)");
@@ -40,6 +42,9 @@ int cmd_run(Args& a) {
   install_interrupt_handler();
   auto gp = generate_params(a);
   if (!gp) return fail(a, gp.status().message());
+  auto grammar = structured_grammar(a);
+  if (!grammar) return fail(a, grammar.status().message());
+  gp->grammar = *grammar;
 
   auto t0 = std::chrono::steady_clock::now();
   auto lo = load_options(a, true);

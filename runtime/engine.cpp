@@ -10,8 +10,8 @@
 #include <new>
 #include <limits>
 
-#include "runtime/grammar.h"
 #include "runtime/multimodal.h"
+#include "runtime/sequence.h"
 #include "runtime/speculative.h"
 
 namespace pipit {
@@ -20,16 +20,9 @@ struct Engine::Seq {
   uint64_t id;
   int slot = -1;
   EngineRequest req;
-  std::vector<int32_t> history;  // prompt + generated
-  int64_t n_done = 0;            // tokens of history already in the KV cache
-  bool decoding = false;         // prompt fully processed; history.back() is the token to feed next
-  std::unique_ptr<Sampler> sampler;
-  std::unique_ptr<TextStream> text;
-  std::unique_ptr<GrammarMatcher> grammar;        // structured output, when the request has a grammar
-  std::shared_ptr<const TokenTable> table;        // the vocabulary's bytes, for the grammar
-  std::vector<float> masked;                      // logits with the tokens the grammar forbids at -inf
-  std::vector<uint8_t> allowed;
-  GenerateResult res;
+  std::unique_ptr<Sequence> seq;  // sampling, text, stop conditions; seq->history(): prompt + generated
+  int64_t n_done = 0;             // tokens of history already in the KV cache
+  bool decoding = false;          // prompt fully processed; history().back() is the token to feed next
   bool finished = false;  // on_done has been called (it must be called exactly once)
   std::chrono::steady_clock::time_point t0, t1;
   bool admitted = false;              // restore_prefix() has run
@@ -117,17 +110,16 @@ Result<uint64_t> Engine::submit(EngineRequest r) {
     return Error::out_of_range("[engine] the prompt has {} tokens; the context holds {} (prompt + answer)",
                                r.prompt.size(), n_ctx_);
   auto s = std::make_unique<Seq>();
-  if (r.params.grammar) {
-    if (!tok_) return Error::invalid_argument("[engine] a grammar needs the model's tokenizer");
-    s->grammar = std::make_unique<GrammarMatcher>(r.params.grammar);
-    s->table = TokenTable::get(*tok_);
-  }
+  if (r.params.grammar && !tok_) return Error::invalid_argument("[engine] a grammar needs the model's tokenizer");
   if (cache_) s->prompt_key = PromptCache::make_key(r.prompt, r.images.get());
-  s->history = r.prompt;
-  s->res.n_prompt = int(r.prompt.size());
-  s->sampler = std::make_unique<Sampler>(r.params.sampler);
-  s->text = std::make_unique<TextStream>(tok_, r.prompt, r.params.stop);
   s->req = std::move(r);
+  Seq* sp = s.get();  // the callbacks stay with the request (the Sequence outlives no Seq)
+  s->seq = std::make_unique<Sequence>(
+      model_, tok_, s->req.prompt, s->req.params, n_ctx_, 0,
+      [sp](const std::string& piece, int32_t t) { return !sp->req.on_token || sp->req.on_token(piece, t); },
+      [sp](const TokenLogprob& lp) {
+        if (sp->req.on_logprob) sp->req.on_logprob(lp);
+      });
   std::lock_guard<std::mutex> lk(mu_);
   if (int(queue_.size()) >= opt_.max_queue)
     return Error::unavailable("[engine] {} requests are already waiting; try again later", queue_.size());
@@ -245,9 +237,9 @@ void Engine::iterate() {
     if (!up->admitted) restore_prefix(*up);
   for (auto& s : dropped) {
     s->finished = true;
-    s->res.reason = StopReason::kCallback;
+    s->seq->result().reason = StopReason::kCallback;
     try {
-      if (s->req.on_done) s->req.on_done(s->res);
+      if (s->req.on_done) s->req.on_done(s->seq->result());
     } catch (...) {  // cancelled anyway; the others' on_done must still run
     }
   }
@@ -256,8 +248,8 @@ void Engine::iterate() {
   for (uint64_t id : cancel) {
     auto it = std::find_if(active_.begin(), active_.end(), [&](auto& s) { return s->id == id; });
     if (it != active_.end() && !(*it)->finished) {
-      (*it)->res.reason = StopReason::kCallback;
-      finish(**it, (*it)->res);
+      (*it)->seq->result().reason = StopReason::kCallback;
+      finish(**it, (*it)->seq->result());
       any = true;
     }
   }
@@ -271,7 +263,7 @@ void Engine::restore_prefix(Seq& s) {
   // at most all but the last prompt token: its logits are needed
   const int m = cache_->restore(kv_, s.slot, s.prompt_key, int(s.req.prompt.size()) - 1);
   s.n_done = m;
-  s.res.n_cached = m;
+  s.seq->result().n_cached = m;
   std::lock_guard<std::mutex> lk(mu_);
   stats_.prompt_tokens_cached += uint64_t(m);
 }
@@ -280,7 +272,7 @@ void Engine::save_prefix(Seq& s) {
   if (!cache_ || s.n_done == 0) return;
   // the slot holds history[0, n_done): the prompt (keyed with its images) and the answer tokens fed back
   std::vector<uint64_t> key(s.prompt_key.begin(), s.prompt_key.begin() + std::min<int64_t>(s.n_done, int64_t(s.prompt_key.size())));
-  for (int64_t i = int64_t(key.size()); i < s.n_done; ++i) key.push_back(uint64_t(uint32_t(s.history[size_t(i)])));
+  for (int64_t i = int64_t(key.size()); i < s.n_done; ++i) key.push_back(uint64_t(uint32_t(s.seq->history()[size_t(i)])));
   if (kv_.has_state()) {
     if (kv_.state_pos(s.slot) != s.n_done) return;  // a failed pass: the state is not the one of this history
     s.states.push_back(kv_.save_state(s.slot));
@@ -341,98 +333,6 @@ void Engine::add_image_inputs(Batch& b, const std::vector<std::pair<Seq*, int64_
   else b.embd_row.clear();  // no image rows in this batch
 }
 
-// With a grammar, the token the sampler draws from the full distribution is kept when the grammar allows it (the
-// common case, costing one walk over the token's bytes); otherwise the whole vocabulary is masked and the sampler
-// draws again from the allowed tokens. Drawing from p, then from p restricted to the allowed set when the first
-// draw is not allowed, gives each allowed token p(x) + P(not allowed) p(x) / P(allowed) = p(x) / P(allowed):
-// exactly the masked distribution (greedy: the allowed argmax). -1: nothing is allowed.
-int32_t Engine::sample(Seq& s, std::span<const float> logits) {
-  const int32_t t = s.sampler->sample(logits, s.history);
-  if (!s.grammar) return t;
-  auto fits = [&](int32_t id) {
-    if (is_eos(s.req.params, model_, id)) return s.grammar->can_end();
-    if (size_t(id) >= s.table->size() || s.table->bytes(id).empty()) return false;
-    return s.grammar->allows(s.table->bytes(id));
-  };
-  int32_t pick = t;
-  if (!fits(t)) {
-    s.grammar->mask(*s.table, s.allowed);
-    s.masked.assign(logits.begin(), logits.end());
-    const float ninf = -std::numeric_limits<float>::infinity();
-    bool any = false;
-    for (size_t i = 0; i < s.masked.size(); ++i) {
-      const bool ok = i < s.allowed.size() && s.allowed[i];
-      if (!ok) s.masked[i] = ninf;
-      any |= ok;
-    }
-    if (s.grammar->can_end() && !s.req.params.ignore_eos) {
-      const auto& eos = s.req.params.eos_ids.empty() ? model_.info().eos_ids : s.req.params.eos_ids;
-      for (int32_t e : eos)
-        if (e >= 0 && size_t(e) < s.masked.size()) {
-          s.masked[size_t(e)] = logits[size_t(e)];
-          any = true;
-        }
-    }
-    if (!any) return -1;
-    pick = s.sampler->sample(s.masked, s.history);
-    if (s.masked[size_t(pick)] == ninf) return -1;  // every allowed token was cut by top-k / top-p
-  }
-  if (!is_eos(s.req.params, model_, pick)) s.grammar->accept(s.table->bytes(pick));
-  s.res.grammar_masks += pick != t;
-  return pick;
-}
-
-// Samples the next token from one logits row and hands it to the request (text, callbacks, stop conditions).
-// True when the request has ended.
-bool Engine::emit(Seq& s, std::span<const float> l) {
-  const int32_t next = sample(s, l);
-  bool end = false;
-  // next < 0: the grammar allows no token and cannot end here: stop as at an EOS rather than break it
-  if (next < 0 || is_eos(s.req.params, model_, next)) {
-    s.res.reason = StopReason::kEos;
-    std::string tail = s.text->finish();
-    s.res.text += tail;
-    if (!tail.empty() && s.req.on_token) s.req.on_token(tail, -1);
-    return true;
-  }
-  if (s.req.params.logprobs >= 0) {
-    s.res.logprobs.push_back(token_logprob(l, next, s.req.params.logprobs));
-    if (s.req.on_logprob) s.req.on_logprob(s.res.logprobs.back());
-  }
-  s.res.tokens.push_back(next);
-  s.history.push_back(next);
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    stats_.tokens_generated++;
-  }
-  auto step = s.text->push(next);
-  s.res.text += step.text;
-  if (s.req.on_token && !s.req.on_token(step.text, next)) {
-    s.res.reason = StopReason::kCallback;
-    end = true;
-  } else if (step.stopped) {
-    s.res.reason = StopReason::kStopString;
-    end = true;
-  } else if (s.grammar && s.grammar->finished()) {  // nothing may follow: the answer is complete
-    s.res.reason = StopReason::kEos;
-    end = true;
-  } else if (int(s.res.tokens.size()) >= s.req.params.max_tokens) {
-    s.res.reason = StopReason::kLength;
-    end = true;
-  } else if (int64_t(s.history.size()) > n_ctx_) {
-    // the context is full: `next` was sampled from the last position's logits and has no row to go into
-    // (Session-based generate() stops at the same token)
-    s.res.reason = StopReason::kContext;
-    end = true;
-  }
-  if (end && s.res.reason != StopReason::kStopString && s.res.reason != StopReason::kCallback) {
-    std::string tail = s.text->finish();
-    s.res.text += tail;
-    if (!tail.empty() && s.req.on_token) s.req.on_token(tail, -1);
-  }
-  return end;
-}
-
 bool Engine::step() {
   // Pack the batch: every decoding sequence contributes its next token; prefilling sequences share what is left of
   // the n_batch budget, oldest first.
@@ -450,15 +350,15 @@ bool Engine::step() {
       // Speculative decoding: guesses ride along as extra rows of this pass (not with a recurrent state, which
       // cannot drop the rows of rejected guesses). At most: what the answer may still take after the decode token,
       // what the context holds, what is left of the batch.
-      const int k = std::min({s.req.params.spec.n_draft, 16, s.req.params.max_tokens - int(s.res.tokens.size()) - 1,
+      const int k = std::min({s.req.params.spec.n_draft, 16, s.req.params.max_tokens - int(s.seq->result().tokens.size()) - 1,
                               n_ctx_ - 1 - int(s.n_done), int(std::max<int64_t>(budget - 1, 0))});
       if (k > 0 && !kv_.has_state()) {
         if (draft_) p.n_guess = k;  // the draft model makes exactly k (draft_guesses, below)
-        else p.drafts = lookup_draft(s.history, k, s.req.params.spec.ngram_min, s.req.params.spec.ngram_max);
+        else p.drafts = lookup_draft(s.seq->history(), k, s.req.params.spec.ngram_min, s.req.params.spec.ngram_max);
         p.n += draft_ ? k : int64_t(p.drafts.size());
       }
     } else {
-      p.n = std::min<int64_t>({int64_t(s.history.size()) - s.n_done, std::max<int64_t>(budget, 0), prefill_left});
+      p.n = std::min<int64_t>({int64_t(s.seq->history().size()) - s.n_done, std::max<int64_t>(budget, 0), prefill_left});
       if (p.n <= 0) continue;
       prefill_left -= p.n;
     }
@@ -475,10 +375,10 @@ bool Engine::step() {
     Seq& s = *p.s;
     Batch::Seq bs{s.slot, b.n_tokens(), p.n};
     for (int64_t i = 0; i < p.n; ++i) {
-      b.tokens.push_back(i == 0 || p.drafts.empty() ? s.history[size_t(s.n_done + i)] : p.drafts[size_t(i - 1)]);
+      b.tokens.push_back(i == 0 || p.drafts.empty() ? s.seq->history()[size_t(s.n_done + i)] : p.drafts[size_t(i - 1)]);
       b.pos.push_back(int32_t(s.n_done + i));
     }
-    p.wants_logits = s.n_done + p.n == int64_t(s.history.size()) + int64_t(p.drafts.size());
+    p.wants_logits = s.n_done + p.n == int64_t(s.seq->history().size()) + int64_t(p.drafts.size());
     if (p.wants_logits)  // the last row; with guesses every row (row i: the token after guess i)
       for (int64_t i = p.drafts.empty() ? p.n - 1 : 0; i < p.n; ++i) b.logits_rows.push_back(bs.begin + i);
     b.seqs.push_back(bs);
@@ -503,7 +403,7 @@ bool Engine::step() {
     }
     s.n_done += p.n;
     if (!s.decoding) {
-      s.res.n_prefilled += int(p.n);
+      s.seq->result().n_prefilled += int(p.n);
       std::lock_guard<std::mutex> lk(mu_);
       stats_.prompt_tokens_evaluated += uint64_t(p.n);
     }
@@ -513,35 +413,26 @@ bool Engine::step() {
       if (cache_ && kv_.has_state()) s.states.push_back(kv_.save_state(s.slot));
       s.decoding = true;
       s.t1 = std::chrono::steady_clock::now();
-      s.res.prompt_ms = std::chrono::duration<double, std::milli>(s.t1 - s.t0).count();
+      s.seq->result().prompt_ms = std::chrono::duration<double, std::milli>(s.t1 - s.t0).count();
     }
-    // One token per logits row: the decode token's row, then, while the token sampled from a row is that row's
-    // guess, the next row (its logits are the ones after that guess). Each token is sampled exactly as without
-    // guesses (same sampler state, same history), so the answer is the plain one, token for token, greedy or
-    // seeded sampling: for one-hot guesses (prompt lookup's, a draft model's greedy ones), "draw x ~ p, accept the
-    // guess iff x == guess" is the speculative rejection rule (accept with p(d) / q(d) = p(d), else draw from p
-    // without d) in the form that keeps the sampler's random stream as it is.
+    // One token per logits row, the guesses checked by the one rule of Sequence::verify (the answer is the plain
+    // one, token for token, greedy or seeded sampling).
     const int64_t n0 = s.n_done - p.n;  // the decode token's position
     const int k = int(p.drafts.size());
-    int j = 0;  // guesses accepted
-    bool end = false;
-    for (;;) {
-      end = emit(s, std::span<const float>(logits.ptr<float>() + (row + j) * V, size_t(V)));
-      if (end || j == k || s.history.back() != p.drafts[size_t(j)]) break;
-      ++j;
-    }
+    const size_t n_tokens0 = s.seq->result().tokens.size();
+    const Sequence::Verified v = s.seq->verify(logits.ptr<float>() + row * V, V, p.drafts);
     row += k + 1;
-    if (k > 0) {
-      s.n_done = n0 + 1 + j;  // the rows of rejected guesses stay behind the slot's end and are overwritten
-      s.draft_done = std::min(s.draft_done, s.n_done);  // the draft's slot too (it never holds its last guess)
-      s.res.spec.steps++;
-      s.res.spec.drafted += k;
-      s.res.spec.accepted += j;
+    {
       std::lock_guard<std::mutex> lk(mu_);
+      stats_.tokens_generated += s.seq->result().tokens.size() - n_tokens0;
       stats_.spec_drafted += uint64_t(k);
-      stats_.spec_accepted += uint64_t(j);
+      stats_.spec_accepted += uint64_t(v.accepted);
     }
-    if (end) finish(s, s.res);
+    if (k > 0) {
+      s.n_done = n0 + 1 + v.accepted;  // the rows of rejected guesses stay behind the slot's end and are overwritten
+      s.draft_done = std::min(s.draft_done, s.n_done);  // the draft's slot too (it never holds its last guess)
+    }
+    if (v.ended) finish(s, s.seq->result());
   }
   erase_finished();
   return true;
@@ -564,7 +455,7 @@ void Engine::draft_guesses(std::vector<Part>& parts) {
     std::vector<Part*> in;  // the parts with rows in this pass, in b.seqs order
     int64_t budget = opt_.n_batch;
     for (Part* p : want) {
-      const std::vector<int32_t>& h = p->s->history;
+      const std::vector<int32_t>& h = p->s->seq->history();
       const int64_t len = int64_t(h.size() + p->drafts.size()), from = p->s->draft_done;
       if (int(p->drafts.size()) == p->n_guess || budget <= 0) continue;
       const int64_t n = std::min<int64_t>({len - from, budget, draft_kv_->max_chunk()});
@@ -595,7 +486,7 @@ void Engine::draft_guesses(std::vector<Part>& parts) {
     for (size_t i = 0; i < in.size(); ++i) {
       Part& p = *in[i];
       p.s->draft_done += b.seqs[i].n;
-      if (p.s->draft_done < int64_t(p.s->history.size() + p.drafts.size())) continue;  // still catching up
+      if (p.s->draft_done < int64_t(p.s->seq->history().size() + p.drafts.size())) continue;  // still catching up
       const float* l = logits.ptr<float>() + row++ * V;
       p.drafts.push_back(int32_t(std::max_element(l, l + V) - l));
     }

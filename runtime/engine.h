@@ -118,8 +118,6 @@ class Engine {
   void finish(Seq& s, Result<GenerateResult> r);  // once per request: frees the slot, calls on_done
   void erase_finished();                          // drops finished requests from active_ (under mu_)
   void fail_all(const Status& st);                // the exception barrier: every running request fails
-  int32_t sample(Seq& s, std::span<const float> logits);  // the next token, under the request's grammar if any
-  bool emit(Seq& s, std::span<const float> logits);       // samples and delivers one token; true: the request ended
   // Image features and M-RoPE positions for the batch's tokens of requests with images (parts: sequence and
   // its number of tokens in the batch, from its n_done).
   void add_image_inputs(Batch& b, const std::vector<std::pair<Seq*, int64_t>>& parts);

@@ -3,10 +3,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <deque>
 #include <optional>
 
 #include "runtime/multimodal.h"
+#include "runtime/sequence.h"
 #include "tokenizer/tokenizer.h"  // declarations only; used when PIPIT_WITH_TOKENIZER
 
 namespace pipit {
@@ -90,15 +90,15 @@ bool is_eos(const GenerateParams& p, const Model& m, int32_t token) {
 
 namespace {
 
-// mm: the same prompt with images (its tokens are `prompt`), or null.
+// mm: the same prompt with images (its tokens are `prompt`), or null. One Session, one request: its tokens are
+// chosen, streamed and ended by a Sequence, as the Engine's are.
 Result<GenerateResult> generate_impl(Session& s, const Tokenizer* tok, std::span<const int32_t> prompt,
                                      const MultimodalPrompt* mm, const GenerateParams& p,
                                      const std::function<bool(const std::string&, int32_t)>& on_text) {
-  GenerateResult res;
-  res.n_prompt = int(prompt.size());
-  std::vector<int32_t> history(prompt.begin(), prompt.end());
-  Sampler sampler(p.sampler);
-  TextStream text(tok, prompt, p.stop);
+  if (p.grammar && !tok) return Error::invalid_argument("[generate] a grammar needs the model's tokenizer");
+  const int n_base = s.n_past();  // the context before this prompt (C API turns)
+  Sequence seq(s.model(), tok, prompt, p, s.n_ctx(), n_base, on_text);
+  GenerateResult& res = seq.result();
   const int64_t V = s.model().info().n_vocab;
 
   auto t0 = Clock::now();
@@ -106,69 +106,49 @@ Result<GenerateResult> generate_impl(Session& s, const Tokenizer* tok, std::span
   if (!r.is_ok()) return r.status();
   res.prompt_ms = ms_since(t0);
   auto t1 = Clock::now();
-  bool ended_early = false;  // stop string or callback: no trailing text
-  const int n_base = s.n_past() - int(prompt.size());  // the context before this prompt (C API turns)
+  if (p.max_tokens <= 0) return res;
   std::optional<Speculator> spec;
-  if (p.spec.n_draft > 0) spec.emplace(p.spec, p.sampler);
-  std::deque<int32_t> ready;  // tokens a speculative step produced, to emit before the next step
-  int32_t next = sampler.sample(std::span<const float>(r->ptr<float>(), size_t(V)), history);
-  for (int i = 0; i < p.max_tokens; ++i) {
-    if (i > 0) {
-      if (ready.empty()) {
-        if (spec) {
-          // guesses: at most what max_tokens and the context leave room for (the next token needs no row)
-          const int k = std::min({p.spec.n_draft, p.max_tokens - i - 1, s.n_ctx() - s.n_past() - 1, 16});
-          auto got = spec->step(s, sampler, history, std::max(0, k));
-          if (!got.is_ok()) return got.status();
-          ready.assign(got->begin(), got->end());
-        } else {
-          r = s.eval(std::span<const int32_t>(&history.back(), 1));
-          if (!r.is_ok()) return r.status();
-          ready.push_back(sampler.sample(std::span<const float>(r->ptr<float>(), size_t(V)), history));
-        }
+  if (p.spec.n_draft > 0) spec.emplace(p.spec);
+  bool ended = seq.emit(std::span<const float>(r->ptr<float>(), size_t(V)));
+  while (!ended) {
+    // the context holds the history but its last token, which goes in now with the guesses (at most what
+    // max_tokens and the context leave room for: the token after the last guess needs no row)
+    std::vector<int32_t> guesses;
+    if (spec) {
+      const int k = std::min({p.spec.n_draft, p.max_tokens - int(res.tokens.size()) - 1, s.n_ctx() - s.n_past() - 1,
+                              16});
+      PIPIT_ASSIGN_OR_RETURN(guesses, spec->propose(seq.history(), std::max(0, k)));
+    }
+    std::vector<int32_t> batch = {seq.history().back()};
+    batch.insert(batch.end(), guesses.begin(), guesses.end());
+    const int n0 = s.n_past();
+    if (!guesses.empty()) s.checkpoint();  // a recurrent state comes back here after a rejection
+    r = s.eval(batch, /*all_logits=*/!guesses.empty());
+    if (!r.is_ok()) return r.status();
+    const Sequence::Verified v = seq.verify(r->ptr<float>(), V, guesses);
+    ended = v.ended;
+    // keep the fed token and the accepted guesses; a recurrent state goes back to the checkpoint and evaluates
+    // them again (context position i holds history()[i - n_base])
+    const int keep = n0 + 1 + v.accepted;
+    if (s.n_past() > keep) {
+      s.truncate(keep);
+      if (s.n_past() < keep) {
+        if (s.n_past() < n_base + int(prompt.size()))
+          return Error::internal("[speculative] the context went back further than this generation");
+        const auto& h = seq.history();
+        auto rr = s.eval(std::span<const int32_t>(h.data() + (s.n_past() - n_base), size_t(keep - s.n_past())));
+        if (!rr.is_ok()) return rr.status();
       }
-      next = ready.front();
-      ready.pop_front();
-    }
-    if (is_eos(p, s.model(), next)) {
-      res.reason = StopReason::kEos;
-      break;
-    }
-    res.tokens.push_back(next);
-    history.push_back(next);
-    auto step = text.push(next);
-    res.text += step.text;
-    if (on_text && !on_text(step.text, next)) {
-      res.reason = StopReason::kCallback;
-      ended_early = true;
-      break;
-    }
-    if (step.stopped) {
-      res.reason = StopReason::kStopString;
-      ended_early = true;
-      break;
-    }
-    if (i + 1 == p.max_tokens) break;
-    // the context holds the tokens before this one (with guesses it may already hold more)
-    if (n_base + int64_t(prompt.size()) + int64_t(res.tokens.size()) - 1 >= s.n_ctx()) {
-      res.reason = StopReason::kContext;
-      break;
     }
   }
   if (spec) {
-    res.spec = spec->stats();
     // accepted guesses after the last emitted token are not part of the answer: the context ends where it would
     // without guesses (the prompt, then every emitted token but the last, which is in only after an EOS)
     const int want = n_base + int(prompt.size()) + int(res.tokens.size()) - (res.reason == StopReason::kEos ? 0 : 1);
     if (s.n_past() > want) s.truncate(std::max(want, n_base + int(prompt.size())));
   }
-  if (!ended_early) {
-    std::string tail = text.finish();
-    res.text += tail;
-    if (on_text && !tail.empty()) on_text(tail, -1);
-  }
   res.gen_ms = ms_since(t1);
-  return res;
+  return std::move(res);
 }
 
 }  // namespace

@@ -27,10 +27,11 @@ struct GenerateParams {
   bool ignore_eos = false;
   int logprobs = -1;                 // >= 0: record each generated token's log-probability and this many top ones
   // Structured output (runtime/grammar.h): every token is one the grammar allows, and the answer ends when the
-  // grammar is complete. Honoured by the Engine (the server); needs a tokenizer.
+  // grammar is complete. Needs a tokenizer.
   std::shared_ptr<const Grammar> grammar;
-  // Speculative decoding (runtime/speculative.h): honoured by generate() (run, the C API, bench); the Engine (the
-  // server) does prompt lookup (spec.draft must be null there) for models without a recurrent state.
+  // Speculative decoding (runtime/speculative.h), checked by one rule everywhere (Sequence::verify): the output is
+  // the plain one. generate() takes prompt lookup or a draft session (spec.draft); the Engine takes prompt lookup,
+  // or its EngineOptions::draft model (spec.draft must be null there), for models without a recurrent state.
   SpecParams spec;
 };
 
@@ -46,7 +47,7 @@ struct GenerateResult {
   int n_prefilled = 0;  // prompt tokens evaluated by forward passes (Engine): n_prompt - n_cached
   double prompt_ms = 0, gen_ms = 0;  // prefill time; decode time after the first token
   std::vector<TokenLogprob> logprobs;  // one per generated token when GenerateParams::logprobs >= 0
-  int grammar_masks = 0;  // tokens for which the grammar had to mask the whole vocabulary (Engine)
+  int grammar_masks = 0;  // tokens for which the grammar had to mask the whole vocabulary
   SpecStats spec;         // speculative decoding's counts (GenerateParams::spec)
 };
 

@@ -526,6 +526,12 @@ std::shared_ptr<const TokenTable> TokenTable::get(const Tokenizer& tok) {
     if (tok.is_special(id)) continue;
     std::string text = tok.decode(std::span<const int32_t>(&id, 1), false);
     if (text.find("\xEF\xBF\xBD") == std::string::npos) {
+      // A generated token is never the first of its sequence (the text stream is primed with the prompt), and a
+      // decoder may treat the first one apart: SentencePiece's strips the leading space of "\u2581word". The text a
+      // token adds after one of its own is what it adds in the middle of a sequence.
+      const int32_t twice[2] = {id, id};
+      const std::string two = tok.decode(std::span<const int32_t>(twice, 2), false);
+      if (two.size() > text.size() && two.compare(0, text.size(), text) == 0) text = two.substr(text.size());
       bytes[size_t(id)] = std::move(text);
       continue;
     }

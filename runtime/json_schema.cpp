@@ -1,6 +1,8 @@
 // JSON Schema -> GBNF (see json_schema.h).
 #include "runtime/json_schema.h"
 
+#include "runtime/grammar.h"
+
 #include <algorithm>
 #include <set>
 
@@ -292,6 +294,15 @@ std::string json_object_grammar() {
   JsonGrammarBuilder b;
   b.add_rule("root", "json-object");
   return b.gbnf();
+}
+
+Result<std::shared_ptr<const Grammar>> grammar_from_json_schema(std::string_view schema_text, const std::string& what) {
+  const ojson schema = ojson::parse(schema_text, nullptr, /*allow_exceptions=*/false);
+  if (schema.is_discarded()) return Error::invalid_argument("{}: not valid JSON", what);
+  PIPIT_ASSIGN_OR_RETURN(std::string gbnf, json_schema_grammar(schema, what));
+  auto g = Grammar::parse(gbnf);
+  if (!g) return g.status().with_context(what);
+  return g;
 }
 
 }  // namespace pipit

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -53,5 +54,10 @@ class JsonGrammarBuilder {
 Result<std::string> json_schema_grammar(const nlohmann::ordered_json& schema, const std::string& path = "schema");
 // A grammar whose root is any JSON object (response_format json_object).
 std::string json_object_grammar();
+
+class Grammar;
+// Structured output for the front ends that take a schema as text (CLI --json-schema, the C API, Python): the
+// schema parsed, compiled to GBNF and the GBNF parsed into the matcher's grammar. `what` names the setting in errors.
+Result<std::shared_ptr<const Grammar>> grammar_from_json_schema(std::string_view schema_text, const std::string& what);
 
 }  // namespace pipit

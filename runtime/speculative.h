@@ -1,17 +1,18 @@
 // Speculative decoding: cheap guesses of the next few tokens, checked by the target model in one forward pass.
 //
-// Drafts come from prompt lookup (the tokens that followed the latest earlier occurrence of the context's last
+// Guesses come from prompt lookup (the tokens that followed the latest earlier occurrence of the context's last
 // n-gram: summaries, code edits and quoting chats repeat their input) or from a draft model that shares the target's
-// vocabulary. The target evaluates [last token, d1 .. dk] at once; row i's logits give the token the target would
-// pick after d1 .. di, so the drafts are accepted while they match and the first mismatch is replaced by the
-// target's own token (all accepted: the last row gives one more). Greedy output is therefore the plain greedy
-// output, token for token, as long as a row of a batched pass equals the one-token pass (the kernels are
-// batch-invariant: tested). Sampling uses standard speculative rejection sampling (Leviathan et al. 2023, Chen et
-// al. 2023): draft d with draft probability q(d) is accepted with probability min(1, p(d) / q(d)), else a token is
-// drawn from max(0, p - q) renormalised, which leaves every emitted token distributed as the target's p (with p the
-// distribution after penalties, temperature, top-k, top-p and min-p; prompt lookup's q is one-hot).
+// vocabulary (its greedy tokens). The target evaluates [last token, g1 .. gk] at once; row i's logits give the
+// token the target picks after g1 .. gi. Every front end checks them by one rule, Sequence::verify: a token is
+// sampled from each row exactly as plain decoding would sample it (same sampler state, same history) and the next
+// row is used while that token equals the row's guess. The output is therefore the plain output token for token,
+// greedy or seeded, as long as a row of a batched pass equals the one-token pass (the kernels are batch-invariant:
+// tested). With one-hot guesses this is the speculative rejection rule (Leviathan et al. 2023: accept d with
+// probability p(d) / q(d) = p(d), else draw from p without d) in the form that keeps the random stream as it is.
+// (A sampled draft with the general min(1, p/q) rule accepts more often at high temperature but gives other text
+// than plain decoding for the same seed: every front end chose the identical-output form.)
 //
-// Rejected drafts leave rows in the KV cache: the session is cut back to the accepted ones (Session::truncate;
+// Rejected guesses leave rows in the KV cache: the session is cut back to the accepted ones (Session::truncate;
 // rings keep their window since a verification adds at most n_batch rows). A recurrent state (Qwen3.5) cannot be
 // cut back: the session snapshots it before each verification and, after a rejection, goes back to the snapshot
 // and evaluates the accepted tokens again (an extra pass of a + 1 tokens).
@@ -20,6 +21,8 @@
 #include <cstdint>
 #include <span>
 #include <vector>
+
+#include "core/status.h"
 
 namespace pipit {
 
@@ -53,34 +56,18 @@ struct SpecStats {
 // At most k tokens that followed the latest earlier occurrence of the last n tokens of `history` (longest n first).
 std::vector<int32_t> lookup_draft(std::span<const int32_t> history, int k, int ngram_min, int ngram_max);
 
-}  // namespace pipit
-
-#include <memory>
-
-#include "core/status.h"
-#include "runtime/sampler.h"
-
-namespace pipit {
-
-// The per-generation side of speculative decoding, used by generate(): what the draft session holds and the
-// draft's distributions of the current guesses.
+// The Session-side source of guesses, used by generate(): prompt lookup, or a draft model's greedy tokens (its own
+// session follows the history, reusing what it already holds).
 class Speculator {
  public:
-  Speculator(const SpecParams& p, const SamplerParams& sampler);
-  // history ends with the token just sampled, not yet evaluated by `target`. Evaluates it together with up to k
-  // guesses and returns the tokens that follow it: the accepted guesses and the target's own next token. The
-  // target then holds history and the accepted guesses (the last returned token is not evaluated).
-  Result<std::vector<int32_t>> step(Session& target, Sampler& sampler, std::span<const int32_t> history, int k);
-  const SpecStats& stats() const { return stats_; }
-
- private:
+  explicit Speculator(const SpecParams& p) : p_(p) {}
+  // Up to k guesses of what follows `history` (the target's tokens of this generation; SpecParams::context is put
+  // before them).
   Result<std::vector<int32_t>> propose(std::span<const int32_t> history, int k);
 
+ private:
   SpecParams p_;
-  std::unique_ptr<Sampler> draft_sampler_;             // a draft model's own draws (sampling)
-  std::vector<std::vector<std::pair<float, int32_t>>> q_;  // draft model: each guess's distribution (sampling)
   std::vector<int32_t> full_;  // context + history
-  SpecStats stats_;
 };
 
 }  // namespace pipit

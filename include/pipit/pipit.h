@@ -132,11 +132,30 @@ pipit_status pipit_session_prompt_stats(const pipit_session* session, int32_t* n
 /* Speculative decoding for the session's generations: n_draft tokens guessed per verification pass (0: off, at
  * most 16), by `draft` (a model sharing this model's vocabulary, e.g. a small Qwen3 for a big one; the session
  * makes its own context for it) or, with draft NULL, by prompt lookup (tokens copied from earlier in the
- * conversation). Greedy output is the same as without; sampled output keeps the model's distribution. The draft
- * model must outlive the session (or the next call here). */
+ * conversation). The output is the same as without, greedy or seeded sampling (a draft model's guesses are its
+ * greedy tokens, each checked by sampling the model's own token as plain decoding would). The draft model must
+ * outlive the session (or the next call here). */
 pipit_status pipit_session_set_speculation(pipit_session* session, pipit_model* draft, int32_t n_draft);
 /* The last generation's guesses and how many of them were accepted. Any pointer may be NULL. */
 pipit_status pipit_session_speculation_stats(const pipit_session* session, int64_t* drafted, int64_t* accepted);
+
+/* Structured output for the session's next generations, as the server's response_format: the answer follows a GBNF
+ * grammar (root rule "root"; pipit_session_set_grammar) or is JSON valid under a JSON schema given as its text
+ * (pipit_session_set_json_schema), token by token, and ends when the grammar is complete. Checked here: a malformed
+ * grammar or schema is PIPIT_ERR_INVALID_ARGUMENT naming the problem (the session keeps its previous setting).
+ * NULL or "" turns it off. */
+pipit_status pipit_session_set_grammar(pipit_session* session, const char* gbnf);
+pipit_status pipit_session_set_json_schema(pipit_session* session, const char* schema_json);
+
+/* Log-probabilities for the session's next generations: for each generated token, its log-probability under the
+ * model's raw logits (before sampling settings) and the n_top (0..20) most likely tokens with theirs; -1 (the
+ * default) records none. */
+pipit_status pipit_session_set_logprobs(pipit_session* session, int32_t n_top);
+/* The last generation's records: how many (one per generated token), and the i-th: its token and log-probability,
+ * and up to `capacity` of its most likely tokens (*n_top receives how many there are). Any output may be NULL. */
+int32_t pipit_session_n_logprobs(const pipit_session* session);
+pipit_status pipit_session_logprob(const pipit_session* session, int32_t i, int32_t* token, float* logprob,
+                                   int32_t* top_tokens, float* top_logprobs, int32_t capacity, int32_t* n_top);
 
 /* Attaches an image (file path, or a data: URL) for the next generation of a vision-language model; it fills the
  * next image placeholder of the conversation (use_chat_template = 1: a {"type": "image"} content part; raw

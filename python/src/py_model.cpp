@@ -2,6 +2,7 @@
 // with a streaming callback, prompts with images. The GIL is released while the engine runs and taken back for each
 // callback; an exception raised by a callback (or Ctrl-C) stops the generation and is re-raised to the caller.
 #include <optional>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -9,6 +10,8 @@
 #include "models/vision/vision_model.h"
 #include "python/src/py_common.h"
 #include "runtime/generator.h"
+#include "runtime/grammar.h"
+#include "runtime/json_schema.h"
 #include "runtime/loader.h"
 #include "runtime/multimodal.h"
 #include "runtime/session.h"
@@ -43,6 +46,9 @@ struct GenOptions {
   uint64_t seed = 0xC0FFEE;
   std::vector<std::string> stop;
   bool ignore_eos = false;
+  std::string grammar, json_schema;  // structured output (at most one): GBNF, or a JSON schema's text
+  int logprobs = -1;                 // >= 0: each generated token's log-probability and this many top ones
+  int lookup = 0;                    // > 0: speculative decoding by prompt lookup, this many guesses per step
 };
 
 struct Completion {
@@ -51,6 +57,9 @@ struct Completion {
   std::string finish_reason;
   int n_prompt = 0;
   double prompt_ms = 0, gen_ms = 0;
+  // (token, logprob, [(token, logprob), ...]) per generated token when GenerateOptions.logprobs >= 0
+  std::vector<std::tuple<int32_t, float, std::vector<std::pair<int32_t, float>>>> logprobs;
+  int64_t drafted = 0, accepted = 0;  // speculative guesses made and accepted (lookup)
 };
 
 GenerateParams gen_params(const GenOptions& o) {
@@ -69,6 +78,13 @@ GenerateParams gen_params(const GenOptions& o) {
   p.sampler.seed = o.seed;
   p.stop = o.stop;
   p.ignore_eos = o.ignore_eos;
+  if (!o.grammar.empty() && !o.json_schema.empty()) bad_arg("grammar and json_schema: choose one");
+  if (!o.grammar.empty()) p.grammar = unwrap(Grammar::parse(o.grammar));
+  if (!o.json_schema.empty()) p.grammar = unwrap(grammar_from_json_schema(o.json_schema, "json_schema"));
+  if (o.logprobs < -1 || o.logprobs > 20) bad_arg("logprobs must be in [-1, 20], got {}", o.logprobs);
+  p.logprobs = o.logprobs;
+  if (o.lookup < 0 || o.lookup > 16) bad_arg("lookup must be in [0, 16], got {}", o.lookup);
+  p.spec.n_draft = o.lookup;
   return p;
 }
 
@@ -134,7 +150,10 @@ Completion run_generate(PySession& ps, const std::vector<int32_t>& ids, const st
   }
   if (raised) throw *raised;
   GenerateResult g = unwrap(std::move(r));
-  return Completion{g.text, g.tokens, stop_reason_name(g.reason), g.n_prompt, g.prompt_ms, g.gen_ms};
+  Completion c{g.text, g.tokens, stop_reason_name(g.reason), g.n_prompt, g.prompt_ms, g.gen_ms, {},
+               g.spec.drafted, g.spec.accepted};
+  for (const TokenLogprob& lp : g.logprobs) c.logprobs.emplace_back(lp.token, lp.logprob, lp.top);
+  return c;
 }
 
 py::array_t<float> session_eval(PySession& ps, const std::vector<int32_t>& ids, const std::vector<std::string>& images,
@@ -183,7 +202,11 @@ void bind_model(py::module_& m) {
       .def_readwrite("frequency_penalty", &GenOptions::frequency_penalty)
       .def_readwrite("seed", &GenOptions::seed)
       .def_readwrite("stop", &GenOptions::stop)
-      .def_readwrite("ignore_eos", &GenOptions::ignore_eos);
+      .def_readwrite("ignore_eos", &GenOptions::ignore_eos)
+      .def_readwrite("grammar", &GenOptions::grammar)
+      .def_readwrite("json_schema", &GenOptions::json_schema)
+      .def_readwrite("logprobs", &GenOptions::logprobs)
+      .def_readwrite("lookup", &GenOptions::lookup);
 
   py::class_<Completion>(m, "Completion", "A generation's text, token ids and why it stopped.")
       .def_readonly("text", &Completion::text)
@@ -192,6 +215,10 @@ void bind_model(py::module_& m) {
       .def_readonly("n_prompt", &Completion::n_prompt)
       .def_readonly("prompt_ms", &Completion::prompt_ms)
       .def_readonly("gen_ms", &Completion::gen_ms)
+      .def_readonly("logprobs", &Completion::logprobs,
+                    "(token, logprob, [(token, logprob), ...]) per generated token, with logprobs=N (N top ones)")
+      .def_readonly("drafted", &Completion::drafted, "speculative guesses made (lookup=N)")
+      .def_readonly("accepted", &Completion::accepted, "of those, accepted")
       .def("__str__", [](const Completion& c) { return c.text; })
       .def("__repr__", [](const Completion& c) {
         return "Completion(" + std::to_string(c.tokens.size()) + " tokens, finish_reason='" + c.finish_reason + "')";

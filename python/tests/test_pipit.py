@@ -5,6 +5,7 @@ sees every piece in order, chat with images equals `pipit run --image`, and bad 
 
 Usage: test_pipit.py PIPIT_BIN TESTDATA_DIR SERVER_MODELS_DIR    (PYTHONPATH must hold build/python)
 """
+import json
 import os
 import subprocess
 import sys
@@ -74,6 +75,38 @@ class Generation(unittest.TestCase):
         a = self.m.generate("Once upon a time", max_tokens=16, temperature=1.0, seed=7).tokens
         b = self.m.generate("Once upon a time", max_tokens=16, temperature=1.0, seed=7).tokens
         self.assertEqual(a, b)
+
+    def test_lookup_keeps_seeded_tokens(self):
+        # speculative decoding by prompt lookup: the same tokens as plain decoding, greedy and seeded
+        prompt = "Once upon a time, there was a little girl. Once upon a time, there was a little"
+        accepted = 0
+        for seed in (1, 2, 3):
+            for temp in (0.0, 0.8):
+                plain = self.m.generate(prompt, max_tokens=40, temperature=temp, top_k=0, seed=seed)
+                spec = self.m.generate(prompt, max_tokens=40, temperature=temp, top_k=0, seed=seed, lookup=4)
+                self.assertEqual(spec.tokens, plain.tokens, (seed, temp))
+                self.assertGreater(spec.drafted, 0)
+                accepted += spec.accepted
+        self.assertGreater(accepted, 0)
+
+    def test_grammar_json_schema_and_logprobs(self):
+        c = self.m.generate("Once upon a time", max_tokens=32, seed=3, grammar='root ::= "yes" | "no"')
+        self.assertIn(c.text, ("yes", "no"))
+        self.assertEqual(c.finish_reason, "stop")
+        schema = {"type": "object", "properties": {"mood": {"enum": ["happy", "sad"]}}, "required": ["mood"],
+                  "additionalProperties": False}
+        c = self.m.generate("Once upon a time", max_tokens=64, seed=5, json_schema=schema)
+        self.assertEqual(c.finish_reason, "stop", c.text)
+        self.assertIn(json.loads(c.text)["mood"], ("happy", "sad"))
+        with self.assertRaises(pipit.Error):
+            self.m.generate("Once", grammar="root ::= (")
+        c = self.m.generate("Once upon a time", max_tokens=6, temperature=0, logprobs=3)
+        self.assertEqual(len(c.logprobs), len(c.tokens))
+        for tok, (t, lp, top) in zip(c.tokens, c.logprobs):
+            self.assertEqual(t, tok)
+            self.assertEqual(len(top), 3)
+            self.assertEqual(top[0][0], tok)  # greedy: the most likely one
+            self.assertLessEqual(lp, 0.0)
 
     def test_session_continues(self):
         s = self.m.session(n_ctx=128)

@@ -5,6 +5,7 @@ the server gives for the whole conversation, and /image on a vision model (refus
 
   chat_test.py PIPIT_BINARY MODELS_DIR TESTDATA_DIR [unittest options]
 """
+import json
 import os
 import select
 import signal
@@ -66,6 +67,25 @@ class Chat(unittest.TestCase):
         r = subprocess.run(chat(model, *args), input=text, capture_output=True, text=True, timeout=300)
         self.assertEqual(r.returncode, 0, r.stderr)
         return r.stdout, r.stderr
+
+    def test_speculative_seeded_turns_equal_plain(self):
+        # the one generation path: seeded sampling over three turns (the KV cache reused), with prompt lookup or a
+        # draft model, prints exactly what plain decoding prints
+        text = "Say hello hello hello\nAgain: hello hello\nAnd once more\n"
+        sampling = ["--temp", "0.8", "--seed", "5", "-n", "24"]
+        plain, _ = self.run_piped(MODEL, text, *sampling)
+        lookup, _ = self.run_piped(MODEL, text, *sampling, "--lookup", "--draft-max", "4")
+        draft, _ = self.run_piped(MODEL, text, *sampling, "--draft", MODEL)
+        self.assertEqual(lookup, plain)
+        self.assertEqual(draft, plain)
+        other, _ = self.run_piped(MODEL, text, "--temp", "0.8", "--seed", "6", "-n", "24")
+        self.assertNotEqual(other, plain)  # the seed matters: the comparison is not vacuous
+
+    def test_json_schema_answer(self):
+        schema = '{"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}'
+        out, _ = self.run_piped(MODEL, "Answer in JSON\n", "--json-schema", schema, "-n", "64")
+        answer = out.split("> ")[1].strip()
+        self.assertIn(json.loads(answer)["ok"], (True, False), out)
 
     def test_piped_conversation(self):
         out, err = self.run_piped(MODEL, "Hello there\nHow are you?\n/help\n/nope\n/clear\nHello there\n", "-n", "12",
