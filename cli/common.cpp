@@ -56,6 +56,8 @@ void add_sampling_options(Args& a) {
   a.option({"--seed"}, "random seed", "12648430");
   a.multi({"--stop"}, "stop string (repeatable)");
   a.flag({"--ignore-eos"}, "do not stop at end-of-sequence tokens");
+  a.option({"--no-repeat-ngram"}, "ban tokens that would repeat an n-gram of this size (HF no_repeat_ngram_size; "
+                                  "0: off; default: the model's, e.g. 20 for DeepSeek-OCR)", "-1");
 }
 
 Result<SessionOptions> session_options(const Args& a) {
@@ -120,6 +122,11 @@ Result<GenerateParams> generate_params(const Args& a) {
   s.seed = uint64_t(seed);
   p.stop = a.get_all("--stop");
   p.ignore_eos = a.get_flag("--ignore-eos");
+  PIPIT_ASSIGN_OR_RETURN(int64_t ngram, a.get_int("--no-repeat-ngram"));
+  if (ngram < -1 || ngram > Limits::kMaxNoRepeatNgram)
+    return Error::invalid_argument("--no-repeat-ngram {}: expected 0 (off) to {}, or -1 for the model's default", ngram,
+                                   Limits::kMaxNoRepeatNgram);
+  p.no_repeat_ngram_size = int(ngram);
   return p;
 }
 

@@ -27,6 +27,7 @@ struct Limits {
   static constexpr int64_t kMaxImageSide = int64_t(1) << 15;  // image_size, patch_size
   static constexpr int64_t kMaxTokenId = (int64_t(1) << 31) - 1;  // token ids are int32
   static constexpr size_t kMaxPromptFile = size_t(64) << 20;  // -f: 64 MiB, ~16M tokens (the -c maximum)
+  static constexpr int64_t kMaxNoRepeatNgram = 1024;          // no_repeat_ngram_size (HF's; DeepSeek-OCR: 20)
 };
 
 // Bytes this process may still allocate: /proc/meminfo MemAvailable (sysconf's free pages where there is no

@@ -108,6 +108,8 @@ class DeepseekOcrModel : public Model, public VisionLanguageModel {
   Status load(const HfConfig& cfg, const WeightSource& w) {
     PIPIT_ASSIGN_OR_RETURN(lm_, make_deepseek_ocr_lm(cfg, w));
     info_ = lm_->info();
+    // infer() generates with no_repeat_ngram_size=20: long greedy OCR output (tables) drifts without it
+    info_.no_repeat_ngram_size = 20;
     auto enc = DeepEncoder::load(cfg, w, info_.n_embd);
     if (!enc.is_ok()) return enc.status().with_context("[deepseek_vl_v2] vision tower");
     encoder_ = std::move(enc).value();

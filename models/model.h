@@ -132,6 +132,9 @@ struct ModelInfo {
   KvCacheSpec kv{};
   std::vector<int32_t> eos_ids;
   int32_t bos_id = -1;
+  // Generation defaults the model's own code or generation_config.json uses (front ends take them unless the user
+  // sets them): HF generate()'s no_repeat_ngram_size (0: off; DeepSeek-OCR's infer() generates with 20).
+  int no_repeat_ngram_size = 0;
   // Where the weights were uploaded (runtime/loader.h LoadOptions::device); null: host memory, the CPU runs it.
   // Session and Engine put their KV cache and activations there too.
   std::shared_ptr<Device> device;

@@ -25,6 +25,9 @@ struct GenerateParams {
   std::vector<std::string> stop;     // stop strings (not included in the output)
   std::vector<int32_t> eos_ids;      // stop tokens (default: the model's)
   bool ignore_eos = false;
+  // HF generate()'s no_repeat_ngram_size: no n-gram of the prompt + answer occurs twice (the token that would
+  // repeat one is banned). -1: the model's default (ModelInfo::no_repeat_ngram_size); 0: off.
+  int no_repeat_ngram_size = -1;
   int logprobs = -1;                 // >= 0: record each generated token's log-probability and this many top ones
   // Structured output (runtime/grammar.h): every token is one the grammar allows, and the answer ends when the
   // grammar is complete. Needs a tokenizer.

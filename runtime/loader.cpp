@@ -37,7 +37,8 @@ Result<Tensor> MapWeightSource::find(const std::string& name) const {
 
 namespace {
 
-// generation_config.json is optional; its eos ids are added to the config's.
+// generation_config.json is optional; its eos ids are added to the config's, its no_repeat_ngram_size replaces the
+// family's default (a value out of range is ignored, as HF ignores fields it cannot use).
 void merge_generation_config(LoadedModel& lm) {
   HfConfig g(lm.generation_config);
   auto& info = lm.model->mutable_info();
@@ -45,6 +46,8 @@ void merge_generation_config(LoadedModel& lm) {
     if (std::find(info.eos_ids.begin(), info.eos_ids.end(), int32_t(id)) == info.eos_ids.end())
       info.eos_ids.push_back(int32_t(id));
   if (info.bos_id < 0) info.bos_id = int32_t(g.get_int_or("bos_token_id", -1));
+  const int64_t ngram = g.get_int_or("no_repeat_ngram_size", info.no_repeat_ngram_size);
+  if (ngram >= 0 && ngram <= Limits::kMaxNoRepeatNgram) info.no_repeat_ngram_size = int(ngram);
 }
 
 // The tokenizer from the checkpoint's texts: tokenizer.json + tokenizer_config.json, and a chat_template.jinja when

@@ -162,13 +162,31 @@ void Sampler::full_vocab_candidates(std::span<const float> l) {
     cand_.push_back({1.0f, argmax(l)});
     return;
   }
+  // e per token and the block sums of all of them (the members until a cut is made), in one pass
   const float shift = mx * inv_t;
   probs_.resize(V);
-  for (size_t i = 0; i < V; ++i) probs_[i] = exp_nonpositive(l[i] * inv_t - shift);
+  block_.resize((V + kBlock - 1) / kBlock);
+  double all = 0;
+  for (size_t b = 0; b < block_.size(); ++b) {
+    const size_t i0 = b * kBlock, i1 = std::min(V, i0 + kBlock);
+    float* e = probs_.data();
+    for (size_t i = i0; i < i1; ++i) e[i] = exp_nonpositive(l[i] * inv_t - shift);
+    float part[8] = {};  // the block's sum while it is in L1, eight lanes
+    size_t i = i0;
+    for (; i + 8 <= i1; i += 8)
+      for (size_t j = 0; j < 8; ++j) part[j] += e[i + j];
+    for (; i < i1; ++i) part[0] += e[i];
+    double sum = 0;
+    for (float x : part) sum += x;
+    block_[b] = sum;
+    all += sum;
+  }
   full_ = true;
   cut_ = 0;  // every token with e > 0
   tie_last_ = -1;
-  if (p_.top_p < 1.0f) top_p_cut(double(p_.top_p) * sum_members());
+  total_ = all;
+  if (p_.top_p >= 1.0f && p_.min_p <= 0.0f) return;  // no cut: the sums stand
+  if (p_.top_p < 1.0f) top_p_cut(double(p_.top_p) * all);
   if (p_.min_p > 0.0f) {
     // a hair below min_p, so that ties stay in; never above the top token's 1
     const uint32_t m = std::min(std::bit_cast<uint32_t>(p_.min_p * (1.0f - 1e-6f)), std::bit_cast<uint32_t>(1.0f));

@@ -1,6 +1,8 @@
 // Sequence: sampling, streaming and stopping for one request (see sequence.h).
 #include "runtime/sequence.h"
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "runtime/grammar.h"
@@ -15,6 +17,7 @@ Sequence::Sequence(const Model& model, const Tokenizer* tok, std::span<const int
       n_base_(n_base),
       on_token_(std::move(on_token)),
       on_logprob_(std::move(on_logprob)),
+      ngram_(p.no_repeat_ngram_size < 0 ? model.info().no_repeat_ngram_size : p.no_repeat_ngram_size),
       history_(prompt.begin(), prompt.end()),
       sampler_(p.sampler),
       text_(tok, prompt, p.stop) {
@@ -27,6 +30,15 @@ Sequence::Sequence(const Model& model, const Tokenizer* tok, std::span<const int
 
 Sequence::~Sequence() = default;
 
+void repeated_ngram_ends(std::span<const int32_t> h, int n, std::vector<int32_t>& out) {
+  out.clear();
+  const int64_t len = int64_t(h.size());
+  if (n <= 0 || len + 1 < n) return;
+  const auto tail = h.subspan(size_t(len - (n - 1)));  // empty for n = 1: every token seen is banned
+  for (int64_t i = 0; i + n <= len; ++i)
+    if (std::equal(tail.begin(), tail.end(), h.begin() + i)) out.push_back(h[size_t(i + n - 1)]);
+}
+
 bool Sequence::is_eos(int32_t token) const { return pipit::is_eos(p_, model_, token); }
 
 // With a grammar, the token the sampler draws from the full distribution is kept when the grammar allows it (the
@@ -35,6 +47,15 @@ bool Sequence::is_eos(int32_t token) const { return pipit::is_eos(p_, model_, to
 // draw is not allowed, gives each allowed token p(x) + P(not allowed) p(x) / P(allowed) = p(x) / P(allowed):
 // exactly the masked distribution (greedy: the allowed argmax). -1: nothing is allowed.
 int32_t Sequence::sample(std::span<const float> logits) {
+  if (ngram_ > 0) {  // the tokens that would repeat an n-gram go to -inf before anything else sees the logits
+    repeated_ngram_ends(history_, ngram_, banned_);
+    if (!banned_.empty()) {
+      banned_logits_.assign(logits.begin(), logits.end());
+      for (int32_t t : banned_)
+        if (t >= 0 && size_t(t) < banned_logits_.size()) banned_logits_[size_t(t)] = -INFINITY;
+      logits = banned_logits_;
+    }
+  }
   const int32_t t = sampler_.sample(logits, history_);
   if (!grammar_) return t;
   auto fits = [&](int32_t id) {

@@ -19,6 +19,11 @@ namespace pipit {
 class GrammarMatcher;
 class TokenTable;
 
+// HF's NoRepeatNGramLogitsProcessor: the tokens that would complete an n-gram already in `h` (prompt + answer so
+// far), i.e. those that followed each earlier occurrence of h's last n - 1 tokens (none while h is shorter than
+// n - 1). Possibly repeated.
+void repeated_ngram_ends(std::span<const int32_t> h, int n, std::vector<int32_t>& out);
+
 class Sequence {
  public:
   // Called with each piece of text (may be empty) and its token (-1: the held-back tail at the end); false stops.
@@ -61,6 +66,9 @@ class Sequence {
   const Model& model_;
   GenerateParams p_;
   int n_ctx_, n_base_;
+  int ngram_;  // no_repeat_ngram_size in force (0: off)
+  std::vector<int32_t> banned_;
+  std::vector<float> banned_logits_;
   OnToken on_token_;
   OnLogprob on_logprob_;
   std::vector<int32_t> history_;

@@ -6,6 +6,8 @@
 #include <limits>
 #include <random>
 
+#include "core/limits.h"
+
 namespace pipit::server {
 
 using json = nlohmann::json;
@@ -307,6 +309,9 @@ std::optional<ApiError> parse_common(const json& body, const RequestPolicy& poli
   int64_t top_k = s.top_k;
   PIPIT_API_TRY(read_int(body, "top_k", -1, std::max(policy.n_vocab, 1), top_k));
   s.top_k = int(top_k);
+  int64_t ngram = out.params.no_repeat_ngram_size;  // -1: the model's default
+  PIPIT_API_TRY(read_int(body, "no_repeat_ngram_size", -1, Limits::kMaxNoRepeatNgram, ngram));
+  out.params.no_repeat_ngram_size = int(ngram);
   int64_t seed = 0;
   if (field(body, "seed")) {
     PIPIT_API_TRY(read_int(body, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(),

@@ -49,6 +49,7 @@ struct GenOptions {
   std::string grammar, json_schema;  // structured output (at most one): GBNF, or a JSON schema's text
   int logprobs = -1;                 // >= 0: each generated token's log-probability and this many top ones
   int lookup = 0;                    // > 0: speculative decoding by prompt lookup, this many guesses per step
+  int no_repeat_ngram_size = -1;     // HF's; -1: the model's default, 0: off
 };
 
 struct Completion {
@@ -85,6 +86,9 @@ GenerateParams gen_params(const GenOptions& o) {
   p.logprobs = o.logprobs;
   if (o.lookup < 0 || o.lookup > 16) bad_arg("lookup must be in [0, 16], got {}", o.lookup);
   p.spec.n_draft = o.lookup;
+  if (o.no_repeat_ngram_size < -1 || o.no_repeat_ngram_size > Limits::kMaxNoRepeatNgram)
+    bad_arg("no_repeat_ngram_size must be in [-1, {}], got {}", Limits::kMaxNoRepeatNgram, o.no_repeat_ngram_size);
+  p.no_repeat_ngram_size = o.no_repeat_ngram_size;
   return p;
 }
 
@@ -206,7 +210,8 @@ void bind_model(py::module_& m) {
       .def_readwrite("grammar", &GenOptions::grammar)
       .def_readwrite("json_schema", &GenOptions::json_schema)
       .def_readwrite("logprobs", &GenOptions::logprobs)
-      .def_readwrite("lookup", &GenOptions::lookup);
+      .def_readwrite("lookup", &GenOptions::lookup)
+      .def_readwrite("no_repeat_ngram_size", &GenOptions::no_repeat_ngram_size);
 
   py::class_<Completion>(m, "Completion", "A generation's text, token ids and why it stopped.")
       .def_readonly("text", &Completion::text)

@@ -161,10 +161,11 @@ TEST_F(DeepseekOcrVision, BaseModeMatchesReference) { check_case("base", "img_ba
 
 TEST_F(DeepseekOcrVision, GundamTilesMatchReference) { check_case("gundam", "img_gundam_1000x700.png"); }
 
-// Token counts of every mode (the remote code's id layout) and the default (infer()'s: Gundam).
+// Token counts of every mode (the remote code's id layout) and the defaults (infer()'s: Gundam, no_repeat_ngram 20).
 TEST_F(DeepseekOcrVision, ModesAndTokenCounts) {
   auto def = image_processor_for(*lm_->model, nlohmann::json());
   ASSERT_TRUE(def.is_ok());
+  EXPECT_EQ(lm_->model->info().no_repeat_ngram_size, 20);  // infer()'s generation setting, every front end's default
   EXPECT_TRUE(def->crop_mode);
   EXPECT_EQ(def->base_size, 1024);
   EXPECT_EQ(def->image_size, 640);
