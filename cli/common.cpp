@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -98,8 +99,9 @@ Status check_kv_type(const Model& m, DType kv) {
 Result<GenerateParams> generate_params(const Args& a) {
   GenerateParams p;
   PIPIT_ASSIGN_OR_RETURN(int64_t n, a.get_int("-n"));
-  if (n < 0) return Error::invalid_argument("-n {}: must be >= 0", n);
-  p.max_tokens = int(std::min<int64_t>(n, 1 << 24));
+  // -1: until the context is full or the model ends (llama.cpp's meaning); the generator stops at the context
+  if (n < -1) return Error::invalid_argument("-n {}: expected a count of tokens, or -1 for no limit", n);
+  p.max_tokens = n < 0 ? (1 << 24) : int(std::min<int64_t>(n, 1 << 24));
   auto& s = p.sampler;
   PIPIT_ASSIGN_OR_RETURN(double temp, a.get_float("--temp"));
   PIPIT_ASSIGN_OR_RETURN(int64_t top_k, a.get_int("--top-k"));
@@ -109,15 +111,19 @@ Result<GenerateParams> generate_params(const Args& a) {
   PIPIT_ASSIGN_OR_RETURN(double pres, a.get_float("--presence-penalty"));
   PIPIT_ASSIGN_OR_RETURN(double freq, a.get_float("--frequency-penalty"));
   PIPIT_ASSIGN_OR_RETURN(int64_t seed, a.get_int("--seed"));
-  if (rep <= 0) return Error::invalid_argument("--repeat-penalty {}: must be > 0", rep);
   s.temperature = float(temp);
-  s.top_k = int(top_k);
+  s.top_k = int(std::clamp<int64_t>(top_k, -(1 << 30), 1 << 30));  // past any vocabulary: the same as off
   s.top_p = float(top_p);
   s.min_p = float(min_p);
   s.repetition_penalty = float(rep);
   s.presence_penalty = float(pres);
   s.frequency_penalty = float(freq);
   s.seed = uint64_t(seed);
+  // the server's ranges (validate() in runtime/sampler.h), named by our options
+  PIPIT_TRY(validate(s, SamplerNames{.temperature = "--temp", .top_k = "--top-k", .top_p = "--top-p",
+                                     .min_p = "--min-p", .repetition_penalty = "--repeat-penalty",
+                                     .presence_penalty = "--presence-penalty",
+                                     .frequency_penalty = "--frequency-penalty"}));
   p.stop = a.get_all("--stop");
   p.ignore_eos = a.get_flag("--ignore-eos");
   return p;
