@@ -50,4 +50,9 @@ class Args {
   bool help_ = false;
 };
 
+// For "did you mean" hints on unknown options and commands: the candidate closest to `word` (edit distance, a swap
+// of two neighbours counting as one edit, or a name that `word` begins with, as --temperature for --temp) when it is
+// close enough to be a likely typo; "" otherwise.
+std::string closest_match(const std::string& word, const std::vector<std::string>& candidates);
+
 }  // namespace pipit::cli

@@ -16,7 +16,7 @@ namespace pipit::cli {
 void add_model_options(Args& a) {
   a.option({"-m", "--model"}, "model: HF checkpoint dir, .pipit or .gguf file");
   a.option({"-t", "--threads"}, "threads (default: physical cores)");
-  a.option({"-c", "--ctx"}, "context length (default: min(model max, 4096))");
+  a.option({"-c", "--ctx-size", "--ctx"}, "context length (default: min(model max, 4096))");
   // f16 by default as llama.cpp (half the memory of f32; logits within ~3e-4 of the f32 cache on the test models);
   // f32 is the exact path the goldens are checked on, q8 (q8_0 blocks) a quarter of f32.
   a.option({"--kv-type"}, "KV cache dtype: f16, f32 or q8 (q8_0 blocks: head_dim a multiple of 32)", "f16");
@@ -46,7 +46,7 @@ Result<LoadOptions> load_options(const Args& a, bool need_tokenizer) {
 }
 
 void add_sampling_options(Args& a) {
-  a.option({"-n", "--n-predict"}, "tokens to generate", "256");
+  a.option({"-n", "--n-predict"}, "tokens to generate (-1: until the context is full or the model stops)", "256");
   a.option({"--temp"}, "temperature (0 = greedy)", "0.8");
   a.option({"--top-k"}, "top-k (0 = off)", "40");
   a.option({"--top-p"}, "top-p (1 = off)", "0.95");
@@ -161,8 +161,8 @@ Result<std::unique_ptr<SpecSetup>> speculative_setup(const Args& a, const Model&
 }
 
 Result<std::string> read_prompt_file(const std::string& path) {
-  auto t = read_file(path, Limits::kMaxPromptFile);
-  if (!t) return t.status().with_context("-f");
+  auto t = read_file(path == "-" ? "/dev/stdin" : path, Limits::kMaxPromptFile);
+  if (!t) return t.status().with_context(path == "-" ? "-f - (stdin)" : "-f");
   return t;
 }
 
@@ -195,30 +195,36 @@ bool interrupted() { return g_interrupted != 0; }
 
 Session::Progress prefill_progress() {
   const char* env = std::getenv("PIPIT_PROGRESS");
-  const bool show = env ? std::string(env) == "1" : isatty(2) == 1;
+  const bool tty = isatty(2) == 1;
+  const bool show = env ? std::string(env) == "1" : tty;
   using Clock = std::chrono::steady_clock;
   struct State {
     Clock::time_point t0 = Clock::now(), last{};
-    bool shown = false;
+    bool shown = false;     // a progress line is on stderr
+    bool finished = false;  // the prompt's eval is over: later calls are decode steps, never shown
   };
   auto st = std::make_shared<State>();
-  return [show, st](int64_t done, int64_t total) {
-    if (show) {
-      const auto now = Clock::now();
-      const double sec = std::chrono::duration<double>(now - st->t0).count();
-      const bool last = done >= total;
-      // after half a second, at most 4 updates a second, and the final count once a line was shown
-      if ((sec > 0.5 && std::chrono::duration<double>(now - st->last).count() > 0.25) || (last && st->shown)) {
-        const double tps = sec > 0 ? double(done) / sec : 0;
-        const double left = tps > 0 ? double(total - done) / tps : 0;
-        std::fprintf(stderr, "\r[pipit] prompt %lld/%lld tokens (%.0f%%), %.1f tok/s, %.0f s left%s",
-                     (long long)done, (long long)total, 100.0 * double(done) / double(total), tps, left,
-                     last ? "\n" : "   ");
-        std::fflush(stderr);
-        st->last = now;
-        st->shown = true;
-        g_line_open = !last;
-      }
+  return [show, tty, st](int64_t done, int64_t total) {
+    if (!show || st->finished) return !interrupted();
+    const auto now = Clock::now();
+    const double sec = std::chrono::duration<double>(now - st->t0).count();
+    if (done >= total) {  // the prompt is in: take the line away (a terminal) or end it (a log), and stay quiet
+      st->finished = true;
+      if (st->shown) std::fputs(tty ? "\r\033[K" : "\n", stderr);
+      std::fflush(stderr);
+      g_line_open = false;
+      return !interrupted();
+    }
+    // after half a second, at most 4 updates a second
+    if (sec > 0.5 && std::chrono::duration<double>(now - st->last).count() > 0.25) {
+      const double tps = double(done) / sec;
+      const double left = tps > 0 ? double(total - done) / tps : 0;
+      std::fprintf(stderr, "\r[pipit] prompt %lld/%lld tokens (%.0f%%), %.1f tok/s, %.0f s left   ", (long long)done,
+                   (long long)total, 100.0 * double(done) / double(total), tps, left);
+      std::fflush(stderr);
+      st->last = now;
+      st->shown = true;
+      g_line_open = true;
     }
     return !interrupted();
   };

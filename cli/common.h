@@ -37,8 +37,8 @@ struct SpecSetup {
 Result<std::unique_ptr<SpecSetup>> speculative_setup(const Args& a, const Model& target, const SessionOptions& so,
                                                      std::shared_ptr<ThreadPool> pool);
 
-// -f: the prompt file, capped at Limits::kMaxPromptFile (a directory, /dev/zero or a huge file is an error naming
-// the cap).
+// -f: the prompt file ("-": stdin), capped at Limits::kMaxPromptFile (a directory, /dev/zero or a huge file is an
+// error naming the cap).
 Result<std::string> read_prompt_file(const std::string& path);
 
 // Ctrl-C for the commands that run a long prefill or decode (run, logits): the first SIGINT sets a flag that
