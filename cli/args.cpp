@@ -46,6 +46,9 @@ Status Args::parse() {
         has_inline = true;
       }
       const Opt* o = find(name);
+      if (!o && (name == "-ngl" || name == "--n-gpu-layers" || name == "--gpu-layers"))  // llama.cpp's GPU offload
+        return Error::invalid_argument("unknown option '{}': pipit runs the whole decoder on the CPU or on one device "
+                                       "(--device opencl[:N]; pipit inspect --devices lists them)", name);
       if (!o) {
         std::vector<std::string> names;
         for (const Opt& x : opts_) names.insert(names.end(), x.names.begin(), x.names.end());
@@ -119,6 +122,12 @@ Result<double> Args::get_float(const std::string& name) const {
   if (v.empty() || *end || errno) return Error::invalid_argument("option {}: '{}' is not a number", name, v);
   if (!std::isfinite(x)) return Error::invalid_argument("option {}: '{}' is not a finite number", name, v);
   return x;
+}
+
+bool Args::typed(const std::string& spelling) const {
+  for (const std::string& a : argv_)
+    if (a == spelling || a.rfind(spelling + "=", 0) == 0) return true;
+  return false;
 }
 
 std::vector<std::string> Args::get_all(const std::string& name) const {

@@ -32,6 +32,8 @@ class Args {
   bool get_flag(const std::string& name) const { return has(name); }
   std::vector<std::string> get_all(const std::string& name) const;
   const std::vector<std::string>& positionals() const { return positionals_; }
+  // Whether the command line spelled an option this way ("-s", not "--system"), with a value or as "--name=value".
+  bool typed(const std::string& spelling) const;
 
  private:
   struct Opt {

@@ -186,13 +186,14 @@ int cmd_chat(Args& a) {
   add_model_options(a);
   add_sampling_options(a);
   add_image_options(a);
-  a.option({"-s", "--system"}, "system message");
+  a.option({"-s", "--system"}, "system message (not llama.cpp's seed: that is --seed)");
   a.flag({"-v", "--verbose"}, "after each answer: tokens reused from the cache, evaluated, generated, speed");
   if (auto st = a.parse(); !st) return fail(a, st.message());
   if (a.help() || !a.has("-m")) {
     std::printf("usage: pipit chat -m MODEL [-s SYSTEM] [--image PATH] [options]\n%s", a.usage().c_str());
     return a.help() ? 0 : 1;
   }
+  if (auto st = check_system_option(a); !st) return fail(a, st.message());
   auto so = session_options(a);
   if (!so) return fail(a, so.status().message());
   auto gp = generate_params(a);

@@ -62,7 +62,7 @@ int cmd_run(Args& a) {
   add_speculative_options(a);
   a.option({"-p", "--prompt"}, "prompt text");
   a.option({"-f", "--file"}, "read the prompt from a file (- : stdin; a pipe on stdin is read when no -p)");
-  a.option({"-s", "--system"}, "system message (chat template only)");
+  a.option({"-s", "--system"}, "system message (chat template only; not llama.cpp's seed: that is --seed)");
   a.flag({"--no-template"}, "feed the prompt raw, without the chat template");
   a.flag({"--no-echo"}, "raw mode: do not print the prompt before the continuation");
   a.flag({"--json"}, "print one JSON object at the end (text, tokens, finish reason, timings) instead of streaming");
@@ -72,6 +72,7 @@ int cmd_run(Args& a) {
     return a.help() ? 0 : 1;
   }
   if (!a.has("-m")) return fail(a, "no model: give -m MODEL (see pipit run --help)");
+  if (auto st = check_system_option(a); !st) return fail(a, st.message());
   auto prompt_text = run_prompt(a);
   if (!prompt_text) return fail(a, prompt_text.status().message());
   std::string prompt = std::move(prompt_text).value();

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -158,6 +159,17 @@ Result<std::unique_ptr<SpecSetup>> speculative_setup(const Args& a, const Model&
     out->params.draft = &out->draft;
   }
   return out;
+}
+
+Status check_system_option(const Args& a) {
+  if (!a.typed("-s")) return Status::ok();
+  const std::string v = a.get("-s");
+  char* end = nullptr;
+  errno = 0;
+  std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || *end || errno) return Status::ok();
+  return Error::invalid_argument("-s {}: -s is the system message here (llama.cpp's -s is the seed): use --seed {} "
+                                 "for a seed, or --system {} for a system message that is a number", v, v, v);
 }
 
 Result<std::string> read_prompt_file(const std::string& path) {

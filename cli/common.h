@@ -37,6 +37,10 @@ struct SpecSetup {
 Result<std::unique_ptr<SpecSetup>> speculative_setup(const Args& a, const Model& target, const SessionOptions& so,
                                                      std::shared_ptr<ThreadPool> pool);
 
+// -s is the system message (run, chat); llama.cpp's -s is the seed. A whole number given as -s is refused with both
+// meanings spelled out, rather than sent to the model as its system prompt; --system 42 still means the text.
+Status check_system_option(const Args& a);
+
 // -f: the prompt file ("-": stdin), capped at Limits::kMaxPromptFile (a directory, /dev/zero or a huge file is an
 // error naming the cap).
 Result<std::string> read_prompt_file(const std::string& path);

@@ -89,6 +89,16 @@ TEST_F(CliOptions, DidYouMean) {
   EXPECT_EQ(c.out.find("did you mean"), std::string::npos) << c.out;
 }
 
+// llama.cpp habits that mean something else here: -s 42 (their seed, our system message) and -ngl get a hint.
+TEST_F(CliOptions, LlamaCppSeedAndGpuLayers) {
+  expect_one_error_line(run_cli("run -m " + stories() + " -p hi -s 42"), "use --seed 42");
+  expect_one_error_line(run_cli("chat -m " + stories() + " -s 7 < /dev/null"), "use --seed 7");
+  expect_one_error_line(run_cli("run -m " + stories() + " -p hi -ngl 99"), "--device");
+  // a system message that is text, or a number spelled --system: taken (no template here: ignored, exit 0)
+  EXPECT_EQ(run_cli("run -m " + stories() + " -p hi -n 1 -s 'be brief'").code, 0);
+  EXPECT_EQ(run_cli("run -m " + stories() + " -p hi -n 1 --system 42").code, 0);
+}
+
 // llama.cpp's spellings: --ctx-size for -c, -n -1 for "until the context is full".
 TEST_F(CliOptions, CtxSizeAndUnlimitedTokens) {
   auto r = run_cli("run -m " + stories() + " -p \"Once upon a time\" --ctx-size 48 -n -1 --temp 0 --ignore-eos -t 1");
