@@ -267,7 +267,13 @@ int cmd_chat(Args& a) {
       std::fprintf(stdout, "\nerror: %s\n", res.status().message().c_str());
       continue;
     }
-    std::fputs(res->reason == StopReason::kCallback ? " [stopped]\n" : "\n", stdout);
+    if (res->reason == StopReason::kCallback)
+      std::fputs(" [stopped]\n", stdout);
+    else if (res->reason == StopReason::kContext)  // not a finished answer: say so, and what to do
+      std::fprintf(stdout, " [context full (%d tokens): the answer is cut; /clear starts over, -c raises it]\n",
+                   chat.session.n_ctx());
+    else
+      std::fputs("\n", stdout);
     std::fflush(stdout);
     if (a.get_flag("-v")) {
       const size_t n_dec = res->tokens.size() > 1 ? res->tokens.size() - 1 : 0;

@@ -78,6 +78,13 @@ class Chat(unittest.TestCase):
         self.assertEqual(turns[1], turns[6])  # after /clear the same question gets the same answer
         self.assertEqual([int(x.split()[0]) for x in err.split("[reused")[1:]], [0, 22, 0], err)
 
+    def test_context_full_is_said(self):
+        """An answer cut by a full context ends with a marker, not as if the model had finished (issue 36)."""
+        out, _ = self.run_piped(MODEL, "Write a long story\n", "-n", "-1", "-c", "48", "--ignore-eos")
+        self.assertIn("[context full (48 tokens): the answer is cut", out)
+        out, _ = self.run_piped(MODEL, "Hello there\n", "-n", "4")
+        self.assertNotIn("[context full", out)
+
     def test_answers_equal_the_servers(self):
         """The reused cache gives what the server computes for the whole conversation at once."""
         out, _ = self.run_piped(MODEL, "Hello there\nHow are you?\nAnd then?\n", "-n", "12")
