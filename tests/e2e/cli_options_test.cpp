@@ -161,6 +161,31 @@ TEST_F(CliOptions, RunJson) {
   EXPECT_GT(j["timings"]["generation_tokens_per_s"].get<double>(), 0);
 }
 
+// inspect --json: one object; a folder and its q8 .pipit hold the same tensors, the .pipit in q8_0.
+TEST_F(CliOptions, InspectJson) {
+  const std::string q8 = (dir_ / "s.pipit").string();
+  ASSERT_EQ(run_cli("convert " + stories() + " -o " + q8 + " --quant q8 --quiet").code, 0);
+  auto parse = [](const RunResult& r) {
+    EXPECT_EQ(r.code, 0) << r.out;
+    EXPECT_EQ(lines(r.out), 1u) << r.out.substr(0, 400);
+    return nlohmann::json::parse(r.out, nullptr, false);
+  };
+  auto dir = parse(run_cli("inspect --json " + stories(), false));
+  auto pip = parse(run_cli("inspect " + q8 + " --json", false));
+  auto gguf = parse(run_cli("inspect --json " + std::string(PIPIT_SOURCE_DIR) +
+                            "/tests/data/llamacpp_gguf/stories260k-Q4_0.gguf", false));
+  ASSERT_TRUE(dir.is_object() && pip.is_object() && gguf.is_object());
+  EXPECT_EQ(dir["format"], "safetensors");
+  EXPECT_EQ(pip["format"], "pipit");
+  EXPECT_EQ(gguf["format"], "gguf");
+  for (auto* j : {&dir, &pip, &gguf}) EXPECT_EQ((*j)["model_type"], "llama");
+  EXPECT_EQ(dir["n_params"], pip["n_params"]);
+  EXPECT_EQ(dir["tensors"].size(), pip["tensors"].size());
+  EXPECT_TRUE(pip["dtypes"].contains("q8_0")) << pip["dtypes"].dump();
+  EXPECT_LT(pip["bytes"].get<uint64_t>(), dir["bytes"].get<uint64_t>());  // 8-bit weights from f32
+  EXPECT_GT(dir["texts"]["tokenizer"].get<uint64_t>(), 0u);
+}
+
 // README: "every -m takes an HF folder, a .pipit or a .gguf": tokenize and template too, with the folder's answers.
 TEST_F(CliOptions, TokenizeAndTemplateOnPipitAndGguf) {
   fs::path folder = dir_ / "stories";
