@@ -66,6 +66,7 @@ int cmd_run(Args& a) {
   a.flag({"--no-template"}, "feed the prompt raw, without the chat template");
   a.flag({"--no-echo"}, "raw mode: do not print the prompt before the continuation");
   a.flag({"--json"}, "print one JSON object at the end (text, tokens, finish reason, timings) instead of streaming");
+  a.flag({"-q", "--quiet"}, "only the answer: no progress line, no load / speed line (errors still on stderr)");
   if (auto st = a.parse(); !st) return fail(a, st.message());
   if (a.help() || (!a.has("-m") && !a.has("-p") && !a.has("-f"))) {
     std::printf("usage: pipit run -m MODEL -p PROMPT [options]\n%s", a.usage().c_str());
@@ -154,7 +155,8 @@ int cmd_run(Args& a) {
     std::fflush(stdout);
     return !interrupted();
   };
-  s.set_progress(prefill_progress());
+  const bool quiet = a.get_flag("--quiet");
+  s.set_progress(prefill_progress(quiet));
   auto res = mm ? generate(s, &tok, *mm, *gp, print) : generate(s, &tok, *ids, *gp, print);
   if (res) flush_echo();
   if (!json) std::fputs("\n", stdout);
@@ -164,6 +166,7 @@ int cmd_run(Args& a) {
   if (!res) return fail(a, res.status().message());
   if (interrupted()) return interrupted_exit(a, fmt("after {} generated tokens", res->tokens.size()));
   if (json) return print_json(*res, load_ms);
+  if (quiet) return 0;
   if (gp->spec.n_draft > 0)
     std::fprintf(stderr, "[pipit] speculative (%s): %lld of %lld guesses accepted (%.1f%%) in %lld verification passes\n",
                  gp->spec.draft ? "draft model" : "prompt lookup", (long long)res->spec.accepted,

@@ -205,10 +205,10 @@ void install_interrupt_handler() {
 
 bool interrupted() { return g_interrupted != 0; }
 
-Session::Progress prefill_progress() {
+Session::Progress prefill_progress(bool quiet) {
   const char* env = std::getenv("PIPIT_PROGRESS");
   const bool tty = isatty(2) == 1;
-  const bool show = env ? std::string(env) == "1" : tty;
+  const bool show = !quiet && (env ? std::string(env) == "1" : tty);
   using Clock = std::chrono::steady_clock;
   struct State {
     Clock::time_point t0 = Clock::now(), last{};

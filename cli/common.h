@@ -52,8 +52,8 @@ void install_interrupt_handler();
 bool interrupted();
 // The prefill progress callback for Session::set_progress: on a terminal (stderr), a line updated in place with the
 // tokens done / total, tok/s and the time left, for prefills that take longer than half a second; PIPIT_PROGRESS=1
-// shows it on a pipe too (tests). Returns false once interrupted().
-Session::Progress prefill_progress();
+// shows it on a pipe too (tests); `quiet` (run -q) shows nothing. Returns false once interrupted().
+Session::Progress prefill_progress(bool quiet = false);
 // The one-line message and exit status (130) of a command stopped by Ctrl-C.
 int interrupted_exit(const Args& a, const std::string& what);
 

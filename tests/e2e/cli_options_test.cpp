@@ -186,6 +186,17 @@ TEST_F(CliOptions, InspectJson) {
   EXPECT_GT(dir["texts"]["tokenizer"].get<uint64_t>(), 0u);
 }
 
+// run -q: the answer alone, on stdout; nothing on stderr (no load / speed line).
+TEST_F(CliOptions, RunQuiet) {
+  const std::string args = "run -m " + stories() + " -p \"Once upon a time\" -n 12 --temp 0 -t 1";
+  auto plain = run_cli(args, false);
+  auto quiet = test::run_sh("PIPIT_PROGRESS=1 " + test::pipit_binary() + " " + args + " -q");
+  EXPECT_EQ(quiet.code, 0) << quiet.out;
+  EXPECT_EQ(quiet.out, plain.out);
+  EXPECT_EQ(quiet.out.find("[pipit]"), std::string::npos) << quiet.out;
+  EXPECT_NE(run_cli(args).out.find("[pipit] load"), std::string::npos);
+}
+
 // README: "every -m takes an HF folder, a .pipit or a .gguf": tokenize and template too, with the folder's answers.
 TEST_F(CliOptions, TokenizeAndTemplateOnPipitAndGguf) {
   fs::path folder = dir_ / "stories";
