@@ -186,7 +186,7 @@ int cmd_chat(Args& a) {
   add_model_options(a);
   add_sampling_options(a);
   add_image_options(a);
-  a.option({"-s", "--system"}, "system message (not llama.cpp's seed: that is --seed)");
+  a.option({"-s", "--system"}, "system message");
   a.flag({"-v", "--verbose"}, "after each answer: tokens reused from the cache, evaluated, generated, speed");
   if (auto st = a.parse(); !st) return fail(a, st.message());
   if (a.help() || !a.has("-m")) {
