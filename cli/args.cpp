@@ -167,9 +167,9 @@ std::string closest_match(const std::string& word, const std::vector<std::string
       d = std::min<size_t>(d, 1);
     if (d < best_d) best_d = d, best = c;
   }
-  // about one typo per three letters of the name, at least one
+  // about one typo per three letters of the name, at least one; and some letter kept ('-x' is not a typo of '-m')
   const size_t letters = word.size() - std::min(word.size(), word.find_first_not_of('-'));
-  return best_d <= std::max<size_t>(1, letters / 3) ? best : "";
+  return best_d <= std::max<size_t>(1, letters / 3) && best_d < letters ? best : "";
 }
 
 }  // namespace pipit::cli

@@ -84,6 +84,9 @@ TEST_F(CliOptions, DidYouMean) {
   auto r = run_cli("run --frobnicate");
   expect_one_error_line(r, "unknown option '--frobnicate'");
   EXPECT_EQ(r.out.find("did you mean"), std::string::npos) << r.out;
+  auto x = run_cli("run -x 1");  // one letter replaced is no typo of -m or -t
+  expect_one_error_line(x, "unknown option '-x'");
+  EXPECT_EQ(x.out.find("did you mean"), std::string::npos) << x.out;
   auto c = run_cli("zzzzzz");
   expect_one_error_line(c, "unknown command 'zzzzzz'");
   EXPECT_EQ(c.out.find("did you mean"), std::string::npos) << c.out;
