@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,24 @@ namespace {
 
 volatile sig_atomic_t g_interrupted = 0;
 void on_sigint(int) { g_interrupted = 1; }
+
+// A path as people type or drag it into a terminal after /image: surrounding spaces and quotes ('...' or "...")
+// removed, backslash escapes ("My\ Pictures/cat.png", what a file dropped on a terminal gives) undone, a leading
+// ~/ made $HOME/.
+std::string typed_path(std::string p) {
+  const size_t b = p.find_first_not_of(" \t"), e = p.find_last_not_of(" \t");
+  p = b == std::string::npos ? "" : p.substr(b, e - b + 1);
+  if (p.size() >= 2 && (p.front() == '\'' || p.front() == '"') && p.back() == p.front()) {
+    p = p.substr(1, p.size() - 2);
+  } else {
+    std::string out;
+    for (size_t i = 0; i < p.size(); ++i) out += p[i] == '\\' && i + 1 < p.size() ? p[++i] : p[i];
+    p = out;
+  }
+  const char* home = std::getenv("HOME");
+  if (home && (p == "~" || p.rfind("~/", 0) == 0)) p = home + p.substr(1);
+  return p;
+}
 
 // Lines from stdin, read with poll() + read() so a Ctrl-C is noticed within kPollMs whenever it arrives (a
 // blocking read could miss a signal that lands just before it starts). A line ending in '\' continues.
@@ -252,8 +271,8 @@ int cmd_chat(Args& a) {
       std::fputs("[conversation cleared]\n", stdout);
       continue;
     }
-    if (line.rfind("/image", 0) == 0) {
-      std::string path = line.size() > 7 ? line.substr(7) : "";
+    if (line == "/image" || line.rfind("/image ", 0) == 0) {
+      std::string path = typed_path(line.substr(6));
       if (path.empty()) std::fputs("usage: /image PATH\n", stdout);
       else if (auto st = chat.attach(path); !st) std::fprintf(stdout, "error: %s\n", st.message().c_str());
       continue;
