@@ -95,6 +95,7 @@ struct Chat {
   GenerateParams params;
   ImageOptions image_opt;
   std::string system;
+  nlohmann::json template_extra = nlohmann::json::object();  // --chat-template, --chat-template-kwargs
   nlohmann::json messages = nlohmann::json::array();
   std::vector<std::string> images;   // every image of the conversation, in order
   std::vector<std::string> pending;  // attached to the next user message
@@ -143,7 +144,8 @@ struct Chat {
       pending.clear();
     }
     messages.push_back({{"role", "user"}, {"content", content}});
-    PIPIT_ASSIGN_OR_RETURN(std::string full, apply_chat_template(tok, messages, /*add_generation_prompt=*/true));
+    PIPIT_ASSIGN_OR_RETURN(std::string full,
+                           apply_chat_template(tok, messages, /*add_generation_prompt=*/true, template_extra));
     if (session.n_past() == 0 || held.empty() || full.compare(0, held.size(), held) != 0) {
       session.reset();  // the template rewrote earlier turns (or nothing is held): start over
       held.clear();
@@ -207,12 +209,15 @@ int cmd_chat(Args& a) {
   add_image_options(a);
   a.option({"-s", "--system"}, "system message");
   a.flag({"-v", "--verbose"}, "after each answer: tokens reused from the cache, evaluated, generated, speed");
+  add_template_options(a);
   if (auto st = a.parse(); !st) return fail(a, st.message());
   if (a.help() || !a.has("-m")) {
     std::printf("usage: pipit chat -m MODEL [-s SYSTEM] [--image PATH] [options]\n%s", a.usage().c_str());
     return a.help() ? 0 : 1;
   }
   if (auto st = check_system_option(a); !st) return fail(a, st.message());
+  auto template_extra = template_context(a);
+  if (!template_extra) return fail(a, template_extra.status().message());
   auto so = session_options(a);
   if (!so) return fail(a, so.status().message());
   auto gp = generate_params(a);
@@ -229,13 +234,14 @@ int cmd_chat(Args& a) {
   auto lm = load_model(a.get("-m"), *lo);
   if (!lm) return fail(a, lm.status().message());
   if (auto st = check_kv_type(*lm->model, so->kv_dtype); !st) return fail(a, st.message());
-  if (lm->tokenizer->config().chat_template.empty())
+  if (lm->tokenizer->config().chat_template.empty() && !a.has("--chat-template"))
     return fail(a, "this model has no chat template; use `pipit run` for plain text continuation");
 
   auto session = Session::create(*lm->model, *so);
   if (!session) return fail(a, session.status().message());
   Chat chat{*lm, *lm->tokenizer, **session, *gp, *io, a.get("-s")};
   chat.clear();
+  chat.template_extra = *template_extra;
   for (const auto& path : a.get_all("--image"))
     if (auto st = chat.attach(path); !st) return fail(a, st.message());
 

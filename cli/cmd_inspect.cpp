@@ -1,6 +1,6 @@
 // `pipit inspect FILE`: what is inside a .pipit file (header, config summary, recipe, tensors), a .gguf (metadata,
-// tensors), a .safetensors file or an HF directory; `--json` the same as one object. `--load` also loads the model and reports the time and resident
-// memory it took (the zero-copy check).
+// tensors), a .safetensors file or an HF directory; `--json` the same as one object. `--load` also loads the model
+// and reports the time and resident memory it took (the zero-copy check).
 #include <chrono>
 #include <cstdio>
 #include <fstream>

@@ -64,6 +64,7 @@ int cmd_run(Args& a) {
   a.option({"-f", "--file"}, "read the prompt from a file (- : stdin; a pipe on stdin is read when no -p)");
   a.option({"-s", "--system"}, "system message (chat template only; not llama.cpp's seed: that is --seed)");
   a.flag({"--no-template"}, "feed the prompt raw, without the chat template");
+  add_template_options(a);
   a.flag({"--no-echo"}, "raw mode: do not print the prompt before the continuation");
   a.flag({"--json"}, "print one JSON object at the end (text, tokens, finish reason, timings) instead of streaming");
   a.flag({"-q", "--quiet"}, "only the answer: no progress line, no load / speed line (errors still on stderr)");
@@ -82,6 +83,8 @@ int cmd_run(Args& a) {
   install_interrupt_handler();
   auto gp = generate_params(a);
   if (!gp) return fail(a, gp.status().message());
+  auto template_extra = template_context(a);
+  if (!template_extra) return fail(a, template_extra.status().message());
 
   auto t0 = std::chrono::steady_clock::now();
   auto lo = load_options(a, true);
@@ -105,7 +108,8 @@ int cmd_run(Args& a) {
   const Tokenizer& tok = *lm->tokenizer;
   const double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 
-  const bool use_template = !a.get_flag("--no-template") && !tok.config().chat_template.empty();
+  const bool use_template =
+      !a.get_flag("--no-template") && (!tok.config().chat_template.empty() || a.has("--chat-template"));
   Result<std::vector<int32_t>> ids = std::vector<int32_t>{};
   if (use_template) {
     nlohmann::json msgs = nlohmann::json::array();
@@ -118,7 +122,7 @@ int cmd_run(Args& a) {
     } else {
       msgs.push_back({{"role", "user"}, {"content", prompt}});
     }
-    auto text = apply_chat_template(tok, msgs, /*add_generation_prompt=*/true);
+    auto text = apply_chat_template(tok, msgs, /*add_generation_prompt=*/true, *template_extra);
     if (!text) return fail(a, text.status().message());
     ids = tok.encode(*text, /*add_special_tokens=*/false);
   } else {

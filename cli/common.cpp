@@ -161,6 +161,29 @@ Result<std::unique_ptr<SpecSetup>> speculative_setup(const Args& a, const Model&
   return out;
 }
 
+void add_template_options(Args& a) {
+  a.option({"--chat-template"}, "a Jinja chat template file, used instead of the model's");
+  a.option({"--chat-template-kwargs"}, "JSON object of template variables, e.g. '{\"enable_thinking\": false}'");
+}
+
+Result<nlohmann::json> template_context(const Args& a) {
+  nlohmann::json ctx = nlohmann::json::object();
+  if (a.has("--chat-template-kwargs")) {
+    auto j = nlohmann::json::parse(a.get("--chat-template-kwargs"), nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object())
+      return Error::invalid_argument("--chat-template-kwargs: expected a JSON object of template variables, got '{}'",
+                                     a.get("--chat-template-kwargs").substr(0, 60));
+    ctx = std::move(j);
+  }
+  if (a.has("--chat-template")) {  // a literal template in the extra context replaces the model's (chat_template.h)
+    auto t = read_file(a.get("--chat-template"), Limits::kMaxPromptFile);
+    if (!t) return t.status().with_context("--chat-template");
+    if (t->empty()) return Error::invalid_argument("--chat-template {}: the file is empty", a.get("--chat-template"));
+    ctx["chat_template"] = std::move(t).value();
+  }
+  return ctx;
+}
+
 Status check_system_option(const Args& a) {
   if (!a.typed("-s")) return Status::ok();
   const std::string v = a.get("-s");

@@ -37,6 +37,12 @@ struct SpecSetup {
 Result<std::unique_ptr<SpecSetup>> speculative_setup(const Args& a, const Model& target, const SessionOptions& so,
                                                      std::shared_ptr<ThreadPool> pool);
 
+// --chat-template FILE (a Jinja template used instead of the model's) and --chat-template-kwargs JSON (template
+// variables, as transformers' apply_chat_template kwargs: '{"enable_thinking": false}' turns Qwen3's thinking off),
+// for run and chat. template_context() is the extra context apply_chat_template takes (an empty object without them).
+void add_template_options(Args& a);
+Result<nlohmann::json> template_context(const Args& a);
+
 // -s is the system message (run, chat); llama.cpp's -s is the seed. A whole number given as -s is refused with both
 // meanings spelled out, rather than sent to the model as its system prompt; --system 42 still means the text.
 Status check_system_option(const Args& a);

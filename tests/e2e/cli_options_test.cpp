@@ -200,6 +200,31 @@ TEST_F(CliOptions, RunQuiet) {
   EXPECT_NE(run_cli(args).out.find("[pipit] load"), std::string::npos);
 }
 
+// --chat-template FILE replaces the model's template (stories260k has none: raw without it) and
+// --chat-template-kwargs gives it variables; bad values are one line.
+TEST_F(CliOptions, ChatTemplateFileAndKwargs) {
+  const std::string t = (dir_ / "t.jinja").string();
+  std::ofstream(t) << "{% for m in messages %}[{{ m['role'] }}]{{ m['content'] }}{% endfor %}"
+                      "{% if flag %} FLAG FLAG FLAG{% endif %}";
+  auto prompt_tokens = [](const std::string& args) {
+    auto r = run_cli("run -m " + stories() + " -p hi -n 1 -t 1 --json " + args, false);
+    EXPECT_EQ(r.code, 0) << r.out;
+    auto j = nlohmann::json::parse(r.out, nullptr, false);
+    return j.is_object() ? j["timings"]["prompt_tokens"].get<int>() : -1;
+  };
+  const int raw = prompt_tokens(""), with_t = prompt_tokens("--chat-template " + t),
+            with_kw = prompt_tokens("--chat-template " + t + " --chat-template-kwargs '{\"flag\": true}'");
+  EXPECT_EQ(raw, 3);     // BOS + "hi"
+  EXPECT_GT(with_t, raw);  // "[user]hi", no BOS (the template writes what it wants)
+  EXPECT_GT(with_kw, with_t + 2);
+  expect_one_error_line(run_cli("run -m " + stories() + " -p hi --chat-template-kwargs '[1]'"), "a JSON object");
+  expect_one_error_line(run_cli("run -m " + stories() + " -p hi --chat-template /nonexistent.jinja"),
+                        "--chat-template");
+  auto chat = test::run_sh("echo hello | " + test::pipit_binary() + " chat -m " + stories() +
+                           " -n 2 -t 1 --chat-template " + t);
+  EXPECT_EQ(chat.code, 0) << chat.out;  // without --chat-template: 'this model has no chat template'
+}
+
 // README: "every -m takes an HF folder, a .pipit or a .gguf": tokenize and template too, with the folder's answers.
 TEST_F(CliOptions, TokenizeAndTemplateOnPipitAndGguf) {
   fs::path folder = dir_ / "stories";
