@@ -78,13 +78,13 @@ int cmd_run(Args& a) {
   auto prompt_text = run_prompt(a);
   if (!prompt_text) return fail(a, prompt_text.status().message());
   std::string prompt = std::move(prompt_text).value();
+  auto template_extra = template_context(a);
+  if (!template_extra) return fail(a, template_extra.status().message());
   auto so = session_options(a);
   if (!so) return fail(a, so.status().message());
   install_interrupt_handler();
   auto gp = generate_params(a);
   if (!gp) return fail(a, gp.status().message());
-  auto template_extra = template_context(a);
-  if (!template_extra) return fail(a, template_extra.status().message());
 
   auto t0 = std::chrono::steady_clock::now();
   auto lo = load_options(a, true);
