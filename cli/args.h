@@ -32,6 +32,8 @@ class Args {
   bool get_flag(const std::string& name) const { return has(name); }
   std::vector<std::string> get_all(const std::string& name) const;
   const std::vector<std::string>& positionals() const { return positionals_; }
+  // Whether the command line spelled an option this way ("-s", not "--system"), with a value or as "--name=value".
+  bool typed(const std::string& spelling) const;
 
  private:
   struct Opt {
@@ -49,5 +51,10 @@ class Args {
   std::vector<std::string> positionals_;
   bool help_ = false;
 };
+
+// For "did you mean" hints on unknown options and commands: the candidate closest to `word` (edit distance, a swap
+// of two neighbours counting as one edit, or a name that `word` begins with, as --temperature for --temp) when it is
+// close enough to be a likely typo; "" otherwise.
+std::string closest_match(const std::string& word, const std::vector<std::string>& candidates);
 
 }  // namespace pipit::cli

@@ -14,9 +14,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <random>
 #include <sstream>
@@ -57,11 +59,21 @@ double peak_rss_mib() {
   return double(u.ru_maxrss) / 1024.0;  // KiB on Linux
 }
 
-std::vector<int> parse_int_list(const std::string& s) {
+// -t 1,2,4: every item a whole number of threads in [1, Limits::kMaxThreads], at least one ("-t ," ran nothing).
+Result<std::vector<int>> parse_thread_list(const std::string& s) {
   std::vector<int> v;
   std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, ',');)
-    if (!item.empty()) v.push_back(std::atoi(item.c_str()));
+  for (std::string item; std::getline(ss, item, ',');) {
+    char* end = nullptr;
+    errno = 0;
+    const long long t = std::strtoll(item.c_str(), &end, 10);
+    if (item.empty() || *end || errno || t < 1 || t > Limits::kMaxThreads)
+      return Error::invalid_argument("-t {}: expected thread counts in [1, {}] separated by commas, got '{}'", s,
+                                     Limits::kMaxThreads, item);
+    v.push_back(int(t));
+  }
+  if (v.empty() || s.back() == ',')
+    return Error::invalid_argument("-t '{}': expected thread counts separated by commas (-t 1,2,4)", s);
   return v;
 }
 
@@ -174,7 +186,7 @@ int cmd_bench(Args& a) {
   a.option({"-r", "--repetitions"}, "measured repetitions per test", "5");
   a.option({"-d", "--n-depth"}, "positions already in the context before each test (llama-bench -d): pp N @ dD",
            "0");
-  a.option({"-c", "--ctx"}, "context length (default: max(n_prompt, n_gen) + depth)");
+  a.option({"-c", "--ctx-size", "--ctx"}, "context length (default: max(n_prompt, n_gen) + depth)");
   a.option({"-b", "--batch"}, "prefill chunk (n_batch)", "512");
   a.option({"--kv-type"}, "KV cache dtype: f16, f32 or q8", "f16");
   add_device_option(a);
@@ -203,9 +215,11 @@ int cmd_bench(Args& a) {
     return fail(a, fmt("-p and -n (plus -d) must be <= {}, -b <= {}, -r <= 1000000", Limits::kMaxCtx,
                        Limits::kMaxBatch));
   const int depth = int(*n_depth);
-  std::vector<int> threads = a.has("-t") ? parse_int_list(a.get("-t")) : std::vector<int>{ThreadPool::default_threads()};
-  for (int t : threads)
-    if (t < 1 || t > 1024) return fail(a, fmt("-t {}: threads must be in [1, 1024]", t));
+  if (*n_prompt == 0 && *n_gen == 0 && !a.has("--image"))
+    return fail(a, "-p 0 -n 0: nothing to measure (give a prompt length, a generation length or both)");
+  auto thread_list = a.has("-t") ? parse_thread_list(a.get("-t")) : std::vector<int>{ThreadPool::default_threads()};
+  if (!thread_list) return fail(a, thread_list.status().message());
+  const std::vector<int> threads = *thread_list;
   SessionOptions so;
   so.n_batch = int(*n_batch);
   so.n_ctx = int(std::max<int64_t>({*n_prompt + depth, *n_gen + depth, 1}));

@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,24 @@ namespace {
 
 volatile sig_atomic_t g_interrupted = 0;
 void on_sigint(int) { g_interrupted = 1; }
+
+// A path as people type or drag it into a terminal after /image: surrounding spaces and quotes ('...' or "...")
+// removed, backslash escapes ("My\ Pictures/cat.png", what a file dropped on a terminal gives) undone, a leading
+// ~/ made $HOME/.
+std::string typed_path(std::string p) {
+  const size_t b = p.find_first_not_of(" \t"), e = p.find_last_not_of(" \t");
+  p = b == std::string::npos ? "" : p.substr(b, e - b + 1);
+  if (p.size() >= 2 && (p.front() == '\'' || p.front() == '"') && p.back() == p.front()) {
+    p = p.substr(1, p.size() - 2);
+  } else {
+    std::string out;
+    for (size_t i = 0; i < p.size(); ++i) out += p[i] == '\\' && i + 1 < p.size() ? p[++i] : p[i];
+    p = out;
+  }
+  const char* home = std::getenv("HOME");
+  if (home && (p == "~" || p.rfind("~/", 0) == 0)) p = home + p.substr(1);
+  return p;
+}
 
 // Lines from stdin, read with poll() + read() so a Ctrl-C is noticed within kPollMs whenever it arrives (a
 // blocking read could miss a signal that lands just before it starts). A line ending in '\' continues.
@@ -77,6 +96,7 @@ struct Chat {
   GenerateParams params;
   ImageOptions image_opt;
   std::string system;
+  nlohmann::json template_extra = nlohmann::json::object();  // --chat-template, --chat-template-kwargs
   nlohmann::json messages = nlohmann::json::array();
   std::vector<std::string> images;   // every image of the conversation, in order
   std::vector<std::string> pending;  // attached to the next user message
@@ -127,7 +147,8 @@ struct Chat {
       pending.clear();
     }
     messages.push_back({{"role", "user"}, {"content", content}});
-    PIPIT_ASSIGN_OR_RETURN(std::string full, apply_chat_template(tok, messages, /*add_generation_prompt=*/true));
+    PIPIT_ASSIGN_OR_RETURN(std::string full,
+                           apply_chat_template(tok, messages, /*add_generation_prompt=*/true, template_extra));
     if (session.n_past() == 0 || held.empty() || full.compare(0, held.size(), held) != 0) {
       session.reset();  // the template rewrote earlier turns (or nothing is held): start over
       held.clear();
@@ -202,11 +223,15 @@ int cmd_chat(Args& a) {
   add_structured_options(a);
   a.option({"-s", "--system"}, "system message");
   a.flag({"-v", "--verbose"}, "after each answer: tokens reused from the cache, evaluated, generated, speed");
+  add_template_options(a);
   if (auto st = a.parse(); !st) return fail(a, st.message());
   if (a.help() || !a.has("-m")) {
     std::printf("usage: pipit chat -m MODEL [-s SYSTEM] [--image PATH] [options]\n%s", a.usage().c_str());
     return a.help() ? 0 : 1;
   }
+  if (auto st = check_system_option(a); !st) return fail(a, st.message());
+  auto template_extra = template_context(a);
+  if (!template_extra) return fail(a, template_extra.status().message());
   auto so = session_options(a);
   if (!so) return fail(a, so.status().message());
   auto gp = generate_params(a);
@@ -223,7 +248,7 @@ int cmd_chat(Args& a) {
   auto lm = load_model(a.get("-m"), *lo);
   if (!lm) return fail(a, lm.status().message());
   if (auto st = check_kv_type(*lm->model, so->kv_dtype); !st) return fail(a, st.message());
-  if (lm->tokenizer->config().chat_template.empty())
+  if (lm->tokenizer->config().chat_template.empty() && !a.has("--chat-template"))
     return fail(a, "this model has no chat template; use `pipit run` for plain text continuation");
 
   auto grammar = structured_grammar(a);
@@ -237,6 +262,7 @@ int cmd_chat(Args& a) {
   gp->spec = (*spec)->params;
   Chat chat{*lm, *lm->tokenizer, **session, *gp, *io, a.get("-s")};
   chat.clear();
+  chat.template_extra = *template_extra;
   for (const auto& path : a.get_all("--image"))
     if (auto st = chat.attach(path); !st) return fail(a, st.message());
 
@@ -272,8 +298,8 @@ int cmd_chat(Args& a) {
       std::fputs("[conversation cleared]\n", stdout);
       continue;
     }
-    if (line.rfind("/image", 0) == 0) {
-      std::string path = line.size() > 7 ? line.substr(7) : "";
+    if (line == "/image" || line.rfind("/image ", 0) == 0) {
+      std::string path = typed_path(line.substr(6));
       if (path.empty()) std::fputs("usage: /image PATH\n", stdout);
       else if (auto st = chat.attach(path); !st) std::fprintf(stdout, "error: %s\n", st.message().c_str());
       continue;
@@ -287,7 +313,13 @@ int cmd_chat(Args& a) {
       std::fprintf(stdout, "\nerror: %s\n", res.status().message().c_str());
       continue;
     }
-    std::fputs(res->reason == StopReason::kCallback ? " [stopped]\n" : "\n", stdout);
+    if (res->reason == StopReason::kCallback)
+      std::fputs(" [stopped]\n", stdout);
+    else if (res->reason == StopReason::kContext)  // not a finished answer: say so, and what to do
+      std::fprintf(stdout, " [context full (%d tokens): the answer is cut; /clear starts over, -c raises it]\n",
+                   chat.session.n_ctx());
+    else
+      std::fputs("\n", stdout);
     std::fflush(stdout);
     if (a.get_flag("-v")) {
       const size_t n_dec = res->tokens.size() > 1 ? res->tokens.size() - 1 : 0;

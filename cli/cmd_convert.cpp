@@ -1,5 +1,7 @@
 // `pipit convert INPUT -o OUT.pipit [--quant ...] [--recipe FILE] [--target ...]`: any checkpoint pipit reads
 // (HF directory with safetensors or pytorch_model.bin, .gguf, .pipit) -> one .pipit file.
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 
 #include "cli/command.h"
@@ -29,7 +31,9 @@ int cmd_convert(Args& a) {
   }
   ConvertOptions opt;
   opt.output = a.get("-o");
-  opt.quant = a.get("--quant");
+  opt.quant = a.get("--quant");  // Q4_K_M as llama.cpp spells it is q4_k_m
+  std::transform(opt.quant.begin(), opt.quant.end(), opt.quant.begin(),
+                 [](unsigned char c) { return char(std::tolower(c)); });
   opt.recipe_path = a.get("--recipe");
   opt.target = a.get("--target");
   opt.progress = !a.get_flag("--quiet");

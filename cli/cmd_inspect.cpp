@@ -1,6 +1,6 @@
 // `pipit inspect FILE`: what is inside a .pipit file (header, config summary, recipe, tensors), a .gguf (metadata,
-// tensors), a .safetensors file or an HF directory. `--load` also loads the model and reports the time and resident
-// memory it took (the zero-copy check).
+// tensors), a .safetensors file or an HF directory; `--json` the same as one object. `--load` also loads the model
+// and reports the time and resident memory it took (the zero-copy check).
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -143,10 +143,45 @@ int inspect_checkpoint(const std::string& path, bool all) {
   return 0;
 }
 
+// --json: the checkpoint as the loader reads it (HF tensor names, pipit dtypes) as one object, for scripts.
+int inspect_json(const Args& a, const std::string& path) {
+  auto c = open_checkpoint(path);
+  if (!c) return fail(a, c.status().message());
+  using ojson = nlohmann::ordered_json;
+  ojson texts = ojson::object(), tensors = ojson::array(), dtypes = ojson::object();
+  for (auto& [k, v] : c->texts) texts[k] = v.size();
+  uint64_t total = 0, params = 0;
+  std::map<std::string, std::pair<int, uint64_t>> by_dtype;  // tensors, bytes
+  for (auto& [name, t] : c->tensors) {
+    const std::string dt(dtype_name(t.dtype()));
+    tensors.push_back({{"name", name}, {"dtype", dt}, {"shape", t.shape()}, {"bytes", t.nbytes()}});
+    by_dtype[dt].first++;
+    by_dtype[dt].second += t.nbytes();
+    total += t.nbytes();
+    params += uint64_t(t.numel());
+  }
+  for (auto& [dt, v] : by_dtype) dtypes[dt] = {{"tensors", v.first}, {"bytes", v.second}};
+  ojson j = {{"path", path},
+             {"format", c->format},
+             {"model_type", HfConfig(c->config).model_type()},
+             {"n_params", params},
+             {"bytes", total},
+             {"dtypes", dtypes},
+             {"texts", texts},  // tokenizer, chat_template, ...: their sizes in bytes
+             {"quantization", c->quantization},
+             {"notes", c->notes},
+             {"config", c->config},
+             {"generation_config", c->generation_config},
+             {"tensors", tensors}};
+  std::printf("%s\n", j.dump(-1, ' ', false, ojson::error_handler_t::replace).c_str());
+  return 0;
+}
+
 int cmd_inspect(Args& a) {
   a.flag({"--all"}, "list every tensor");
   a.flag({"--load"}, "also load the model; report load time and resident memory");
   a.flag({"--devices"}, "list the devices models can run on (--device), and nothing else");
+  a.flag({"--json"}, "one JSON object: format, model type, parameters, bytes per dtype, texts, config, tensors");
   if (auto st = a.parse(); !st) return fail(a, st.message());
   if (a.get_flag("--devices")) {
     for (const auto& line : list_devices()) std::printf("%s\n", line.c_str());
@@ -159,6 +194,7 @@ int cmd_inspect(Args& a) {
   }
   const std::string path = a.positionals()[0];
   const bool all = a.get_flag("--all");
+  if (a.get_flag("--json")) return inspect_json(a, path);
   if (a.get_flag("--load")) {
     const double rss0 = rss_bytes();
     const auto t0 = std::chrono::steady_clock::now();

@@ -1,5 +1,7 @@
 // `pipit run`: generate a continuation of a prompt (through the model's chat template when it has one), streamed
 // to stdout as it is produced; load time and speeds go to stderr.
+#include <sys/stat.h>
+
 #include <chrono>
 #include <cstdio>
 #include <optional>
@@ -15,6 +17,45 @@ namespace pipit::cli {
 
 namespace {
 
+// -p TEXT, -f FILE, -f - (stdin), or stdin when it is a pipe or a file and neither option is given. From stdin, one
+// trailing newline is dropped (as llama.cpp does for -f): `echo PROMPT |` means the prompt, not the prompt + "\n".
+Result<std::string> run_prompt(const Args& a) {
+  struct stat st{};
+  const bool stdin_given = a.get("-f") == "-" ||
+      (!a.has("-f") && !a.has("-p") && fstat(0, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISREG(st.st_mode)));
+  if (stdin_given) {
+    PIPIT_ASSIGN_OR_RETURN(std::string text, read_prompt_file("-"));
+    if (!text.empty() && text.back() == '\n') text.pop_back();
+    if (!text.empty() && text.back() == '\r') text.pop_back();
+    if (!text.empty()) return text;
+  }
+  if (a.has("-f") && !stdin_given) return read_prompt_file(a.get("-f"));
+  if (a.has("-p")) return a.get("-p");
+  return Error::invalid_argument("no prompt: give -p TEXT, -f FILE or pipe it on stdin (see pipit run --help)");
+}
+
+// run --json: the answer and its numbers as one JSON object on stdout (text, token ids, finish reason, timings).
+int print_json(const GenerateResult& res, double load_ms) {
+  const size_t n_dec = res.tokens.size() > 1 ? res.tokens.size() - 1 : 0;
+  nlohmann::ordered_json j = {
+      {"text", res.text},
+      {"tokens", res.tokens},
+      {"finish_reason", stop_reason_name(res.reason)},
+      {"context_full", res.reason == StopReason::kContext},
+      {"timings",
+       {{"load_ms", load_ms},
+        {"prompt_tokens", res.n_prompt},
+        {"prompt_ms", res.prompt_ms},
+        {"prompt_tokens_per_s", res.prompt_ms > 0 ? res.n_prompt * 1000.0 / res.prompt_ms : 0.0},
+        {"generated_tokens", res.tokens.size()},
+        {"generation_ms", res.gen_ms},  // after the first token, as llama.cpp's eval time
+        {"generation_tokens_per_s", res.gen_ms > 0 ? double(n_dec) * 1000.0 / res.gen_ms : 0.0},
+        {"kernels", kernels().name}}}};
+  // invalid UTF-8 (a piece cut by a length limit) is replaced, never a throw from dump()
+  std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace).c_str());
+  return 0;
+}
+
 int cmd_run(Args& a) {
   add_model_options(a);
   add_sampling_options(a);
@@ -22,21 +63,25 @@ int cmd_run(Args& a) {
   add_speculative_options(a);
   add_structured_options(a);
   a.option({"-p", "--prompt"}, "prompt text");
-  a.option({"-f", "--file"}, "read the prompt from a file");
-  a.option({"-s", "--system"}, "system message (chat template only)");
+  a.option({"-f", "--file"}, "read the prompt from a file (- : stdin; a pipe on stdin is read when no -p)");
+  a.option({"-s", "--system"}, "system message (chat template only; not llama.cpp's seed: that is --seed)");
   a.flag({"--no-template"}, "feed the prompt raw, without the chat template");
+  add_template_options(a);
   a.flag({"--no-echo"}, "raw mode: do not print the prompt before the continuation");
+  a.flag({"--json"}, "print one JSON object at the end (text, tokens, finish reason, timings) instead of streaming");
+  a.flag({"-q", "--quiet"}, "only the answer: no progress line, no load / speed line (errors still on stderr)");
   if (auto st = a.parse(); !st) return fail(a, st.message());
-  if (a.help() || !a.has("-m") || (!a.has("-p") && !a.has("-f"))) {
+  if (a.help() || (!a.has("-m") && !a.has("-p") && !a.has("-f"))) {
     std::printf("usage: pipit run -m MODEL -p PROMPT [options]\n%s", a.usage().c_str());
     return a.help() ? 0 : 1;
   }
-  std::string prompt = a.get("-p");
-  if (a.has("-f")) {
-    auto t = read_prompt_file(a.get("-f"));
-    if (!t) return fail(a, t.status().message());
-    prompt = *t;
-  }
+  if (!a.has("-m")) return fail(a, "no model: give -m MODEL (see pipit run --help)");
+  if (auto st = check_system_option(a); !st) return fail(a, st.message());
+  auto prompt_text = run_prompt(a);
+  if (!prompt_text) return fail(a, prompt_text.status().message());
+  std::string prompt = std::move(prompt_text).value();
+  auto template_extra = template_context(a);
+  if (!template_extra) return fail(a, template_extra.status().message());
   auto so = session_options(a);
   if (!so) return fail(a, so.status().message());
   install_interrupt_handler();
@@ -52,6 +97,10 @@ int cmd_run(Args& a) {
   auto lm = load_model(a.get("-m"), *lo);
   if (!lm) return fail(a, lm.status().message());
   if (auto st = check_kv_type(*lm->model, so->kv_dtype); !st) return fail(a, st.message());
+  // before the chat template, which would fail on an image item it has no use for
+  if (has_images(a) && !lm->model->vision())
+    return fail(a, fmt("--image: {} is a text-only model (model type '{}'), it does not take images", a.get("-m"),
+                       lm->model->info().arch));
   // The session (its memory plan) before the prompt is tokenized: a context that cannot be held is refused at once,
   // not after a minute of tokenizing a long prompt.
   auto pool = std::make_shared<ThreadPool>(so->n_threads > 0 ? so->n_threads : ThreadPool::default_threads());
@@ -64,7 +113,8 @@ int cmd_run(Args& a) {
   const Tokenizer& tok = *lm->tokenizer;
   const double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 
-  const bool use_template = !a.get_flag("--no-template") && !tok.config().chat_template.empty();
+  const bool use_template =
+      !a.get_flag("--no-template") && (!tok.config().chat_template.empty() || a.has("--chat-template"));
   Result<std::vector<int32_t>> ids = std::vector<int32_t>{};
   if (use_template) {
     nlohmann::json msgs = nlohmann::json::array();
@@ -77,7 +127,7 @@ int cmd_run(Args& a) {
     } else {
       msgs.push_back({{"role", "user"}, {"content", prompt}});
     }
-    auto text = apply_chat_template(tok, msgs, /*add_generation_prompt=*/true);
+    auto text = apply_chat_template(tok, msgs, /*add_generation_prompt=*/true, *template_extra);
     if (!text) return fail(a, text.status().message());
     ids = tok.encode(*text, /*add_special_tokens=*/false);
   } else {
@@ -96,23 +146,36 @@ int cmd_run(Args& a) {
   if (int64_t(n_prompt) >= s.n_ctx())
     return fail(a, fmt("the prompt has {} tokens, which does not fit the context of {} (use -c to raise it)",
                        n_prompt, s.n_ctx()));
-  if (!use_template && !a.get_flag("--no-echo")) {
-    std::fputs(tok.decode(*ids, /*skip_special_tokens=*/true).c_str(), stdout);
+  // Raw mode echoes the prompt once it is read: printed before, a progress line on the same terminal would overwrite
+  // its last line (stdout and stderr share the screen).
+  // --json: nothing streamed; one object at the end.
+  const bool json = a.get_flag("--json");
+  std::string echo = !json && !use_template && !a.get_flag("--no-echo") ? tok.decode(*ids, true) : "";
+  auto flush_echo = [&echo] {
+    if (echo.empty()) return;
+    std::fputs(echo.c_str(), stdout);
     std::fflush(stdout);
-  }
-  auto print = [](const std::string& piece, int32_t) {
+    echo.clear();
+  };
+  auto print = [&flush_echo, json](const std::string& piece, int32_t) {
+    if (json) return !interrupted();
+    flush_echo();
     std::fputs(piece.c_str(), stdout);
     std::fflush(stdout);
     return !interrupted();
   };
-  s.set_progress(prefill_progress());
+  const bool quiet = a.get_flag("--quiet");
+  s.set_progress(prefill_progress(quiet));
   auto res = mm ? generate(s, &tok, *mm, *gp, print) : generate(s, &tok, *ids, *gp, print);
-  std::fputs("\n", stdout);
+  if (res) flush_echo();
+  if (!json) std::fputs("\n", stdout);
   std::fflush(stdout);
   if (!res && res.status().code() == Code::kCancelled && interrupted())
     return interrupted_exit(a, fmt("during the prompt, after {} of {} tokens", s.n_past(), n_prompt));
   if (!res) return fail(a, res.status().message());
   if (interrupted()) return interrupted_exit(a, fmt("after {} generated tokens", res->tokens.size()));
+  if (json) return print_json(*res, load_ms);
+  if (quiet) return 0;
   if (gp->spec.n_draft > 0)
     std::fprintf(stderr, "[pipit] speculative (%s): %lld of %lld guesses accepted (%.1f%%) in %lld verification passes\n",
                  gp->spec.draft ? "draft model" : "prompt lookup", (long long)res->spec.accepted,

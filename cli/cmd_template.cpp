@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "runtime/loader.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -86,7 +87,7 @@ Status for_each_line(const std::string& path, const Tokenizer& tok, const ojson&
 }
 
 int cmd_template(Args& a) {
-  a.option({"-m", "--model"}, "model folder (tokenizer.json + tokenizer_config.json)");
+  a.option({"-m", "--model"}, "model: HF folder (tokenizer.json + tokenizer_config.json), .pipit or .gguf file");
   a.option({"--messages"}, "a JSON list of messages; prints the rendered text");
   a.option({"--jsonl"}, "JSONL input ('-' = stdin): {\"messages\", \"add_generation_prompt\", ...} lines; writes {\"text\", \"ids\"}");
   a.option({"--kwargs"}, "JSON object of extra template variables: tools, enable_thinking, date_string, ...");
@@ -106,7 +107,7 @@ int cmd_template(Args& a) {
     if (!k || !k->is_object()) return fail(a, "--kwargs must be a JSON object");
     kwargs = *k;
   }
-  auto tok = Tokenizer::load_dir(a.get("-m"));
+  auto tok = load_tokenizer(a.get("-m"));  // a folder, .pipit or .gguf (runtime/loader.h)
   if (!tok) return fail(a, tok.status().message());
   const Tokenizer& t = **tok;
 

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "runtime/loader.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pipit::cli {
@@ -15,9 +16,6 @@ namespace pipit::cli {
 namespace {
 
 using ojson = nlohmann::ordered_json;
-
-// MODEL -> tokenizer. For now MODEL is a folder with tokenizer.json (+ tokenizer_config.json).
-Result<std::shared_ptr<Tokenizer>> load_tokenizer(const std::string& model) { return Tokenizer::load_dir(model); }
 
 // One JSON record per line. Everything we write is valid UTF-8 (decode replaces invalid bytes with U+FFFD), so
 // strict never throws. U+0085, U+2028 and U+2029 are escaped, as in the golden files, because some line readers
@@ -95,7 +93,7 @@ Status decode_line(const Tokenizer& tok, const nlohmann::json& j) {
 }
 
 int cmd_tokenize(Args& a) {
-  a.option({"-m", "--model"}, "model folder (tokenizer.json + tokenizer_config.json)");
+  a.option({"-m", "--model"}, "model: HF folder (tokenizer.json + tokenizer_config.json), .pipit or .gguf file");
   a.option({"-p", "--prompt"}, "text to encode; prints its ids");
   a.option({"--jsonl"}, "JSONL input ('-' = stdin): {\"text\"} lines, or {\"ids\", \"skip_special_tokens\"} with --decode");
   a.flag({"--decode"}, "with --jsonl: decode id lists instead of encoding texts");
@@ -109,7 +107,7 @@ int cmd_tokenize(Args& a) {
                 a.usage().c_str());
     return a.help() ? 0 : 1;
   }
-  auto tok = load_tokenizer(a.get("-m"));
+  auto tok = load_tokenizer(a.get("-m"));  // a folder, .pipit or .gguf (runtime/loader.h)
   if (!tok) return fail(a, tok.status().message());
   const Tokenizer& t = **tok;
 

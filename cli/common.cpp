@@ -5,6 +5,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -15,7 +17,7 @@ namespace pipit::cli {
 void add_model_options(Args& a) {
   a.option({"-m", "--model"}, "model: HF checkpoint dir, .pipit or .gguf file");
   a.option({"-t", "--threads"}, "threads (default: physical cores)");
-  a.option({"-c", "--ctx"}, "context length (default: min(model max, 4096))");
+  a.option({"-c", "--ctx-size", "--ctx"}, "context length (default: min(model max, 4096))");
   // f16 by default as llama.cpp (half the memory of f32; logits within ~3e-4 of the f32 cache on the test models);
   // f32 is the exact path the goldens are checked on, q8 (q8_0 blocks) a quarter of f32.
   a.option({"--kv-type"}, "KV cache dtype: f16, f32 or q8 (q8_0 blocks: head_dim a multiple of 32)", "f16");
@@ -45,7 +47,7 @@ Result<LoadOptions> load_options(const Args& a, bool need_tokenizer) {
 }
 
 void add_sampling_options(Args& a) {
-  a.option({"-n", "--n-predict"}, "tokens to generate", "256");
+  a.option({"-n", "--n-predict"}, "tokens to generate (-1: until the context is full or the model stops)", "256");
   a.option({"--temp"}, "temperature (0 = greedy)", "0.8");
   a.option({"--top-k"}, "top-k (0 = off)", "40");
   a.option({"--top-p"}, "top-p (1 = off)", "0.95");
@@ -100,8 +102,9 @@ Status check_kv_type(const Model& m, DType kv) {
 Result<GenerateParams> generate_params(const Args& a) {
   GenerateParams p;
   PIPIT_ASSIGN_OR_RETURN(int64_t n, a.get_int("-n"));
-  if (n < 0) return Error::invalid_argument("-n {}: must be >= 0", n);
-  p.max_tokens = int(std::min<int64_t>(n, 1 << 24));
+  // -1: until the context is full or the model ends (llama.cpp's meaning); the generator stops at the context
+  if (n < -1) return Error::invalid_argument("-n {}: expected a count of tokens, or -1 for no limit", n);
+  p.max_tokens = n < 0 ? (1 << 24) : int(std::min<int64_t>(n, 1 << 24));
   auto& s = p.sampler;
   PIPIT_ASSIGN_OR_RETURN(double temp, a.get_float("--temp"));
   PIPIT_ASSIGN_OR_RETURN(int64_t top_k, a.get_int("--top-k"));
@@ -111,15 +114,19 @@ Result<GenerateParams> generate_params(const Args& a) {
   PIPIT_ASSIGN_OR_RETURN(double pres, a.get_float("--presence-penalty"));
   PIPIT_ASSIGN_OR_RETURN(double freq, a.get_float("--frequency-penalty"));
   PIPIT_ASSIGN_OR_RETURN(int64_t seed, a.get_int("--seed"));
-  if (rep <= 0) return Error::invalid_argument("--repeat-penalty {}: must be > 0", rep);
   s.temperature = float(temp);
-  s.top_k = int(top_k);
+  s.top_k = int(std::clamp<int64_t>(top_k, -(1 << 30), 1 << 30));  // past any vocabulary: the same as off
   s.top_p = float(top_p);
   s.min_p = float(min_p);
   s.repetition_penalty = float(rep);
   s.presence_penalty = float(pres);
   s.frequency_penalty = float(freq);
   s.seed = uint64_t(seed);
+  // the server's ranges (validate() in runtime/sampler.h), named by our options
+  PIPIT_TRY(validate(s, SamplerNames{.temperature = "--temp", .top_k = "--top-k", .top_p = "--top-p",
+                                     .min_p = "--min-p", .repetition_penalty = "--repeat-penalty",
+                                     .presence_penalty = "--presence-penalty",
+                                     .frequency_penalty = "--frequency-penalty"}));
   p.stop = a.get_all("--stop");
   p.ignore_eos = a.get_flag("--ignore-eos");
   PIPIT_ASSIGN_OR_RETURN(int64_t ngram, a.get_int("--no-repeat-ngram"));
@@ -161,9 +168,43 @@ Result<std::unique_ptr<SpecSetup>> speculative_setup(const Args& a, const Model&
   return out;
 }
 
+void add_template_options(Args& a) {
+  a.option({"--chat-template"}, "a Jinja chat template file, used instead of the model's");
+  a.option({"--chat-template-kwargs"}, "JSON object of template variables, e.g. '{\"enable_thinking\": false}'");
+}
+
+Result<nlohmann::json> template_context(const Args& a) {
+  nlohmann::json ctx = nlohmann::json::object();
+  if (a.has("--chat-template-kwargs")) {
+    auto j = nlohmann::json::parse(a.get("--chat-template-kwargs"), nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object())
+      return Error::invalid_argument("--chat-template-kwargs: expected a JSON object of template variables, got '{}'",
+                                     a.get("--chat-template-kwargs").substr(0, 60));
+    ctx = std::move(j);
+  }
+  if (a.has("--chat-template")) {  // a literal template in the extra context replaces the model's (chat_template.h)
+    auto t = read_file(a.get("--chat-template"), Limits::kMaxPromptFile);
+    if (!t) return t.status().with_context("--chat-template");
+    if (t->empty()) return Error::invalid_argument("--chat-template {}: the file is empty", a.get("--chat-template"));
+    ctx["chat_template"] = std::move(t).value();
+  }
+  return ctx;
+}
+
+Status check_system_option(const Args& a) {
+  if (!a.typed("-s")) return Status::ok();
+  const std::string v = a.get("-s");
+  char* end = nullptr;
+  errno = 0;
+  std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || *end || errno) return Status::ok();
+  return Error::invalid_argument("-s {}: -s is the system message here (llama.cpp's -s is the seed): use --seed {} "
+                                 "for a seed, or --system {} for a system message that is a number", v, v, v);
+}
+
 Result<std::string> read_prompt_file(const std::string& path) {
-  auto t = read_file(path, Limits::kMaxPromptFile);
-  if (!t) return t.status().with_context("-f");
+  auto t = read_file(path == "-" ? "/dev/stdin" : path, Limits::kMaxPromptFile);
+  if (!t) return t.status().with_context(path == "-" ? "-f - (stdin)" : "-f");
   return t;
 }
 
@@ -194,32 +235,38 @@ void install_interrupt_handler() {
 
 bool interrupted() { return g_interrupted != 0; }
 
-Session::Progress prefill_progress() {
+Session::Progress prefill_progress(bool quiet) {
   const char* env = std::getenv("PIPIT_PROGRESS");
-  const bool show = env ? std::string(env) == "1" : isatty(2) == 1;
+  const bool tty = isatty(2) == 1;
+  const bool show = !quiet && (env ? std::string(env) == "1" : tty);
   using Clock = std::chrono::steady_clock;
   struct State {
     Clock::time_point t0 = Clock::now(), last{};
-    bool shown = false;
+    bool shown = false;     // a progress line is on stderr
+    bool finished = false;  // the prompt's eval is over: later calls are decode steps, never shown
   };
   auto st = std::make_shared<State>();
-  return [show, st](int64_t done, int64_t total) {
-    if (show) {
-      const auto now = Clock::now();
-      const double sec = std::chrono::duration<double>(now - st->t0).count();
-      const bool last = done >= total;
-      // after half a second, at most 4 updates a second, and the final count once a line was shown
-      if ((sec > 0.5 && std::chrono::duration<double>(now - st->last).count() > 0.25) || (last && st->shown)) {
-        const double tps = sec > 0 ? double(done) / sec : 0;
-        const double left = tps > 0 ? double(total - done) / tps : 0;
-        std::fprintf(stderr, "\r[pipit] prompt %lld/%lld tokens (%.0f%%), %.1f tok/s, %.0f s left%s",
-                     (long long)done, (long long)total, 100.0 * double(done) / double(total), tps, left,
-                     last ? "\n" : "   ");
-        std::fflush(stderr);
-        st->last = now;
-        st->shown = true;
-        g_line_open = !last;
-      }
+  return [show, tty, st](int64_t done, int64_t total) {
+    if (!show || st->finished) return !interrupted();
+    const auto now = Clock::now();
+    const double sec = std::chrono::duration<double>(now - st->t0).count();
+    if (done >= total) {  // the prompt is in: take the line away (a terminal) or end it (a log), and stay quiet
+      st->finished = true;
+      if (st->shown) std::fputs(tty ? "\r\033[K" : "\n", stderr);
+      std::fflush(stderr);
+      g_line_open = false;
+      return !interrupted();
+    }
+    // after half a second, at most 4 updates a second
+    if (sec > 0.5 && std::chrono::duration<double>(now - st->last).count() > 0.25) {
+      const double tps = double(done) / sec;
+      const double left = tps > 0 ? double(total - done) / tps : 0;
+      std::fprintf(stderr, "\r[pipit] prompt %lld/%lld tokens (%.0f%%), %.1f tok/s, %.0f s left   ", (long long)done,
+                   (long long)total, 100.0 * double(done) / double(total), tps, left);
+      std::fflush(stderr);
+      st->last = now;
+      st->shown = true;
+      g_line_open = true;
     }
     return !interrupted();
   };

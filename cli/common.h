@@ -37,8 +37,18 @@ struct SpecSetup {
 Result<std::unique_ptr<SpecSetup>> speculative_setup(const Args& a, const Model& target, const SessionOptions& so,
                                                      std::shared_ptr<ThreadPool> pool);
 
-// -f: the prompt file, capped at Limits::kMaxPromptFile (a directory, /dev/zero or a huge file is an error naming
-// the cap).
+// --chat-template FILE (a Jinja template used instead of the model's) and --chat-template-kwargs JSON (template
+// variables, as transformers' apply_chat_template kwargs: '{"enable_thinking": false}' turns Qwen3's thinking off),
+// for run and chat. template_context() is the extra context apply_chat_template takes (an empty object without them).
+void add_template_options(Args& a);
+Result<nlohmann::json> template_context(const Args& a);
+
+// -s is the system message (run, chat); llama.cpp's -s is the seed. A whole number given as -s is refused with both
+// meanings spelled out, rather than sent to the model as its system prompt; --system 42 still means the text.
+Status check_system_option(const Args& a);
+
+// -f: the prompt file ("-": stdin), capped at Limits::kMaxPromptFile (a directory, /dev/zero or a huge file is an
+// error naming the cap).
 Result<std::string> read_prompt_file(const std::string& path);
 
 // Ctrl-C for the commands that run a long prefill or decode (run, logits): the first SIGINT sets a flag that
@@ -48,8 +58,8 @@ void install_interrupt_handler();
 bool interrupted();
 // The prefill progress callback for Session::set_progress: on a terminal (stderr), a line updated in place with the
 // tokens done / total, tok/s and the time left, for prefills that take longer than half a second; PIPIT_PROGRESS=1
-// shows it on a pipe too (tests). Returns false once interrupted().
-Session::Progress prefill_progress();
+// shows it on a pipe too (tests); `quiet` (run -q) shows nothing. Returns false once interrupted().
+Session::Progress prefill_progress(bool quiet = false);
 // The one-line message and exit status (130) of a command stopped by Ctrl-C.
 int interrupted_exit(const Args& a, const std::string& what);
 

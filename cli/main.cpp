@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/kernels.h"
 #include "cli/command.h"
 #include "core/limits.h"
 
@@ -16,6 +17,8 @@ std::vector<Command>& commands() {
   static std::vector<Command> c;
   return c;
 }
+
+extern const char kGitCommit[];  // generated/git_commit.cpp (cmake/git_commit.cmake)
 
 int fail(const Args& args, const std::string& msg) {
   std::fprintf(stderr, "pipit %s: error: %s\n", args.command().c_str(), msg.c_str());
@@ -33,13 +36,27 @@ static void print_help() {
   std::printf("\nRun `pipit <command> --help` for its options.\n");
 }
 
+// The version, the commit it was built from, the compiler and the CPU kernels this machine runs (the ISA level
+// chosen at start-up from CPUID, lowered by PIPIT_CPU_MAX_ISA): what a bug report needs.
+static void print_version() {
+#if defined(__clang__)
+  const char* compiler = "clang " __clang_version__;
+#elif defined(__GNUC__)
+  const char* compiler = "gcc " __VERSION__;
+#else
+  const char* compiler = "unknown compiler";
+#endif
+  std::printf("pipit %s\ncommit: %s\ncompiler: %s\nkernels: %s\n", PIPIT_VERSION, pipit::cli::kGitCommit, compiler,
+              pipit::kernels().name.c_str());
+}
+
 int main(int argc, char** argv) {
   if (argc < 2 || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help")) {
     print_help();
     return argc < 2 ? 1 : 0;
   }
-  if (!std::strcmp(argv[1], "--version")) {
-    std::printf("pipit %s\n", PIPIT_VERSION);
+  if (!std::strcmp(argv[1], "--version") || !std::strcmp(argv[1], "-V")) {
+    print_version();
     return 0;
   }
   for (auto& c : pipit::cli::commands()) {
@@ -57,6 +74,13 @@ int main(int argc, char** argv) {
       }
     }
   }
-  std::fprintf(stderr, "pipit: error: unknown command '%s' (see pipit --help)\n", argv[1]);
+  std::vector<std::string> names;
+  for (auto& c : pipit::cli::commands()) names.push_back(c.name);
+  const std::string near = pipit::cli::closest_match(argv[1], names);
+  if (!near.empty())
+    std::fprintf(stderr, "pipit: error: unknown command '%s'; did you mean '%s'? (see pipit --help)\n", argv[1],
+                 near.c_str());
+  else
+    std::fprintf(stderr, "pipit: error: unknown command '%s' (see pipit --help)\n", argv[1]);
   return 1;
 }

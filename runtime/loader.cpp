@@ -80,6 +80,21 @@ Status load_tokenizer(const Checkpoint& c, LoadedModel& lm) {
   return Status::ok();
 }
 
+// The model's own prompt format when the checkpoint's tokenizer has no template (models/chat_format.h).
+void use_builtin_template(LoadedModel& lm) {
+#ifdef PIPIT_WITH_TOKENIZER
+  if (auto* hf = dynamic_cast<HfTokenizer*>(lm.tokenizer.get()); hf && hf->config().chat_template.empty()) {
+    if (const char* t = builtin_chat_template(lm.config.model_type())) {
+      TokenizerConfig tc = hf->config();
+      tc.chat_template = t;
+      hf->set_config(std::move(tc));
+    }
+  }
+#else
+  (void)lm;
+#endif
+}
+
 // The model's view of its weights when it runs on a device: each tensor is uploaded the first time the model asks
 // for it (tied embeddings / output head share one upload); a vision tower's tensors stay on the host (it runs on
 // the CPU; mixed placement).
@@ -221,21 +236,17 @@ Result<LoadedModel> load_model_impl(const std::string& path, const LoadOptions& 
   }
   merge_generation_config(lm);
   PIPIT_TRY(load_tokenizer(c, lm));
-#ifdef PIPIT_WITH_TOKENIZER
-  // the model's own prompt format when the checkpoint's tokenizer has no template (models/chat_format.h)
-  if (auto* hf = dynamic_cast<HfTokenizer*>(lm.tokenizer.get()); hf && hf->config().chat_template.empty()) {
-    if (const char* t = builtin_chat_template(lm.config.model_type())) {
-      TokenizerConfig tc = hf->config();
-      tc.chat_template = t;
-      hf->set_config(std::move(tc));
-    }
-  }
-#endif
+  use_builtin_template(lm);
 #if defined(__GLIBC__)
   // Parsing tokenizer.json (11 MB for Qwen) builds a JSON tree of ~100 MB that is freed once the tokenizer has its
   // tables; glibc keeps those pages unless asked, and they would stay resident for the life of the process.
   if (lm.tokenizer) malloc_trim(0);
 #endif
+  // A tokenizer of another model (a folder mixed up, a GGUF with the wrong vocab) would fail at the first id past the
+  // embedding table, in the middle of a generation; say it here, with both sizes.
+  if (opt.need_tokenizer && lm.tokenizer && lm.tokenizer->vocab_size() > lm.model->info().n_vocab)
+    return Error::format("[load] {}: the tokenizer has {} tokens but the model's vocabulary has {}: the tokenizer "
+                         "belongs to another model", path, lm.tokenizer->vocab_size(), lm.model->info().n_vocab);
   if (opt.need_tokenizer && !lm.tokenizer) {
     if (!c.tokenizer_error.empty())
       return Error::unsupported("[load] {}: this command needs a tokenizer, and the file's could not be read: {}",
@@ -246,6 +257,25 @@ Result<LoadedModel> load_model_impl(const std::string& path, const LoadOptions& 
 }
 
 }  // namespace
+
+Result<std::shared_ptr<Tokenizer>> load_tokenizer(const std::string& path) {
+  if (is_directory(path)) return Tokenizer::load_dir(path);
+  LoadedModel lm;
+  try {
+    PIPIT_ASSIGN_OR_RETURN(Checkpoint c, open_checkpoint(path));
+    lm.config = HfConfig(c.config);
+    PIPIT_TRY(load_tokenizer(c, lm));
+    if (!lm.tokenizer) {
+      if (!c.tokenizer_error.empty())
+        return Error::unsupported("[load] {}: the file's tokenizer could not be read: {}", path, c.tokenizer_error);
+      return Error::not_found("[load] {}: the file holds no tokenizer", path);
+    }
+  } catch (const std::bad_alloc&) {
+    return Error::unavailable("[load] {}: out of memory while loading its tokenizer", path);
+  }
+  use_builtin_template(lm);
+  return lm.tokenizer;
+}
 
 Result<LoadedModel> load_model(const std::string& path, const LoadOptions& opt) {
   // Sizes a file declares are checked before they are allocated (HfConfig::validate_sizes, the readers' header

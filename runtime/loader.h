@@ -46,6 +46,9 @@ struct LoadOptions {
 };
 
 Result<LoadedModel> load_model(const std::string& path, const LoadOptions& opt = {});
+// Only the tokenizer (with its chat template) of what -m points at: an HF directory, a .pipit or a .gguf file; no
+// model is built (`pipit tokenize`, `pipit template`). An error when the file has none.
+Result<std::shared_ptr<Tokenizer>> load_tokenizer(const std::string& path);
 
 // A WeightSource over an in-memory map of tensors (safetensors set, tests).
 class MapWeightSource : public WeightSource {

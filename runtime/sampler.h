@@ -8,6 +8,8 @@
 #include <span>
 #include <vector>
 
+#include "core/status.h"
+
 namespace pipit {
 
 struct SamplerParams {
@@ -67,5 +69,21 @@ class Sampler {
 };
 
 int32_t argmax(std::span<const float> x);
+
+// The names validate() gives each setting in its message: the server's JSON fields by default; the CLI passes its
+// option names ("--temp").
+struct SamplerNames {
+  const char* temperature = "temperature";
+  const char* top_k = "top_k";
+  const char* top_p = "top_p";
+  const char* min_p = "min_p";
+  const char* repetition_penalty = "repetition_penalty";
+  const char* presence_penalty = "presence_penalty";
+  const char* frequency_penalty = "frequency_penalty";
+};
+// One rule for every front end (CLI options, server requests): each setting finite and in its range (OpenAI's where
+// it has one). An invalid_argument naming the first setting out of range; `bad` (when given) gets its name.
+// runtime/sampler_params.cpp.
+Status validate(const SamplerParams& p, const SamplerNames& names = {}, const char** bad = nullptr);
 
 }  // namespace pipit

@@ -300,15 +300,18 @@ std::optional<ApiError> parse_common(const json& body, const RequestPolicy& poli
 
   SamplerParams& s = out.params.sampler;
   s = policy.defaults;
-  PIPIT_API_TRY(read_float(body, "temperature", 0, 2, s.temperature));
-  PIPIT_API_TRY(read_float(body, "top_p", 0, 1, s.top_p));
-  PIPIT_API_TRY(read_float(body, "min_p", 0, 1, s.min_p));
-  PIPIT_API_TRY(read_float(body, "presence_penalty", -2, 2, s.presence_penalty));
-  PIPIT_API_TRY(read_float(body, "frequency_penalty", -2, 2, s.frequency_penalty));
-  PIPIT_API_TRY(read_float(body, "repetition_penalty", 0.01, 10, s.repetition_penalty));
+  // read as any float here; the ranges are validate()'s (runtime/sampler.h), the same rule as the CLI's options
+  constexpr double kF = std::numeric_limits<float>::max();
+  const std::pair<const char*, float*> floats[] = {
+      {"temperature", &s.temperature}, {"top_p", &s.top_p}, {"min_p", &s.min_p},
+      {"presence_penalty", &s.presence_penalty}, {"frequency_penalty", &s.frequency_penalty},
+      {"repetition_penalty", &s.repetition_penalty}};
+  for (auto [name, v] : floats) PIPIT_API_TRY(read_float(body, name, -kF, kF, *v));
   int64_t top_k = s.top_k;
   PIPIT_API_TRY(read_int(body, "top_k", -1, std::max(policy.n_vocab, 1), top_k));
   s.top_k = int(top_k);
+  const char* bad = nullptr;
+  if (Status st = validate(s, {}, &bad); !st) return bad_request(st.message(), bad ? bad : "");
   int64_t ngram = out.params.no_repeat_ngram_size;  // -1: the model's default
   PIPIT_API_TRY(read_int(body, "no_repeat_ngram_size", -1, Limits::kMaxNoRepeatNgram, ngram));
   out.params.no_repeat_ngram_size = int(ngram);

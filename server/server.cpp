@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <new>
 
 #include "runtime/multimodal.h"
@@ -361,13 +363,24 @@ Server::~Server() = default;
 
 Status Server::bind() {
   auto& i = *impl_;
+  // httplib's default sets SO_REUSEPORT, which lets a second server bind a port one already listens on (the kernel
+  // then spreads connections over both). SO_REUSEADDR alone still allows a restart over TIME_WAIT connections.
+  i.http.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
+  errno = 0;
   if (i.st.opt.port == 0) {
     i.port = i.http.bind_to_any_port(i.st.opt.host);
     if (i.port <= 0) return Error::io("[serve] cannot listen on {} (any port)", i.st.opt.host);
   } else {
-    if (!i.http.bind_to_port(i.st.opt.host, i.st.opt.port))
-      return Error::io("[serve] cannot listen on {}:{} (in use, or not an address of this machine?)", i.st.opt.host,
-                       i.st.opt.port);
+    if (!i.http.bind_to_port(i.st.opt.host, i.st.opt.port)) {
+      if (errno == EADDRINUSE)  // what bind() left: httplib only closes the socket after it
+        return Error::io("[serve] cannot listen on {}:{}: address already in use (another server? choose --port)",
+                         i.st.opt.host, i.st.opt.port);
+      return Error::io("[serve] cannot listen on {}:{}: {}", i.st.opt.host, i.st.opt.port,
+                       errno ? std::strerror(errno) : "not an address of this machine?");
+    }
     i.port = i.st.opt.port;
   }
   i.http.widen_backlog(1024);

@@ -98,6 +98,29 @@ class Chat(unittest.TestCase):
         self.assertEqual(turns[1], turns[6])  # after /clear the same question gets the same answer
         self.assertEqual([int(x.split()[0]) for x in err.split("[reused")[1:]], [0, 22, 0], err)
 
+    def test_context_full_is_said(self):
+        """An answer cut by a full context ends with a marker, not as if the model had finished (issue 36)."""
+        out, _ = self.run_piped(MODEL, "Write a long story\n", "-n", "-1", "-c", "48", "--ignore-eos")
+        self.assertIn("[context full (48 tokens): the answer is cut", out)
+        out, _ = self.run_piped(MODEL, "Hello there\n", "-n", "4")
+        self.assertNotIn("[context full", out)
+
+    def test_image_paths_as_typed(self):
+        """/image takes a path quoted, with escaped spaces (a file dragged onto a terminal) or under ~ (issue 36)."""
+        import shutil
+        import tempfile
+        img = os.path.join(TESTDATA, "models", "qwen2_vl", "img_100x75.png")
+        with tempfile.TemporaryDirectory() as home:
+            os.mkdir(os.path.join(home, "my pics"))
+            shutil.copy(img, os.path.join(home, "my pics", "cat.png"))
+            typed = ["'~/my pics/cat.png'", '"%s/my pics/cat.png"' % home, "~/my\\ pics/cat.png",
+                     "  %s/my\\ pics/cat.png  " % home]
+            r = subprocess.run(chat(VL_MODEL, "-n", "4"), input="".join("/image %s\n" % t for t in typed),
+                               capture_output=True, text=True, timeout=300, env=dict(os.environ, HOME=home))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr.count("attached to your next message"), len(typed), r.stdout + r.stderr)
+        self.assertNotIn("error", r.stdout)
+
     def test_answers_equal_the_servers(self):
         """The reused cache gives what the server computes for the whole conversation at once."""
         out, _ = self.run_piped(MODEL, "Hello there\nHow are you?\nAnd then?\n", "-n", "12")

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -12,6 +13,7 @@
 
 #include "core/storage.h"
 #include "format/safetensors.h"
+#include "tests/e2e/cli_run_util.h"
 #include "tests/test_util.h"
 
 namespace fs = std::filesystem;
@@ -19,21 +21,8 @@ namespace fs = std::filesystem;
 namespace pipit {
 namespace {
 
-struct RunResult {
-  int code;
-  std::string out;  // stdout + stderr
-};
-
-RunResult run_cli(const std::string& args) {
-  std::string cmd = std::string(PIPIT_BINARY_DIR) + "/pipit " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  int st = pclose(p);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), out};
-}
+using test::run_cli;
+using test::RunResult;
 
 class CliErrors : public ::testing::Test {
  protected:
@@ -145,6 +134,39 @@ TEST_F(CliErrors, LogitsInputLongerThanContext) {
 }
 
 TEST_F(CliErrors, UnknownOption) { expect_error(run_cli("run --frobnicate"), "unknown option '--frobnicate'"); }
+
+// A text model with a chat template, given an image: the text-only error, before the template sees an image item it
+// has no use for (this template, like many, calls a string method on the content and failed inside Jinja).
+TEST_F(CliErrors, ImageOnTextModelWithTemplate) {
+  fs::path m = copy_model("stories260k");
+  std::ofstream(m / "tokenizer_config.json")
+      << R"({"bos_token": "<s>", "eos_token": "</s>", "chat_template": )"
+         R"("{% for m in messages %}{{ m['content'].strip() }}{% endfor %}"})";
+  auto r = run_cli("run -m " + m.string() + " -p hi -n 1 --image " + test::model_dir("qwen2_vl") + "/img_100x75.png");
+  expect_error(r, "text-only model");
+  EXPECT_EQ(r.out.find("startswith"), std::string::npos) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+}
+
+// Qwen3's tokenizer (151669 tokens) in a folder whose model has 512: refused at load with both sizes, not at the first
+// token id past the embeddings.
+TEST_F(CliErrors, TokenizerOfAnotherModel) {
+  fs::path m = copy_model("stories260k");
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
+    fs::copy_file(test::testdata() + "/tokenizers/qwen3/" + f, m / f, fs::copy_options::overwrite_existing);
+  auto r = run_cli("run -m " + m.string() + " -p hi -n 4");
+  expect_error(r, "the tokenizer has 151669 tokens but the model's vocabulary has 512");
+}
+
+// No -p: one line saying what is missing, not the whole usage (stdin is not a pipe here, so it is not read).
+TEST_F(CliErrors, RunWithoutPrompt) {
+  auto r = run_cli("run -m " + test::model_dir("stories260k") + " < /dev/null");
+  expect_error(r, "no prompt: give -p TEXT");
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  auto no_model = run_cli("run -p hi");
+  expect_error(no_model, "no model: give -m MODEL");
+  EXPECT_EQ(std::count(no_model.out.begin(), no_model.out.end(), '\n'), 1) << no_model.out;
+}
 
 TEST_F(CliErrors, BadNumber) {
   expect_error(run_cli("run -m " + test::model_dir("stories260k") + " -p hi --temp abc"), "'abc' is not a number");

@@ -457,7 +457,7 @@ def cli_cases(s):
         s.add("cli", "-c " + v, run + ["-c", v], needle="-c")
     for v in ["0", "-1", "100000", str(2 ** 40), "x"]:
         s.add("cli", "-t " + v, run + ["-t", v], needle="-t")
-    for v in ["-1", "x", "1e3"]:
+    for v in ["-2", "x", "1e3"]:  # -1 is llama.cpp's "until the context is full"
         s.add("cli", "-n " + v, run[:-2] + ["-n", v], needle="-n")
     s.add("cli", "-n 2^40", run[:-2] + ["-n", str(2 ** 40), "-c", "64"], "either")
     for opt, vals in [("--temp", ["nan", "inf", "-inf", "1e400", "x"]), ("--top-p", ["nan", "inf"]),
