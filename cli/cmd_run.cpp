@@ -98,12 +98,12 @@ int cmd_run(Args& a) {
   auto print = [](const std::string& piece, int32_t) {
     std::fputs(piece.c_str(), stdout);
     std::fflush(stdout);
-    return !interrupted();
+    return !interrupted() && !std::ferror(stdout);  // stdout full or closed: no point in generating on
   };
   s.set_progress(prefill_progress());
   auto res = mm ? generate(s, &tok, *mm, *gp, print) : generate(s, &tok, *ids, *gp, print);
   std::fputs("\n", stdout);
-  std::fflush(stdout);
+  if (const std::string err = stdout_error(); !err.empty()) return fail(a, err);
   if (!res && res.status().code() == Code::kCancelled && interrupted())
     return interrupted_exit(a, fmt("during the prompt, after {} of {} tokens", s.n_past(), n_prompt));
   if (!res) return fail(a, res.status().message());

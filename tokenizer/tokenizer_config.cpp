@@ -1,6 +1,7 @@
 // Loading: Tokenizer::load / load_dir, and tokenizer_config.json (chat template(s), bos/eos/pad/unk token strings).
 #include <filesystem>
 
+#include "core/json_depth.h"
 #include "core/storage.h"
 #include "tokenizer/hf_tokenizer.h"
 
@@ -11,6 +12,8 @@ using nlohmann::json;
 namespace {
 
 Result<json> parse_json(std::string_view text, const char* what) {
+  if (json_depth(text) > kMaxJsonDepth)
+    return Error::format("[{}] JSON nested deeper than {} levels", what, kMaxJsonDepth);
   try {
     return json::parse(text.begin(), text.end());
   } catch (const json::exception& e) {
@@ -68,6 +71,8 @@ namespace {
 
 // Parses tokenizer.json, moving the entries of model.vocab and model.merges into `tables` instead of the tree.
 Result<json> parse_tokenizer_json(std::string_view text, tok::BpeTables& tables) {
+  if (json_depth(text) > kMaxJsonDepth)
+    return Error::format("[tokenizer.json] JSON nested deeper than {} levels", kMaxJsonDepth);
   std::string top_key, model_key;
   bool in_vocab = false, in_merges = false;
   std::string vocab_key;
