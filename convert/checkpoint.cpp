@@ -8,6 +8,7 @@
 #include "convert/gpt_oss_import.h"
 #include "convert/torch_checkpoint.h"
 #include "core/json_depth.h"
+#include "core/optional_file.h"
 #include "core/storage.h"
 #include "core/utf8_check.h"
 #include "format/gguf.h"
@@ -150,13 +151,15 @@ Result<Checkpoint> open_pipit(const std::string& path) {
 }  // namespace
 
 Status read_hf_side_files(const std::string& dir, Checkpoint& c) {
-  if (file_exists(dir + "/generation_config.json")) {
+  PIPIT_ASSIGN_OR_RETURN(bool has_generation_config, optional_file(dir + "/generation_config.json"));
+  if (has_generation_config) {
     auto g = read_json_object(dir + "/generation_config.json");
     if (g.is_ok()) c.generation_config = *g;  // a broken generation_config.json is not worth failing for
   }
   for (auto& [key, file] : kSideTexts) {
     const std::string p = dir + "/" + file;
-    if (!file_exists(p)) continue;
+    PIPIT_ASSIGN_OR_RETURN(bool present, optional_file(p));
+    if (!present) continue;
     PIPIT_ASSIGN_OR_RETURN(std::string text, read_file(p));
     // stored as a JSON string in a .pipit header, parsed as JSON or a template: it must be UTF-8
     if (const size_t bad = utf8_error_offset(text); bad != std::string::npos)

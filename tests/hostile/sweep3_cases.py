@@ -10,6 +10,8 @@
             wrong-typed fields in a .pipit header
   floats    config floats that made every logit NaN (rope_theta 0 / -1 / 1e-300, negative eps, soft-caps, scales)
   stdout    run, tokenize, inspect, template, bench with stdout on /dev/full: exit 1, not 0
+  sidefiles tokenizer_config.json, generation_config.json, chat_template.jinja, tokenizer.json that are a
+            directory, a FIFO or a device: an error naming the file, not silently ignored
 Every case runs under the suite's time and RSS bounds.
 """
 import json
@@ -347,6 +349,26 @@ def stdout_cases(s):
         s.add("stdout", label + " > /dev/full", argv, needle="stdout", stdout="/dev/full")
 
 
+def sidefile_cases(s):
+    """A model folder's optional files that are a directory, a FIFO or a device: an error naming the file, not
+    silently ignored (a FIFO must not block the load either)."""
+    for fname in ["tokenizer_config.json", "generation_config.json", "chat_template.jinja", "tokenizer.json"]:
+        for label in ["a directory", "a FIFO", "a device"]:
+            d = s.copy_model("stories260k", skip=(fname,))
+            p = os.path.join(d, fname)
+            if label == "a directory":
+                os.makedirs(p)
+            elif label == "a FIFO":
+                os.mkfifo(p)
+            else:
+                os.symlink("/dev/zero", p)
+            for cmd in (["run", "-m", d, "-p", "x", "-n", "2", "-t", "1"], ["tokenize", "-m", d, "-p", "x"],
+                        ["convert", d, "-o", os.path.join(d, "m.pipit"), "--quiet"]):
+                if cmd[0] == "tokenize" and fname == "generation_config.json":
+                    continue  # the tokenizer does not read it
+                s.add("sidefiles", "%s %s is %s" % (cmd[0], fname, label), cmd, needle=fname)
+
+
 def add_all(s, inp):
     """Called by hostile_test.py before the setup conversion; pipit_header_cases is called after it."""
     output_cases(s, inp)
@@ -355,3 +377,4 @@ def add_all(s, inp):
     internal_cases(s)
     float_cases(s, inp)
     stdout_cases(s)
+    sidefile_cases(s)
