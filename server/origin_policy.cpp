@@ -159,9 +159,9 @@ Result<std::vector<std::string>> parse_cors_origins(const std::vector<std::strin
                                      "port only), or *", quoted(item));
     // the form browsers send: lowercase, the scheme's default port left out, IPv6 in brackets
     const bool v6 = host.find(':') != std::string::npos;
-    std::string o = scheme + "://";
-    o += v6 ? '[' + host + ']' : host;
-    if (port >= 0 && port != default_port(scheme)) o += ":" + std::to_string(port);
+    std::string o = scheme;
+    o.append("://").append(v6 ? "[" : "").append(host).append(v6 ? "]" : "");
+    if (port >= 0 && port != default_port(scheme)) o.append(":").append(std::to_string(port));
     out.push_back(o);
   }
   return out;
@@ -206,10 +206,10 @@ std::string preflight_allow_headers(std::string_view requested) {
   std::string req(requested.substr(0, 4096));
   for (const std::string& item : split_commas({req})) {
     const std::string name = lower(item);
-    const bool token = !name.empty() && name.size() <= 64 &&
-                       std::all_of(name.begin(), name.end(), [](char c) {
-                         return std::isalnum(static_cast<unsigned char>(c)) || (c != 0 && std::strchr("!#$%&'*+-.^_`|~", c));
-                       });
+    auto token_char = [](char c) {  // RFC 9110 tchar
+      return std::isalnum(static_cast<unsigned char>(c)) || (c != 0 && std::strchr("!#$%&'*+-.^_`|~", c));
+    };
+    const bool token = !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), token_char);
     if (token && names.size() < 64 && std::find(names.begin(), names.end(), name) == names.end())
       names.push_back(name);
   }

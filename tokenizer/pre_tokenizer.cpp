@@ -300,7 +300,8 @@ Result<std::unique_ptr<PreTokenizer>> parse_pre_tokenizer(const json& j, const s
     PIPIT_ASSIGN_OR_RETURN(const json* arr, f.array("pretokenizers"));
     std::vector<std::unique_ptr<PreTokenizer>> items;
     for (size_t i = 0; i < arr->size(); ++i) {
-      PIPIT_ASSIGN_OR_RETURN(auto item, parse_pre_tokenizer((*arr)[i], fmt("{}.pretokenizers[{}]", where, i), depth + 1));
+      PIPIT_ASSIGN_OR_RETURN(auto item,
+                             parse_pre_tokenizer((*arr)[i], fmt("{}.pretokenizers[{}]", where, i), depth + 1));
       items.push_back(std::move(item));
     }
     p = std::make_unique<SequencePre>(std::move(items));
