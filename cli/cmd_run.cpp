@@ -162,7 +162,7 @@ int cmd_run(Args& a) {
     flush_echo();
     std::fputs(piece.c_str(), stdout);
     std::fflush(stdout);
-    return !interrupted();
+    return !interrupted() && !std::ferror(stdout);  // stdout full or closed: no point in generating on
   };
   const bool quiet = a.get_flag("--quiet");
   s.set_progress(prefill_progress(quiet));
@@ -170,6 +170,7 @@ int cmd_run(Args& a) {
   if (res) flush_echo();
   if (!json) std::fputs("\n", stdout);
   std::fflush(stdout);
+  if (const std::string err = stdout_error(); !err.empty()) return fail(a, err);
   if (!res && res.status().code() == Code::kCancelled && interrupted())
     return interrupted_exit(a, fmt("during the prompt, after {} of {} tokens", s.n_past(), n_prompt));
   if (!res) return fail(a, res.status().message());

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include "cli/common.h"
 #include "runtime/engine.h"
 #include "server/local_files.h"
+#include "server/origin_policy.h"
 #include "server/server.h"
 
 namespace pipit::cli {
@@ -50,6 +52,10 @@ int cmd_serve(Args& a) {
            "recurrent models)");
   a.option({"--draft-max"}, "with --lookup or --draft: guesses per step", "8");
   a.option({"--api-key"}, "require 'Authorization: Bearer KEY' (default: the PIPIT_API_KEY variable, else none)");
+  a.multi({"--allow-host"}, "with a loopback --host: another Host name to answer (repeatable or a comma list; * "
+          "for any); by default only localhost names are answered, against DNS rebinding");
+  a.multi({"--cors"}, "origins whose web pages may call the server (CORS), e.g. http://localhost:3000 (repeatable "
+          "or a comma list; * for any); by default cross-origin browser requests are refused");
   a.option({"--max-body"}, "largest request body in bytes (compressed bodies are refused)", "33554432");
   a.option({"--max-prompt-tokens"}, "longest prompt in tokens; longer ones get a 400 (default: the context - 1)");
   a.option({"--read-timeout"}, "seconds a client has to send a request's head, and its body (+1 s per MiB)", "10");
@@ -115,6 +121,14 @@ int cmd_serve(Args& a) {
   opt.api_key = a.get("--api-key");
   if (opt.api_key.empty())
     if (const char* k = std::getenv("PIPIT_API_KEY")) opt.api_key = k;
+  {
+    auto hosts = server::parse_allow_hosts(a.get_all("--allow-host"));
+    if (!hosts) return fail(a, hosts.status().message());
+    auto origins = server::parse_cors_origins(a.get_all("--cors"));
+    if (!origins) return fail(a, origins.status().message());
+    opt.allow_hosts = *hosts;
+    opt.cors_origins = *origins;
+  }
   if (a.has("--allow-local-files")) {
     auto dir = server::shared_directory(a.get("--allow-local-files"));
     if (!dir) return fail(a, dir.status().message());
@@ -189,6 +203,9 @@ int cmd_serve(Args& a) {
   std::fprintf(stderr, "pipit serve: %s on http://%s:%d (%d slots x %d tokens, %s)%s\n", opt.model_name.c_str(),
                opt.host.c_str(), srv.port(), engine.n_slots(), engine.n_ctx(),
                lm->model->vision() ? "text + images" : "text", opt.api_key.empty() ? "" : ", API key required");
+  if (std::count(opt.cors_origins.begin(), opt.cors_origins.end(), "*") && opt.api_key.empty())
+    std::fprintf(stderr, "pipit serve: warning: --cors * with no API key: any web page you visit can use this "
+                 "server; set --api-key (or PIPIT_API_KEY)\n");
   std::fprintf(stderr, "pipit serve: listening on http://%s:%d\n", opt.host.c_str(), srv.port());
   std::fflush(stderr);
   Status st = srv.run();

@@ -117,10 +117,11 @@ int cmd_template(Args& a) {
     auto text = apply_chat_template(t, *m, !a.has("--no-generation-prompt"), kwargs);
     if (!text) return fail(a, text.status().message());
     std::fwrite(text->data(), 1, text->size(), stdout);
-    return std::fflush(stdout) == 0 ? 0 : fail(a, "cannot write the output");
+    const std::string err = stdout_error();
+    return err.empty() ? 0 : fail(a, err);
   }
   if (Status st = for_each_line(a.get("--jsonl"), t, kwargs); !st) return fail(a, st.message());
-  if (std::fflush(stdout) != 0) return fail(a, "cannot write the output");
+  if (const std::string err = stdout_error(); !err.empty()) return fail(a, err);
   return 0;
 }
 

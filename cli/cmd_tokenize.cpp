@@ -127,7 +127,7 @@ int cmd_tokenize(Args& a) {
     return decode ? decode_line(t, j) : encode_line(t, j);
   });
   if (!st) return fail(a, st.message());
-  if (std::fflush(stdout) != 0) return fail(a, "cannot write the output");
+  if (const std::string err = stdout_error(); !err.empty()) return fail(a, err);
   return 0;
 }
 

@@ -28,5 +28,8 @@ struct CommandRegistrar {
 
 // Prints "pipit <cmd>: error: <msg>" to stderr and returns 1.
 int fail(const Args& args, const std::string& msg);
+// What a command printed must reach stdout: when a write to it failed (a full disk, /dev/full, a closed reader), the
+// error line to report (exit 1); "" when stdout is fine. main() checks it after every command.
+std::string stdout_error();
 
 }  // namespace pipit::cli

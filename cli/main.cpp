@@ -1,6 +1,7 @@
 // pipit: the command-line entry point. Dispatches `pipit <command> ...` to the registered subcommands.
-#include <cstdio>
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <new>
@@ -21,8 +22,22 @@ std::vector<Command>& commands() {
 extern const char kGitCommit[];  // generated/git_commit.cpp (cmake/git_commit.cmake)
 
 int fail(const Args& args, const std::string& msg) {
-  std::fprintf(stderr, "pipit %s: error: %s\n", args.command().c_str(), msg.c_str());
+  std::fprintf(stderr, "pipit%s%s: error: %s\n", args.command().empty() ? "" : " ", args.command().c_str(),
+               msg.c_str());
   return 1;
+}
+
+std::string stdout_error() {
+  errno = 0;
+  if (std::fflush(stdout) == 0 && !std::ferror(stdout)) return "";
+  return std::string("cannot write the output to stdout: ") +
+         (errno ? std::strerror(errno) : "a write failed (a full disk or device, or a closed reader)");
+}
+
+// A command that succeeded but whose output did not reach stdout failed: exit 1 with one line, not a silent 0.
+int finish_stdout(const Args& args, int rc) {
+  const std::string err = stdout_error();
+  return err.empty() || rc != 0 ? rc : fail(args, err);
 }
 
 }  // namespace pipit::cli
@@ -51,13 +66,14 @@ static void print_version() {
 }
 
 int main(int argc, char** argv) {
+  const pipit::cli::Args top("", {});
   if (argc < 2 || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help")) {
     print_help();
-    return argc < 2 ? 1 : 0;
+    return pipit::cli::finish_stdout(top, argc < 2 ? 1 : 0);
   }
   if (!std::strcmp(argv[1], "--version") || !std::strcmp(argv[1], "-V")) {
     print_version();
-    return 0;
+    return pipit::cli::finish_stdout(top, 0);
   }
   for (auto& c : pipit::cli::commands()) {
     if (std::strcmp(c.name, argv[1]) == 0) {
@@ -65,7 +81,7 @@ int main(int argc, char** argv) {
       // The library returns errors as Status; an exception reaching here is an allocation that failed on a full
       // machine (or a bug): one line and exit 1, never std::terminate's abort.
       try {
-        return c.fn(args);
+        return pipit::cli::finish_stdout(args, c.fn(args));
       } catch (const std::bad_alloc&) {
         return pipit::cli::fail(args, "out of memory (" + pipit::format_bytes(pipit::available_memory()) +
                                           " available now); a smaller -c, -b or model needs less");

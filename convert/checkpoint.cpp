@@ -7,7 +7,10 @@
 #include "convert/gguf_import.h"
 #include "convert/gpt_oss_import.h"
 #include "convert/torch_checkpoint.h"
+#include "core/json_depth.h"
+#include "core/optional_file.h"
 #include "core/storage.h"
+#include "core/utf8_check.h"
 #include "format/gguf.h"
 #include "format/pipit_format.h"
 #include "format/safetensors.h"
@@ -36,6 +39,8 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 
 Result<nlohmann::json> read_json_object(const std::string& path) {
   PIPIT_ASSIGN_OR_RETURN(std::string text, read_file(path));
+  if (json_depth(text) > kMaxJsonDepth)
+    return Error::format("[load] {}: JSON nested deeper than {} levels", path, kMaxJsonDepth);
   auto j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return Error::format("[load] {}: not a JSON object", path);
   return j;
@@ -146,14 +151,19 @@ Result<Checkpoint> open_pipit(const std::string& path) {
 }  // namespace
 
 Status read_hf_side_files(const std::string& dir, Checkpoint& c) {
-  if (file_exists(dir + "/generation_config.json")) {
+  PIPIT_ASSIGN_OR_RETURN(bool has_generation_config, optional_file(dir + "/generation_config.json"));
+  if (has_generation_config) {
     auto g = read_json_object(dir + "/generation_config.json");
     if (g.is_ok()) c.generation_config = *g;  // a broken generation_config.json is not worth failing for
   }
   for (auto& [key, file] : kSideTexts) {
     const std::string p = dir + "/" + file;
-    if (!file_exists(p)) continue;
+    PIPIT_ASSIGN_OR_RETURN(bool present, optional_file(p));
+    if (!present) continue;
     PIPIT_ASSIGN_OR_RETURN(std::string text, read_file(p));
+    // stored as a JSON string in a .pipit header, parsed as JSON or a template: it must be UTF-8
+    if (const size_t bad = utf8_error_offset(text); bad != std::string::npos)
+      return Error::format("[load] {}: not valid UTF-8 (byte {} of {})", p, bad, text.size());
     c.texts[key] = std::move(text);
   }
   return Status::ok();

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "backends/cpu/kernels.h"
+#include "core/output_file.h"
 #include "core/panels.h"
 #include "core/threads.h"
 #include "format/pipit_format.h"
@@ -227,6 +228,8 @@ Result<ConvertReport> convert_checkpoint(const Checkpoint& c, const ConvertOptio
 }
 
 Result<ConvertReport> convert_file(const std::string& input, const ConvertOptions& opt) {
+  // the output path first: a device, directory or dangling link is refused before a long conversion, not after
+  if (!opt.output.empty()) PIPIT_TRY(replaceable_output(opt.output, "[convert]").status());
   PIPIT_ASSIGN_OR_RETURN(Checkpoint c, open_checkpoint(input));
   return convert_checkpoint(c, opt);
 }

@@ -2,6 +2,7 @@
 #include "convert/recipe.h"
 
 #include "backends/cpu/kernels.h"
+#include "core/json_depth.h"
 #include "core/storage.h"
 
 #include <algorithm>
@@ -113,6 +114,8 @@ DType kquant_fallback(DType t) {
 
 Result<Recipe> Recipe::parse(const std::string& text, const std::string& origin) {
   const std::string ctx = "[recipe] " + origin;
+  if (json_depth(text) > kMaxJsonDepth)
+    return Error::format("{}: JSON nested deeper than {} levels", ctx, kMaxJsonDepth);
   auto j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("rules") || !j["rules"].is_array())
     return Error::format("{}: expected a JSON object {\"rules\": [{\"pattern\": ..., \"dtype\": ...}, ...]}", ctx);

@@ -261,6 +261,10 @@ Result<GgufFile> GgufFile::parse(const uint8_t* data, size_t size, std::shared_p
     PIPIT_TRY(c.read(&t.offset, "a tensor offset"));
     const GgmlTypeInfo* ti = ggml_type_info(t.type);
     if (!ti) return Error::format("{}: unknown ggml type {}", tctx, t.type);
+    // A dimension of 0 is a tensor with no elements: no model has one, and the importers divide by dimensions
+    // (bytes per expert, rows per head), so it is refused here, where the tensor can be named.
+    for (size_t i = 0; i < t.ne.size(); ++i)
+      if (t.ne[i] == 0) return Error::format("{}: dimension {} is 0 (a tensor needs elements)", tctx, i);
     uint64_t numel = 1;
     for (auto d : t.ne) {
       if (d > (uint64_t(1) << 40) || (d && numel > (uint64_t(1) << 40) / d))

@@ -8,6 +8,8 @@
 
 #include <unistd.h>
 
+#include "core/json_depth.h"
+#include "core/output_file.h"
 #include "core/storage.h"
 
 namespace pipit {
@@ -29,6 +31,23 @@ uint64_t read_u64(const uint8_t* p) {
 
 const char* const kTextKeys[] = {"tokenizer", "tokenizer_config", "preprocessor_config", "processor_config",
                                  "chat_template"};
+
+// "generator" and "quantization" only describe the file (inspect prints them), but their types are checked here like
+// every other field, so no reader meets a string where it expects an object.
+Status check_descriptive_fields(const nlohmann::json& h, const std::string& ctx) {
+  if (h.contains("generator") && !h["generator"].is_string())
+    return Error::format("{}: 'generator' must be a string, got {}", ctx, h["generator"].type_name());
+  if (!h.contains("quantization")) return Status::ok();
+  const auto& q = h["quantization"];
+  if (!q.is_object()) return Error::format("{}: 'quantization' must be an object, got {}", ctx, q.type_name());
+  for (const char* k : {"quant", "target", "layout", "source_format"})
+    if (q.contains(k) && !q[k].is_string())
+      return Error::format("{}: 'quantization.{}' must be a string, got {}", ctx, k, q[k].type_name());
+  for (const char* k : {"rules", "fallbacks"})
+    if (q.contains(k) && !q[k].is_array())
+      return Error::format("{}: 'quantization.{}' must be a list, got {}", ctx, k, q[k].type_name());
+  return Status::ok();
+}
 
 // One entry of the "tensors" array, every field checked.
 Result<PipitTensorEntry> parse_entry(const nlohmann::json& j, size_t index, uint64_t data_bytes,
@@ -131,6 +150,8 @@ Result<PipitFile> PipitFile::parse(const uint8_t* data, size_t size, std::shared
   f.data_offset_ = data_offset;
 
   const char* hb = reinterpret_cast<const char*>(data) + kPipitPreambleBytes;
+  if (json_depth(std::string_view(hb, header_bytes)) > kMaxJsonDepth)
+    return Error::format("{}: the header JSON is nested deeper than {} levels", ctx, kMaxJsonDepth);
   f.header_ = nlohmann::json::parse(hb, hb + header_bytes, nullptr, /*allow_exceptions=*/false);
   if (f.header_.is_discarded() || !f.header_.is_object())
     return Error::format("{}: the header is not a JSON object", ctx);
@@ -144,6 +165,7 @@ Result<PipitFile> PipitFile::parse(const uint8_t* data, size_t size, std::shared
     return Error::format("{}: 'generation_config' must be an object", ctx);
   for (const char* k : kTextKeys)
     if (h.contains(k) && !h[k].is_string()) return Error::format("{}: '{}' must be a string", ctx, k);
+  PIPIT_TRY(check_descriptive_fields(h, ctx));
   if (!h.contains("tensors") || !h["tensors"].is_array())
     return Error::format("{}: header has no 'tensors' list", ctx);
 
@@ -185,8 +207,7 @@ bool is_pipit_file(const std::string& path) {
 Result<std::unique_ptr<PipitWriter>> PipitWriter::create(const std::string& path, nlohmann::json header,
                                                          const std::vector<Spec>& tensors) {
   std::unique_ptr<PipitWriter> w(new PipitWriter());
-  w->path_ = path;
-  w->tmp_path_ = path + ".tmp";
+  PIPIT_ASSIGN_OR_RETURN(w->path_, replaceable_output(path, "[pipit]"));
   nlohmann::json dir = nlohmann::json::array();
   uint64_t off = 0;
   for (auto& s : tensors) {
@@ -205,8 +226,7 @@ Result<std::unique_ptr<PipitWriter>> PipitWriter::create(const std::string& path
   const std::string text = header.dump();
   w->data_offset_ = align_up(kPipitPreambleBytes + text.size(), kAlign);
 
-  w->f_ = std::fopen(w->tmp_path_.c_str(), "wb");
-  if (!w->f_) return Error::io("[pipit] cannot create '{}': {}", w->tmp_path_, std::strerror(errno));
+  PIPIT_ASSIGN_OR_RETURN(w->f_, create_temp_beside(w->path_, &w->tmp_path_));
   std::setvbuf(w->f_, nullptr, _IOFBF, size_t(1) << 20);
   uint8_t pre[kPipitPreambleBytes] = {};
   std::memcpy(pre, kPipitMagic, 8);
@@ -225,7 +245,7 @@ Result<std::unique_ptr<PipitWriter>> PipitWriter::create(const std::string& path
 
 PipitWriter::~PipitWriter() {
   if (f_) std::fclose(f_);
-  if (!finished_) ::unlink(tmp_path_.c_str());
+  if (!finished_ && !tmp_path_.empty()) ::unlink(tmp_path_.c_str());
 }
 
 Status PipitWriter::write_raw(const void* p, size_t n) {
@@ -272,8 +292,7 @@ Status PipitWriter::finish() {
     return Error::io("[pipit] error closing '{}': {}", tmp_path_, std::strerror(errno));
   }
   f_ = nullptr;
-  if (std::rename(tmp_path_.c_str(), path_.c_str()) != 0)
-    return Error::io("[pipit] cannot rename '{}' to '{}': {}", tmp_path_, path_, std::strerror(errno));
+  PIPIT_TRY(commit_output(tmp_path_, path_, "[pipit]"));
   finished_ = true;
   return Status::ok();
 }

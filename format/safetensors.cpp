@@ -2,10 +2,14 @@
 #include "format/safetensors.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
-#include <fstream>
 
 #include <nlohmann/json.hpp>
+
+#include "core/json_depth.h"
+#include "core/output_file.h"
 
 namespace pipit {
 
@@ -49,6 +53,8 @@ Result<SafetensorsFile> SafetensorsFile::parse(const uint8_t* data, size_t size,
     return Error::format("{}: header length {} exceeds the file size {} (truncated or not a safetensors file)", ctx,
                          n, size);
   if (n > (100u << 20)) return Error::format("{}: header length {} is implausibly large", ctx, n);
+  if (json_depth(std::string_view(reinterpret_cast<const char*>(data) + 8, n)) > kMaxJsonDepth)
+    return Error::format("{}: header JSON nested deeper than {} levels", ctx, kMaxJsonDepth);
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(reinterpret_cast<const char*>(data) + 8, reinterpret_cast<const char*>(data) + 8 + n);
@@ -120,6 +126,8 @@ Result<SafetensorsSet> SafetensorsSet::open_dir(const std::string& dir) {
   std::vector<std::string> shards;
   if (file_exists(index)) {
     PIPIT_ASSIGN_OR_RETURN(std::string text, read_file(index));
+    if (json_depth(text) > kMaxJsonDepth)
+      return Error::format("[safetensors] {}: JSON nested deeper than {} levels", index, kMaxJsonDepth);
     nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
     if (j.is_discarded() || !j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
       return Error::format("[safetensors] {}: expected a JSON object with a weight_map", index);
@@ -160,13 +168,16 @@ Status write_safetensors(const std::string& path, const std::vector<std::pair<st
   }
   std::string hs = h.dump();
   while ((hs.size() + 8) % 8) hs += ' ';
-  std::ofstream f(path, std::ios::binary);
-  if (!f) return Error::io("[safetensors] cannot create '{}'", path);
-  uint64_t n = hs.size();
-  f.write(reinterpret_cast<const char*>(&n), 8);
-  f.write(hs.data(), std::streamsize(hs.size()));
-  for (auto& [name, t] : tensors) f.write(reinterpret_cast<const char*>(t.data()), std::streamsize(t.nbytes()));
-  if (!f) return Error::io("[safetensors] error writing '{}'", path);
+  // a streaming writer (core/output_file.h): /dev/null and pipes take the bytes, a device or a full disk errs
+  PIPIT_ASSIGN_OR_RETURN(std::FILE* f, open_output_stream(path, "[safetensors]"));
+  const uint64_t n = hs.size();
+  bool ok = std::fwrite(&n, 8, 1, f) == 1 && std::fwrite(hs.data(), 1, hs.size(), f) == hs.size();
+  for (auto& [name, t] : tensors)
+    ok = ok && std::fwrite(t.data(), 1, t.nbytes(), f) == t.nbytes();
+  const int e = errno;
+  Status closed = close_output(f, path, "[safetensors]");
+  if (!ok) return Error::io("[safetensors] error writing the output '{}': {}", path, std::strerror(e));
+  PIPIT_TRY(closed);
   return Status::ok();
 }
 

@@ -4,12 +4,15 @@
 #include <cmath>
 #include <map>
 
+#include "core/json_depth.h"
 #include "core/limits.h"
 #include "core/storage.h"
 
 namespace pipit {
 
 Result<HfConfig> HfConfig::parse(const std::string& text, const std::string& origin) {
+  if (json_depth(text) > kMaxJsonDepth)
+    return Error::format("[config] {}: JSON nested deeper than {} levels", origin, kMaxJsonDepth);
   nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return Error::format("[config] {}: not valid JSON", origin);
   if (!j.is_object()) return Error::format("[config] {}: expected a JSON object", origin);
@@ -147,11 +150,46 @@ Status check_size(const std::string& where, const std::string& key, const nlohma
   return Status::ok();
 }
 
+// The float fields models read, with the range outside which every logit would be NaN or inf (an eps below 0 takes
+// the square root of a negative number, a scale of 0 divides by it, a soft-cap of -1 flips the logits, ...).
+// RoPE bases and scaling factors are checked where the frequencies are made (models/rope.cpp).
+struct FloatRule {
+  double min, max;
+  bool min_open;  // min itself is refused
+  const char* kind;
+};
+const std::map<std::string, FloatRule>& float_rules() {
+  static const std::map<std::string, FloatRule> r = [] {
+    std::map<std::string, FloatRule> m;
+    for (const char* k : {"rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_eps"})
+      m[k] = {0.0, 1.0, false, "norm epsilon"};
+    m["partial_rotary_factor"] = {0.0, 1.0, true, "rotary fraction"};
+    for (const char* k : {"final_logit_softcapping", "attn_logit_softcapping"}) m[k] = {0.0, 1e9, false, "soft-cap"};
+    for (const char* k : {"query_pre_attn_scalar", "routed_scaling_factor", "scale_emb", "scale_depth",
+                          "dim_model_base", "swiglu_alpha", "swiglu_limit", "logit_scale"})
+      m[k] = {0.0, 1e9, true, "scale"};
+    return m;
+  }();
+  return r;
+}
+
+Status check_float(const std::string& where, const std::string& key, const nlohmann::json& v, const FloatRule& r) {
+  if (v.is_null()) return Status::ok();  // "not used" (a soft-cap of null is none)
+  const double x = v.is_number() ? v.get<double>() : 0.0;
+  if (v.is_number() && std::isfinite(x) && (r.min_open ? x > r.min : x >= r.min) && x <= r.max) return Status::ok();
+  return Error::invalid_argument("[config] {}: field '{}' is {}; a {} must be a finite number in {}{}, {}]", where, key,
+                                 v.is_structured() ? std::string(v.type_name()) : v.dump(), r.kind,
+                                 r.min_open ? "(" : "[", r.min, r.max);
+}
+
 Status validate_object(const nlohmann::json& j, const std::string& where, int depth) {
   if (depth > 8) return Status::ok();  // configs nest 2-3 levels; deeper objects are nothing a model reads
   for (auto it = j.begin(); it != j.end(); ++it) {
     const auto& rules = size_rules();
+    const auto& frules = float_rules();
     if (auto r = rules.find(it.key()); r != rules.end()) PIPIT_TRY(check_size(where, it.key(), it.value(), r->second));
+    else if (auto f = frules.find(it.key()); f != frules.end())
+      PIPIT_TRY(check_float(where, it.key(), it.value(), f->second));
     else if (it.value().is_object()) PIPIT_TRY(validate_object(it.value(), where + ":" + it.key(), depth + 1));
   }
   return Status::ok();

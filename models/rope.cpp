@@ -63,18 +63,28 @@ nlohmann::json rope_parameters_of(const HfConfig& cfg, const char* layer_type) {
   return p;
 }
 
-Result<RopeSpec> rope_from_config(const HfConfig& cfg, int64_t rot_dim, const char* theta_key, bool with_scaling) {
+namespace {
+
+Result<RopeSpec> rope_from_config_unchecked(const HfConfig& cfg, int64_t rot_dim, const char* theta_key,
+                                            bool with_scaling) {
   RopeSpec r;
   const bool local = std::string_view(theta_key) == "rope_local_base_freq";
   const nlohmann::json params = rope_parameters_of(cfg, local ? "sliding_attention" : "full_attention");
   if (!params.is_null() && !params.is_object())
     return Error::invalid_argument("[rope] rope_parameters must be an object, got {}", params.dump());
-  double theta = cfg.get_float_or(theta_key, 10000.0);
+  double theta = 10000.0;
+  if (cfg.has(theta_key)) {  // "1e4" is an error, not a silent 10000
+    PIPIT_ASSIGN_OR_RETURN(theta, cfg.get_float(theta_key));
+  }
   if (params.is_object() && params.contains("rope_theta")) {
     if (!params["rope_theta"].is_number())
       return Error::invalid_argument("[rope] rope_parameters.rope_theta must be a number");
     theta = params["rope_theta"].get<double>();
   }
+  // theta 0, negative, tiny or huge makes every frequency 0, inf or NaN, and so every logit NaN
+  if (!(std::isfinite(theta) && theta > 1.0 && theta <= 1e12))
+    return Error::invalid_argument("[rope] {} is {}; a RoPE base must be a finite number in (1, 1e12]", theta_key,
+                                   theta);
   if (rot_dim <= 0 || rot_dim % 2) return Error::invalid_argument("[rope] rotary dimension {} must be even", rot_dim);
   // HF: 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim)), computed in float32
   for (int64_t i = 0; i < rot_dim; i += 2) {
@@ -135,6 +145,23 @@ Result<RopeSpec> rope_from_config(const HfConfig& cfg, int64_t rot_dim, const ch
   }
   if (type == "yarn") return yarn(cfg, sc, theta, rot_dim, std::move(r));
   return Error::unsupported("[rope] rope_scaling type '{}' is not supported (default, linear, llama3, yarn are)", type);
+}
+
+}  // namespace
+
+// Whatever the scaling type and its factors (linear factor 0, llama3 low_freq_factor = high_freq_factor, a yarn
+// mscale of -1e30), the frequencies and the attention factor that come out must be finite numbers, or every logit is
+// NaN: checked once here for all of them.
+Result<RopeSpec> rope_from_config(const HfConfig& cfg, int64_t rot_dim, const char* theta_key, bool with_scaling) {
+  PIPIT_ASSIGN_OR_RETURN(RopeSpec r, rope_from_config_unchecked(cfg, rot_dim, theta_key, with_scaling));
+  for (size_t i = 0; i < r.inv_freq.size(); ++i)
+    if (!std::isfinite(r.inv_freq[i]) || r.inv_freq[i] < 0)
+      return Error::invalid_argument("[rope] the rope_scaling factors give frequency {} = {} (expected a finite, "
+                                     "non-negative number): check rope_scaling", i, r.inv_freq[i]);
+  if (!std::isfinite(r.attention_factor) || r.attention_factor <= 0)
+    return Error::invalid_argument("[rope] the rope_scaling factors give an attention factor of {} (expected a "
+                                   "finite, positive number): check rope_scaling", r.attention_factor);
+  return r;
 }
 
 }  // namespace pipit

@@ -16,6 +16,7 @@
 #endif
 
 #include "backends/cpu/kernels.h"
+#include "core/json_depth.h"
 #include "core/limits.h"
 #include "core/panels.h"
 #include "core/storage.h"
@@ -209,7 +210,8 @@ Result<LoadedModel> load_model_impl(const std::string& path, const LoadOptions& 
   lm.config = HfConfig(c.config);
   lm.generation_config = c.generation_config.is_object() ? c.generation_config : nlohmann::json::object();
   if (auto pp = c.texts.find("preprocessor_config"); pp != c.texts.end()) {  // image processor of a VLM
-    auto j = nlohmann::json::parse(pp->second, nullptr, false);
+    auto j = json_depth(pp->second) > kMaxJsonDepth ? nlohmann::json()  // too deep: refused below like bad JSON
+                                                    : nlohmann::json::parse(pp->second, nullptr, false);
     if (j.is_discarded() || !j.is_object()) return Error::format("[load] {}: preprocessor_config.json is not a JSON object", path);
     lm.preprocessor_config = std::move(j);
   }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/json_depth.h"
 #include "core/storage.h"
 #include "models/vision/vision_model.h"
 #include "runtime/loader.h"
@@ -50,6 +51,8 @@ Result<nlohmann::json> preprocessor_config_of(const LoadedModel& lm) {
   const std::string path = lm.path + "/preprocessor_config.json";
   if (!is_directory(lm.path) || !file_exists(path)) return nlohmann::json();
   PIPIT_ASSIGN_OR_RETURN(std::string text, read_file(path));
+  if (json_depth(text) > kMaxJsonDepth)
+    return Error::format("[image] {}: JSON nested deeper than {} levels", path, kMaxJsonDepth);
   auto j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return Error::format("[image] {}: not a JSON object", path);
   return j;

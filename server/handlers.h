@@ -17,6 +17,7 @@
 #include "server/api_error.h"
 #include "server/embeddings.h"
 #include "server/openai_request.h"
+#include "server/origin_policy.h"
 #include "server/server.h"
 
 namespace pipit::server {
@@ -50,6 +51,7 @@ struct ServerState {
   Engine& engine;
   ServerOptions opt;
   RequestPolicy policy;
+  OriginPolicy origin;  // Host / Origin checks and CORS (from opt.host, opt.allow_hosts, opt.cors_origins)
   int64_t started = 0;  // unix time, the model's "created"
   std::atomic<bool> stopping{false};
   // Prompt limits: the most tokens a prompt may have, and the most bytes any one token stands for (so that a text

@@ -14,6 +14,7 @@
 #include "server/connection.h"
 #include "server/handlers.h"
 #include "server/openai_response.h"
+#include "server/origin_policy.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pipit::server {
@@ -71,6 +72,33 @@ std::string lower(std::string s) {
   return s;
 }
 
+// The Host and Origin checks (server/origin_policy.h), the CORS headers of an allowed cross-origin request, and
+// the answer to a preflight (OPTIONS). Returns true when the request has been answered (refused or preflight).
+bool answer_by_origin(const ServerState& st, const httplib::Request& req, httplib::Response& res) {
+  if (req.get_header_value_count("Host") > 1 || req.get_header_value_count("Origin") > 1) {
+    send_error(res, ApiError{400, "repeated Host or Origin headers"});
+    return true;
+  }
+  const OriginVerdict v = judge_request(st.origin, req.get_header_value("Host"), req.has_header("Origin"),
+                                        req.get_header_value("Origin"));
+  if (!st.origin.cors_origins.empty()) res.set_header("Vary", "Origin");  // answers differ by Origin: no caching
+  if (v.status) {
+    send_error(res, ApiError{v.status, v.message, "", "invalid_request_error", v.code});
+    return true;
+  }
+  if (!v.allow_origin.empty()) res.set_header("Access-Control-Allow-Origin", v.allow_origin);
+  if (req.method != "OPTIONS") return false;
+  res.status = 204;
+  res.set_header("Allow", "GET, POST, OPTIONS");
+  if (!v.allow_origin.empty()) {
+    res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+    res.set_header("Access-Control-Allow-Headers",
+                   preflight_allow_headers(req.get_header_value("Access-Control-Request-Headers")));
+    res.set_header("Access-Control-Max-Age", "600");
+  }
+  return true;
+}
+
 // Runs when a request's head has been read, before any of its body: everything that can be refused from the head
 // alone is refused here, so that a refused body is never read (the connection is closed after the answer
 // instead). Returns true when the request has been answered.
@@ -80,6 +108,14 @@ bool refuse_from_head(const ServerState& st, const httplib::Request& req, httpli
     GuardedHttpServer::close_after_response();
     return true;
   };
+  if (answer_by_origin(st, req, res)) {
+    // a body that came with the request is not read: close rather than parse it as the next request
+    if (res.status != 204 || req.has_header("Content-Length") || req.has_header("Transfer-Encoding"))
+      GuardedHttpServer::close_after_response();
+    else
+      GuardedHttpServer::begin_body(0);
+    return true;
+  }
   const bool has_body = req.method == "POST" || req.method == "PUT" || req.method == "PATCH" ||
                         req.method == "DELETE" || req.has_header("Content-Length") ||
                         req.has_header("Transfer-Encoding");
@@ -338,6 +374,9 @@ Server::Server(const LoadedModel& lm, Engine& engine, ServerOptions opt)
   ServerState& st = impl_->st;
   st.started = std::chrono::duration_cast<std::chrono::seconds>(
                    std::chrono::system_clock::now().time_since_epoch()).count();
+  st.origin.check_host = is_loopback_bind(st.opt.host);
+  st.origin.allow_hosts = st.opt.allow_hosts;
+  st.origin.cors_origins = st.opt.cors_origins;
   st.policy.accepts_images = lm.model->vision() != nullptr;
   st.policy.local_files_dir = st.opt.local_files_dir;
   st.policy.n_ctx = engine.n_ctx();

@@ -3,16 +3,18 @@
 //
 // Goals: what OpenAI clients (the official SDKs, curl) send works, streamed or not; every bad request gets an
 // OpenAI-shaped 4xx and never takes the server down; a client that goes away mid-stream frees its slot.
-// Safety defaults: loopback only, optional bearer key, a body size limit, remote image URLs never fetched and
-// local image files read only from a directory the operator names; slow or idle clients are cut off per request
-// phase and capped per address (server/connection.h). Also: n > 1, logprobs, tool calls, structured output
-// (grammars), /v1/embeddings, /tokenize, /detokenize, a chat page at /. Non-goals: TLS (put a proxy in front),
-// several models.
+// Safety defaults: loopback only, answering only localhost Host names and same-origin browser requests unless
+// --allow-host / --cors say otherwise (server/origin_policy.h), optional bearer key, a body size limit, remote
+// image URLs never fetched and local image files read only from a directory the operator names; slow or idle
+// clients are cut off per request phase and capped per address (server/connection.h). Also: n > 1, logprobs,
+// tool calls, structured output (grammars), /v1/embeddings, /tokenize, /detokenize, a chat page at /.
+// Non-goals: TLS (put a proxy in front), several models.
 #pragma once
 
 #include <memory>
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 
@@ -27,6 +29,10 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;                // 0: any free port (port() tells which)
   std::string api_key;            // "" : no authentication
+  // Browsers (server/origin_policy.h): Host names a loopback server also answers, and the origins whose pages may
+  // call it (CORS); both lowercase as parse_allow_hosts / parse_cors_origins give them, "*" for any.
+  std::vector<std::string> allow_hosts;
+  std::vector<std::string> cors_origins;
   size_t max_body = size_t(32) << 20;   // bytes of a request body as received (compressed bodies are refused)
   std::string local_files_dir;          // image_url may name files under this directory ("": none)
   int max_prompt_tokens = 0;            // longer prompts get a 400 (0: what the context holds)

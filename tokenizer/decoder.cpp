@@ -217,7 +217,7 @@ Result<PrependScheme> parse_scheme(JsonFields& f) {
 
 }  // namespace
 
-Result<std::unique_ptr<Decoder>> parse_decoder(const json& j, const std::string& where) {
+Result<std::unique_ptr<Decoder>> parse_decoder(const json& j, const std::string& where, int depth) {
   PIPIT_ASSIGN_OR_RETURN(std::string type, component_type(j, where));
   JsonFields f(j, where + " (" + type + ")");
   std::unique_ptr<Decoder> d;
@@ -257,10 +257,11 @@ Result<std::unique_ptr<Decoder>> parse_decoder(const json& j, const std::string&
     PIPIT_ASSIGN_OR_RETURN(std::string suffix, f.str("suffix"));
     d = std::make_unique<BpeSuffixDecoder>(std::move(suffix));
   } else if (type == "Sequence") {
+    if (depth >= kMaxSequenceDepth) return f.error(fmt("Sequence nested deeper than {} levels", kMaxSequenceDepth));
     PIPIT_ASSIGN_OR_RETURN(const json* arr, f.array("decoders"));
     std::vector<std::unique_ptr<Decoder>> items;
     for (size_t i = 0; i < arr->size(); ++i) {
-      PIPIT_ASSIGN_OR_RETURN(auto item, parse_decoder((*arr)[i], fmt("{}.decoders[{}]", where, i)));
+      PIPIT_ASSIGN_OR_RETURN(auto item, parse_decoder((*arr)[i], fmt("{}.decoders[{}]", where, i), depth + 1));
       items.push_back(std::move(item));
     }
     d = std::make_unique<SequenceDecoder>(std::move(items));

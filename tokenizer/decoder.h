@@ -18,6 +18,7 @@ class Decoder {
   virtual void decode_chain(std::vector<std::string>& tokens) const = 0;
 };
 
-Result<std::unique_ptr<Decoder>> parse_decoder(const nlohmann::json& j, const std::string& where);
+Result<std::unique_ptr<Decoder>> parse_decoder(const nlohmann::json& j, const std::string& where,
+                                               int depth = 0);
 
 }  // namespace pipit::tok

@@ -17,6 +17,11 @@ namespace pipit::tok {
 
 using nlohmann::json;
 
+// A Sequence component inside a Sequence inside ...: HF's own files nest one level. Each level is a parse call and
+// a call per token at run time, so a file nesting thousands would overflow the stack (kMaxJsonDepth bounds the
+// JSON first; this names the component).
+constexpr int kMaxSequenceDepth = 8;
+
 class JsonFields {
  public:
   // `where` names the object, e.g. "normalizer.normalizers[1] (Replace)".

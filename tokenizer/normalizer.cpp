@@ -138,7 +138,7 @@ class SequenceNormalizer : public Normalizer {
 
 }  // namespace
 
-Result<std::unique_ptr<Normalizer>> parse_normalizer(const json& j, const std::string& where) {
+Result<std::unique_ptr<Normalizer>> parse_normalizer(const json& j, const std::string& where, int depth) {
   PIPIT_ASSIGN_OR_RETURN(std::string type, component_type(j, where));
   JsonFields f(j, where + " (" + type + ")");
   std::unique_ptr<Normalizer> n;
@@ -172,10 +172,11 @@ Result<std::unique_ptr<Normalizer>> parse_normalizer(const json& j, const std::s
     PIPIT_ASSIGN_OR_RETURN(bool right, f.boolean("strip_right"));
     n = std::make_unique<Strip>(left, right);
   } else if (type == "Sequence") {
+    if (depth >= kMaxSequenceDepth) return f.error(fmt("Sequence nested deeper than {} levels", kMaxSequenceDepth));
     PIPIT_ASSIGN_OR_RETURN(const json* arr, f.array("normalizers"));
     std::vector<std::unique_ptr<Normalizer>> items;
     for (size_t i = 0; i < arr->size(); ++i) {
-      PIPIT_ASSIGN_OR_RETURN(auto item, parse_normalizer((*arr)[i], fmt("{}.normalizers[{}]", where, i)));
+      PIPIT_ASSIGN_OR_RETURN(auto item, parse_normalizer((*arr)[i], fmt("{}.normalizers[{}]", where, i), depth + 1));
       items.push_back(std::move(item));
     }
     n = std::make_unique<SequenceNormalizer>(std::move(items));

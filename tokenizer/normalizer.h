@@ -19,6 +19,7 @@ class Normalizer {
 };
 
 // Builds a normalizer from its tokenizer.json object; `where` names it in errors ("normalizer").
-Result<std::unique_ptr<Normalizer>> parse_normalizer(const nlohmann::json& j, const std::string& where);
+Result<std::unique_ptr<Normalizer>> parse_normalizer(const nlohmann::json& j, const std::string& where,
+                                                     int depth = 0);
 
 }  // namespace pipit::tok

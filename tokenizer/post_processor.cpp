@@ -146,7 +146,7 @@ Result<std::unique_ptr<PostProcessor>> parse_cls_sep(JsonFields& f) {
 
 }  // namespace
 
-Result<std::unique_ptr<PostProcessor>> parse_post_processor(const json& j, const std::string& where) {
+Result<std::unique_ptr<PostProcessor>> parse_post_processor(const json& j, const std::string& where, int depth) {
   PIPIT_ASSIGN_OR_RETURN(std::string type, component_type(j, where));
   JsonFields f(j, where + " (" + type + ")");
   std::unique_ptr<PostProcessor> p;
@@ -159,10 +159,11 @@ Result<std::unique_ptr<PostProcessor>> parse_post_processor(const json& j, const
     PIPIT_ASSIGN_OR_RETURN(p, parse_cls_sep(f));
     if (type == "RobertaProcessing") f.find("trim_offsets"), f.find("add_prefix_space");
   } else if (type == "Sequence") {
+    if (depth >= kMaxSequenceDepth) return f.error(fmt("Sequence nested deeper than {} levels", kMaxSequenceDepth));
     PIPIT_ASSIGN_OR_RETURN(const json* arr, f.array("processors"));
     std::vector<std::unique_ptr<PostProcessor>> items;
     for (size_t i = 0; i < arr->size(); ++i) {
-      PIPIT_ASSIGN_OR_RETURN(auto item, parse_post_processor((*arr)[i], fmt("{}.processors[{}]", where, i)));
+      PIPIT_ASSIGN_OR_RETURN(auto item, parse_post_processor((*arr)[i], fmt("{}.processors[{}]", where, i), depth + 1));
       items.push_back(std::move(item));
     }
     p = std::make_unique<SequenceProcessor>(std::move(items));

@@ -23,6 +23,7 @@ class PostProcessor {
   virtual size_t added_tokens() const = 0;  // ids added to a single sequence when add_special_tokens is on
 };
 
-Result<std::unique_ptr<PostProcessor>> parse_post_processor(const nlohmann::json& j, const std::string& where);
+Result<std::unique_ptr<PostProcessor>> parse_post_processor(const nlohmann::json& j, const std::string& where,
+                                                            int depth = 0);
 
 }  // namespace pipit::tok

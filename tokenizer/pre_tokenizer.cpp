@@ -242,7 +242,7 @@ Result<PrependScheme> parse_prepend_scheme(JsonFields& f) {
 
 }  // namespace
 
-Result<std::unique_ptr<PreTokenizer>> parse_pre_tokenizer(const json& j, const std::string& where) {
+Result<std::unique_ptr<PreTokenizer>> parse_pre_tokenizer(const json& j, const std::string& where, int depth) {
   PIPIT_ASSIGN_OR_RETURN(std::string type, component_type(j, where));
   JsonFields f(j, where + " (" + type + ")");
   std::unique_ptr<PreTokenizer> p;
@@ -296,10 +296,12 @@ Result<std::unique_ptr<PreTokenizer>> parse_pre_tokenizer(const json& j, const s
   } else if (type == "BertPreTokenizer") {
     p = std::make_unique<BertPre>();
   } else if (type == "Sequence") {
+    if (depth >= kMaxSequenceDepth) return f.error(fmt("Sequence nested deeper than {} levels", kMaxSequenceDepth));
     PIPIT_ASSIGN_OR_RETURN(const json* arr, f.array("pretokenizers"));
     std::vector<std::unique_ptr<PreTokenizer>> items;
     for (size_t i = 0; i < arr->size(); ++i) {
-      PIPIT_ASSIGN_OR_RETURN(auto item, parse_pre_tokenizer((*arr)[i], fmt("{}.pretokenizers[{}]", where, i)));
+      PIPIT_ASSIGN_OR_RETURN(auto item,
+                             parse_pre_tokenizer((*arr)[i], fmt("{}.pretokenizers[{}]", where, i), depth + 1));
       items.push_back(std::move(item));
     }
     p = std::make_unique<SequencePre>(std::move(items));

@@ -27,6 +27,7 @@ class PreTokenizer {
   virtual Status pre_tokenize(std::vector<Piece>& pieces) const = 0;
 };
 
-Result<std::unique_ptr<PreTokenizer>> parse_pre_tokenizer(const nlohmann::json& j, const std::string& where);
+Result<std::unique_ptr<PreTokenizer>> parse_pre_tokenizer(const nlohmann::json& j, const std::string& where,
+                                                          int depth = 0);
 
 }  // namespace pipit::tok

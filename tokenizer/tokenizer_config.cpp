@@ -1,6 +1,8 @@
 // Loading: Tokenizer::load / load_dir, and tokenizer_config.json (chat template(s), bos/eos/pad/unk token strings).
 #include <filesystem>
 
+#include "core/json_depth.h"
+#include "core/optional_file.h"
 #include "core/storage.h"
 #include "tokenizer/hf_tokenizer.h"
 
@@ -11,6 +13,8 @@ using nlohmann::json;
 namespace {
 
 Result<json> parse_json(std::string_view text, const char* what) {
+  if (json_depth(text) > kMaxJsonDepth)
+    return Error::format("[{}] JSON nested deeper than {} levels", what, kMaxJsonDepth);
   try {
     return json::parse(text.begin(), text.end());
   } catch (const json::exception& e) {
@@ -68,6 +72,8 @@ namespace {
 
 // Parses tokenizer.json, moving the entries of model.vocab and model.merges into `tables` instead of the tree.
 Result<json> parse_tokenizer_json(std::string_view text, tok::BpeTables& tables) {
+  if (json_depth(text) > kMaxJsonDepth)
+    return Error::format("[tokenizer.json] JSON nested deeper than {} levels", kMaxJsonDepth);
   std::string top_key, model_key;
   bool in_vocab = false, in_merges = false;
   std::string vocab_key;
@@ -117,9 +123,11 @@ Status read_template_file(const std::string& dir, TokenizerConfig& cfg) {
   namespace fs = std::filesystem;
   std::string jinja = (fs::path(dir) / "chat_template.jinja").string();
   std::string cjson = (fs::path(dir) / "chat_template.json").string();
-  if (file_exists(jinja)) {
+  PIPIT_ASSIGN_OR_RETURN(bool has_jinja, optional_file(jinja));
+  PIPIT_ASSIGN_OR_RETURN(bool has_cjson, optional_file(cjson));
+  if (has_jinja) {
     PIPIT_ASSIGN_OR_RETURN(cfg.chat_template, read_file(jinja));
-  } else if (file_exists(cjson)) {
+  } else if (has_cjson) {
     PIPIT_ASSIGN_OR_RETURN(std::string text, read_file(cjson));
     PIPIT_ASSIGN_OR_RETURN(json j, parse_json(text, "chat_template.json"));
     if (j.is_object() && j.contains("chat_template") && j["chat_template"].is_string())
@@ -143,7 +151,8 @@ Result<std::shared_ptr<Tokenizer>> Tokenizer::load_dir(const std::string& dir) {
   PIPIT_ASSIGN_OR_RETURN(std::string tok_text, read_file(tj));
   std::string cfg_text;
   std::string cj = (fs::path(dir) / "tokenizer_config.json").string();
-  if (file_exists(cj)) {
+  PIPIT_ASSIGN_OR_RETURN(bool has_config, optional_file(cj));
+  if (has_config) {
     PIPIT_ASSIGN_OR_RETURN(cfg_text, read_file(cj));
   }
   auto r = load_hf(tok_text, cfg_text);

@@ -197,10 +197,10 @@ def make_case(rng):
 
 RAW = [
     b"GARBAGE\r\n\r\n",
-    b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"messages\":",
-    b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n{}",
-    b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nZZ\r\nabc\r\n0\r\n\r\n",
-    b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999\r\n\r\n{}",
+    b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100\r\n\r\n{\"messages\":",
+    b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Length: -5\r\n\r\n{}",
+    b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\nZZ\r\nabc\r\n0\r\n\r\n",
+    b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Length: 99999999999999999999\r\n\r\n{}",
     b"GET / HTTP/9.9\r\n\r\n",
     b"\x00\x01\x02\x03\r\n\r\n",
     b"POST /v1/completions HTTP/1.1\r\n" + b"X-Long: " + b"a" * 20000 + b"\r\n\r\n",

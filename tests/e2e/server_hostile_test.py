@@ -14,6 +14,8 @@
      client leaves.
   7. --allow-local-files DIR: only files under DIR; every refusal (outside, missing, symlink out, NUL, not an
      image, a directory) is the same message.
+  8. Host, Origin, CORS (issue 35.2 / 34.2): rebinding Host names and cross-origin POSTs refused on a default
+     server; same-origin, Origin-less, --allow-host and --cors requests (with preflight) answered.
 (5, the engine's data races, is the ThreadSanitizer run noted in docs/server.md and tests/unit/engine_test.cpp.)
 Issue 18's server part (class Load): RSS before/after 300 requests, 64 concurrent clients against 4 slots, and an
 allocation failure (under RLIMIT_AS) answered as one error while the server serves on.
@@ -26,6 +28,7 @@ import os
 import shutil
 import socket
 import struct
+import subprocess
 import sys
 import tempfile
 import threading
@@ -164,7 +167,7 @@ class Bodies(Guarded):
     def test_1_chunked_body_is_capped(self):
         def run():
             s = connect_from(self.srv)
-            s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                       b"Transfer-Encoding: chunked\r\n\r\n")
             piece = b"%x\r\n" % (64 << 10) + b" " * (64 << 10) + b"\r\n"
             sent = 0
@@ -207,7 +210,7 @@ class Bodies(Guarded):
                 def run():
                     s = connect_from(self.srv)
                     t0 = time.time()
-                    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " + cl +
+                    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Length: " + cl +
                               b"\r\n\r\n{")
                     reply = read_reply(s)
                     s.close()
@@ -218,7 +221,7 @@ class Bodies(Guarded):
                 self.assertLess(took, 1.0, "413 came only after waiting for the body")
         # the same with Expect: 100-continue: refused before the body is invited
         s = connect_from(self.srv)
-        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nExpect: 100-continue\r\n"
                   b"Content-Length: 1000000000\r\n\r\n")
         reply = read_reply(s)
         s.close()
@@ -228,7 +231,7 @@ class Bodies(Guarded):
         def run():
             s = connect_from(self.srv)
             t0 = time.time()
-            s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n{\"mess")
+            s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5000\r\n\r\n{\"mess")
             reply = read_reply(s)
             s.close()
             return time.time() - t0, reply
@@ -238,17 +241,17 @@ class Bodies(Guarded):
 
     def test_1_other_framing(self):
         for head, want in [
-            (b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n\r\n", 411),
-            (b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 400),
-            (b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nTransfer-Encoding: chunked"
+            (b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\n\r\n", 411),
+            (b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 400),
+            (b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\nTransfer-Encoding: chunked"
              b"\r\n\r\n{}", 400),
-            (b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}",
+            (b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}",
              400),
-            (b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 0x10\r\n\r\n{}", 400),
-            (b"POST /v1/audio/speech HTTP/1.1\r\nHost: x\r\nContent-Length: 3000000\r\n\r\n", 404),
-            (b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=x\r\n"
+            (b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0x10\r\n\r\n{}", 400),
+            (b"POST /v1/audio/speech HTTP/1.1\r\nHost: localhost\r\nContent-Length: 3000000\r\n\r\n", 404),
+            (b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: multipart/form-data; boundary=x\r\n"
              b"Content-Length: 4\r\n\r\n--x-", 415),
-            (b"GET /health HTTP/1.1\r\nHost: x\r\nX-Long: " + b"a" * 100000 + b"\r\n\r\n", 400),
+            (b"GET /health HTTP/1.1\r\nHost: localhost\r\nX-Long: " + b"a" * 100000 + b"\r\n\r\n", 400),
         ]:
             with self.subTest(head=head[:90]):
                 s = connect_from(self.srv)
@@ -259,7 +262,7 @@ class Bodies(Guarded):
         # a correct chunked body is still read
         body = json.dumps(chat("hi")).encode()
         s = connect_from(self.srv)
-        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
                   b"Transfer-Encoding: chunked\r\n\r\n" + b"%x\r\n" % len(body) + body + b"\r\n0\r\n\r\n")
         reply = read_reply(s)
         s.close()
@@ -336,7 +339,7 @@ class Bodies(Guarded):
         self.assertGreaterEqual(refused, 40 - 16, "the per-address cap let more than 16 connections in")
         # the cap counts open connections: they are all closed now, so 127.0.0.2 is served again
         s = connect_from(self.srv, "127.0.0.2")
-        s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        s.sendall(b"GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
         self.assertEqual(status_of(read_reply(s)), 200)
         s.close()
 
@@ -347,7 +350,7 @@ class Bodies(Guarded):
             socks = []
             for _ in range(16):
                 s = connect_from(self.srv, "127.0.0.2")
-                s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+                s.sendall(b"GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n")
                 s.recv(4096)
                 socks.append(s)
             for _ in range(30):
@@ -458,6 +461,125 @@ class Images(Guarded):
         self.assertNotIn("bytes", messages.pop())
 
 
+class Origins(ServerCase):
+    """Issue 35.2 / 34.2: DNS rebinding and cross-site requests against a default (loopback) server are refused with
+    403; the chat page's same-origin POST, clients without Origin, --allow-host names and --cors origins (preflight
+    included) are answered, with the CORS headers."""
+    CORS = "http://localhost:3000"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Server(PIPIT, MODEL, "--parallel", "1", "--ctx", "128")
+        cls.cors = Server(PIPIT, MODEL, "--parallel", "1", "--ctx", "128", "--cors", cls.CORS + ",https://app.example",
+                          "--allow-host", "mybox.lan")
+
+    @classmethod
+    def tearDownClass(cls):
+        code = cls.cors.stop()
+        super().tearDownClass()
+        assert code == 0, cls.cors.output()
+
+    def ask(self, srv, method, path, headers, body=None):
+        c = srv.connect(timeout=60)
+        try:
+            c.request(method, path, body=body, headers=headers)
+            r = c.getresponse()
+            return r.status, r.read(), {k.lower(): v for k, v in r.getheaders()}
+        finally:
+            c.close()
+
+    def own(self, srv):
+        return f"{srv.host}:{srv.port}"
+
+    def refused(self, status, data, code):
+        self.assertEqual(status, 403, data[:300])
+        self.assertEqual(json.loads(data)["error"]["code"], code, data[:300])
+
+    def test_rebinding_host_is_refused(self):
+        for host in ["evil.example", f"evil.example:{self.srv.port}", f"127.0.0.1.nip.io:{self.srv.port}",
+                     "localhost.evil.example", "mybox.lan"]:
+            for method, path, body in [("GET", "/v1/models", None), ("GET", "/", None),
+                                       ("POST", CHAT, json.dumps(chat("hi")))]:
+                status, data, _ = self.ask(self.srv, method, path, {"Host": host, "Content-Type": "application/json"},
+                                           body)
+                self.refused(status, data, "host_not_allowed")
+        for host in [self.own(self.srv), f"localhost:{self.srv.port}", "localhost", f"app.localhost:{self.srv.port}"]:
+            status, data, _ = self.ask(self.srv, "GET", "/v1/models", {"Host": host})
+            self.assertEqual(status, 200, (host, data[:200]))
+
+    def test_cross_origin_post_is_refused_unread(self):
+        for origin in ["http://evil.example", "null", f"http://localhost:{self.srv.port + 1}",
+                       f"http://127.0.0.1:{self.srv.port + 1}"]:
+            # a "simple" request a page can send without preflight: text/plain
+            before = self.srv.health()["requests_completed"]
+            status, data, _ = self.ask(self.srv, "POST", CHAT, {"Host": self.own(self.srv), "Origin": origin,
+                                                                "Content-Type": "text/plain"},
+                                       json.dumps(chat("hi")))
+            self.refused(status, data, "origin_not_allowed")
+            self.assertEqual(self.srv.health()["requests_completed"], before)  # nothing was generated
+        # the preflight of a non-simple request is refused too
+        status, data, h = self.ask(self.srv, "OPTIONS", CHAT, {"Host": self.own(self.srv), "Origin": self.CORS,
+                                                               "Access-Control-Request-Method": "POST"})
+        self.refused(status, data, "origin_not_allowed")
+        self.assertNotIn("access-control-allow-origin", h)
+
+    def test_same_origin_and_no_origin_are_answered(self):
+        own = self.own(self.srv)
+        for headers in [{"Host": own, "Origin": f"http://{own}"}, {"Host": own}]:
+            status, data, h = self.ask(self.srv, "POST", CHAT, dict(headers, **{"Content-Type": "application/json"}),
+                                       json.dumps(chat("hi")))
+            self.assertEqual(status, 200, data[:300])
+            self.assertNotIn("access-control-allow-origin", h)  # no CORS headers without --cors
+        status, _, h = self.ask(self.srv, "GET", "/", {"Host": own})
+        self.assertEqual(status, 200)
+
+    def test_cors_origin_preflight_and_post(self):
+        own = self.own(self.cors)
+        status, data, h = self.ask(self.cors, "OPTIONS", CHAT, {
+            "Host": own, "Origin": self.CORS, "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "content-type, authorization, x-stainless-os"})
+        self.assertEqual(status, 204, data[:300])
+        self.assertEqual(h.get("access-control-allow-origin"), self.CORS)
+        self.assertIn("POST", h.get("access-control-allow-methods", ""))
+        for name in ["authorization", "content-type", "x-stainless-os"]:
+            self.assertIn(name, h.get("access-control-allow-headers", ""))
+        self.assertEqual(h.get("access-control-max-age"), "600")
+        self.assertIn("Origin", h.get("vary", ""))
+        status, data, h = self.ask(self.cors, "POST", CHAT, {"Host": own, "Origin": self.CORS,
+                                                             "Content-Type": "application/json"},
+                                   json.dumps(chat("hi")))
+        self.assertEqual(status, 200, data[:300])
+        self.assertEqual(h.get("access-control-allow-origin"), self.CORS)
+        self.assertIn("Origin", h.get("vary", ""))
+        # https://app.example is listed too; another origin is not, and a listed origin does not lift the Host check
+        self.assertEqual(self.ask(self.cors, "GET", "/v1/models", {"Host": own, "Origin": "https://app.example"})[0],
+                         200)
+        self.refused(*self.ask(self.cors, "GET", "/v1/models", {"Host": own, "Origin": "http://localhost:3001"})[:2],
+                     "origin_not_allowed")
+        self.refused(*self.ask(self.cors, "GET", "/v1/models", {"Host": "evil.example", "Origin": self.CORS})[:2],
+                     "host_not_allowed")
+        # --allow-host mybox.lan
+        self.assertEqual(self.ask(self.cors, "GET", "/v1/models", {"Host": f"mybox.lan:{self.cors.port}"})[0], 200)
+
+    def test_options_and_options(self):
+        """Bad option values are refused at start; --cors '*' without a key warns; a non-loopback bind answers any
+        Host but still refuses other origins' pages."""
+        for args, needle in [(["--cors", "localhost:3000"], "--cors"), (["--allow-host", "a:80"], "--allow-host"),
+                             (["--cors", "http://a/b"], "--cors")]:
+            p = subprocess.run([PIPIT, "serve", "-m", MODEL, "--port", "0", *args], capture_output=True, text=True,
+                               timeout=60)
+            self.assertEqual(p.returncode, 1, p.stderr)
+            self.assertIn(needle, p.stderr)
+        srv = Server(PIPIT, MODEL, "--parallel", "1", "--ctx", "128", "--cors", "*", "--host", "0.0.0.0")
+        try:
+            self.assertIn("warning: --cors * with no API key", srv.output())
+            status, data, h = self.ask(srv, "GET", "/v1/models", {"Host": "evil.example", "Origin": "http://x.example"})
+            self.assertEqual(status, 200, data[:300])
+            self.assertEqual(h.get("access-control-allow-origin"), "http://x.example")
+        finally:
+            self.assertEqual(srv.stop(), 0, srv.output())
+
+
 class Load(Guarded):
     """Issue 18's server part: memory after 300 requests, 64 clients against 4 slots, running out of memory."""
 
@@ -525,7 +647,7 @@ class Load(Guarded):
         try:
             resource.prlimit(pid, resource.RLIMIT_AS, (vm + 64 * MiB, hard))
             s = connect_from(self.srv)
-            s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+            s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
                       b"Content-Length: %d\r\n\r\n" % (200 * MiB))  # the body buffer is reserved at once
             reply = read_reply(s)
             s.close()

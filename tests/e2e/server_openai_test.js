@@ -1,6 +1,7 @@
 // `pipit serve` with the official `openai` npm package, as users connect: models.list, a chat and a completion,
 // each streamed and not (the streamed deltas add up to the non-streamed text at temperature 0), usage counts, and
-// errors surfacing as the SDK's typed exceptions (400 BadRequestError, 401 AuthenticationError).
+// errors surfacing as the SDK's typed exceptions (400 BadRequestError, 401 AuthenticationError, 403
+// PermissionDeniedError for another origin's page), and CORS (--cors) as a browser would use it, preflight included.
 //
 //   node server_openai_test.js PIPIT_BINARY MODEL_DIR NODE_PREFIX   (NODE_PREFIX/node_modules/openai installed)
 'use strict';
@@ -147,11 +148,58 @@ async function main() {
       stranger.chat.completions.create({ model: 'qwen3_chat', messages, stream: true }),
       (e) => e instanceof OpenAI.AuthenticationError);
     checks++;
+
+    // a web page of another origin (what a browser adds: Origin) is refused by a server without --cors
+    const page = new OpenAI({ baseURL: srv.url + '/v1', apiKey: 'sekrit', maxRetries: 0,
+                              defaultHeaders: { Origin: PAGE } });
+    await assert.rejects(page.models.list(), (e) => e instanceof OpenAI.PermissionDeniedError && e.status === 403);
+    checks++;
   } finally {
     const { code, signal } = await stopServer(srv);
     assert.equal(code, 0, `pipit serve exited with ${code} (${signal}):\n${srv.log()}`);
   }
+  checks += await corsChecks();
   console.log(`[openai-node] ok: ${checks} checks`);
+}
+
+const PAGE = 'http://localhost:5173';  // a web app's dev server on another port
+
+// `--cors PAGE`: the preflight a browser sends before the SDK's POST, then the SDK's own requests from that origin
+// (Origin set as the browser would), with the CORS headers the browser checks.
+async function corsChecks() {
+  const srv = await startServer(pipit, model, ['--parallel', '1', '--ctx', '256', '--api-key', 'sekrit',
+                                               '--cors', PAGE]);
+  try {
+    const pre = await fetch(srv.url + '/v1/chat/completions', {
+      method: 'OPTIONS',
+      headers: { Origin: PAGE, 'Access-Control-Request-Method': 'POST',
+                 'Access-Control-Request-Headers': 'authorization,content-type,x-stainless-lang' },
+    });
+    assert.equal(pre.status, 204);
+    assert.equal(pre.headers.get('access-control-allow-origin'), PAGE);
+    assert.match(pre.headers.get('access-control-allow-headers'), /authorization.*content-type.*x-stainless-lang/);
+    assert.match(pre.headers.get('access-control-allow-methods'), /POST/);
+    const res = await fetch(srv.url + '/v1/chat/completions', {
+      method: 'POST',
+      headers: { Origin: PAGE, Authorization: 'Bearer sekrit', 'Content-Type': 'application/json' },
+      body: JSON.stringify({ messages: [{ role: 'user', content: 'hi' }], max_tokens: 4 }),
+    });
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('access-control-allow-origin'), PAGE);
+    assert.match(res.headers.get('vary'), /Origin/);
+    const client = new OpenAI({ baseURL: srv.url + '/v1', apiKey: 'sekrit', maxRetries: 0,
+                                defaultHeaders: { Origin: PAGE } });
+    const out = await client.chat.completions.create({ messages: [{ role: 'user', content: 'hi' }], max_tokens: 4,
+                                                      model: 'qwen3_chat' });
+    assert.equal(out.object, 'chat.completion');
+    const other = new OpenAI({ baseURL: srv.url + '/v1', apiKey: 'sekrit', maxRetries: 0,
+                               defaultHeaders: { Origin: 'http://localhost:5174' } });
+    await assert.rejects(other.models.list(), (e) => e instanceof OpenAI.PermissionDeniedError);
+  } finally {
+    const { code, signal } = await stopServer(srv);
+    assert.equal(code, 0, `pipit serve exited with ${code} (${signal}):\n${srv.log()}`);
+  }
+  return 1;
 }
 
 main().catch((e) => {

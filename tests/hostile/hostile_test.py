@@ -30,6 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "fuzz"))
 import make_seeds  # noqa: E402  (the GGUF writer)
+import sweep3_cases  # noqa: E402  (issue 35's classes: outputs, zerodim, nesting, internal)
 
 # The config size rules of models/hf_config.cpp (HfConfig::validate_sizes), to know which mutations must be refused
 # with the field named. A field not listed here may still be refused by the model (then any one-line error will do).
@@ -75,9 +76,11 @@ def violates(key, v):
 
 
 class Case:
-    def __init__(self, cls, name, argv, expect="error", needle=None, env=None, timeout=None):
+    """expect: "error" (exit 1, one line), "either" (that or exit 0) or "ok" (exit 0); check: a function run after the
+    case that returns why the state it left is wrong ("" when right); stdout: a path to give the child as stdout."""
+    def __init__(self, cls, name, argv, expect="error", needle=None, env=None, timeout=None, check=None, stdout=None):
         self.cls, self.name, self.argv, self.expect, self.needle = cls, name, argv, expect, needle
-        self.env, self.timeout = env or {}, timeout
+        self.env, self.timeout, self.check, self.stdout = env or {}, timeout, check, stdout
 
 
 class Suite:
@@ -500,7 +503,7 @@ def run_one(s, c):
             os.setpgid(0, 0)
             fd = os.open(os.devnull, os.O_RDONLY)
             os.dup2(fd, 0)
-            os.dup2(out_f.fileno(), 1)
+            os.dup2(os.open(c.stdout, os.O_WRONLY) if c.stdout else out_f.fileno(), 1)
             os.dup2(err_f.fileno(), 2)
             os.execve(argv[0], argv, env)
         finally:
@@ -531,6 +534,11 @@ def judge(s, c, status, rss, sec, err):
     if s.rss_bound_mb and rss > s.rss_bound_mb:
         return "rss %.0f MB over the %d MB bound" % (rss, s.rss_bound_mb)
     lines = [x for x in err.splitlines() if x.strip()]
+    why = c.check() if c.check else ""
+    if why:
+        return why
+    if c.expect == "ok":
+        return "" if code == 0 else "exit %d, expected 0: %r" % (code, err[:300])
     if c.expect == "either" and code == 0:
         return ""
     if code != 1:
@@ -632,12 +640,14 @@ def main():
         image_cases(s)
         prompt_cases(s)
         cli_cases(s)
+        sweep3_cases.add_all(s, inp)
         for argv in s.setup:
             st, _, _, err = run_one(s, Case("setup", "setup", argv, timeout=300))
             if st != 0:
                 print("setup failed: pipit %s: %s" % (" ".join(argv), err))
                 return 1
         pipit_truncation_cases(s, inp)
+        sweep3_cases.pipit_header_cases(s)
         cases = [c for c in s.cases if not a.only or c.cls == a.only]
         t0 = time.monotonic()
         results = {}

@@ -1,0 +1,385 @@
+"""Hostile-suite classes from issue 35 (the third sweep), added to the suite by hostile_test.py:
+
+  outputs   output paths that are devices, FIFOs, directories or symlinks (convert -o, logits --output): refused with
+            one line, or written through as a shell redirection would, and never replaced by a regular file (each
+            case checks the path afterwards, not only the exit status)
+  zerodim   GGUF tensors with a dimension of 0 and GGUF sizes of 0 (they reached integer divisions: SIGFPE)
+  nesting   recursive structures a file controls, nested past their bound: tokenizer.json Sequence components,
+            JSON nesting of every JSON file, GGUF arrays of arrays, chat-template blocks
+  internal  input that used to escape as "internal error (a bug in pipit)": invalid UTF-8 in tokenizer files,
+            wrong-typed fields in a .pipit header
+  floats    config floats that made every logit NaN (rope_theta 0 / -1 / 1e-300, negative eps, soft-caps, scales)
+  stdout    run, tokenize, inspect, template, bench with stdout on /dev/full: exit 1, not 0
+  sidefiles tokenizer_config.json, generation_config.json, chat_template.jinja, tokenizer.json that are a
+            directory, a FIFO or a device: an error naming the file, not silently ignored
+Every case runs under the suite's time and RSS bounds.
+"""
+import json
+import os
+import stat
+import struct
+
+import make_seeds  # noqa: E402  (the GGUF writer; hostile_test.py puts tests/fuzz on the path)
+
+
+def write(path, data):
+    with open(path, "wb") as f:
+        f.write(data if isinstance(data, bytes) else data.encode())
+    return path
+
+
+# ---- outputs (issue 35.1) ----
+
+def kind(path):
+    """What `path` is now, without following a link: 'link', 'chr', 'blk', 'fifo', 'dir', 'file', 'absent'."""
+    try:
+        m = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return "absent"
+    for name, test in [("link", stat.S_ISLNK), ("chr", stat.S_ISCHR), ("blk", stat.S_ISBLK), ("fifo", stat.S_ISFIFO),
+                       ("dir", stat.S_ISDIR), ("file", stat.S_ISREG)]:
+        if test(m):
+            return name
+    return "other"
+
+
+def stays(path, what, content=None):
+    """A check that `path` is still `what` after the run (and a regular file's bytes unchanged)."""
+    def check():
+        now = kind(path)
+        if now != what:
+            return "%s is now %s, was %s" % (path, now, what)
+        if content is not None and open(path, "rb").read() != content:
+            return "%s was changed" % path
+        return ""
+    return check
+
+
+def is_pipit_at(path, link=None):
+    """After a successful convert: `path` holds a .pipit file, and `link` (when given) is still a symlink to it."""
+    def check():
+        if link is not None and kind(link) != "link":
+            return "the symlink %s was replaced by %s" % (link, kind(link))
+        with open(path, "rb") as f:
+            head = f.read(8)
+        return "" if head.startswith(b"PIPIT") else "%s does not hold a .pipit file: %r" % (path, head)
+    return check
+
+
+def output_cases(s, inp):
+    """convert -o (renames a new file onto the path) and logits --output (writes into the path) on every kind of
+    path. As root the device nodes are made here (mknod), never the real ones in /dev; without root those cases
+    are left out and the FIFO, directory and link cases still run."""
+    d = s.fresh("outputs")
+    root = os.geteuid() == 0
+    fifo = os.path.join(d, "fifo")
+    os.mkfifo(fifo)
+    sub = os.path.join(d, "dir")
+    os.makedirs(sub)
+    targets = [("a FIFO", fifo, "fifo"), ("a directory", sub, "dir")]
+    if root:
+        try:
+            chr_dev = os.path.join(d, "null_clone")
+            os.mknod(chr_dev, stat.S_IFCHR | 0o666, os.makedev(1, 3))  # what /dev/null is
+            targets.append(("a character device", chr_dev, "chr"))
+            # a block device of a major number no driver has (240-254: local use): never a real disk, even if a
+            # bug opened it
+            blk_dev = os.path.join(d, "loop_clone")
+            os.mknod(blk_dev, stat.S_IFBLK | 0o600, os.makedev(240, 0))
+            targets.append(("a block device", blk_dev, "blk"))
+        except PermissionError:  # a container without CAP_MKNOD: the FIFO, directory and link cases still run
+            pass
+    for label, path, what in list(targets):
+        link = os.path.join(d, "link_to_" + what)
+        os.symlink(path, link)
+        targets.append(("a symlink to " + label, link, "link"))
+    dangling = os.path.join(d, "dangling")
+    os.symlink(os.path.join(d, "nowhere", "x"), dangling)
+    targets.append(("a dangling symlink", dangling, "link"))
+    st = s.model("stories260k")
+    for label, path, what in targets:
+        s.add("outputs", "convert -o " + label, ["convert", st, "-o", path, "--quiet"], check=stays(path, what))
+    # the cases that must work: a new name, an existing file, a symlink to a file (the link stays, its target
+    # gets the new file)
+    s.add("outputs", "convert -o a new file", ["convert", st, "-o", os.path.join(d, "new.pipit"), "--quiet"],
+          expect="ok", check=is_pipit_at(os.path.join(d, "new.pipit")))
+    old = write(os.path.join(d, "old.pipit"), b"old contents")
+    s.add("outputs", "convert -o an existing file", ["convert", st, "-o", old, "--quiet"], expect="ok",
+          check=is_pipit_at(old))
+    target = write(os.path.join(d, "target.pipit"), b"old contents")
+    link = os.path.join(d, "link_to_file.pipit")
+    os.symlink(target, link)
+    s.add("outputs", "convert -o a symlink to a file", ["convert", st, "-o", link, "--quiet"], expect="ok",
+          check=is_pipit_at(target, link))
+    # logits --output writes into the path: /dev/null takes it, /dev/full is a write error, a FIFO nobody reads
+    # is refused at once (it would block for ever), a directory or block device is refused
+    qw = s.model("qwen3")
+    logits = ["logits", "-m", qw, "--input", os.path.join(qw, "golden.safetensors"), "-t", "1", "--output"]
+    s.add("outputs", "logits --output /dev/full", logits + ["/dev/full"], needle="/dev/full",
+          check=stays("/dev/full", "chr"))
+    s.add("outputs", "logits --output /dev/null", logits + ["/dev/null"], expect="ok", check=stays("/dev/null", "chr"))
+    for label, path, what in targets:
+        if what in ("fifo", "dir", "blk"):
+            s.add("outputs", "logits --output " + label, logits + [path], check=stays(path, what))
+    s.add("outputs", "logits --output a dangling symlink's missing directory", logits + [dangling],
+          check=stays(dangling, "link"))
+    lt = write(os.path.join(d, "logits_target.safetensors"), b"x")
+    ll = os.path.join(d, "logits_link.safetensors")
+    os.symlink(lt, ll)
+    s.add("outputs", "logits --output a symlink to a file", logits + [ll], expect="ok", check=stays(ll, "link"))
+
+
+# ---- zero dimensions (issue 35.3) ----
+
+class TinyLlamaGguf:
+    """A complete llama GGUF (1 layer, 32 wide, the SentencePiece vocab of the fuzz seed) that `pipit run` loads;
+    `dims` and `meta` let a case change one tensor's shape or one size."""
+    TENSORS = [("token_embd.weight", [32, 12]), ("output_norm.weight", [32]), ("blk.0.attn_norm.weight", [32]),
+               ("blk.0.attn_q.weight", [32, 32]), ("blk.0.attn_k.weight", [32, 16]),
+               ("blk.0.attn_v.weight", [32, 16]), ("blk.0.attn_output.weight", [32, 32]),
+               ("blk.0.ffn_norm.weight", [32]), ("blk.0.ffn_gate.weight", [32, 32]),
+               ("blk.0.ffn_up.weight", [32, 32]), ("blk.0.ffn_down.weight", [32, 32])]
+    META = {"embedding_length": 32, "block_count": 1, "feed_forward_length": 32, "attention.head_count": 2,
+            "attention.head_count_kv": 1, "context_length": 64}
+
+    @classmethod
+    def build(cls, dims=None, meta=None, extra=(), raw=(), q8=()):
+        """q8: names of tensors stored as Q8_0 (zero bytes) instead of F32."""
+        g = make_seeds.Gguf()
+        for key, typ, payload in raw:
+            g.add(key, typ, payload)
+        g.str("general.architecture", "llama")
+        for k, v in dict(cls.META, **(meta or {})).items():
+            g.u32("llama." + k, v)
+        g.f32("llama.attention.layer_norm_rms_epsilon", 1e-5)
+        g.f32("llama.rope.freq_base", 10000.0)
+        toks = ["<unk>", "<s>", "</s>"] + ["<0x%02X>" % i for i in range(4)] + ["\u2581", "a", "b", "\u2581a", "ab"]
+        g.str("tokenizer.ggml.model", "llama")
+        g.arr("tokenizer.ggml.tokens", 8, toks)
+        g.arr("tokenizer.ggml.scores", 6, [0.0] * 7 + [-1.0, -2.0, -3.0, -4.0, -5.0])
+        g.arr("tokenizer.ggml.token_type", 5, [2, 3, 3, 6, 6, 6, 6, 1, 1, 1, 1, 1])
+        g.u32("tokenizer.ggml.bos_token_id", 1)
+        for name, ne in cls.TENSORS + list(extra):
+            ne = (dims or {}).get(name, ne)
+            n = 1
+            for x in ne:
+                n *= x
+            if name in q8:  # 34-byte blocks of 32 weights
+                g.tensor(name, 8, ne, bytes(n // 32 * 34))
+                continue
+            g.tensor(name, 0, ne, b"".join(struct.pack("<f", ((i * 37) % 17 - 8) / 64.0) for i in range(n)))
+        return g.bytes()
+
+
+def zerodim_cases(s):
+    d = s.fresh("zerodim")
+    run = ["run", "-p", "a", "-n", "2", "-t", "1"]
+    s.add("zerodim", "the unchanged tiny GGUF runs", ["run", "-m", write(os.path.join(d, "ok.gguf"),
+                                                                           TinyLlamaGguf.build())] + run[1:],
+          expect="ok")
+    for name, ne in TinyLlamaGguf.TENSORS:
+        for i in range(len(ne)):
+            zero = list(ne)
+            zero[i] = 0
+            p = write(os.path.join(d, "%s_%d.gguf" % (name, i)), TinyLlamaGguf.build(dims={name: zero}))
+            s.add("zerodim", "%s dim %d = 0" % (name, i), ["run", "-m", p] + run[1:], needle=name)
+            if len(ne) == 2:  # as Q8_0: the rows x blocks arithmetic of quantized weights (this was the SIGFPE)
+                p = write(os.path.join(d, "%s_%d_q8.gguf" % (name, i)),
+                          TinyLlamaGguf.build(dims={name: zero}, q8=(name,)))
+                for cmd in (["run", "-m", p] + run[1:], ["convert", p, "-o", p + ".pipit", "--quiet"]):
+                    s.add("zerodim", "%s %s (Q8_0) dim %d = 0" % (cmd[0], name, i), cmd, needle=name)
+    # stacked experts with 0 experts: their split divided the bytes by the expert count
+    p = write(os.path.join(d, "exps.gguf"), TinyLlamaGguf.build(extra=[("blk.0.ffn_gate_exps.weight", [32, 32, 0])]))
+    s.add("zerodim", "ffn_gate_exps with 0 experts", ["run", "-m", p] + run[1:], needle="ffn_gate_exps")
+    # sizes of 0 in the metadata: refused where a size is needed (a context_length of 0 means "not given"); convert
+    # only copies the tensors, so it may succeed on some (the model is refused when it is run)
+    for k in TinyLlamaGguf.META:
+        p = write(os.path.join(d, "meta_%s.gguf" % k), TinyLlamaGguf.build(meta={k: 0}))
+        s.add("zerodim", "llama.%s = 0" % k, ["run", "-m", p] + run[1:],
+              "either" if k == "context_length" else "error")
+        s.add("zerodim", "convert with llama.%s = 0" % k, ["convert", p, "-o", os.path.join(d, k + ".pipit"),
+                                                          "--quiet"], "either")
+
+
+# ---- nesting (issue 35.4) ----
+
+SEQ_FIELD = {"normalizer": "normalizers", "pre_tokenizer": "pretokenizers", "decoder": "decoders",
+             "post_processor": "processors"}
+
+
+def nested_sequence(component, depth):
+    """`depth` Sequence components each holding the next, the innermost an empty Sequence; built as text (json.dumps
+    of 20,000 levels would itself overflow Python's recursion limit)."""
+    f = SEQ_FIELD[component]
+    return ('{"type": "Sequence", "%s": [' % f) * depth + '{"type": "Sequence", "%s": []}' % f + "]}" * depth
+
+
+def nesting_cases(s):
+    st = s.model("stories260k")
+    tj = json.loads(open(os.path.join(st, "tokenizer.json")).read())
+    for component in SEQ_FIELD:
+        for depth, expect in [(7, "either"), (9, "error"), (20000, "error")]:
+            body = dict(tj)
+            body[component] = "@@"
+            text = json.dumps(body).replace('"@@"', nested_sequence(component, depth))
+            d = s.copy_model("stories260k", skip=("tokenizer.json",))
+            write(os.path.join(d, "tokenizer.json"), text)
+            needle = None if expect == "either" else ("nested deeper than")
+            s.add("nesting", "tokenizer.json %s Sequence %d deep" % (component, depth),
+                  ["run", "-m", d, "-p", "Once", "-n", "2", "-t", "1"], expect, needle)
+            if depth == 20000:
+                s.add("nesting", "convert, tokenizer.json %s Sequence %d deep" % (component, depth),
+                      ["convert", d, "-o", os.path.join(d, "m.pipit"), "--quiet"], "either")
+                s.add("nesting", "tokenize, tokenizer.json %s Sequence %d deep" % (component, depth),
+                      ["tokenize", "-m", d, "-p", "Once"], needle="nested deeper than")
+    # plain JSON nesting in every JSON file a model folder holds
+    deep_obj = '{"a": ' * 20000 + "1" + "}" * 20000
+    deep_arr = "[" * 20000 + "]" * 20000
+    for fname in ["tokenizer.json", "tokenizer_config.json", "config.json", "generation_config.json"]:
+        for label, deep in [("object", deep_obj), ("array", deep_arr)]:
+            orig = json.loads(open(os.path.join(st, fname)).read())
+            orig["zz_deep"] = "@@"
+            d = s.copy_model("stories260k", skip=(fname,))
+            write(os.path.join(d, fname), json.dumps(orig).replace('"@@"', deep))
+            # generation_config.json is optional: a broken one is ignored, so either outcome is right there
+            s.add("nesting", "%s with an %s nested 20000 deep" % (fname, label),
+                  ["run", "-m", d, "-p", "Once", "-n", "2", "-t", "1"],
+                  "either" if fname == "generation_config.json" else "error",
+                  None if fname == "generation_config.json" else "nested deeper than")
+    # a chat template nesting {% if %} blocks 20,000 deep
+    d = s.copy_model("stories260k", skip=("tokenizer_config.json",))
+    tc = json.loads(open(os.path.join(st, "tokenizer_config.json")).read())
+    tc["chat_template"] = "{% if true %}" * 20000 + "x" + "{% endif %}" * 20000
+    write(os.path.join(d, "tokenizer_config.json"), json.dumps(tc))
+    s.add("nesting", "chat template with 20000 nested ifs",
+          ["template", "-m", d, "--messages", '[{"role": "user", "content": "hi"}]'], needle="nested")
+    # GGUF metadata: an array of arrays 20,000 deep
+    d = s.fresh("nestgguf")
+    deep = struct.pack("<IQ", 9, 1) * 20000 + struct.pack("<IQ", 4, 0)
+    s.add("nesting", "GGUF metadata array nested 20000 deep",
+          ["run", "-m", write(os.path.join(d, "deep.gguf"), TinyLlamaGguf.build(raw=[("zz.deep", 9, deep)])),
+           "-p", "a", "-n", "2"], needle="nested")
+
+
+# ---- internal errors reached from input (issue 35.5) ----
+
+def internal_cases(s):
+    st = s.model("stories260k")
+    tj = open(os.path.join(st, "tokenizer.json"), "rb").read()
+    tc = open(os.path.join(st, "tokenizer_config.json"), "rb").read()
+    bad_tokenizers = [("a 0xFF byte inside a string", tj.replace(b'"<unk>"', b'"<unk\xff>"', 1)),
+                      ("an overlong encoding", tj.replace(b'"<unk>"', b'"<unk\xc0\x80>"', 1)),
+                      ("a surrogate", tj.replace(b'"<unk>"', b'"<unk\xed\xa0\x80>"', 1)),
+                      ("a cut multibyte sequence", tj.replace(b'"<unk>"', b'"<unk\xe2\x82>"', 1))]
+    for label, data in bad_tokenizers:
+        assert data != tj
+        d = s.copy_model("stories260k", skip=("tokenizer.json",))
+        write(os.path.join(d, "tokenizer.json"), data)
+        s.add("internal", "convert, tokenizer.json with " + label, ["convert", d, "-o", os.path.join(d, "m.pipit"),
+                                                                    "--quiet"], needle="UTF-8")
+        s.add("internal", "run, tokenizer.json with " + label, ["run", "-m", d, "-p", "x", "-n", "2"])
+        s.add("internal", "inspect, tokenizer.json with " + label, ["inspect", d], "either")
+    d = s.copy_model("stories260k", skip=("tokenizer_config.json",))
+    write(os.path.join(d, "tokenizer_config.json"), tc.replace(b"{", b'{"zz": "\xff\xfe",', 1))
+    s.add("internal", "convert, tokenizer_config.json with a 0xFF byte",
+          ["convert", d, "-o", os.path.join(d, "m.pipit"), "--quiet"], needle="UTF-8")
+    d = s.copy_model("stories260k")
+    write(os.path.join(d, "chat_template.jinja"), b"{{ messages[0]['content'] }}\xff")
+    s.add("internal", "convert, chat_template.jinja with a 0xFF byte",
+          ["convert", d, "-o", os.path.join(d, "m.pipit"), "--quiet"], needle="UTF-8")
+
+
+def pipit_header_cases(s):
+    """After the setup conversion: fields of the .pipit header with the wrong type, through inspect and run."""
+    b = open(s.pipit_file, "rb").read()
+    hb, doff, _ = struct.unpack("<QQQ", b[16:40])
+    h = json.loads(b[40:40 + hb])
+    muts = [("quantization", "x"), ("quantization", 5), ("quantization", []), ("quantization", {"quant": 5}),
+            ("quantization", {"target": None, "layout": [1]}), ("quantization", {"rules": "x"}),
+            ("quantization", {"fallbacks": {"a": 1}}), ("generator", 5), ("generator", {"x": 1}),
+            ("generation_config", "x"), ("generation_config", {"temperature": "hot"}),
+            ("config", {"model_type": 5}), ("config", {"model_type": "llama", "hidden_size": "64"}),
+            ("tokenizer", 5), ("chat_template", ["x"])]
+    for field, val in muts:
+        hh = json.loads(json.dumps(h))
+        hh[field] = val
+        nh = json.dumps(hh, sort_keys=True).encode()
+        if 40 + len(nh) > doff:
+            continue
+        nb = b[:16] + struct.pack("<Q", len(nh)) + b[24:40] + nh + b"\0" * (doff - 40 - len(nh)) + b[doff:]
+        d = s.fresh("pipithdr")
+        p = write(os.path.join(d, "m.pipit"), nb)
+        label = ".pipit %s=%s" % (field, json.dumps(val))
+        s.add("internal", "inspect " + label, ["inspect", p], "either")
+        s.add("internal", "run " + label, ["run", "-m", p, "-p", "x", "-n", "2", "-t", "1"], "either")
+
+
+# ---- config floats (issue 35.12) and stdout write errors (issue 35.14) ----
+
+def float_cases(s, inp):
+    """Float fields of config.json that made every logit NaN: each must be refused, naming the field."""
+    muts = [("llama", "rope_theta", v) for v in [0, -1, 1e-300, 1.0, 1e300, "1e4", None]]
+    muts += [("llama", "rms_norm_eps", v) for v in [-1e-6, 2.0, 1e300]]
+    muts += [("gemma3_text", "rope_local_base_freq", 0), ("gemma3_text", "query_pre_attn_scalar", 0),
+             ("gemma3_text", "query_pre_attn_scalar", -256), ("gemma3_text", "final_logit_softcapping", -30),
+             ("gemma3_text", "attn_logit_softcapping", -1), ("qwen3_moe", "rope_theta", 0),
+             ("llama", "rope_scaling", {"rope_type": "linear", "factor": 0}),
+             ("llama", "rope_scaling", {"rope_type": "linear", "factor": -2}),
+             ("llama", "rope_scaling", {"rope_type": "llama3", "factor": 0, "low_freq_factor": 1,
+                                        "high_freq_factor": 4, "original_max_position_embeddings": 64})]
+    for model, key, v in muts:
+        cfg = json.loads(open(os.path.join(s.model(model), "config.json")).read())
+        if v is None:
+            cfg.pop(key, None)  # absent: the default base applies and the model runs
+        else:
+            cfg[key] = v
+        d = s.copy_model(model, skip=("config.json",))
+        write(os.path.join(d, "config.json"), json.dumps(cfg))
+        needle = "rope" if key == "rope_scaling" else key
+        s.add("floats", "%s %s=%s" % (model, key, json.dumps(v)),
+              ["logits", "-m", d, "--input", inp, "--output", "/dev/null", "-t", "1"],
+              "ok" if v is None else "error", None if v is None else needle)
+
+
+def stdout_cases(s):
+    """Every command that prints its result must fail (exit 1, one line) when stdout cannot be written."""
+    st = s.model("stories260k")
+    for label, argv in [("run", ["run", "-m", st, "-p", "Once", "-n", "4", "-t", "1"]),
+                        ("tokenize", ["tokenize", "-m", st, "-p", "Once upon a time"]),
+                        ("inspect", ["inspect", st]),
+                        ("template", ["template", "-m", os.path.join(s.td, "tokenizers", "qwen3"), "--messages",
+                                      '[{"role": "user", "content": "hi"}]']),
+                        ("bench", ["bench", "-m", st, "-p", "8", "-n", "2", "-r", "1", "-t", "1"]),
+                        ("--version", ["--version"])]:
+        s.add("stdout", label + " > /dev/full", argv, needle="stdout", stdout="/dev/full")
+
+
+def sidefile_cases(s):
+    """A model folder's optional files that are a directory, a FIFO or a device: an error naming the file, not
+    silently ignored (a FIFO must not block the load either)."""
+    for fname in ["tokenizer_config.json", "generation_config.json", "chat_template.jinja", "tokenizer.json"]:
+        for label in ["a directory", "a FIFO", "a device"]:
+            d = s.copy_model("stories260k", skip=(fname,))
+            p = os.path.join(d, fname)
+            if label == "a directory":
+                os.makedirs(p)
+            elif label == "a FIFO":
+                os.mkfifo(p)
+            else:
+                os.symlink("/dev/zero", p)
+            for cmd in (["run", "-m", d, "-p", "x", "-n", "2", "-t", "1"], ["tokenize", "-m", d, "-p", "x"],
+                        ["convert", d, "-o", os.path.join(d, "m.pipit"), "--quiet"]):
+                if cmd[0] == "tokenize" and fname == "generation_config.json":
+                    continue  # the tokenizer does not read it
+                s.add("sidefiles", "%s %s is %s" % (cmd[0], fname, label), cmd, needle=fname)
+
+
+def add_all(s, inp):
+    """Called by hostile_test.py before the setup conversion; pipit_header_cases is called after it."""
+    output_cases(s, inp)
+    zerodim_cases(s)
+    nesting_cases(s)
+    internal_cases(s)
+    float_cases(s, inp)
+    stdout_cases(s)
+    sidefile_cases(s)
