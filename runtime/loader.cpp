@@ -24,6 +24,7 @@
 #include "convert/gguf_import.h"
 #ifdef PIPIT_WITH_TOKENIZER
 #include "models/chat_format.h"
+#include "runtime/hf_cache.h"
 #include "tokenizer/hf_tokenizer.h"
 #include "tokenizer/tokenizer.h"
 #endif
@@ -199,7 +200,18 @@ void rehome_weights(std::map<std::string, Tensor>& tensors, const RehomeOptions&
   }
 }
 
-Result<LoadedModel> load_model_impl(const std::string& path, const LoadOptions& opt) {
+// -m as given, or the Hugging Face cache's snapshot of an "org/name" id (runtime/hf_cache.h); a Hub id that is not
+// cached is an error saying where it was looked for and how to get it.
+Result<std::string> model_path(const std::string& given) {
+  const std::string path = resolve_model_path(given);
+  if (path.empty())
+    return Error::not_found("[load] {}: no such file or directory, and not in the Hugging Face cache ({}); "
+                            "download it with `hf download {}` or give its path", given, hf_hub_cache_dir(), given);
+  return path;
+}
+
+Result<LoadedModel> load_model_impl(const std::string& given, const LoadOptions& opt) {
+  PIPIT_ASSIGN_OR_RETURN(const std::string path, model_path(given));
   if (!opt.mmproj.empty() && is_directory(path))
     return Error::invalid_argument("[load] --mmproj goes with a .gguf model; '{}' is a directory (an HF checkpoint "
                                    "holds its vision tower itself)", path);
@@ -260,7 +272,8 @@ Result<LoadedModel> load_model_impl(const std::string& path, const LoadOptions& 
 
 }  // namespace
 
-Result<std::shared_ptr<Tokenizer>> load_tokenizer(const std::string& path) {
+Result<std::shared_ptr<Tokenizer>> load_tokenizer(const std::string& given) {
+  PIPIT_ASSIGN_OR_RETURN(const std::string path, model_path(given));
   if (is_directory(path)) return Tokenizer::load_dir(path);
   LoadedModel lm;
   try {

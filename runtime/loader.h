@@ -1,5 +1,6 @@
 // Opens what a user points `-m` at and returns a runnable model: an HF checkpoint directory (config.json +
-// safetensors or pytorch_model.bin, tokenizer files optional), a .pipit file or a .gguf file (read in place).
+// safetensors or pytorch_model.bin, tokenizer files optional), a .pipit file or a .gguf file (read in place), or an
+// "org/name" Hub id found in the Hugging Face cache (runtime/hf_cache.h).
 // Weights stay memory-mapped; nothing is copied (except llama-arch GGUF q/k rows, which are un-permuted).
 #pragma once
 

@@ -310,8 +310,6 @@ std::optional<ApiError> parse_common(const json& body, const RequestPolicy& poli
   int64_t top_k = s.top_k;
   PIPIT_API_TRY(read_int(body, "top_k", -1, std::max(policy.n_vocab, 1), top_k));
   s.top_k = int(top_k);
-  const char* bad = nullptr;
-  if (Status st = validate(s, {}, &bad); !st) return bad_request(st.message(), bad ? bad : "");
   int64_t ngram = out.params.no_repeat_ngram_size;  // -1: the model's default
   PIPIT_API_TRY(read_int(body, "no_repeat_ngram_size", -1, Limits::kMaxNoRepeatNgram, ngram));
   out.params.no_repeat_ngram_size = int(ngram);
@@ -323,6 +321,8 @@ std::optional<ApiError> parse_common(const json& body, const RequestPolicy& poli
   } else {
     s.seed = std::random_device{}();  // OpenAI: no seed, no reproducibility
   }
+  const char* bad = nullptr;  // the sampling fields read above, against the one rule (runtime/sampler.h)
+  if (Status st = validate(s, {}, &bad); !st) return bad_request(st.message(), bad ? bad : "");
 
   int64_t max_tokens = policy.n_ctx;
   for (const char* name : {"max_tokens", "max_completion_tokens"}) {  // the newer name wins

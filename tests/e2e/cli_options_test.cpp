@@ -225,6 +225,25 @@ TEST_F(CliOptions, ChatTemplateFileAndKwargs) {
   EXPECT_EQ(chat.code, 0) << chat.out;  // without --chat-template: 'this model has no chat template'
 }
 
+// -m org/name: the snapshot `hf download` leaves in the Hugging Face cache (HF_HOME here), as the path would.
+TEST_F(CliOptions, ModelFromHfCache) {
+  const fs::path repo = dir_ / "hf" / "hub" / "models--tiny--stories";
+  fs::create_directories(repo / "refs");
+  fs::create_directories(repo / "snapshots");
+  fs::copy(stories(), repo / "snapshots" / "abc123", fs::copy_options::recursive);
+  std::ofstream(repo / "refs" / "main") << "abc123";
+  const std::string env = "HF_HOME=" + (dir_ / "hf").string() + " HF_HUB_CACHE= ";
+  const std::string args = " -p \"Once upon a time\" -n 8 --temp 0 -t 1";
+  auto want = run_cli("run -m " + stories() + args, false);
+  auto got = test::run_sh(env + test::pipit_binary() + " run -m tiny/stories" + args, false);
+  EXPECT_EQ(got.code, 0) << got.out;
+  EXPECT_EQ(got.out, want.out);
+  EXPECT_EQ(test::run_sh(env + test::pipit_binary() + " tokenize -m tiny/stories -p hi").code, 0);
+  auto missing = test::run_sh(env + test::pipit_binary() + " run -m tiny/nothing -p hi");
+  expect_one_error_line(missing, "not in the Hugging Face cache");
+  EXPECT_NE(missing.out.find("hf download tiny/nothing"), std::string::npos) << missing.out;
+}
+
 // README: "every -m takes an HF folder, a .pipit or a .gguf": tokenize and template too, with the folder's answers.
 TEST_F(CliOptions, TokenizeAndTemplateOnPipitAndGguf) {
   fs::path folder = dir_ / "stories";
