@@ -1,7 +1,9 @@
 // The generation endpoints: request JSON -> prompt tokens (chat template + tokenizer) -> Engine request -> one
 // JSON answer, or an SSE stream fed from the engine thread through a TokenChannel. A stream whose client has
-// gone (a write fails) returns false to httplib, and the response's releaser cancels the engine request, which
-// frees its slot at the next step; a non-streaming answer that takes long is written the same way (PendingAnswer).
+// gone (a write fails, or the socket reads as closed: GuardedHttpServer::client_gone, looked at every
+// kPollInterval) returns false to httplib, and the response's releaser cancels the engine request, which frees its
+// slot at the next step; a non-streaming answer that takes long is written the same way (PendingAnswer), and one
+// still waiting for its first --keepalive is cancelled by the handler itself.
 #include <chrono>
 
 #include "runtime/multimodal.h"
@@ -261,7 +263,7 @@ struct Stream {
       sink.done();
       return true;
     }
-    if (st->stopping) return false;
+    if (st->stopping || GuardedHttpServer::client_gone()) return false;
     if (std::chrono::steady_clock::now() - last_write > st->opt.keepalive && !write(sink, ": keep-alive\n\n"))
       return false;
     return true;
@@ -299,6 +301,7 @@ struct PendingAnswer {
       return true;
     }
     if (st->stopping) cancel_all(*st, ids);  // the answer so far follows, finish_reason "stop"
+    if (GuardedHttpServer::client_gone()) return false;  // within kPollInterval, not at the next space
     if (std::chrono::steady_clock::now() - last_write > st->opt.keepalive) {
       last_write = std::chrono::steady_clock::now();
       if (!sink.write(" ", 1)) return false;
@@ -414,8 +417,16 @@ void handle_generate(ServerState& st, const std::string& text, httplib::Response
     // a longer one becomes a PendingAnswer, so that a client that leaves still frees its slot.
     const auto t0 = std::chrono::steady_clock::now();
     bool done = false;
-    while (!(done = ch->wait(kPollInterval).done) && std::chrono::steady_clock::now() - t0 < st.opt.keepalive)
+    while (!(done = ch->wait(kPollInterval).done) && std::chrono::steady_clock::now() - t0 < st.opt.keepalive) {
       if (st.stopping) cancel_all(st, ids_submitted);
+      if (GuardedHttpServer::client_gone()) {  // no one to answer: stop its generation (or take it off the queue)
+        ch->abandon();
+        cancel_all(st, ids_submitted);
+        GuardedHttpServer::close_after_response();
+        return send_error(res, ApiError{499, "the client closed the connection", "", "invalid_request_error",
+                                        "client_closed_request"});
+      }
+    }
     if (done) {
       auto rs = all_results(*ch);
       if (!rs.is_ok()) return send_error(res, from_status(rs.status()));
