@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/logprobs.h"
@@ -26,6 +27,9 @@ struct GenerateParams {
   std::vector<int32_t> eos_ids;      // stop tokens (default: the model's)
   bool ignore_eos = false;
   int logprobs = -1;                 // >= 0: record each generated token's log-probability and this many top ones
+  // Added to a token's logit before sampling (OpenAI's logit_bias); a bias <= -100 bans the token outright. Log-
+  // probabilities stay those of the model's own distribution (Sequence::emit).
+  std::vector<std::pair<int32_t, float>> logit_bias;
   // Structured output (runtime/grammar.h): every token is one the grammar allows, and the answer ends when the
   // grammar is complete. Needs a tokenizer.
   std::shared_ptr<const Grammar> grammar;

@@ -11,6 +11,7 @@
 #include "server/handlers.h"
 #include "server/local_files.h"
 #include "server/openai_response.h"
+#include "server/reasoning.h"
 #include "server/token_channel.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -185,6 +186,7 @@ struct Stream {
   bool started = false;
   std::vector<size_t> text_offset;  // completions' logprobs: bytes of each choice's text so far
   std::vector<ToolCallStream> tools;  // chat with tools: each choice's text parsed for calls as it streams
+  std::vector<ReasoningSplit> thinking;  // chat with a thinking format: each choice's <think> part split off
   std::chrono::steady_clock::time_point last_write = std::chrono::steady_clock::now();
 
   std::vector<int> calls_sent;
@@ -205,6 +207,7 @@ struct Stream {
       text_offset.assign(size_t(n), 0);
       if (meta.tool_syntax != ToolSyntax::kNone)
         for (int i = 0; i < n; ++i) tools.emplace_back(meta.tool_syntax, meta.tool_names);
+      if (meta.reasoning) thinking.assign(size_t(n), ReasoningSplit(meta.reasoning_opened));
       if (meta.chat)
         for (int i = 0; i < n; ++i)
           if (!write(sink, sse_data(chunk_json(meta, i, "", /*role=*/true, nullptr, nullptr)))) return false;
@@ -212,6 +215,17 @@ struct Stream {
     TokenChannel::News news = ch->wait(kPollInterval);
     for (int i = 0; i < n; ++i) {
       TokenChannel::ChoiceNews& c = news.choices[size_t(i)];
+      std::string reasoning;
+      if (!thinking.empty()) {  // the thinking part first: what follows it is content (and may hold tool calls)
+        ReasoningSplit::Out o = thinking[size_t(i)].feed(c.text);
+        if (c.finished) {
+          ReasoningSplit::Out f = thinking[size_t(i)].finish();
+          o.reasoning += f.reasoning;
+          o.content += f.content;
+        }
+        reasoning = std::move(o.reasoning);
+        c.text = std::move(o.content);
+      }
       std::vector<ToolCall> calls;
       if (!tools.empty()) {  // content passes through the tool-call parser; completed calls come out
         ToolCallStream& ts = tools[size_t(i)];
@@ -224,10 +238,14 @@ struct Stream {
         c.text = std::move(o.content);
         calls = std::move(o.calls);
       }
-      if (!c.text.empty() || !c.logprobs.empty()) {
-        json lp = chunk_logprobs(meta, c.logprobs, text_offset[size_t(i)]);
-        if (!write(sink, sse_data(chunk_json(meta, i, c.text, false, nullptr, std::move(lp))))) return false;
-      }
+      // a piece's log-probabilities ride on its content chunk, or on its reasoning chunk when it has no content
+      const bool content_chunk = !c.text.empty() || (!c.logprobs.empty() && reasoning.empty());
+      json lp = content_chunk || !reasoning.empty() ? chunk_logprobs(meta, c.logprobs, text_offset[size_t(i)]) : json();
+      if (!reasoning.empty() &&
+          !write(sink, sse_data(reasoning_chunk_json(meta, i, reasoning, content_chunk ? json() : std::move(lp)))))
+        return false;
+      if (content_chunk && !write(sink, sse_data(chunk_json(meta, i, c.text, false, nullptr, std::move(lp)))))
+        return false;
       for (auto& call : calls) {
         const int k = n_calls_sent(i)++;
         if (!meta.parallel_tool_calls && k > 0) continue;
@@ -388,6 +406,18 @@ void handle_generate(ServerState& st, const std::string& text, httplib::Response
   meta.logprobs = pr.params.logprobs >= 0;
   meta.tokens_as_ids = pr.tokens_as_ids;
   meta.tok = st.lm.tokenizer.get();
+  if (chat && meta.tok) {
+    ReasoningFormat f = pr.reasoning_format.value_or(st.opt.reasoning_format);
+    if (f == ReasoningFormat::kAuto)  // the model has a thinking format when its template writes <think>
+      f = meta.tok->config().chat_template.find("<think>") != std::string::npos ? ReasoningFormat::kDeepseek
+                                                                               : ReasoningFormat::kNone;
+    meta.reasoning = f == ReasoningFormat::kDeepseek;
+    if (meta.reasoning) {  // templates that open the block for the model (DeepSeek-R1, Qwen3 thinking-2507)
+      const size_t n_tail = std::min<size_t>(ids.size(), 8);
+      meta.reasoning_opened = prompt_opens_thinking(
+          meta.tok->decode(std::span<const int32_t>(ids).last(n_tail), /*skip_special_tokens=*/false));
+    }
+  }
 
   // n choices: n engine requests over the same prompt, choice i sampled with seed + i.
   auto ch = std::make_shared<TokenChannel>(pr.n);

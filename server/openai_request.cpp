@@ -2,6 +2,7 @@
 // messages: a deeply nested value is described by its type, never dumped (dump() recurses).
 #include "server/openai_request.h"
 
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -269,6 +270,11 @@ std::optional<ApiError> parse_messages(const json& body, const RequestPolicy& po
     else PIPIT_API_TRY(parse_content(msg, param, policy, out, content));
     ojson m = {{"role", role}, {"content", std::move(content)}};
     if (has_calls) PIPIT_API_TRY(parse_tool_calls_field(msg, param, m));
+    if (const json* rc = field(msg, "reasoning_content"); rc && role == "assistant") {
+      if (!rc->is_string())
+        return bad_request(fmt("{}.reasoning_content must be a string", param), param + ".reasoning_content");
+      m["reasoning_content"] = rc->get<std::string>();  // Qwen3's template renders it in <think>
+    }
     if (role == "tool") {
       for (const char* k : {"tool_call_id", "name"})
         if (const json* v = field(msg, k)) {
@@ -277,6 +283,29 @@ std::optional<ApiError> parse_messages(const json& body, const RequestPolicy& po
         }
     }
     out.messages.push_back(std::move(m));
+  }
+  return std::nullopt;
+}
+
+// logit_bias: {"token id": bias}, ids as decimal strings (JSON keys) below n_vocab, biases in [-100, 100].
+std::optional<ApiError> read_logit_bias(const json& body, int n_vocab, std::vector<std::pair<int32_t, float>>& out) {
+  const json* v = field(body, "logit_bias");
+  if (!v) return std::nullopt;
+  if (!v->is_object())
+    return bad_request(fmt("'logit_bias' must be an object mapping token ids to biases, got {}", describe(*v)),
+                       "logit_bias");
+  for (auto it = v->begin(); it != v->end(); ++it) {
+    const std::string& key = it.key();
+    int64_t id = -1;
+    const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
+    if (ec != std::errc() || end != key.data() + key.size() || id < 0 || id >= n_vocab)
+      return bad_request(fmt("logit_bias key '{}' is not a token id in [0, {})", key.substr(0, 40), n_vocab),
+                         "logit_bias");
+    const json& b = *it;
+    if (!b.is_number() || !(b.get<double>() >= -100.0 && b.get<double>() <= 100.0))
+      return bad_request(fmt("logit_bias['{}'] is {}; expected a number in [-100, 100]", key, describe(b)),
+                         "logit_bias");
+    out.emplace_back(int32_t(id), b.get<float>());
   }
   return std::nullopt;
 }
@@ -359,7 +388,7 @@ std::optional<ApiError> parse_common(const json& body, const RequestPolicy& poli
     PIPIT_API_TRY(read_int(body, "logprobs", 0, kMaxTopLogprobs, lp));
     out.params.logprobs = int(lp);
   }
-  PIPIT_API_TRY(refuse_unless_off(body, "logit_bias", "no logit bias"));
+  PIPIT_API_TRY(read_logit_bias(body, policy.n_vocab, out.params.logit_bias));
   // tools, tool_choice, response_format and grammar: parse_structured (server/structured.cpp), which reads the
   // body with its key order kept
   return std::nullopt;
@@ -385,6 +414,18 @@ std::optional<ApiError> parse_chat_request(const json& body, const RequestPolicy
   out.chat = true;
   PIPIT_API_TRY(parse_common(body, policy, out));
   PIPIT_API_TRY(parse_messages(body, policy, out));
+  // the legacy function-calling fields: refused rather than ignored (an ignored function_call would answer in
+  // text where the client waits for a call)
+  PIPIT_API_TRY(refuse_unless_off(body, "functions", "the legacy function calling; send 'tools' instead"));
+  PIPIT_API_TRY(refuse_unless_off(body, "function_call", "the legacy function calling; send 'tool_choice' instead"));
+  std::string reasoning;
+  PIPIT_API_TRY(read_string(body, "reasoning_format", reasoning));
+  if (field(body, "reasoning_format")) {
+    out.reasoning_format = parse_reasoning_format(reasoning);
+    if (!out.reasoning_format)
+      return bad_request(fmt("'reasoning_format' is '{}'; expected auto, deepseek or none", reasoning.substr(0, 40)),
+                         "reasoning_format");
+  }
   if (const json* kw = field(body, "chat_template_kwargs")) {
     if (!kw->is_object())
       return bad_request(fmt("'chat_template_kwargs' must be an object, got {}", describe(*kw)), "chat_template_kwargs");

@@ -3,6 +3,7 @@
 
 #include <random>
 
+#include "server/reasoning.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pipit::server {
@@ -96,8 +97,11 @@ json completion_json(const ResponseMeta& m, std::span<const GenerateResult> rs) 
     const GenerateResult& r = rs[i];
     json choice = {{"index", int(i)}};
     const char* reason = finish_reason(r.reason);
+    ReasoningSplit::Out split;
+    if (m.chat && m.reasoning) split = split_reasoning(r.text, m.reasoning_opened);
+    else split.content = r.text;
     if (m.chat && m.tool_syntax != ToolSyntax::kNone) {
-      ParsedAnswer pa = parse_tool_calls(m.tool_syntax, r.text, m.tool_names);
+      ParsedAnswer pa = parse_tool_calls(m.tool_syntax, split.content, m.tool_names);
       if (!m.parallel_tool_calls && pa.calls.size() > 1) pa.calls.resize(1);
       json msg = {{"role", "assistant"}, {"content", pa.calls.empty() || !pa.content.empty() ? json(pa.content) : json()}};
       if (!pa.calls.empty()) {
@@ -108,10 +112,11 @@ json completion_json(const ResponseMeta& m, std::span<const GenerateResult> rs) 
       }
       choice["message"] = std::move(msg);
     } else if (m.chat) {
-      choice["message"] = {{"role", "assistant"}, {"content", r.text}};
+      choice["message"] = {{"role", "assistant"}, {"content", split.content}};
     } else {
       choice["text"] = r.text;
     }
+    if (m.chat && !split.reasoning.empty()) choice["message"]["reasoning_content"] = split.reasoning;
     choice["logprobs"] = nullptr;
     if (m.logprobs && m.tok)
       choice["logprobs"] = m.chat ? chat_logprobs_json(*m.tok, r.logprobs, m.tokens_as_ids)
@@ -143,6 +148,15 @@ json chunk_json(const ResponseMeta& m, int index, const std::string& text, bool 
   }
   choice["logprobs"] = std::move(logprobs);
   choice["finish_reason"] = finish_reason ? json(finish_reason) : json();
+  out["choices"] = json::array({std::move(choice)});
+  if (m.include_usage) out["usage"] = nullptr;
+  return out;
+}
+
+json reasoning_chunk_json(const ResponseMeta& m, int index, const std::string& text, json logprobs) {
+  json out = header(m, true);
+  json choice = {{"index", index}, {"delta", {{"reasoning_content", text}}}, {"logprobs", std::move(logprobs)},
+                 {"finish_reason", nullptr}};
   out["choices"] = json::array({std::move(choice)});
   if (m.include_usage) out["usage"] = nullptr;
   return out;

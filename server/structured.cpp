@@ -98,6 +98,7 @@ std::optional<ApiError> parse_structured(const ojson& body, const std::string& c
   }
   // tool_choice: "auto" (default with tools), "none", "required", {"type": "function", "function": {"name"}}
   std::vector<size_t> forced;
+  bool required = false;  // tool_choice "required": a call of any of the tools
   if (const ojson* tc = field(body, "tool_choice")) {
     std::string mode;
     if (tc->is_string()) {
@@ -123,6 +124,7 @@ std::optional<ApiError> parse_structured(const ojson& body, const std::string& c
       return bad_request("'tool_choice' must be a string or an object", "tool_choice");
     }
     if (mode == "required") {
+      required = true;
       if (out.tool_names.empty()) return bad_request("'tool_choice' is \"required\" but there are no 'tools'", "tool_choice");
       for (size_t i = 0; i < out.tool_names.size(); ++i) forced.push_back(i);
     }
@@ -134,9 +136,9 @@ std::optional<ApiError> parse_structured(const ojson& body, const std::string& c
   }
   out.parallel_tool_calls = parallel;
   if (!forced.empty()) {
-    // A forced call is one call: the grammar then ends the answer right after it (a model asked for several,
-    // e.g. with tool_choice "auto", may still write several).
-    if (auto e = forced_call_grammar(out, params, forced, /*parallel=*/false, out.grammar)) return e;
+    // "required" with parallel_tool_calls (OpenAI's default) lets the model write several calls, each of any
+    // tool; a named function, or parallel_tool_calls false, is one call, and the grammar ends the answer after it.
+    if (auto e = forced_call_grammar(out, params, forced, required && parallel, out.grammar)) return e;
     out.grammar_param = "tool_choice";
   }
 

@@ -315,6 +315,108 @@ class Structured(ServerCase):
                     self.assertIn(needle, e["error"]["message"])
 
 
+class SamplingFields(ServerCase):
+    """logit_bias (through the one token path: bans, +100 forcing, under a grammar too), reasoning_content for the
+    Qwen3 template's <think> part (made deterministic with a grammar: the random model never thinks by itself),
+    forced parallel tool calls, and the legacy function-calling fields refused by name."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Server(PIPIT, MODEL, "--parallel", "2", "--ctx", "1024")
+
+    def ids(self, body):
+        """The generated token ids of a chat request (logprobs named as token ids)."""
+        status, r = self.srv.post("/v1/chat/completions", dict(body, logprobs=True, return_tokens_as_token_ids=True))
+        self.assertEqual(status, 200, r)
+        return [int(t["token"].split(":")[1]) for t in r["choices"][0]["logprobs"]["content"]], r
+
+    def test_logit_bias_bans_and_forces(self):
+        base = chat("Tell me a story about a cat.", max_tokens=12, ignore_eos=True)
+        plain, _ = self.ids(base)
+        banned = {str(t): -100 for t in plain}
+        got, r = self.ids(dict(base, logit_bias=banned))
+        self.assertEqual(len(got), 12)
+        self.assertFalse(set(got) & set(plain), (plain, got))  # not one of the greedy answer's tokens
+        # sampled too (temperature 1, no truncation): the banned tokens never come
+        for seed in range(3):
+            got, _ = self.ids(dict(base, temperature=1.0, top_p=1.0, seed=seed, logit_bias=banned))
+            self.assertFalse(set(got) & set(plain), (seed, plain, got))
+        # +100 forces a token whatever the model says, sampled or greedy; logprobs stay the model's own
+        forced = 12095
+        for extra in ({}, {"temperature": 1.0, "seed": 4}):
+            got, r = self.ids(dict(base, logit_bias={str(forced): 100}, **extra))
+            self.assertEqual(got, [forced] * 12, extra)
+            self.assertLess(r["choices"][0]["logprobs"]["content"][0]["logprob"], -1.0)
+        # under a grammar: a bias on an allowed token moves the answer to the other choice (a ban would not: the
+        # grammar can spell the word with other tokens)
+        g = 'root ::= ("yes" | "no")'
+        status, r = self.srv.post("/v1/chat/completions", dict(base, grammar=g))
+        first = r["choices"][0]["message"]["content"]
+        other = {"yes": "no", "no": "yes"}[first]
+        status, t = self.srv.post("/tokenize", {"content": other})
+        self.assertEqual(len(t["tokens"]), 1)
+        status, r = self.srv.post("/v1/chat/completions",
+                                  dict(base, grammar=g, logit_bias={str(t["tokens"][0]): 100}))
+        self.assertEqual((status, r["choices"][0]["message"]["content"]), (200, other), r)
+
+    def test_bad_logit_bias_and_legacy_functions_are_refused_by_name(self):
+        for extra, param in [({"logit_bias": {"abc": 1}}, "logit_bias"), ({"logit_bias": {"5": 101}}, "logit_bias"),
+                             ({"logit_bias": {"-1": 1}}, "logit_bias"), ({"logit_bias": {"999999999": 1}}, "logit_bias"),
+                             ({"logit_bias": {"5": "x"}}, "logit_bias"), ({"logit_bias": [1]}, "logit_bias"),
+                             ({"reasoning_format": "maybe"}, "reasoning_format"),
+                             ({"functions": [WEATHER["function"]]}, "functions"),
+                             ({"function_call": "auto"}, "function_call")]:
+            with self.subTest(extra=extra):
+                status, e = self.srv.post("/v1/chat/completions", chat("hi", **extra))
+                self.assertEqual((status, e["error"]["param"]), (400, param), e)
+        status, r = self.srv.post("/v1/completions", {"prompt": "Hi", "max_tokens": 2, "logit_bias": {"0": 5}})
+        self.assertEqual(status, 200, r)
+
+    def test_reasoning_content_split_off_and_streamed(self):
+        g = 'root ::= "<think>\\n" ("yes" | "no") " maybe\\n</think>\\n\\n" "final " [ab]'
+        body = chat("Think first.", grammar=g, max_tokens=40)
+        status, r = self.srv.post("/v1/chat/completions", body)
+        self.assertEqual(status, 200, r)
+        msg = r["choices"][0]["message"]
+        self.assertIn(msg["reasoning_content"], ("yes maybe", "no maybe"), msg)
+        self.assertRegex(msg["content"], r"^final [ab]$")
+        status, events, done, _ = self.srv.stream("/v1/chat/completions", dict(body, stream=True))
+        self.assertTrue(done)
+        thought = "".join(c["delta"].get("reasoning_content", "") for e in events for c in e["choices"])
+        self.assertEqual((thought, deltas(events)), (msg["reasoning_content"], msg["content"]))
+        self.assertTrue(any("reasoning_content" in c["delta"] and "content" not in c["delta"]
+                            for e in events for c in e["choices"]))  # its own deltas, before the content
+        # kept inline on request
+        status, r = self.srv.post("/v1/chat/completions", dict(body, reasoning_format="none"))
+        inline = r["choices"][0]["message"]
+        self.assertNotIn("reasoning_content", inline)
+        self.assertEqual(inline["content"], f"<think>\n{msg['reasoning_content']}\n</think>\n\n{msg['content']}")
+        # an assistant turn's reasoning_content is given to the template (Qwen3's renders it for the last turn)
+        turn = {"role": "assistant", "content": "final a", "reasoning_content": "long thought " * 20}
+        status, a = self.srv.post("/v1/chat/completions", chat("x", max_tokens=1, messages=[
+            {"role": "user", "content": "q"}, turn, {"role": "user", "content": "r"}]))
+        status, b = self.srv.post("/v1/chat/completions", chat("x", max_tokens=1, messages=[
+            {"role": "user", "content": "q"}, dict(turn, reasoning_content=""), {"role": "user", "content": "r"}]))
+        self.assertEqual((status, a["usage"]["prompt_tokens"] >= b["usage"]["prompt_tokens"]), (200, True))
+
+    def test_required_tool_choice_returns_parallel_calls(self):
+        unit = {"type": "function", "function": {"name": "set_unit", "parameters": {
+            "type": "object", "properties": {"unit": {"enum": ["c", "f"]}}, "required": ["unit"],
+            "additionalProperties": False}}}
+        body = {"messages": [{"role": "user", "content": "Set both units."}], "tools": [unit, WEATHER],
+                "tool_choice": "required", "temperature": 0, "max_tokens": 150, "ignore_eos": True}
+        status, r = self.srv.post("/v1/chat/completions", body)
+        self.assertEqual(status, 200, r)
+        calls = r["choices"][0]["message"]["tool_calls"]
+        self.assertGreaterEqual(len(calls), 2, r)
+        for c in calls:
+            self.assertIn(c["function"]["name"], ("set_unit", "get_weather"))
+            json.loads(c["function"]["arguments"])
+        status, r = self.srv.post("/v1/chat/completions", dict(body, parallel_tool_calls=False))
+        self.assertEqual(len(r["choices"][0]["message"]["tool_calls"]), 1, r)
+        self.assertEqual(r["choices"][0]["finish_reason"], "tool_calls")
+
+
 class Embeddings(unittest.TestCase):
     """qwen3_chat with a sentence-transformers pooling config next to it (files linked into a temp folder)."""
 
