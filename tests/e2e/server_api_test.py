@@ -7,12 +7,14 @@ equal the pooled logits).
 
   server_api_test.py PIPIT_BINARY MODELS_DIR [unittest options]
 """
+import datetime
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import unittest
+import uuid
 
 import jsonschema
 import numpy as np
@@ -263,6 +265,39 @@ class Structured(ServerCase):
         status, events, done, _ = self.srv.stream("/v1/chat/completions", dict(body, n=1, seed=9, stream=True))
         jsonschema.validate(json.loads(deltas(events)), PERSON)
 
+    def test_zod_style_keywords_validate(self):
+        """What zod emits for .email() / .uuid() / .datetime() / .date() / .regex() / .int().min().max(), number
+        bounds, z.tuple (prefixItems) and z.record (propertyNames + additionalProperties): 5 sampled answers, each
+        valid under jsonschema with its format checker, and each pattern checked with Python's re."""
+        schema = {"type": "object", "properties": {
+            "email": {"type": "string", "format": "email"},
+            "id": {"type": "string", "format": "uuid"},
+            "when": {"type": "string", "format": "date-time"},
+            "day": {"type": "string", "format": "date"},
+            "code": {"type": "string", "pattern": "^[A-Z]{3}-\\d{2}$"},
+            "age": {"type": "integer", "minimum": 18, "maximum": 99},
+            "score": {"type": "number", "minimum": 0, "exclusiveMaximum": 5},
+            "pair": {"type": "array", "prefixItems": [{"type": "string", "maxLength": 5}, {"type": "integer"}],
+                     "minItems": 2, "maxItems": 2},
+            "counts": {"type": "object", "propertyNames": {"pattern": "^[a-z]{1,6}$"},
+                       "additionalProperties": {"type": "integer", "minimum": 0, "maximum": 9}}},
+            "required": ["email", "id", "when", "day", "code", "age", "score", "pair", "counts"],
+            "additionalProperties": False}
+        body = {"messages": [{"role": "user", "content": "Fill the form."}], "temperature": 1.0, "max_tokens": 600,
+                "n": 5, "seed": 11,
+                "response_format": {"type": "json_schema", "json_schema": {"name": "form", "schema": schema}}}
+        status, r = self.srv.post("/v1/chat/completions", body)
+        self.assertEqual(status, 200, r)
+        checker = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker())
+        for ch in r["choices"]:
+            self.assertEqual(ch["finish_reason"], "stop", ch)
+            doc = json.loads(ch["message"]["content"])
+            checker.validate(doc)
+            self.assertRegex(doc["code"], r"^[A-Z]{3}-\d{2}$")
+            self.assertRegex(doc["when"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
+            uuid.UUID(doc["id"])
+            datetime.date.fromisoformat(doc["day"])
+
     def test_json_object_and_gbnf_grammar(self):
         body = {"messages": [{"role": "user", "content": "Answer in JSON."}], "temperature": 0.8, "seed": 5,
                 "max_tokens": 60, "response_format": {"type": "json_object"}}
@@ -288,7 +323,9 @@ class Structured(ServerCase):
         base = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}
         cases = [
             ({"response_format": {"type": "json_schema", "json_schema": {"schema": {"type": "object", "properties": {
-                "a": {"type": "string", "pattern": "^x"}}}}}}, "response_format.json_schema.schema", "pattern"),
+                "a": {"type": "string", "pattern": "^(?!x)"}}}}}}, "response_format.json_schema.schema", "pattern"),
+            ({"response_format": {"type": "json_schema", "json_schema": {"schema": {"type": "integer",
+                "multipleOf": 5}}}}, "response_format.json_schema.schema", "multipleOf"),
             ({"response_format": {"type": "json_schema", "json_schema": {"schema": {"type": "nmber"}}}},
              "response_format.json_schema.schema", "nmber"),
             ({"response_format": {"type": "json_schema", "json_schema": {"schema": "x"}}},

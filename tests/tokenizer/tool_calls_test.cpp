@@ -212,7 +212,7 @@ TEST(ToolCalls, BadRequestsNameTheField) {
   EXPECT_EQ(err((std::string("{") + tools + R"(, "tool_choice": "sometimes"})").c_str()).first, "tool_choice");
   EXPECT_EQ(err(R"({"tool_choice": "required"})").first, "tool_choice");
   EXPECT_EQ(err(R"({"tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object",
-      "properties": {"a": {"type": "string", "pattern": "x"}}}}}], "tool_choice": "required"})").first,
+      "properties": {"a": {"type": "string", "pattern": "\\bx"}}}}}], "tool_choice": "required"})").first,
             "tools[0].function.parameters");
   EXPECT_EQ(err(R"({"tools": [{"type": "function"}]})").first, "tools[0].function");
   EXPECT_EQ(err(R"({"tools": "f"})").first, "tools");
