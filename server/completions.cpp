@@ -274,8 +274,9 @@ struct Stream {
           n_completion += int(ch->result(i)->tokens.size());
           spec.drafted += ch->result(i)->spec.drafted, spec.accepted += ch->result(i)->spec.accepted;
         }
-        write(sink, sse_data(usage_chunk_json(meta, ch->result(0)->n_prompt, n_completion, ch->result(0)->n_cached,
-                                              spec)));
+        json usage = usage_chunk_json(meta, ch->result(0)->n_prompt, n_completion, ch->result(0)->n_cached, spec);
+        usage["timings"] = timings_json(*ch->result(0));
+        write(sink, sse_data(usage));
       }
       write(sink, kSseDone);
       sink.done();

@@ -80,4 +80,8 @@ using BodyHandler = std::function<void(const std::string& body, httplib::Respons
 void add_extra_routes(ServerState& st, const std::function<void(const char* path, BodyHandler handle)>& post);
 bool is_extra_body_route(const std::string& path);
 
+// GET /props, /slots, /metrics (server/probes.cpp); `authorized` checks the API key (answering 401 itself).
+using Authorizer = std::function<bool(const httplib::Request& req, httplib::Response& res)>;
+void add_probe_routes(ServerState& st, httplib::Server& http, const Authorizer& authorized);
+
 }  // namespace pipit::server

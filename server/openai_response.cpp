@@ -1,6 +1,7 @@
 // OpenAI response and chunk JSON (see openai_response.h).
 #include "server/openai_response.h"
 
+#include <algorithm>
 #include <random>
 
 #include "server/reasoning.h"
@@ -127,6 +128,7 @@ json completion_json(const ResponseMeta& m, std::span<const GenerateResult> rs) 
     spec.drafted += r.spec.drafted, spec.accepted += r.spec.accepted;
   }
   out["usage"] = usage_json(rs.empty() ? 0 : rs[0].n_prompt, n_completion, rs.empty() ? 0 : rs[0].n_cached, spec);
+  if (!rs.empty()) out["timings"] = timings_json(rs[0]);  // of the first choice
   return out;
 }
 
@@ -151,6 +153,23 @@ json chunk_json(const ResponseMeta& m, int index, const std::string& text, bool 
   out["choices"] = json::array({std::move(choice)});
   if (m.include_usage) out["usage"] = nullptr;
   return out;
+}
+
+json timings_json(const GenerateResult& r) {
+  const int n_pred = int(r.tokens.size());
+  auto per_second = [](double n, double ms) { return ms > 0 ? 1000.0 * n / ms : 0.0; };
+  auto per_token = [](double n, double ms) { return n > 0 ? ms / n : 0.0; };
+  // tokens after the first are what predicted_ms measures
+  const int n_after = std::max(n_pred - 1, 0);
+  return {{"prompt_n", r.n_prefilled},
+          {"cache_n", r.n_cached},
+          {"prompt_ms", r.prompt_ms},
+          {"prompt_per_token_ms", per_token(r.n_prefilled, r.prompt_ms)},
+          {"prompt_per_second", per_second(r.n_prefilled, r.prompt_ms)},
+          {"predicted_n", n_pred},
+          {"predicted_ms", r.gen_ms},
+          {"predicted_per_token_ms", per_token(n_after, r.gen_ms)},
+          {"predicted_per_second", per_second(n_after, r.gen_ms)}};
 }
 
 json reasoning_chunk_json(const ResponseMeta& m, int index, const std::string& text, json logprobs) {

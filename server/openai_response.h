@@ -65,6 +65,9 @@ nlohmann::json chunk_json(const ResponseMeta& m, int index, const std::string& t
 nlohmann::json tool_call_chunk_json(const ResponseMeta& m, int index, const ToolCall& c, int call_index, bool head);
 // A streamed piece of choice `index`'s thinking: delta.reasoning_content.
 nlohmann::json reasoning_chunk_json(const ResponseMeta& m, int index, const std::string& text, nlohmann::json logprobs);
+// llama-server's "timings" of one request: prompt_n (evaluated) / cache_n (from the prompt cache), prompt_ms (its
+// admission to its first token), predicted_n, predicted_ms (after the first token), per-token ms and per-second.
+nlohmann::json timings_json(const GenerateResult& r);
 // The last chunk when stream_options.include_usage: no choices, the counts.
 nlohmann::json usage_chunk_json(const ResponseMeta& m, const GenerateResult& r);
 nlohmann::json usage_chunk_json(const ResponseMeta& m, int prompt_tokens, int completion_tokens,

@@ -59,6 +59,46 @@ class Api(ServerCase):
         self.assertEqual(m["data"][0]["meta"]["n_vocab"], 151669)
         self.assertFalse(m["data"][0]["meta"]["embeddings"])
 
+    def test_props_slots_metrics_and_timings(self):
+        status, p = self.srv.get("/props")
+        self.assertEqual(status, 200, p)
+        self.assertEqual((p["total_slots"], p["default_generation_settings"]["n_ctx"]), (4, 512))
+        self.assertIn("<|im_start|>", p["chat_template"])
+        self.assertTrue(p["build_info"].startswith("pipit-"))
+        secret = "my private question about zebras"
+        c = self.srv.connect()
+        c.request("POST", "/v1/chat/completions", headers={"Content-Type": "application/json"},
+                  body=json.dumps(chat(secret, max_tokens=400, ignore_eos=True, stream=True)))
+        r = c.getresponse()
+        r.readline()  # the answer has started: its slot is busy
+        status, data, _ = self.srv.request("GET", "/slots")
+        slots = json.loads(data)
+        self.assertEqual(len(slots), 4)
+        self.assertEqual(sum(s["is_processing"] for s in slots), 1, slots)
+        self.assertNotIn(b"zebras", data)  # no prompt text
+        status, data, headers = self.srv.request("GET", "/metrics")
+        self.assertTrue(headers.get("Content-Type", "").startswith("text/plain"), headers)
+        c.close()
+        values = {}
+        for line in data.decode().splitlines():  # Prometheus text format: comments, then "name value"
+            if line.startswith("#"):
+                self.assertRegex(line, r"^# (HELP|TYPE) pipit_[a-z_]+ ")
+                continue
+            name, value = line.split(" ")
+            values[name] = float(value)
+        self.assertEqual(values["pipit_slots"], 4)
+        self.assertGreaterEqual(values["pipit_requests_processing"], 1)
+        # timings (llama-server's): counts agree with usage
+        status, full = self.srv.post("/v1/chat/completions", chat("Hello", max_tokens=6, ignore_eos=True))
+        t, u = full["timings"], full["usage"]
+        self.assertEqual(t["predicted_n"], u["completion_tokens"])
+        self.assertEqual(t["prompt_n"] + t["cache_n"], u["prompt_tokens"])
+        self.assertGreater(t["prompt_ms"], 0)
+        self.assertGreater(t["predicted_per_second"], 0)
+        status, events, done, _ = self.srv.stream("/v1/chat/completions", dict(chat("Hello", max_tokens=6),
+                                                   stream=True, stream_options={"include_usage": True}))
+        self.assertEqual(events[-1]["timings"]["predicted_n"], events[-1]["usage"]["completion_tokens"])
+
     def test_tokenize_detokenize(self):
         text = "Hello world, héllo 🌍!"
         status, t = self.srv.post("/tokenize", {"content": text})

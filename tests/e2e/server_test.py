@@ -279,6 +279,9 @@ class Limits(WaitsForHealth, ServerCase):
         status, body = self.post(chat("hi", max_tokens=2))
         self.assertEqual(status, 200, body)
         self.assertEqual(self.srv.get("/health")[0], 200)  # health needs no key
+        for path in ("/props", "/slots", "/metrics"):  # these do
+            self.assertEqual(self.srv.request("GET", path)[0], 401, path)
+            self.assertEqual(self.srv.request("GET", path, headers=self.KEY)[0], 200, path)
 
     def test_prompt_longer_than_context(self):
         status, body = self.post(chat("hello " * 400))
