@@ -263,7 +263,8 @@ struct Stream {
         return true;
       }
       const char* reason = finish_reason(r->reason);
-      if (!tools.empty() && n_calls_sent(i) > 0 && r->reason != StopReason::kLength) reason = "tool_calls";
+      if (!tools.empty() && n_calls_sent(i) > 0 && r->reason != StopReason::kLength)
+        reason = meta.legacy_functions ? "function_call" : "tool_calls";
       if (!write(sink, sse_data(chunk_json(meta, i, "", false, reason, nullptr)))) return false;
     }
     if (news.done) {
@@ -371,7 +372,7 @@ void handle_generate(ServerState& st, const std::string& text, httplib::Response
   if (auto e = chat ? parse_chat_request(body, st.policy, pr) : parse_completion_request(body, st.policy, pr))
     return send_error(res, *e);
   if (body.contains("tools") || body.contains("tool_choice") || body.contains("response_format") ||
-      body.contains("grammar") || body.contains("parallel_tool_calls")) {
+      body.contains("grammar") || body.contains("parallel_tool_calls") || body.contains("functions")) {
     // again with the key order kept: tool definitions and schemas are printed in the order they were sent
     const nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(text);
     if (auto e = parse_structured(ordered, tool_template(st), pr)) return send_error(res, *e);
@@ -404,6 +405,7 @@ void handle_generate(ServerState& st, const std::string& text, httplib::Response
   meta.tool_syntax = pr.tool_syntax;
   meta.tool_names = pr.tool_names;
   meta.parallel_tool_calls = pr.parallel_tool_calls;
+  meta.legacy_functions = pr.legacy_functions;
   meta.logprobs = pr.params.logprobs >= 0;
   meta.tokens_as_ids = pr.tokens_as_ids;
   meta.tok = st.lm.tokenizer.get();

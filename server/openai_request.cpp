@@ -260,16 +260,24 @@ std::optional<ApiError> parse_messages(const json& body, const RequestPolicy& po
     if (!r->is_string()) return bad_request(fmt("{}.role must be a string, got {}", param, describe(*r)), param + ".role");
     std::string role = r->get<std::string>();
     if (role == "developer") role = "system";  // OpenAI's newer name; chat templates know "system"
+    if (role == "function") role = "tool";     // the legacy function calling's result message
     if (role != "system" && role != "user" && role != "assistant" && role != "tool")
-      return bad_request(fmt("{}.role '{}' is not one of system, developer, user, assistant, tool", param,
+      return bad_request(fmt("{}.role '{}' is not one of system, developer, user, assistant, tool, function", param,
                              role.substr(0, 40)),
                          param + ".role");
     ojson content;
-    const bool has_calls = role == "assistant" && field(msg, "tool_calls");
+    // the legacy assistant function_call {name, arguments} is a one-call tool_calls list
+    json legacy;
+    if (const json* fc = field(msg, "function_call"); fc && role == "assistant" && !field(msg, "tool_calls")) {
+      legacy = msg;
+      legacy["tool_calls"] = json::array({{{"type", "function"}, {"function", *fc}}});
+    }
+    const json& call_msg = legacy.is_null() ? msg : legacy;
+    const bool has_calls = role == "assistant" && field(call_msg, "tool_calls");
     if (has_calls && !msg.contains("content")) content = "";
     else PIPIT_API_TRY(parse_content(msg, param, policy, out, content));
     ojson m = {{"role", role}, {"content", std::move(content)}};
-    if (has_calls) PIPIT_API_TRY(parse_tool_calls_field(msg, param, m));
+    if (has_calls) PIPIT_API_TRY(parse_tool_calls_field(call_msg, param, m));
     if (const json* rc = field(msg, "reasoning_content"); rc && role == "assistant") {
       if (!rc->is_string())
         return bad_request(fmt("{}.reasoning_content must be a string", param), param + ".reasoning_content");
@@ -414,10 +422,13 @@ std::optional<ApiError> parse_chat_request(const json& body, const RequestPolicy
   out.chat = true;
   PIPIT_API_TRY(parse_common(body, policy, out));
   PIPIT_API_TRY(parse_messages(body, policy, out));
-  // the legacy function-calling fields: refused rather than ignored (an ignored function_call would answer in
-  // text where the client waits for a call)
-  PIPIT_API_TRY(refuse_unless_off(body, "functions", "the legacy function calling; send 'tools' instead"));
-  PIPIT_API_TRY(refuse_unless_off(body, "function_call", "the legacy function calling; send 'tool_choice' instead"));
+  // the legacy function calling (functions, function_call) is mapped to tools by parse_structured; not both
+  if (field(body, "functions") && field(body, "tools"))
+    return bad_request("'functions' (the legacy function calling) and 'tools' cannot be used together", "functions");
+  if (field(body, "function_call") && field(body, "tool_choice"))
+    return bad_request("'function_call' and 'tool_choice' cannot be used together", "function_call");
+  if (field(body, "function_call") && !field(body, "functions"))
+    return bad_request("'function_call' needs 'functions'", "function_call");
   std::string reasoning;
   PIPIT_API_TRY(read_string(body, "reasoning_format", reasoning));
   if (field(body, "reasoning_format")) {

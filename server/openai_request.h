@@ -7,7 +7,8 @@
 // top_logprobs} plus the common
 // extensions top_k, min_p, repetition_penalty, ignore_eos and chat_template_kwargs; /v1/completions the same with `prompt`
 // (a string, a list of one string, or token ids; logprobs an integer there). Refused with a 400 rather than
-// silently ignored: echo, suffix, best_of > 1. logit_bias: token ids below n_vocab, biases in [-100, 100].
+// silently ignored: echo, suffix, best_of > 1. logit_bias: token ids below n_vocab, biases in [-100, 100]. The legacy
+// functions / function_call are mapped to tools by parse_structured (answered as message.function_call).
 #pragma once
 
 #include <optional>
@@ -56,6 +57,7 @@ struct ParsedRequest {
   std::vector<std::string> tool_names;
   ToolSyntax tool_syntax = ToolSyntax::kNone;  // kNone: the answer is not parsed for calls
   bool parallel_tool_calls = true;    // false: at most one call is returned
+  bool legacy_functions = false;      // the request used functions / function_call: one call, as function_call
   // Structured output: GBNF the answer must follow (response_format, grammar, or a forced tool call).
   std::string grammar;
   std::string grammar_param;          // the field it came from, for errors

@@ -105,7 +105,10 @@ json completion_json(const ResponseMeta& m, std::span<const GenerateResult> rs) 
       ParsedAnswer pa = parse_tool_calls(m.tool_syntax, split.content, m.tool_names);
       if (!m.parallel_tool_calls && pa.calls.size() > 1) pa.calls.resize(1);
       json msg = {{"role", "assistant"}, {"content", pa.calls.empty() || !pa.content.empty() ? json(pa.content) : json()}};
-      if (!pa.calls.empty()) {
+      if (!pa.calls.empty() && m.legacy_functions) {  // the legacy shape: one function_call, no id
+        msg["function_call"] = {{"name", pa.calls[0].name}, {"arguments", pa.calls[0].arguments}};
+        if (r.reason != StopReason::kLength) reason = "function_call";
+      } else if (!pa.calls.empty()) {
         json calls = json::array();
         for (size_t k = 0; k < pa.calls.size(); ++k) calls.push_back(tool_call_json(pa.calls[k], int(k), false));
         msg["tool_calls"] = std::move(calls);
@@ -183,6 +186,13 @@ json reasoning_chunk_json(const ResponseMeta& m, int index, const std::string& t
 
 json tool_call_chunk_json(const ResponseMeta& m, int index, const ToolCall& c, int call_index, bool head) {
   json out = header(m, true);
+  if (m.legacy_functions) {  // delta.function_call: the name first, then the arguments
+    json fc = head ? json{{"name", c.name}, {"arguments", ""}} : json{{"arguments", c.arguments}};
+    out["choices"] = json::array({{{"index", index}, {"delta", {{"function_call", std::move(fc)}}},
+                                   {"logprobs", nullptr}, {"finish_reason", nullptr}}});
+    if (m.include_usage) out["usage"] = nullptr;
+    return out;
+  }
   json tc = {{"index", call_index}};
   if (head) {
     tc["id"] = c.id;

@@ -31,6 +31,7 @@ struct ResponseMeta {
   ToolSyntax tool_syntax = ToolSyntax::kNone;
   std::vector<std::string> tool_names;
   bool parallel_tool_calls = true;
+  bool legacy_functions = false;  // the request used `functions`: the call is message.function_call
   // chat: <think>...</think> goes to reasoning_content (server/reasoning.h); `reasoning_opened`: the prompt opened it
   bool reasoning = false;
   bool reasoning_opened = false;

@@ -85,9 +85,40 @@ std::optional<ApiError> forced_call_grammar(const ParsedRequest& out, const std:
   return std::nullopt;
 }
 
+
+// The legacy function calling as tools: functions [{name, description, parameters}] -> tools, function_call
+// ("none", "auto" or {"name"}) -> tool_choice, one call at most. Errors then name the legacy fields.
+ojson legacy_as_tools(const ojson& body) {
+  ojson b = body;
+  ojson tools = ojson::array();
+  for (const auto& f : body["functions"]) tools.push_back({{"type", "function"}, {"function", f}});
+  b["tools"] = std::move(tools);
+  b.erase("functions");
+  if (auto fc = body.find("function_call"); fc != body.end()) {
+    if (fc->is_object()) b["tool_choice"] = {{"type", "function"}, {"function", *fc}};
+    else b["tool_choice"] = *fc;
+    b.erase("function_call");
+  }
+  b["parallel_tool_calls"] = false;
+  return b;
+}
+
+std::string legacy_param(std::string p) {
+  if (p.rfind("tools", 0) == 0) return "functions" + p.substr(5);
+  if (p == "tool_choice") return "function_call";
+  return p;
+}
+
 }  // namespace
 
 std::optional<ApiError> parse_structured(const ojson& body, const std::string& chat_template, ParsedRequest& out) {
+  if (const ojson* f = field(body, "functions")) {
+    if (!f->is_array()) return bad_request("'functions' must be a list", "functions");
+    out.legacy_functions = true;
+    auto e = parse_structured(legacy_as_tools(body), chat_template, out);
+    if (e) e->param = legacy_param(e->param);
+    return e;
+  }
   std::vector<const ojson*> params;
   if (auto e = parse_tools(body, chat_template, out, params)) return e;
 

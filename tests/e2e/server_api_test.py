@@ -436,13 +436,17 @@ class SamplingFields(ServerCase):
                                   dict(base, grammar=g, logit_bias={str(t["tokens"][0]): 100}))
         self.assertEqual((status, r["choices"][0]["message"]["content"]), (200, other), r)
 
-    def test_bad_logit_bias_and_legacy_functions_are_refused_by_name(self):
+    def test_bad_logit_bias_and_function_fields_are_refused_by_name(self):
         for extra, param in [({"logit_bias": {"abc": 1}}, "logit_bias"), ({"logit_bias": {"5": 101}}, "logit_bias"),
                              ({"logit_bias": {"-1": 1}}, "logit_bias"), ({"logit_bias": {"999999999": 1}}, "logit_bias"),
                              ({"logit_bias": {"5": "x"}}, "logit_bias"), ({"logit_bias": [1]}, "logit_bias"),
                              ({"reasoning_format": "maybe"}, "reasoning_format"),
-                             ({"functions": [WEATHER["function"]]}, "functions"),
-                             ({"function_call": "auto"}, "function_call")]:
+                             ({"functions": [WEATHER["function"]], "tools": [WEATHER]}, "functions"),
+                             ({"function_call": "auto"}, "function_call"),
+                             ({"functions": {"name": "f"}}, "functions"),
+                             ({"functions": [{"name": "f", "parameters": 5}]}, "functions[0].function.parameters"),
+                             ({"functions": [WEATHER["function"]], "function_call": {"name": "launch"}},
+                              "function_call")]:
             with self.subTest(extra=extra):
                 status, e = self.srv.post("/v1/chat/completions", chat("hi", **extra))
                 self.assertEqual((status, e["error"]["param"]), (400, param), e)
@@ -475,6 +479,35 @@ class SamplingFields(ServerCase):
         status, b = self.srv.post("/v1/chat/completions", chat("x", max_tokens=1, messages=[
             {"role": "user", "content": "q"}, dict(turn, reasoning_content=""), {"role": "user", "content": "r"}]))
         self.assertEqual((status, a["usage"]["prompt_tokens"] >= b["usage"]["prompt_tokens"]), (200, True))
+
+    def test_legacy_function_calling_round_trip(self):
+        """functions / function_call (the API before tools): mapped to one forced or allowed tool call, answered as
+        message.function_call with finish_reason function_call, streamed as delta.function_call; the next turn's
+        assistant function_call and role "function" message reach the template."""
+        ask = [{"role": "user", "content": "What is the weather in Paris?"}]
+        body = {"messages": ask, "functions": [WEATHER["function"], TIME["function"]], "temperature": 0,
+                "max_tokens": 120, "function_call": {"name": "get_weather"}}
+        status, r = self.srv.post("/v1/chat/completions", body)
+        self.assertEqual(status, 200, r)
+        ch = r["choices"][0]
+        self.assertEqual(ch["finish_reason"], "function_call", ch)
+        self.assertNotIn("tool_calls", ch["message"])
+        fc = ch["message"]["function_call"]
+        self.assertEqual(fc["name"], "get_weather")
+        jsonschema.validate(json.loads(fc["arguments"]), WEATHER["function"]["parameters"])
+        status, events, done, _ = self.srv.stream("/v1/chat/completions", dict(body, stream=True))
+        parts = [c["delta"]["function_call"] for e in events for c in e["choices"] if "function_call" in c["delta"]]
+        self.assertEqual(parts[0], {"name": "get_weather", "arguments": ""})
+        self.assertEqual("".join(p.get("arguments", "") for p in parts), fc["arguments"])
+        self.assertEqual([c["finish_reason"] for e in events for c in e["choices"] if c["finish_reason"]],
+                         ["function_call"])
+        turn = ask + [{"role": "assistant", "content": None, "function_call": fc},
+                      {"role": "function", "name": "get_weather", "content": '{"temp": 21}'}]
+        status, r2 = self.srv.post("/v1/chat/completions", {"messages": turn, "functions": [WEATHER["function"]],
+                                                            "function_call": "none", "max_tokens": 4})
+        self.assertEqual(status, 200, r2)
+        status, r1 = self.srv.post("/v1/chat/completions", {"messages": ask, "max_tokens": 1})
+        self.assertGreater(r2["usage"]["prompt_tokens"], r1["usage"]["prompt_tokens"] + 20)  # the call and result
 
     def test_required_tool_choice_returns_parallel_calls(self):
         unit = {"type": "function", "function": {"name": "set_unit", "parameters": {

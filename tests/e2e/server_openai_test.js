@@ -143,7 +143,7 @@ async function main() {
 
     // issue 34's sampling fields through the SDK: logit_bias bans and forces tokens, reasoning_content streams for
     // the Qwen3 template's <think> part (written by a grammar: the random model never thinks by itself), tool_choice
-    // "required" returns parallel calls, and the legacy functions field is refused by name
+    // "required" returns parallel calls, and the legacy functions / function_call give message.function_call
     const ids = async (extra) => {
       const r = await client.chat.completions.create({
         model: 'qwen3_chat', messages: ask, max_tokens: 8, temperature: 0, ignore_eos: true, logprobs: true,
@@ -176,8 +176,14 @@ async function main() {
       model: 'qwen3_chat', messages: ask, tools: [unit], tool_choice: 'required', parallel_tool_calls: true,
       temperature: 0, max_tokens: 100, ignore_eos: true });
     assert.ok(calls.choices[0].message.tool_calls.length >= 2, JSON.stringify(calls.choices[0].message));
+    const legacy = await client.chat.completions.create({
+      model: 'qwen3_chat', messages: ask, functions: [unit.function], function_call: { name: 'set_unit' },
+      temperature: 0, max_tokens: 60 });
+    assert.equal(legacy.choices[0].finish_reason, 'function_call');
+    assert.equal(legacy.choices[0].message.function_call.name, 'set_unit');
+    assert.ok(['c', 'f'].includes(JSON.parse(legacy.choices[0].message.function_call.arguments).unit));
     await assert.rejects(
-      client.chat.completions.create({ model: 'qwen3_chat', messages: ask, functions: [unit.function] }),
+      client.chat.completions.create({ model: 'qwen3_chat', messages: ask, functions: [unit.function], tools: [unit] }),
       (e) => e instanceof OpenAI.BadRequestError && e.param === 'functions');
     checks++;
 
