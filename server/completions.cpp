@@ -67,6 +67,37 @@ const std::string& tool_template(const ServerState& st) {
   return it != cfg.chat_templates.end() ? it->second : cfg.chat_template;
 }
 
+}  // namespace
+
+// A chat request's messages (and tools) through the model's template, under the same byte cap as its tokens.
+std::optional<ApiError> render_chat(const ServerState& st, const ParsedRequest& pr, std::string& out) {
+  const size_t max_bytes = 2 * size_t(st.prompt_limit) * st.max_token_bytes;
+  const Tokenizer& tok = *st.lm.tokenizer;
+  if (tok.config().chat_template.empty())
+    return bad_request("this model has no chat template; use /v1/completions with a raw prompt", "messages");
+  if (const size_t n = chat_text_bytes(pr); n > max_bytes)
+    return prompt_too_long(st, pr, fmt("{} bytes of text, more than {} tokens can hold", n, st.prompt_limit));
+  nlohmann::ordered_json kwargs = pr.template_kwargs;
+  if (!pr.tools.is_null()) {
+    kwargs["tools"] = pr.tools;
+    // SmolLM3's template reads its tool list from xml_tools
+    if (tool_template(st).find("xml_tools") != std::string::npos) kwargs["xml_tools"] = pr.tools;
+  }
+  // The template adds its own text around the messages; what it writes is capped at the same bound (plus room
+  // for that frame) while it renders.
+  auto text = apply_chat_template(tok, pr.messages, /*add_generation_prompt=*/true, kwargs,
+                                  max_bytes + (size_t(64) << 10));
+  if (!text.is_ok()) {
+    if (text.status().code() == Code::kOutOfRange)
+      return prompt_too_long(st, pr, "a rendered text longer than its tokens could be");
+    return bad_request(text.status().message(), "messages");
+  }
+  out = std::move(text).value();
+  return std::nullopt;
+}
+
+namespace {
+
 // The request's text as token ids: chat through the model's template, completions raw (with BOS as the
 // tokenizer's post-processor adds it). Text that certainly holds more tokens than the limit (more bytes than
 // prompt_limit tokens can stand for) is refused before it is rendered or tokenized: tokenizing costs ~30 bytes of
@@ -83,26 +114,9 @@ std::optional<ApiError> tokenize_prompt(const ServerState& st, const ParsedReque
   const Tokenizer& tok = *st.lm.tokenizer;
   Result<std::vector<int32_t>> r = std::vector<int32_t>{};
   if (pr.chat) {
-    if (tok.config().chat_template.empty())
-      return bad_request("this model has no chat template; use /v1/completions with a raw prompt", "messages");
-    if (const size_t n = chat_text_bytes(pr); n > max_bytes)
-      return prompt_too_long(st, pr, fmt("{} bytes of text, more than {} tokens can hold", n, st.prompt_limit));
-    nlohmann::ordered_json kwargs = pr.template_kwargs;
-    if (!pr.tools.is_null()) {
-      kwargs["tools"] = pr.tools;
-      // SmolLM3's template reads its tool list from xml_tools
-      if (tool_template(st).find("xml_tools") != std::string::npos) kwargs["xml_tools"] = pr.tools;
-    }
-    // The template adds its own text around the messages; what it writes is capped at the same bound (plus room
-    // for that frame) while it renders.
-    auto text = apply_chat_template(tok, pr.messages, /*add_generation_prompt=*/true, kwargs,
-                                    max_bytes + (size_t(64) << 10));
-    if (!text.is_ok()) {
-      if (text.status().code() == Code::kOutOfRange)
-        return prompt_too_long(st, pr, "a rendered text longer than its tokens could be");
-      return bad_request(text.status().message(), "messages");
-    }
-    r = tok.encode(*text, /*add_special_tokens=*/false);
+    std::string text;
+    if (auto e = render_chat(st, pr, text)) return e;
+    r = tok.encode(text, /*add_special_tokens=*/false);
   } else {
     if (pr.prompt.size() > max_bytes)
       return prompt_too_long(st, pr, fmt("{} bytes of text, more than {} tokens can hold", pr.prompt.size(),
@@ -356,29 +370,44 @@ constexpr size_t kMaxJsonValues = size_t(1) << 18;
 
 }  // namespace
 
-void handle_generate(ServerState& st, const std::string& text, httplib::Response& res, bool chat) {
+// A generation request's body, parsed and checked (the JSON-value cap, every field, tools and structured output).
+std::optional<ApiError> parse_body(const ServerState& st, const std::string& text, bool chat, ParsedRequest& pr) {
   if (json_values(text) > kMaxJsonValues)
-    return send_error(res, ApiError{413, fmt("the request body holds more than {} JSON values", kMaxJsonValues), "",
-                                    "invalid_request_error", "request_too_large"});
+    return ApiError{413, fmt("the request body holds more than {} JSON values", kMaxJsonValues), "",
+                    "invalid_request_error", "request_too_large"};
   json body;
   try {
     body = json::parse(text);
   } catch (const json::exception& e) {
     std::string what = e.what();  // "[json.exception.parse_error.101] parse error at line 1, ..."
     if (const size_t p = what.find("] "); p != std::string::npos) what = what.substr(p + 2);
-    return send_error(res, bad_request("the request body is not valid JSON: " + what));
+    return bad_request("the request body is not valid JSON: " + what);
   }
-  ParsedRequest pr;
   if (auto e = chat ? parse_chat_request(body, st.policy, pr) : parse_completion_request(body, st.policy, pr))
-    return send_error(res, *e);
+    return e;
   if (body.contains("tools") || body.contains("tool_choice") || body.contains("response_format") ||
       body.contains("grammar") || body.contains("parallel_tool_calls") || body.contains("functions")) {
     // again with the key order kept: tool definitions and schemas are printed in the order they were sent
     const nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(text);
-    if (auto e = parse_structured(ordered, tool_template(st), pr)) return send_error(res, *e);
+    if (auto e = parse_structured(ordered, tool_template(st), pr)) return e;
     if (pr.params.grammar && !st.lm.tokenizer)
-      return send_error(res, bad_request("structured output needs the model's tokenizer", pr.grammar_param));
+      return bad_request("structured output needs the model's tokenizer", pr.grammar_param);
   }
+  return std::nullopt;
+}
+
+void handle_apply_template(ServerState& st, const std::string& text, httplib::Response& res) {
+  ParsedRequest pr;
+  if (auto e = parse_body(st, text, /*chat=*/true, pr)) return send_error(res, *e);
+  if (!st.lm.tokenizer) return send_error(res, bad_request("this model has no tokenizer", "messages"));
+  std::string prompt;
+  if (auto e = render_chat(st, pr, prompt)) return send_error(res, *e);
+  res.set_content(to_text(json{{"prompt", prompt}}), "application/json");
+}
+
+void handle_generate(ServerState& st, const std::string& text, httplib::Response& res, bool chat) {
+  ParsedRequest pr;
+  if (auto e = parse_body(st, text, chat, pr)) return send_error(res, *e);
 
   std::vector<int32_t> ids;
   if (auto e = tokenize_prompt(st, pr, ids)) return send_error(res, *e);

@@ -73,6 +73,10 @@ void send_error(httplib::Response& res, const ApiError& e);
 
 // POST /v1/chat/completions (chat = true) and POST /v1/completions, with the request body already read.
 void handle_generate(ServerState& st, const std::string& body, httplib::Response& res, bool chat);
+// POST /apply-template: a chat request's messages (and tools) rendered by the model's template, {"prompt"}
+// (llama-server's route), with the same checks and limits as a generation.
+void handle_apply_template(ServerState& st, const std::string& body, httplib::Response& res);
+std::optional<ApiError> render_chat(const ServerState& st, const ParsedRequest& pr, std::string& out);
 
 // POST /tokenize, /detokenize, /v1/embeddings (server/extras.cpp), registered through `post`, which reads the
 // body under the server's limits (and checks the key) before calling the handler.

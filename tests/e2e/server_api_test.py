@@ -99,6 +99,18 @@ class Api(ServerCase):
                                                    stream=True, stream_options={"include_usage": True}))
         self.assertEqual(events[-1]["timings"]["predicted_n"], events[-1]["usage"]["completion_tokens"])
 
+    def test_apply_template_is_the_prompt_generation_uses(self):
+        messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Name a colour."}]
+        status, t = self.srv.post("/apply-template", {"messages": messages})
+        self.assertEqual(status, 200, t)
+        self.assertTrue(t["prompt"].endswith("<|im_start|>assistant\n"), t)
+        self.assertIn("Name a colour.", t["prompt"])
+        status, ids = self.srv.post("/tokenize", {"content": t["prompt"], "add_special": False})
+        status, r = self.srv.post("/v1/chat/completions", {"messages": messages, "max_tokens": 1})
+        self.assertEqual(len(ids["tokens"]), r["usage"]["prompt_tokens"])
+        status, e = self.srv.post("/apply-template", {"messages": []})
+        self.assertEqual((status, e["error"]["param"]), (400, "messages"))
+
     def test_tokenize_detokenize(self):
         text = "Hello world, héllo 🌍!"
         status, t = self.srv.post("/tokenize", {"content": text})
