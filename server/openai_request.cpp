@@ -260,7 +260,13 @@ std::optional<ApiError> parse_messages(const json& body, const RequestPolicy& po
     if (!r->is_string()) return bad_request(fmt("{}.role must be a string, got {}", param, describe(*r)), param + ".role");
     std::string role = r->get<std::string>();
     if (role == "developer") role = "system";  // OpenAI's newer name; chat templates know "system"
-    if (role == "function") role = "tool";     // the legacy function calling's result message
+    if (role == "function") {  // the legacy function calling's result message, which names its function
+      const json* name = field(msg, "name");
+      if (!name || !name->is_string())
+        return bad_request(fmt("{} has role \"function\" but no 'name' (the function it answers)", param),
+                           param + ".name");
+      role = "tool";
+    }
     if (role != "system" && role != "user" && role != "assistant" && role != "tool")
       return bad_request(fmt("{}.role '{}' is not one of system, developer, user, assistant, tool, function", param,
                              role.substr(0, 40)),

@@ -455,6 +455,7 @@ class SamplingFields(ServerCase):
                              ({"reasoning_format": "maybe"}, "reasoning_format"),
                              ({"functions": [WEATHER["function"]], "tools": [WEATHER]}, "functions"),
                              ({"function_call": "auto"}, "function_call"),
+                             ({"messages": [{"role": "function", "content": "21"}]}, "messages[0].name"),
                              ({"functions": {"name": "f"}}, "functions"),
                              ({"functions": [{"name": "f", "parameters": 5}]}, "functions[0].function.parameters"),
                              ({"functions": [WEATHER["function"]], "function_call": {"name": "launch"}},
