@@ -52,9 +52,11 @@ std::string digits_between(const std::string& lo, const std::string& hi) {
 // 0 <= lo <= hi: split by number of digits, each length by digits_between.
 std::string nonnegative_range(int64_t lo, int64_t hi) {
   std::vector<std::string> alts;
-  const std::string hs = std::to_string(hi);
-  for (size_t d = std::to_string(lo).size(); d <= hs.size(); ++d) {
-    const std::string a = d == std::to_string(lo).size() ? std::to_string(lo) : "1" + std::string(d - 1, '0');
+  const std::string ls = std::to_string(lo), hs = std::to_string(hi);
+  int64_t first = 1;  // 10^(d - 1): the first number with d digits
+  for (size_t d = 1; d < ls.size(); ++d) first *= 10;
+  for (size_t d = ls.size(); d <= hs.size(); ++d, first *= 10) {
+    const std::string a = d == ls.size() ? ls : std::to_string(first);
     const std::string b = d == hs.size() ? hs : std::string(d, '9');
     alts.push_back(digits_between(a, b));
   }
@@ -166,7 +168,15 @@ class PatternReader {
       if (peek() == '^') return error("an anchor (^) inside the pattern");
       PIPIT_ASSIGN_OR_RETURN(std::string a, atom());
       PIPIT_ASSIGN_OR_RETURN(std::string q, quantifier());
-      out += (out.empty() ? "" : " ") + (q.empty() ? a : "( " + a + " )" + q);
+      if (!out.empty()) out += ' ';
+      if (q.empty()) {
+        out += a;
+      } else {
+        out += "( ";
+        out += a;
+        out += " )";
+        out += q;
+      }
     }
     return out.empty() ? std::string("\"\"") : out;
   }
