@@ -66,6 +66,8 @@ int cmd_serve(Args& a) {
   a.flag({"--log"}, "print one line per request on stderr");
   a.option({"--keepalive"}, "seconds of silence before a stream gets a keep-alive comment and a long non-streaming "
            "answer a space (how clients that left are found)", "5");
+  a.option({"--reasoning-format"}, "auto: a <think> part goes to reasoning_content when the chat template writes one; "
+           "deepseek: always split it off; none: keep it inline in content", "auto");
   if (auto st = a.parse(); !st) return fail(a, st.message());
   if (a.help() || !a.has("-m")) {
     std::printf("usage: pipit serve -m MODEL [--host 127.0.0.1] [--port 8080] [--parallel N] [options]\n%s",
@@ -163,6 +165,8 @@ int cmd_serve(Args& a) {
     if (!(*k >= 0.01 && *k <= 3600)) return fail(a, fmt("--keepalive {}: expected seconds in [0.01, 3600]", *k));
     opt.keepalive = std::chrono::milliseconds(int64_t(*k * 1000));
   }
+  if (auto f = server::parse_reasoning_format(a.get("--reasoning-format"))) opt.reasoning_format = *f;
+  else return fail(a, fmt("--reasoning-format {}: expected auto, deepseek or none", a.get("--reasoning-format")));
   opt.model_name = a.has("--alias") ? a.get("--alias") : model_id(a.get("-m"));
 
   auto lo = load_options(a, true);

@@ -155,6 +155,11 @@ Engine::Stats Engine::stats() const {
   return s;
 }
 
+std::vector<bool> Engine::busy_slots() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return slot_used_;
+}
+
 void Engine::finish(Seq& s, Result<GenerateResult> r) {
   if (s.finished) return;
   s.finished = true;  // first: a throwing on_done must not be called again by the exception barrier

@@ -88,6 +88,8 @@ class Engine {
     uint64_t spec_drafted = 0, spec_accepted = 0;
   };
   Stats stats() const;
+  // Which KV slots hold a request now (a snapshot; /slots).
+  std::vector<bool> busy_slots() const;
 
   // Runs fn(pool) on the caller's thread with the encode pool (vision models: an image through the vision tower)
   // while the engine keeps stepping on the threads left; returns fn's result. One encode at a time: callers wait

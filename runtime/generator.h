@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/logprobs.h"
@@ -29,6 +30,9 @@ struct GenerateParams {
   // repeat one is banned). -1: the model's default (ModelInfo::no_repeat_ngram_size); 0: off.
   int no_repeat_ngram_size = -1;
   int logprobs = -1;                 // >= 0: record each generated token's log-probability and this many top ones
+  // Added to a token's logit before sampling (OpenAI's logit_bias); a bias <= -100 bans the token outright. Log-
+  // probabilities stay those of the model's own distribution (Sequence::emit).
+  std::vector<std::pair<int32_t, float>> logit_bias;
   // Structured output (runtime/grammar.h): every token is one the grammar allows, and the answer ends when the
   // grammar is complete. Needs a tokenizer.
   std::shared_ptr<const Grammar> grammar;

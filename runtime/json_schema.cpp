@@ -2,8 +2,10 @@
 #include "runtime/json_schema.h"
 
 #include "runtime/grammar.h"
+#include "runtime/json_schema_values.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 namespace pipit {
@@ -31,18 +33,91 @@ const char* kPrimitives[][2] = {
 };
 
 const std::set<std::string> kIgnored = {"title", "description", "default", "examples", "$schema", "$id", "$comment",
-                                        "format", "strict", "minimum", "maximum", "exclusiveMinimum",
-                                        "exclusiveMaximum", "multipleOf", "readOnly", "writeOnly", "deprecated",
-                                        "$defs", "definitions", "uniqueItems", "contentMediaType", "contentEncoding",
-                                        "name"};
+                                        "strict", "readOnly", "writeOnly", "deprecated", "$defs", "definitions",
+                                        "uniqueItems", "contentMediaType", "contentEncoding", "name"};
 const std::set<std::string> kHandled = {"type", "properties", "required", "items", "minItems", "maxItems", "enum",
                                         "const", "anyOf", "oneOf", "allOf", "$ref", "minLength", "maxLength",
-                                        "additionalProperties", "nullable"};
+                                        "additionalProperties", "nullable", "pattern", "format", "minimum",
+                                        "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+                                        "prefixItems", "propertyNames"};
 
 std::string dump(const ojson& v) { return v.dump(-1, ' ', false, ojson::error_handler_t::replace); }
 
 Status schema_error(const std::string& path, const std::string& what) {
   return Error::invalid_argument("{}: {}", path, what);
+}
+
+// Number bounds: minimum / maximum, exclusiveMinimum / exclusiveMaximum as numbers (draft 6 on) or booleans
+// (draft 4), narrowed to the integers [L, H] they admit, within what json-int writes.
+Status integer_bounds(const ojson& s, const std::string& path, bool& bounded, int64_t& L, int64_t& H) {
+  double lo = -INFINITY, hi = INFINITY;
+  auto num = [&](const char* k, double& out) -> Status {
+    auto it = s.find(k);
+    if (it == s.end()) return Status::ok();
+    if (!it->is_number()) return schema_error(path + "." + k, "must be a number");
+    out = it->get<double>();
+    bounded = true;
+    return Status::ok();
+  };
+  double min = -INFINITY, max = INFINITY, xmin = -INFINITY, xmax = INFINITY;
+  PIPIT_TRY(num("minimum", min));
+  PIPIT_TRY(num("maximum", max));
+  for (const char* k : {"exclusiveMinimum", "exclusiveMaximum"}) {
+    auto it = s.find(k);
+    if (it == s.end()) continue;
+    const bool is_min = std::string_view(k) == "exclusiveMinimum";
+    if (it->is_boolean()) {  // draft 4: the plain bound is exclusive
+      if (it->get<bool>()) std::swap(is_min ? xmin : xmax, is_min ? min : max);
+    } else {
+      PIPIT_TRY(num(k, is_min ? xmin : xmax));
+    }
+  }
+  // the smallest integer above both lower bounds, the largest below both upper ones
+  lo = std::max(std::ceil(min), std::floor(xmin) + 1);
+  hi = std::min(std::floor(max), std::ceil(xmax) - 1);
+  const double cap = double(json_schema::kMaxInt);
+  L = int64_t(std::clamp(lo, -cap, cap));
+  H = int64_t(std::clamp(hi, -cap, cap));
+  return Status::ok();
+}
+
+// integer / number with bounds: the values in range a grammar can write (json_schema_values.h).
+Result<std::string> numeric_rule(const ojson& s, const std::string& path, bool integer) {
+  if (auto m = s.find("multipleOf"); m != s.end() && !(integer && m->is_number() && m->get<double>() == 1.0))
+    return schema_error(path + ".multipleOf", "is not supported (a grammar does not follow divisibility); use an "
+                                              "enum or an integer range");
+  bool bounded = false;
+  int64_t L = 0, H = 0;
+  PIPIT_TRY(integer_bounds(s, path, bounded, L, H));
+  if (!bounded) return std::string(integer ? "json-integer" : "json-number");
+  if (L > H)
+    return schema_error(path + ".minimum", integer ? "the bounds admit no integer"
+                                                   : "bounds with no integer between them are not supported");
+  return integer ? json_schema::integer_range(L, H) : json_schema::number_range(L, H);
+}
+
+// A string with a pattern (an ECMAScript regex) or a format. With both, the pattern decides: SDKs (zod 4) send
+// the format's own regex beside it.
+Result<std::string> string_shape_rule(const ojson& s, const std::string& path) {
+  const bool has_pattern = s.contains("pattern");
+  if (s.contains("minLength") || s.contains("maxLength"))
+    return schema_error(path + (has_pattern ? ".pattern" : ".format"),
+                        "together with minLength / maxLength is not supported");
+  std::string body;
+  if (has_pattern) {
+    const ojson& p = s["pattern"];
+    if (!p.is_string()) return schema_error(path + ".pattern", "must be a string");
+    auto b = json_schema::pattern_body(p.get<std::string>());
+    if (!b.is_ok()) return schema_error(path, b.status().message());
+    body = std::move(b).value();
+  } else {
+    const ojson& f = s["format"];
+    if (!f.is_string()) return schema_error(path + ".format", "must be a string");
+    auto b = json_schema::format_body(f.get<std::string>());
+    if (!b) return std::string("json-string");  // other formats are annotations (JSON Schema 2020-12), not enforced
+    body = std::move(*b);
+  }
+  return "\"\\\"\" " + body + " \"\\\"\"";
 }
 
 }  // namespace
@@ -161,8 +236,15 @@ Result<std::string> JsonGrammarBuilder::visit(const ojson& s, const std::string&
     if (types.empty()) return schema_error(path + ".type", "is an empty list");
   } else if (s.contains("properties")) {
     types.push_back("object");
-  } else if (s.contains("items")) {
+  } else if (s.contains("items") || s.contains("prefixItems")) {
     types.push_back("array");
+  } else if (s.contains("pattern") || s.contains("format")) {
+    types.push_back("string");
+  } else if (s.contains("minimum") || s.contains("maximum") || s.contains("exclusiveMinimum") ||
+             s.contains("exclusiveMaximum")) {
+    types.push_back("number");
+  } else if (s.contains("propertyNames") || (s.contains("additionalProperties") && !s["additionalProperties"].is_boolean())) {
+    types.push_back("object");
   } else {
     return std::string("json-value");
   }
@@ -174,6 +256,8 @@ Result<std::string> JsonGrammarBuilder::visit(const ojson& s, const std::string&
       PIPIT_ASSIGN_OR_RETURN(r, object_rule(s, path, depth));
     } else if (t == "array") {
       PIPIT_ASSIGN_OR_RETURN(r, array_rule(s, path, depth));
+    } else if (t == "string" && (s.contains("pattern") || s.contains("format"))) {
+      PIPIT_ASSIGN_OR_RETURN(r, string_shape_rule(s, path));
     } else if (t == "string") {
       int64_t lo = 0, hi = -1;
       if (auto m = s.find("minLength"); m != s.end()) {
@@ -189,10 +273,8 @@ Result<std::string> JsonGrammarBuilder::visit(const ojson& s, const std::string&
       if (lo == 0 && hi < 0) r = "json-string";
       else r = "\"\\\"\" json-char{" + std::to_string(lo) + "," + (hi < 0 ? std::string() : std::to_string(hi)) +
                 "} \"\\\"\"";
-    } else if (t == "number") {
-      r = "json-number";
-    } else if (t == "integer") {
-      r = "json-integer";
+    } else if (t == "number" || t == "integer") {
+      PIPIT_ASSIGN_OR_RETURN(r, numeric_rule(s, path, t == "integer"));
     } else if (t == "boolean") {
       r = "json-bool";
     } else if (t == "null") {
@@ -207,8 +289,14 @@ Result<std::string> JsonGrammarBuilder::visit(const ojson& s, const std::string&
 
 Result<std::string> JsonGrammarBuilder::object_rule(const ojson& s, const std::string& path, int depth) {
   auto props = s.find("properties");
-  if (auto ap = s.find("additionalProperties"); ap != s.end() && !ap->is_boolean())
-    return schema_error(path + ".additionalProperties", "only true or false is supported");
+  const bool listed = props != s.end() && !(props->is_object() && props->empty());
+  auto ap = s.find("additionalProperties");
+  if (!listed && (s.contains("propertyNames") || (ap != s.end() && !ap->is_boolean())))
+    return record_rule(s, path, depth);
+  if (s.contains("propertyNames"))
+    return schema_error(path + ".propertyNames", "is supported only without 'properties'");
+  if (ap != s.end() && !ap->is_boolean())
+    return schema_error(path + ".additionalProperties", "a schema next to 'properties' is not supported");
   const bool extra = s.contains("additionalProperties") && s["additionalProperties"].get<bool>();
   if (auto r = s.find("required"); r != s.end() && r->is_array() && !r->empty() &&
                                    (props == s.end() || !props->is_object() || props->empty()))
@@ -256,11 +344,28 @@ Result<std::string> JsonGrammarBuilder::object_rule(const ojson& s, const std::s
   return "\"{\" ws " + S[0] + " \"}\"";
 }
 
-Result<std::string> JsonGrammarBuilder::array_rule(const ojson& s, const std::string& path, int depth) {
-  std::string item = "json-value";
-  if (auto it = s.find("items"); it != s.end()) {
-    PIPIT_ASSIGN_OR_RETURN(item, visit(*it, path + ".items", depth + 1));
+// A record (zod's z.record): keys under propertyNames (a string schema), values under additionalProperties.
+Result<std::string> JsonGrammarBuilder::record_rule(const ojson& s, const std::string& path, int depth) {
+  if (s.contains("required") && !s["required"].empty())
+    return schema_error(path + ".required", "names properties but the schema lists none");
+  std::string key = "json-string", value = "json-value";
+  if (auto pn = s.find("propertyNames"); pn != s.end()) {
+    ojson ks = *pn;
+    if (ks.is_object() && !ks.contains("type")) ks["type"] = "string";  // keys are strings
+    if (!ks.is_object() || ks["type"] != "string")
+      return schema_error(path + ".propertyNames", "must be a string schema");
+    PIPIT_ASSIGN_OR_RETURN(key, visit(ks, path + ".propertyNames", depth + 1));
   }
+  if (auto ap = s.find("additionalProperties"); ap != s.end()) {
+    if (ap->is_boolean() && !ap->get<bool>()) return std::string("\"{\" ws \"}\"");
+    PIPIT_ASSIGN_OR_RETURN(value, visit(*ap, path + ".additionalProperties", depth + 1));
+  }
+  const std::string kv = fresh("entry");
+  rules_[kv] = key + " ws \":\" ws " + value;
+  return "\"{\" ws ( " + kv + " ws ( \",\" ws " + kv + " ws )* )? \"}\"";
+}
+
+Result<std::string> JsonGrammarBuilder::array_rule(const ojson& s, const std::string& path, int depth) {
   int64_t lo = 0, hi = -1;
   if (auto m = s.find("minItems"); m != s.end()) {
     if (!m->is_number_integer() || m->get<int64_t>() < 0 || m->get<int64_t>() > 1000)
@@ -272,6 +377,12 @@ Result<std::string> JsonGrammarBuilder::array_rule(const ojson& s, const std::st
       return schema_error(path + ".maxItems", "must be an integer in [minItems, 1000]");
     hi = m->get<int64_t>();
   }
+  if (auto pi = s.find("prefixItems"); pi != s.end() && !(pi->is_array() && pi->empty()))
+    return tuple_rule(s, *pi, path, depth, lo, hi);
+  std::string item = "json-value";
+  if (auto it = s.find("items"); it != s.end()) {
+    PIPIT_ASSIGN_OR_RETURN(item, visit(*it, path + ".items", depth + 1));
+  }
   const std::string it_rule = fresh("item");
   rules_[it_rule] = item;
   if (hi == 0) return std::string("\"[\" ws \"]\"");
@@ -282,6 +393,32 @@ Result<std::string> JsonGrammarBuilder::array_rule(const ojson& s, const std::st
   else reps = more + "{" + std::to_string(more_lo) + "," + std::to_string(hi - 1) + "}";
   const std::string body = it_rule + " ws " + reps;
   return lo == 0 ? "\"[\" ws ( " + body + " )? \"]\"" : "\"[\" ws " + body + " \"]\"";
+}
+
+// prefixItems (zod's z.tuple): every listed item is written, in order (an array with all of them satisfies the
+// schema whatever minItems says up to their count), then `items` (if a schema) for the rest.
+Result<std::string> JsonGrammarBuilder::tuple_rule(const ojson& s, const ojson& prefix, const std::string& path,
+                                                   int depth, int64_t lo, int64_t hi) {
+  if (!prefix.is_array()) return schema_error(path + ".prefixItems", "must be a list of schemas");
+  const int64_t k = int64_t(prefix.size());
+  if (hi >= 0 && hi < k) return schema_error(path + ".maxItems", "is below the number of prefixItems");
+  std::string body = "\"[\" ws";
+  for (int64_t i = 0; i < k; ++i) {
+    PIPIT_ASSIGN_OR_RETURN(std::string r, visit(prefix[size_t(i)], fmt("{}.prefixItems[{}]", path, i), depth + 1));
+    body += (i ? " \",\" ws " : " ") + r + " ws";
+  }
+  auto items = s.find("items");
+  const bool more = items != s.end() && !(items->is_boolean() && !items->get<bool>()) && hi != k;
+  if (!more) {
+    if (lo > k) return schema_error(path + ".minItems", "is above the number of prefixItems and no more items are allowed");
+    return body + " \"]\"";
+  }
+  PIPIT_ASSIGN_OR_RETURN(std::string item, visit(*items, path + ".items", depth + 1));
+  const std::string it_rule = fresh("item");
+  rules_[it_rule] = item;
+  const int64_t more_lo = std::max<int64_t>(lo - k, 0);
+  const std::string rep = "{" + std::to_string(more_lo) + "," + (hi < 0 ? std::string() : std::to_string(hi - k)) + "}";
+  return body + " ( \",\" ws " + it_rule + " ws )" + rep + " \"]\"";
 }
 
 Result<std::string> json_schema_grammar(const ojson& schema, const std::string& path) {

@@ -1,16 +1,20 @@
 // JSON Schema -> GBNF (runtime/grammar.h), for response_format json_schema and forced tool calls.
 //
 // Supported: type (one or a list), properties (kept in the schema's order; required ones always written, the
-// others optional, no properties beyond those listed), required, items, minItems/maxItems, enum, const,
-// anyOf/oneOf, allOf of one schema, $ref into #/$defs or #/definitions (recursion allowed), minLength/maxLength,
-// an object or {} / true schema (any value). Annotations (title, description, default, examples, $schema, $id,
-// format, strict, numeric bounds such as minimum) are accepted and not enforced. Anything that would change which
-// documents are valid and is not implemented (pattern, patternProperties, not, if/then/else, prefixItems,
-// additionalProperties as a schema, ...) is refused with an error naming its path, rather than silently ignored.
+// others optional, no properties beyond those listed), required, items, prefixItems (tuples: every listed item,
+// then `items` if a schema), minItems/maxItems, enum, const, anyOf/oneOf, allOf of one schema, $ref into #/$defs or
+// #/definitions (recursion allowed), minLength/maxLength, records (no properties, additionalProperties a schema,
+// keys under propertyNames), integer and number bounds (minimum, maximum, exclusive*), string pattern (an
+// ECMAScript regex, json_schema_values.h) and format (email, uuid, date-time, date, time, ipv4; other formats are
+// annotations, not enforced), an object or {} / true schema (any value). Annotations (title, description, default,
+// examples, $schema, $id, strict) are accepted. Anything that would change which documents are valid and is not
+// implemented (patternProperties, not, if/then/else, multipleOf, additionalProperties as a schema beside
+// properties, a regex with lookaround, ...) is refused with an error naming its path, rather than silently ignored.
 //
-// The JSON it admits: no whitespace before the value, at most kMaxSpace spaces/newlines between tokens (a model
-// that starts to ramble in whitespace cannot go on forever), numbers with at most 16 digits before and after the
-// point.
+// Numbers with bounds are written as integers or plain decimals whose whole unit interval is in range (a
+// minimum of 0.5 admits 1, 1.25, ... but never 0.75); integers are exact. The JSON it admits: no whitespace before
+// the value, at most kMaxSpace spaces/newlines between tokens (a model that starts to ramble in whitespace cannot
+// go on forever), numbers with at most 16 digits before and after the point.
 #pragma once
 
 #include <map>
@@ -42,6 +46,9 @@ class JsonGrammarBuilder {
   Result<std::string> visit(const nlohmann::ordered_json& s, const std::string& path, int depth);
   Result<std::string> object_rule(const nlohmann::ordered_json& s, const std::string& path, int depth);
   Result<std::string> array_rule(const nlohmann::ordered_json& s, const std::string& path, int depth);
+  Result<std::string> tuple_rule(const nlohmann::ordered_json& s, const nlohmann::ordered_json& prefix,
+                                 const std::string& path, int depth, int64_t lo, int64_t hi);
+  Result<std::string> record_rule(const nlohmann::ordered_json& s, const std::string& path, int depth);
   std::string fresh(const std::string& base);
 
   std::map<std::string, std::string> rules_;

@@ -41,13 +41,28 @@ void repeated_ngram_ends(std::span<const int32_t> h, int n, std::vector<int32_t>
 
 bool Sequence::is_eos(int32_t token) const { return pipit::is_eos(p_, model_, token); }
 
+// A copy of the row with the biases added (the model's row is left as it is: log-probabilities are reported from
+// it). A bias of -100 is a ban (-inf), not merely a low logit: OpenAI documents -100 as "should result in a ban",
+// and an app that bans a token must never see it; +100 is added as it is, which outweighs any logit a model gives.
+std::span<const float> Sequence::biased(std::span<const float> logits) {
+  if (p_.logit_bias.empty()) return logits;
+  biased_.assign(logits.begin(), logits.end());
+  for (const auto& [id, bias] : p_.logit_bias) {
+    if (id < 0 || size_t(id) >= biased_.size()) continue;
+    float& l = biased_[size_t(id)];
+    l = bias <= -100.0f ? -std::numeric_limits<float>::infinity() : l + bias;
+  }
+  return biased_;
+}
+
 // With a grammar, the token the sampler draws from the full distribution is kept when the grammar allows it (the
 // common case, costing one walk over the token's bytes); otherwise the whole vocabulary is masked and the sampler
 // draws again from the allowed tokens. Drawing from p, then from p restricted to the allowed set when the first
 // draw is not allowed, gives each allowed token p(x) + P(not allowed) p(x) / P(allowed) = p(x) / P(allowed):
 // exactly the masked distribution (greedy: the allowed argmax). -1: nothing is allowed.
-int32_t Sequence::sample(std::span<const float> logits) {
-  if (ngram_ > 0) {  // the tokens that would repeat an n-gram go to -inf before anything else sees the logits
+int32_t Sequence::sample(std::span<const float> raw) {
+  std::span<const float> logits = biased(raw);
+  if (ngram_ > 0) {  // the tokens that would repeat an n-gram go to -inf before the sampler sees the logits
     repeated_ngram_ends(history_, ngram_, banned_);
     if (!banned_.empty()) {
       banned_logits_.assign(logits.begin(), logits.end());
@@ -57,7 +72,9 @@ int32_t Sequence::sample(std::span<const float> logits) {
     }
   }
   const int32_t t = sampler_.sample(logits, history_);
-  if (!grammar_) return t;
+  // every token banned: the sampler's fallback (the first of equal -inf logits) must not emit a banned one
+  const float ninf = -std::numeric_limits<float>::infinity();
+  if (!grammar_) return logits[size_t(t)] == ninf ? -1 : t;
   auto fits = [&](int32_t id) {
     if (is_eos(id)) return grammar_->can_end();
     if (size_t(id) >= table_->size() || table_->bytes(id).empty()) return false;
@@ -67,7 +84,6 @@ int32_t Sequence::sample(std::span<const float> logits) {
   if (!fits(t)) {
     grammar_->mask(*table_, allowed_);
     masked_.assign(logits.begin(), logits.end());
-    const float ninf = -std::numeric_limits<float>::infinity();
     bool any = false;
     for (size_t i = 0; i < masked_.size(); ++i) {
       const bool ok = i < allowed_.size() && allowed_[i];

@@ -61,6 +61,7 @@ class Sequence {
 
  private:
   int32_t sample(std::span<const float> logits);  // under the grammar if any; -1: the grammar allows nothing
+  std::span<const float> biased(std::span<const float> logits);  // with the request's logit_bias, if any
   void finish_text();                             // the held-back tail, at an end that is not a stop / cancel
 
   const Model& model_;
@@ -76,6 +77,7 @@ class Sequence {
   TextStream text_;
   std::unique_ptr<GrammarMatcher> grammar_;
   std::shared_ptr<const TokenTable> table_;  // the vocabulary's bytes, for the grammar
+  std::vector<float> biased_;                // logits + logit_bias
   std::vector<float> masked_;                // logits with the tokens the grammar forbids at -inf
   std::vector<uint8_t> allowed_;
   GenerateResult res_;

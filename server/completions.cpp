@@ -1,7 +1,9 @@
 // The generation endpoints: request JSON -> prompt tokens (chat template + tokenizer) -> Engine request -> one
 // JSON answer, or an SSE stream fed from the engine thread through a TokenChannel. A stream whose client has
-// gone (a write fails) returns false to httplib, and the response's releaser cancels the engine request, which
-// frees its slot at the next step; a non-streaming answer that takes long is written the same way (PendingAnswer).
+// gone (a write fails, or the socket reads as closed: GuardedHttpServer::client_gone, looked at every
+// kPollInterval) returns false to httplib, and the response's releaser cancels the engine request, which frees its
+// slot at the next step; a non-streaming answer that takes long is written the same way (PendingAnswer), and one
+// still waiting for its first --keepalive is cancelled by the handler itself.
 #include <chrono>
 
 #include "runtime/multimodal.h"
@@ -9,6 +11,7 @@
 #include "server/handlers.h"
 #include "server/local_files.h"
 #include "server/openai_response.h"
+#include "server/reasoning.h"
 #include "server/token_channel.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -64,6 +67,37 @@ const std::string& tool_template(const ServerState& st) {
   return it != cfg.chat_templates.end() ? it->second : cfg.chat_template;
 }
 
+}  // namespace
+
+// A chat request's messages (and tools) through the model's template, under the same byte cap as its tokens.
+std::optional<ApiError> render_chat(const ServerState& st, const ParsedRequest& pr, std::string& out) {
+  const size_t max_bytes = 2 * size_t(st.prompt_limit) * st.max_token_bytes;
+  const Tokenizer& tok = *st.lm.tokenizer;
+  if (tok.config().chat_template.empty())
+    return bad_request("this model has no chat template; use /v1/completions with a raw prompt", "messages");
+  if (const size_t n = chat_text_bytes(pr); n > max_bytes)
+    return prompt_too_long(st, pr, fmt("{} bytes of text, more than {} tokens can hold", n, st.prompt_limit));
+  nlohmann::ordered_json kwargs = pr.template_kwargs;
+  if (!pr.tools.is_null()) {
+    kwargs["tools"] = pr.tools;
+    // SmolLM3's template reads its tool list from xml_tools
+    if (tool_template(st).find("xml_tools") != std::string::npos) kwargs["xml_tools"] = pr.tools;
+  }
+  // The template adds its own text around the messages; what it writes is capped at the same bound (plus room
+  // for that frame) while it renders.
+  auto text = apply_chat_template(tok, pr.messages, /*add_generation_prompt=*/true, kwargs,
+                                  max_bytes + (size_t(64) << 10));
+  if (!text.is_ok()) {
+    if (text.status().code() == Code::kOutOfRange)
+      return prompt_too_long(st, pr, "a rendered text longer than its tokens could be");
+    return bad_request(text.status().message(), "messages");
+  }
+  out = std::move(text).value();
+  return std::nullopt;
+}
+
+namespace {
+
 // The request's text as token ids: chat through the model's template, completions raw (with BOS as the
 // tokenizer's post-processor adds it). Text that certainly holds more tokens than the limit (more bytes than
 // prompt_limit tokens can stand for) is refused before it is rendered or tokenized: tokenizing costs ~30 bytes of
@@ -80,26 +114,9 @@ std::optional<ApiError> tokenize_prompt(const ServerState& st, const ParsedReque
   const Tokenizer& tok = *st.lm.tokenizer;
   Result<std::vector<int32_t>> r = std::vector<int32_t>{};
   if (pr.chat) {
-    if (tok.config().chat_template.empty())
-      return bad_request("this model has no chat template; use /v1/completions with a raw prompt", "messages");
-    if (const size_t n = chat_text_bytes(pr); n > max_bytes)
-      return prompt_too_long(st, pr, fmt("{} bytes of text, more than {} tokens can hold", n, st.prompt_limit));
-    nlohmann::ordered_json kwargs = pr.template_kwargs;
-    if (!pr.tools.is_null()) {
-      kwargs["tools"] = pr.tools;
-      // SmolLM3's template reads its tool list from xml_tools
-      if (tool_template(st).find("xml_tools") != std::string::npos) kwargs["xml_tools"] = pr.tools;
-    }
-    // The template adds its own text around the messages; what it writes is capped at the same bound (plus room
-    // for that frame) while it renders.
-    auto text = apply_chat_template(tok, pr.messages, /*add_generation_prompt=*/true, kwargs,
-                                    max_bytes + (size_t(64) << 10));
-    if (!text.is_ok()) {
-      if (text.status().code() == Code::kOutOfRange)
-        return prompt_too_long(st, pr, "a rendered text longer than its tokens could be");
-      return bad_request(text.status().message(), "messages");
-    }
-    r = tok.encode(*text, /*add_special_tokens=*/false);
+    std::string text;
+    if (auto e = render_chat(st, pr, text)) return e;
+    r = tok.encode(text, /*add_special_tokens=*/false);
   } else {
     if (pr.prompt.size() > max_bytes)
       return prompt_too_long(st, pr, fmt("{} bytes of text, more than {} tokens can hold", pr.prompt.size(),
@@ -183,6 +200,7 @@ struct Stream {
   bool started = false;
   std::vector<size_t> text_offset;  // completions' logprobs: bytes of each choice's text so far
   std::vector<ToolCallStream> tools;  // chat with tools: each choice's text parsed for calls as it streams
+  std::vector<ReasoningSplit> thinking;  // chat with a thinking format: each choice's <think> part split off
   std::chrono::steady_clock::time_point last_write = std::chrono::steady_clock::now();
 
   std::vector<int> calls_sent;
@@ -203,6 +221,7 @@ struct Stream {
       text_offset.assign(size_t(n), 0);
       if (meta.tool_syntax != ToolSyntax::kNone)
         for (int i = 0; i < n; ++i) tools.emplace_back(meta.tool_syntax, meta.tool_names);
+      if (meta.reasoning) thinking.assign(size_t(n), ReasoningSplit(meta.reasoning_opened));
       if (meta.chat)
         for (int i = 0; i < n; ++i)
           if (!write(sink, sse_data(chunk_json(meta, i, "", /*role=*/true, nullptr, nullptr)))) return false;
@@ -210,6 +229,17 @@ struct Stream {
     TokenChannel::News news = ch->wait(kPollInterval);
     for (int i = 0; i < n; ++i) {
       TokenChannel::ChoiceNews& c = news.choices[size_t(i)];
+      std::string reasoning;
+      if (!thinking.empty()) {  // the thinking part first: what follows it is content (and may hold tool calls)
+        ReasoningSplit::Out o = thinking[size_t(i)].feed(c.text);
+        if (c.finished) {
+          ReasoningSplit::Out f = thinking[size_t(i)].finish();
+          o.reasoning += f.reasoning;
+          o.content += f.content;
+        }
+        reasoning = std::move(o.reasoning);
+        c.text = std::move(o.content);
+      }
       std::vector<ToolCall> calls;
       if (!tools.empty()) {  // content passes through the tool-call parser; completed calls come out
         ToolCallStream& ts = tools[size_t(i)];
@@ -222,10 +252,14 @@ struct Stream {
         c.text = std::move(o.content);
         calls = std::move(o.calls);
       }
-      if (!c.text.empty() || !c.logprobs.empty()) {
-        json lp = chunk_logprobs(meta, c.logprobs, text_offset[size_t(i)]);
-        if (!write(sink, sse_data(chunk_json(meta, i, c.text, false, nullptr, std::move(lp))))) return false;
-      }
+      // a piece's log-probabilities ride on its content chunk, or on its reasoning chunk when it has no content
+      const bool content_chunk = !c.text.empty() || (!c.logprobs.empty() && reasoning.empty());
+      json lp = content_chunk || !reasoning.empty() ? chunk_logprobs(meta, c.logprobs, text_offset[size_t(i)]) : json();
+      if (!reasoning.empty() &&
+          !write(sink, sse_data(reasoning_chunk_json(meta, i, reasoning, content_chunk ? json() : std::move(lp)))))
+        return false;
+      if (content_chunk && !write(sink, sse_data(chunk_json(meta, i, c.text, false, nullptr, std::move(lp)))))
+        return false;
       for (auto& call : calls) {
         const int k = n_calls_sent(i)++;
         if (!meta.parallel_tool_calls && k > 0) continue;
@@ -243,7 +277,8 @@ struct Stream {
         return true;
       }
       const char* reason = finish_reason(r->reason);
-      if (!tools.empty() && n_calls_sent(i) > 0 && r->reason != StopReason::kLength) reason = "tool_calls";
+      if (!tools.empty() && n_calls_sent(i) > 0 && r->reason != StopReason::kLength)
+        reason = meta.legacy_functions ? "function_call" : "tool_calls";
       if (!write(sink, sse_data(chunk_json(meta, i, "", false, reason, nullptr)))) return false;
     }
     if (news.done) {
@@ -254,14 +289,15 @@ struct Stream {
           n_completion += int(ch->result(i)->tokens.size());
           spec.drafted += ch->result(i)->spec.drafted, spec.accepted += ch->result(i)->spec.accepted;
         }
-        write(sink, sse_data(usage_chunk_json(meta, ch->result(0)->n_prompt, n_completion, ch->result(0)->n_cached,
-                                              spec)));
+        json usage = usage_chunk_json(meta, ch->result(0)->n_prompt, n_completion, ch->result(0)->n_cached, spec);
+        usage["timings"] = timings_json(*ch->result(0));
+        write(sink, sse_data(usage));
       }
       write(sink, kSseDone);
       sink.done();
       return true;
     }
-    if (st->stopping) return false;
+    if (st->stopping || GuardedHttpServer::client_gone()) return false;
     if (std::chrono::steady_clock::now() - last_write > st->opt.keepalive && !write(sink, ": keep-alive\n\n"))
       return false;
     return true;
@@ -299,6 +335,7 @@ struct PendingAnswer {
       return true;
     }
     if (st->stopping) cancel_all(*st, ids);  // the answer so far follows, finish_reason "stop"
+    if (GuardedHttpServer::client_gone()) return false;  // within kPollInterval, not at the next space
     if (std::chrono::steady_clock::now() - last_write > st->opt.keepalive) {
       last_write = std::chrono::steady_clock::now();
       if (!sink.write(" ", 1)) return false;
@@ -333,29 +370,44 @@ constexpr size_t kMaxJsonValues = size_t(1) << 18;
 
 }  // namespace
 
-void handle_generate(ServerState& st, const std::string& text, httplib::Response& res, bool chat) {
+// A generation request's body, parsed and checked (the JSON-value cap, every field, tools and structured output).
+std::optional<ApiError> parse_body(const ServerState& st, const std::string& text, bool chat, ParsedRequest& pr) {
   if (json_values(text) > kMaxJsonValues)
-    return send_error(res, ApiError{413, fmt("the request body holds more than {} JSON values", kMaxJsonValues), "",
-                                    "invalid_request_error", "request_too_large"});
+    return ApiError{413, fmt("the request body holds more than {} JSON values", kMaxJsonValues), "",
+                    "invalid_request_error", "request_too_large"};
   json body;
   try {
     body = json::parse(text);
   } catch (const json::exception& e) {
     std::string what = e.what();  // "[json.exception.parse_error.101] parse error at line 1, ..."
     if (const size_t p = what.find("] "); p != std::string::npos) what = what.substr(p + 2);
-    return send_error(res, bad_request("the request body is not valid JSON: " + what));
+    return bad_request("the request body is not valid JSON: " + what);
   }
-  ParsedRequest pr;
   if (auto e = chat ? parse_chat_request(body, st.policy, pr) : parse_completion_request(body, st.policy, pr))
-    return send_error(res, *e);
+    return e;
   if (body.contains("tools") || body.contains("tool_choice") || body.contains("response_format") ||
-      body.contains("grammar") || body.contains("parallel_tool_calls")) {
+      body.contains("grammar") || body.contains("parallel_tool_calls") || body.contains("functions")) {
     // again with the key order kept: tool definitions and schemas are printed in the order they were sent
     const nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(text);
-    if (auto e = parse_structured(ordered, tool_template(st), pr)) return send_error(res, *e);
+    if (auto e = parse_structured(ordered, tool_template(st), pr)) return e;
     if (pr.params.grammar && !st.lm.tokenizer)
-      return send_error(res, bad_request("structured output needs the model's tokenizer", pr.grammar_param));
+      return bad_request("structured output needs the model's tokenizer", pr.grammar_param);
   }
+  return std::nullopt;
+}
+
+void handle_apply_template(ServerState& st, const std::string& text, httplib::Response& res) {
+  ParsedRequest pr;
+  if (auto e = parse_body(st, text, /*chat=*/true, pr)) return send_error(res, *e);
+  if (!st.lm.tokenizer) return send_error(res, bad_request("this model has no tokenizer", "messages"));
+  std::string prompt;
+  if (auto e = render_chat(st, pr, prompt)) return send_error(res, *e);
+  res.set_content(to_text(json{{"prompt", prompt}}), "application/json");
+}
+
+void handle_generate(ServerState& st, const std::string& text, httplib::Response& res, bool chat) {
+  ParsedRequest pr;
+  if (auto e = parse_body(st, text, chat, pr)) return send_error(res, *e);
 
   std::vector<int32_t> ids;
   if (auto e = tokenize_prompt(st, pr, ids)) return send_error(res, *e);
@@ -382,9 +434,22 @@ void handle_generate(ServerState& st, const std::string& text, httplib::Response
   meta.tool_syntax = pr.tool_syntax;
   meta.tool_names = pr.tool_names;
   meta.parallel_tool_calls = pr.parallel_tool_calls;
+  meta.legacy_functions = pr.legacy_functions;
   meta.logprobs = pr.params.logprobs >= 0;
   meta.tokens_as_ids = pr.tokens_as_ids;
   meta.tok = st.lm.tokenizer.get();
+  if (chat && meta.tok) {
+    ReasoningFormat f = pr.reasoning_format.value_or(st.opt.reasoning_format);
+    if (f == ReasoningFormat::kAuto)  // the model has a thinking format when its template writes <think>
+      f = meta.tok->config().chat_template.find("<think>") != std::string::npos ? ReasoningFormat::kDeepseek
+                                                                               : ReasoningFormat::kNone;
+    meta.reasoning = f == ReasoningFormat::kDeepseek;
+    if (meta.reasoning) {  // templates that open the block for the model (DeepSeek-R1, Qwen3 thinking-2507)
+      const size_t n_tail = std::min<size_t>(ids.size(), 8);
+      meta.reasoning_opened = prompt_opens_thinking(
+          meta.tok->decode(std::span<const int32_t>(ids).last(n_tail), /*skip_special_tokens=*/false));
+    }
+  }
 
   // n choices: n engine requests over the same prompt, choice i sampled with seed + i.
   auto ch = std::make_shared<TokenChannel>(pr.n);
@@ -414,8 +479,16 @@ void handle_generate(ServerState& st, const std::string& text, httplib::Response
     // a longer one becomes a PendingAnswer, so that a client that leaves still frees its slot.
     const auto t0 = std::chrono::steady_clock::now();
     bool done = false;
-    while (!(done = ch->wait(kPollInterval).done) && std::chrono::steady_clock::now() - t0 < st.opt.keepalive)
+    while (!(done = ch->wait(kPollInterval).done) && std::chrono::steady_clock::now() - t0 < st.opt.keepalive) {
       if (st.stopping) cancel_all(st, ids_submitted);
+      if (GuardedHttpServer::client_gone()) {  // no one to answer: stop its generation (or take it off the queue)
+        ch->abandon();
+        cancel_all(st, ids_submitted);
+        GuardedHttpServer::close_after_response();
+        return send_error(res, ApiError{499, "the client closed the connection", "", "invalid_request_error",
+                                        "client_closed_request"});
+      }
+    }
     if (done) {
       auto rs = all_results(*ch);
       if (!rs.is_ok()) return send_error(res, from_status(rs.status()));

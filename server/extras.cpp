@@ -195,7 +195,7 @@ void handle_embeddings(ServerState& st, const std::string& req, httplib::Respons
 
 }  // namespace
 
-constexpr const char* kExtraRoutes[] = {"/tokenize", "/detokenize", "/v1/embeddings", "/embeddings"};
+constexpr const char* kExtraRoutes[] = {"/tokenize", "/detokenize", "/v1/embeddings", "/embeddings", "/apply-template"};
 
 bool is_extra_body_route(const std::string& path) {
   for (const char* p : kExtraRoutes)
@@ -207,6 +207,7 @@ void add_extra_routes(ServerState& st, const std::function<void(const char* path
   st.pooling = read_pooling_config(st.lm.path);
   post("/tokenize", [&st](const std::string& body, httplib::Response& res) { handle_tokenize(st, body, res); });
   post("/detokenize", [&st](const std::string& body, httplib::Response& res) { handle_detokenize(st, body, res); });
+  post("/apply-template", [&st](const std::string& body, httplib::Response& res) { handle_apply_template(st, body, res); });
   for (const char* path : {"/v1/embeddings", "/embeddings"})
     post(path, [&st](const std::string& body, httplib::Response& res) { handle_embeddings(st, body, res); });
 }

@@ -75,11 +75,19 @@ void send_error(httplib::Response& res, const ApiError& e);
 
 // POST /v1/chat/completions (chat = true) and POST /v1/completions, with the request body already read.
 void handle_generate(ServerState& st, const std::string& body, httplib::Response& res, bool chat);
+// POST /apply-template: a chat request's messages (and tools) rendered by the model's template, {"prompt"}
+// (llama-server's route), with the same checks and limits as a generation.
+void handle_apply_template(ServerState& st, const std::string& body, httplib::Response& res);
+std::optional<ApiError> render_chat(const ServerState& st, const ParsedRequest& pr, std::string& out);
 
 // POST /tokenize, /detokenize, /v1/embeddings (server/extras.cpp), registered through `post`, which reads the
 // body under the server's limits (and checks the key) before calling the handler.
 using BodyHandler = std::function<void(const std::string& body, httplib::Response& res)>;
 void add_extra_routes(ServerState& st, const std::function<void(const char* path, BodyHandler handle)>& post);
 bool is_extra_body_route(const std::string& path);
+
+// GET /props, /slots, /metrics (server/probes.cpp); `authorized` checks the API key (answering 401 itself).
+using Authorizer = std::function<bool(const httplib::Request& req, httplib::Response& res)>;
+void add_probe_routes(ServerState& st, httplib::Server& http, const Authorizer& authorized);
 
 }  // namespace pipit::server

@@ -2,6 +2,7 @@
 // messages: a deeply nested value is described by its type, never dumped (dump() recurses).
 #include "server/openai_request.h"
 
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -261,16 +262,35 @@ std::optional<ApiError> parse_messages(const json& body, const RequestPolicy& po
     if (!r->is_string()) return bad_request(fmt("{}.role must be a string, got {}", param, describe(*r)), param + ".role");
     std::string role = r->get<std::string>();
     if (role == "developer") role = "system";  // OpenAI's newer name; chat templates know "system"
+    if (role == "function") {  // the legacy function calling's result message, which names its function
+      const json* name = field(msg, "name");
+      if (!name || !name->is_string())
+        return bad_request(fmt("{} has role \"function\" but no 'name' (the function it answers)", param),
+                           param + ".name");
+      role = "tool";
+    }
     if (role != "system" && role != "user" && role != "assistant" && role != "tool")
-      return bad_request(fmt("{}.role '{}' is not one of system, developer, user, assistant, tool", param,
+      return bad_request(fmt("{}.role '{}' is not one of system, developer, user, assistant, tool, function", param,
                              role.substr(0, 40)),
                          param + ".role");
     ojson content;
-    const bool has_calls = role == "assistant" && field(msg, "tool_calls");
+    // the legacy assistant function_call {name, arguments} is a one-call tool_calls list
+    json legacy;
+    if (const json* fc = field(msg, "function_call"); fc && role == "assistant" && !field(msg, "tool_calls")) {
+      legacy = msg;
+      legacy["tool_calls"] = json::array({{{"type", "function"}, {"function", *fc}}});
+    }
+    const json& call_msg = legacy.is_null() ? msg : legacy;
+    const bool has_calls = role == "assistant" && field(call_msg, "tool_calls");
     if (has_calls && !msg.contains("content")) content = "";
     else PIPIT_API_TRY(parse_content(msg, param, policy, out, content));
     ojson m = {{"role", role}, {"content", std::move(content)}};
-    if (has_calls) PIPIT_API_TRY(parse_tool_calls_field(msg, param, m));
+    if (has_calls) PIPIT_API_TRY(parse_tool_calls_field(call_msg, param, m));
+    if (const json* rc = field(msg, "reasoning_content"); rc && role == "assistant") {
+      if (!rc->is_string())
+        return bad_request(fmt("{}.reasoning_content must be a string", param), param + ".reasoning_content");
+      m["reasoning_content"] = rc->get<std::string>();  // Qwen3's template renders it in <think>
+    }
     if (role == "tool") {
       for (const char* k : {"tool_call_id", "name"})
         if (const json* v = field(msg, k)) {
@@ -279,6 +299,29 @@ std::optional<ApiError> parse_messages(const json& body, const RequestPolicy& po
         }
     }
     out.messages.push_back(std::move(m));
+  }
+  return std::nullopt;
+}
+
+// logit_bias: {"token id": bias}, ids as decimal strings (JSON keys) below n_vocab, biases in [-100, 100].
+std::optional<ApiError> read_logit_bias(const json& body, int n_vocab, std::vector<std::pair<int32_t, float>>& out) {
+  const json* v = field(body, "logit_bias");
+  if (!v) return std::nullopt;
+  if (!v->is_object())
+    return bad_request(fmt("'logit_bias' must be an object mapping token ids to biases, got {}", describe(*v)),
+                       "logit_bias");
+  for (auto it = v->begin(); it != v->end(); ++it) {
+    const std::string& key = it.key();
+    int64_t id = -1;
+    const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
+    if (ec != std::errc() || end != key.data() + key.size() || id < 0 || id >= n_vocab)
+      return bad_request(fmt("logit_bias key '{}' is not a token id in [0, {})", key.substr(0, 40), n_vocab),
+                         "logit_bias");
+    const json& b = *it;
+    if (!b.is_number() || !(b.get<double>() >= -100.0 && b.get<double>() <= 100.0))
+      return bad_request(fmt("logit_bias['{}'] is {}; expected a number in [-100, 100]", key, describe(b)),
+                         "logit_bias");
+    out.emplace_back(int32_t(id), b.get<float>());
   }
   return std::nullopt;
 }
@@ -367,7 +410,7 @@ std::optional<ApiError> parse_common(const json& body, const RequestPolicy& poli
     PIPIT_API_TRY(read_int(body, "logprobs", 0, kMaxTopLogprobs, lp));
     out.params.logprobs = int(lp);
   }
-  PIPIT_API_TRY(refuse_unless_off(body, "logit_bias", "no logit bias"));
+  PIPIT_API_TRY(read_logit_bias(body, policy.n_vocab, out.params.logit_bias));
   // tools, tool_choice, response_format and grammar: parse_structured (server/structured.cpp), which reads the
   // body with its key order kept
   return std::nullopt;
@@ -393,6 +436,21 @@ std::optional<ApiError> parse_chat_request(const json& body, const RequestPolicy
   out.chat = true;
   PIPIT_API_TRY(parse_common(body, policy, out));
   PIPIT_API_TRY(parse_messages(body, policy, out));
+  // the legacy function calling (functions, function_call) is mapped to tools by parse_structured; not both
+  if (field(body, "functions") && field(body, "tools"))
+    return bad_request("'functions' (the legacy function calling) and 'tools' cannot be used together", "functions");
+  if (field(body, "function_call") && field(body, "tool_choice"))
+    return bad_request("'function_call' and 'tool_choice' cannot be used together", "function_call");
+  if (field(body, "function_call") && !field(body, "functions"))
+    return bad_request("'function_call' needs 'functions'", "function_call");
+  std::string reasoning;
+  PIPIT_API_TRY(read_string(body, "reasoning_format", reasoning));
+  if (field(body, "reasoning_format")) {
+    out.reasoning_format = parse_reasoning_format(reasoning);
+    if (!out.reasoning_format)
+      return bad_request(fmt("'reasoning_format' is '{}'; expected auto, deepseek or none", reasoning.substr(0, 40)),
+                         "reasoning_format");
+  }
   if (const json* kw = field(body, "chat_template_kwargs")) {
     if (!kw->is_object())
       return bad_request(fmt("'chat_template_kwargs' must be an object, got {}", describe(*kw)), "chat_template_kwargs");

@@ -7,7 +7,8 @@
 // top_logprobs} plus the common
 // extensions top_k, min_p, repetition_penalty, ignore_eos and chat_template_kwargs; /v1/completions the same with `prompt`
 // (a string, a list of one string, or token ids; logprobs an integer there). Refused with a 400 rather than
-// silently ignored: tools, logit_bias, response_format other than text, echo, best_of > 1.
+// silently ignored: echo, suffix, best_of > 1. logit_bias: token ids below n_vocab, biases in [-100, 100]. The legacy
+// functions / function_call are mapped to tools by parse_structured (answered as message.function_call).
 #pragma once
 
 #include <optional>
@@ -18,6 +19,7 @@
 
 #include "runtime/generator.h"
 #include "server/api_error.h"
+#include "server/reasoning.h"
 #include "server/tool_calls.h"
 
 namespace pipit::server {
@@ -55,9 +57,11 @@ struct ParsedRequest {
   std::vector<std::string> tool_names;
   ToolSyntax tool_syntax = ToolSyntax::kNone;  // kNone: the answer is not parsed for calls
   bool parallel_tool_calls = true;    // false: at most one call is returned
+  bool legacy_functions = false;      // the request used functions / function_call: one call, as function_call
   // Structured output: GBNF the answer must follow (response_format, grammar, or a forced tool call).
   std::string grammar;
   std::string grammar_param;          // the field it came from, for errors
+  std::optional<ReasoningFormat> reasoning_format;  // chat: the request's reasoning_format (else the server's)
 };
 
 std::optional<ApiError> parse_chat_request(const nlohmann::json& body, const RequestPolicy& policy,

@@ -1,8 +1,10 @@
 // OpenAI response and chunk JSON (see openai_response.h).
 #include "server/openai_response.h"
 
+#include <algorithm>
 #include <random>
 
+#include "server/reasoning.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pipit::server {
@@ -96,11 +98,17 @@ json completion_json(const ResponseMeta& m, std::span<const GenerateResult> rs) 
     const GenerateResult& r = rs[i];
     json choice = {{"index", int(i)}};
     const char* reason = finish_reason(r.reason);
+    ReasoningSplit::Out split;
+    if (m.chat && m.reasoning) split = split_reasoning(r.text, m.reasoning_opened);
+    else split.content = r.text;
     if (m.chat && m.tool_syntax != ToolSyntax::kNone) {
-      ParsedAnswer pa = parse_tool_calls(m.tool_syntax, r.text, m.tool_names);
+      ParsedAnswer pa = parse_tool_calls(m.tool_syntax, split.content, m.tool_names);
       if (!m.parallel_tool_calls && pa.calls.size() > 1) pa.calls.resize(1);
       json msg = {{"role", "assistant"}, {"content", pa.calls.empty() || !pa.content.empty() ? json(pa.content) : json()}};
-      if (!pa.calls.empty()) {
+      if (!pa.calls.empty() && m.legacy_functions) {  // the legacy shape: one function_call, no id
+        msg["function_call"] = {{"name", pa.calls[0].name}, {"arguments", pa.calls[0].arguments}};
+        if (r.reason != StopReason::kLength) reason = "function_call";
+      } else if (!pa.calls.empty()) {
         json calls = json::array();
         for (size_t k = 0; k < pa.calls.size(); ++k) calls.push_back(tool_call_json(pa.calls[k], int(k), false));
         msg["tool_calls"] = std::move(calls);
@@ -108,10 +116,11 @@ json completion_json(const ResponseMeta& m, std::span<const GenerateResult> rs) 
       }
       choice["message"] = std::move(msg);
     } else if (m.chat) {
-      choice["message"] = {{"role", "assistant"}, {"content", r.text}};
+      choice["message"] = {{"role", "assistant"}, {"content", split.content}};
     } else {
       choice["text"] = r.text;
     }
+    if (m.chat && !split.reasoning.empty()) choice["message"]["reasoning_content"] = split.reasoning;
     choice["logprobs"] = nullptr;
     if (m.logprobs && m.tok)
       choice["logprobs"] = m.chat ? chat_logprobs_json(*m.tok, r.logprobs, m.tokens_as_ids)
@@ -122,6 +131,7 @@ json completion_json(const ResponseMeta& m, std::span<const GenerateResult> rs) 
     spec.drafted += r.spec.drafted, spec.accepted += r.spec.accepted;
   }
   out["usage"] = usage_json(rs.empty() ? 0 : rs[0].n_prompt, n_completion, rs.empty() ? 0 : rs[0].n_cached, spec);
+  if (!rs.empty()) out["timings"] = timings_json(rs[0]);  // of the first choice
   return out;
 }
 
@@ -148,8 +158,41 @@ json chunk_json(const ResponseMeta& m, int index, const std::string& text, bool 
   return out;
 }
 
+json timings_json(const GenerateResult& r) {
+  const int n_pred = int(r.tokens.size());
+  auto per_second = [](double n, double ms) { return ms > 0 ? 1000.0 * n / ms : 0.0; };
+  auto per_token = [](double n, double ms) { return n > 0 ? ms / n : 0.0; };
+  // tokens after the first are what predicted_ms measures
+  const int n_after = std::max(n_pred - 1, 0);
+  return {{"prompt_n", r.n_prefilled},
+          {"cache_n", r.n_cached},
+          {"prompt_ms", r.prompt_ms},
+          {"prompt_per_token_ms", per_token(r.n_prefilled, r.prompt_ms)},
+          {"prompt_per_second", per_second(r.n_prefilled, r.prompt_ms)},
+          {"predicted_n", n_pred},
+          {"predicted_ms", r.gen_ms},
+          {"predicted_per_token_ms", per_token(n_after, r.gen_ms)},
+          {"predicted_per_second", per_second(n_after, r.gen_ms)}};
+}
+
+json reasoning_chunk_json(const ResponseMeta& m, int index, const std::string& text, json logprobs) {
+  json out = header(m, true);
+  json choice = {{"index", index}, {"delta", {{"reasoning_content", text}}}, {"logprobs", std::move(logprobs)},
+                 {"finish_reason", nullptr}};
+  out["choices"] = json::array({std::move(choice)});
+  if (m.include_usage) out["usage"] = nullptr;
+  return out;
+}
+
 json tool_call_chunk_json(const ResponseMeta& m, int index, const ToolCall& c, int call_index, bool head) {
   json out = header(m, true);
+  if (m.legacy_functions) {  // delta.function_call: the name first, then the arguments
+    json fc = head ? json{{"name", c.name}, {"arguments", ""}} : json{{"arguments", c.arguments}};
+    out["choices"] = json::array({{{"index", index}, {"delta", {{"function_call", std::move(fc)}}},
+                                   {"logprobs", nullptr}, {"finish_reason", nullptr}}});
+    if (m.include_usage) out["usage"] = nullptr;
+    return out;
+  }
   json tc = {{"index", call_index}};
   if (head) {
     tc["id"] = c.id;

@@ -31,6 +31,10 @@ struct ResponseMeta {
   ToolSyntax tool_syntax = ToolSyntax::kNone;
   std::vector<std::string> tool_names;
   bool parallel_tool_calls = true;
+  bool legacy_functions = false;  // the request used `functions`: the call is message.function_call
+  // chat: <think>...</think> goes to reasoning_content (server/reasoning.h); `reasoning_opened`: the prompt opened it
+  bool reasoning = false;
+  bool reasoning_opened = false;
 };
 
 // With speculative decoding (spec.drafted > 0), completion_tokens_details.accepted_prediction_tokens /
@@ -60,6 +64,11 @@ nlohmann::json chunk_json(const ResponseMeta& m, int index, const std::string& t
 // A streamed tool call of choice `index`, as OpenAI sends one: a chunk with its id, type and name (arguments ""),
 // then a chunk with the arguments. `call_index`: the call's place among the choice's calls.
 nlohmann::json tool_call_chunk_json(const ResponseMeta& m, int index, const ToolCall& c, int call_index, bool head);
+// A streamed piece of choice `index`'s thinking: delta.reasoning_content.
+nlohmann::json reasoning_chunk_json(const ResponseMeta& m, int index, const std::string& text, nlohmann::json logprobs);
+// llama-server's "timings" of one request: prompt_n (evaluated) / cache_n (from the prompt cache), prompt_ms (its
+// admission to its first token), predicted_n, predicted_ms (after the first token), per-token ms and per-second.
+nlohmann::json timings_json(const GenerateResult& r);
 // The last chunk when stream_options.include_usage: no choices, the counts.
 nlohmann::json usage_chunk_json(const ResponseMeta& m, const GenerateResult& r);
 nlohmann::json usage_chunk_json(const ResponseMeta& m, int prompt_tokens, int completion_tokens,

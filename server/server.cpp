@@ -343,6 +343,9 @@ void Server::Impl::setup() {
     post(path, [this, chat](const std::string& body, httplib::Response& res) { handle_generate(st, body, res, chat); });
   }
   add_extra_routes(st, post);
+  add_probe_routes(st, http, [this](const httplib::Request& req, httplib::Response& res) {
+    return authorized(st, req, res);
+  });
 }
 
 void Server::Impl::body_route(const httplib::Request& req, httplib::Response& res,

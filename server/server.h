@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "server/reasoning.h"
 
 namespace pipit {
 
@@ -49,6 +50,7 @@ struct ServerOptions {
   // After this much silence a stream gets an SSE comment and a long non-streaming answer a space: the writes that
   // find clients which have left (their requests are cancelled, their slots freed).
   std::chrono::milliseconds keepalive{5000};
+  ReasoningFormat reasoning_format = ReasoningFormat::kAuto;  // --reasoning-format (a request's reasoning_format wins)
 };
 
 class Server {

@@ -85,9 +85,40 @@ std::optional<ApiError> forced_call_grammar(const ParsedRequest& out, const std:
   return std::nullopt;
 }
 
+
+// The legacy function calling as tools: functions [{name, description, parameters}] -> tools, function_call
+// ("none", "auto" or {"name"}) -> tool_choice, one call at most. Errors then name the legacy fields.
+ojson legacy_as_tools(const ojson& body) {
+  ojson b = body;
+  ojson tools = ojson::array();
+  for (const auto& f : body["functions"]) tools.push_back({{"type", "function"}, {"function", f}});
+  b["tools"] = std::move(tools);
+  b.erase("functions");
+  if (auto fc = body.find("function_call"); fc != body.end()) {
+    if (fc->is_object()) b["tool_choice"] = {{"type", "function"}, {"function", *fc}};
+    else b["tool_choice"] = *fc;
+    b.erase("function_call");
+  }
+  b["parallel_tool_calls"] = false;
+  return b;
+}
+
+std::string legacy_param(std::string p) {
+  if (p.rfind("tools", 0) == 0) return "functions" + p.substr(5);
+  if (p == "tool_choice") return "function_call";
+  return p;
+}
+
 }  // namespace
 
 std::optional<ApiError> parse_structured(const ojson& body, const std::string& chat_template, ParsedRequest& out) {
+  if (const ojson* f = field(body, "functions")) {
+    if (!f->is_array()) return bad_request("'functions' must be a list", "functions");
+    out.legacy_functions = true;
+    auto e = parse_structured(legacy_as_tools(body), chat_template, out);
+    if (e) e->param = legacy_param(e->param);
+    return e;
+  }
   std::vector<const ojson*> params;
   if (auto e = parse_tools(body, chat_template, out, params)) return e;
 
@@ -98,6 +129,7 @@ std::optional<ApiError> parse_structured(const ojson& body, const std::string& c
   }
   // tool_choice: "auto" (default with tools), "none", "required", {"type": "function", "function": {"name"}}
   std::vector<size_t> forced;
+  bool required = false;  // tool_choice "required": a call of any of the tools
   if (const ojson* tc = field(body, "tool_choice")) {
     std::string mode;
     if (tc->is_string()) {
@@ -123,6 +155,7 @@ std::optional<ApiError> parse_structured(const ojson& body, const std::string& c
       return bad_request("'tool_choice' must be a string or an object", "tool_choice");
     }
     if (mode == "required") {
+      required = true;
       if (out.tool_names.empty()) return bad_request("'tool_choice' is \"required\" but there are no 'tools'", "tool_choice");
       for (size_t i = 0; i < out.tool_names.size(); ++i) forced.push_back(i);
     }
@@ -134,9 +167,9 @@ std::optional<ApiError> parse_structured(const ojson& body, const std::string& c
   }
   out.parallel_tool_calls = parallel;
   if (!forced.empty()) {
-    // A forced call is one call: the grammar then ends the answer right after it (a model asked for several,
-    // e.g. with tool_choice "auto", may still write several).
-    if (auto e = forced_call_grammar(out, params, forced, /*parallel=*/false, out.grammar)) return e;
+    // "required" with parallel_tool_calls (OpenAI's default) lets the model write several calls, each of any
+    // tool; a named function, or parallel_tool_calls false, is one call, and the grammar ends the answer after it.
+    if (auto e = forced_call_grammar(out, params, forced, required && parallel, out.grammar)) return e;
     out.grammar_param = "tool_choice";
   }
 

@@ -7,12 +7,14 @@ equal the pooled logits).
 
   server_api_test.py PIPIT_BINARY MODELS_DIR [unittest options]
 """
+import datetime
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import unittest
+import uuid
 
 import jsonschema
 import numpy as np
@@ -56,6 +58,58 @@ class Api(ServerCase):
         self.assertEqual(m["data"][0]["context_length"], 512)
         self.assertEqual(m["data"][0]["meta"]["n_vocab"], 151669)
         self.assertFalse(m["data"][0]["meta"]["embeddings"])
+
+    def test_props_slots_metrics_and_timings(self):
+        status, p = self.srv.get("/props")
+        self.assertEqual(status, 200, p)
+        self.assertEqual((p["total_slots"], p["default_generation_settings"]["n_ctx"]), (4, 512))
+        self.assertIn("<|im_start|>", p["chat_template"])
+        self.assertTrue(p["build_info"].startswith("pipit-"))
+        secret = "my private question about zebras"
+        c = self.srv.connect()
+        c.request("POST", "/v1/chat/completions", headers={"Content-Type": "application/json"},
+                  body=json.dumps(chat(secret, max_tokens=400, ignore_eos=True, stream=True)))
+        r = c.getresponse()
+        r.readline()  # the answer has started: its slot is busy
+        status, data, _ = self.srv.request("GET", "/slots")
+        slots = json.loads(data)
+        self.assertEqual(len(slots), 4)
+        self.assertEqual(sum(s["is_processing"] for s in slots), 1, slots)
+        self.assertNotIn(b"zebras", data)  # no prompt text
+        status, data, headers = self.srv.request("GET", "/metrics")
+        self.assertTrue(headers.get("Content-Type", "").startswith("text/plain"), headers)
+        c.close()
+        values = {}
+        for line in data.decode().splitlines():  # Prometheus text format: comments, then "name value"
+            if line.startswith("#"):
+                self.assertRegex(line, r"^# (HELP|TYPE) pipit_[a-z_]+ ")
+                continue
+            name, value = line.split(" ")
+            values[name] = float(value)
+        self.assertEqual(values["pipit_slots"], 4)
+        self.assertGreaterEqual(values["pipit_requests_processing"], 1)
+        # timings (llama-server's): counts agree with usage
+        status, full = self.srv.post("/v1/chat/completions", chat("Hello", max_tokens=6, ignore_eos=True))
+        t, u = full["timings"], full["usage"]
+        self.assertEqual(t["predicted_n"], u["completion_tokens"])
+        self.assertEqual(t["prompt_n"] + t["cache_n"], u["prompt_tokens"])
+        self.assertGreater(t["prompt_ms"], 0)
+        self.assertGreater(t["predicted_per_second"], 0)
+        status, events, done, _ = self.srv.stream("/v1/chat/completions", dict(chat("Hello", max_tokens=6),
+                                                   stream=True, stream_options={"include_usage": True}))
+        self.assertEqual(events[-1]["timings"]["predicted_n"], events[-1]["usage"]["completion_tokens"])
+
+    def test_apply_template_is_the_prompt_generation_uses(self):
+        messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Name a colour."}]
+        status, t = self.srv.post("/apply-template", {"messages": messages})
+        self.assertEqual(status, 200, t)
+        self.assertTrue(t["prompt"].endswith("<|im_start|>assistant\n"), t)
+        self.assertIn("Name a colour.", t["prompt"])
+        status, ids = self.srv.post("/tokenize", {"content": t["prompt"], "add_special": False})
+        status, r = self.srv.post("/v1/chat/completions", {"messages": messages, "max_tokens": 1})
+        self.assertEqual(len(ids["tokens"]), r["usage"]["prompt_tokens"])
+        status, e = self.srv.post("/apply-template", {"messages": []})
+        self.assertEqual((status, e["error"]["param"]), (400, "messages"))
 
     def test_tokenize_detokenize(self):
         text = "Hello world, héllo 🌍!"
@@ -263,6 +317,39 @@ class Structured(ServerCase):
         status, events, done, _ = self.srv.stream("/v1/chat/completions", dict(body, n=1, seed=9, stream=True))
         jsonschema.validate(json.loads(deltas(events)), PERSON)
 
+    def test_zod_style_keywords_validate(self):
+        """What zod emits for .email() / .uuid() / .datetime() / .date() / .regex() / .int().min().max(), number
+        bounds, z.tuple (prefixItems) and z.record (propertyNames + additionalProperties): 5 sampled answers, each
+        valid under jsonschema with its format checker, and each pattern checked with Python's re."""
+        schema = {"type": "object", "properties": {
+            "email": {"type": "string", "format": "email"},
+            "id": {"type": "string", "format": "uuid"},
+            "when": {"type": "string", "format": "date-time"},
+            "day": {"type": "string", "format": "date"},
+            "code": {"type": "string", "pattern": "^[A-Z]{3}-\\d{2}$"},
+            "age": {"type": "integer", "minimum": 18, "maximum": 99},
+            "score": {"type": "number", "minimum": 0, "exclusiveMaximum": 5},
+            "pair": {"type": "array", "prefixItems": [{"type": "string", "maxLength": 5}, {"type": "integer"}],
+                     "minItems": 2, "maxItems": 2},
+            "counts": {"type": "object", "propertyNames": {"pattern": "^[a-z]{1,6}$"},
+                       "additionalProperties": {"type": "integer", "minimum": 0, "maximum": 9}}},
+            "required": ["email", "id", "when", "day", "code", "age", "score", "pair", "counts"],
+            "additionalProperties": False}
+        body = {"messages": [{"role": "user", "content": "Fill the form."}], "temperature": 1.0, "max_tokens": 600,
+                "n": 5, "seed": 11,
+                "response_format": {"type": "json_schema", "json_schema": {"name": "form", "schema": schema}}}
+        status, r = self.srv.post("/v1/chat/completions", body)
+        self.assertEqual(status, 200, r)
+        checker = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker())
+        for ch in r["choices"]:
+            self.assertEqual(ch["finish_reason"], "stop", ch)
+            doc = json.loads(ch["message"]["content"])
+            checker.validate(doc)
+            self.assertRegex(doc["code"], r"^[A-Z]{3}-\d{2}$")
+            self.assertRegex(doc["when"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
+            uuid.UUID(doc["id"])
+            datetime.date.fromisoformat(doc["day"])
+
     def test_json_object_and_gbnf_grammar(self):
         body = {"messages": [{"role": "user", "content": "Answer in JSON."}], "temperature": 0.8, "seed": 5,
                 "max_tokens": 60, "response_format": {"type": "json_object"}}
@@ -288,7 +375,9 @@ class Structured(ServerCase):
         base = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}
         cases = [
             ({"response_format": {"type": "json_schema", "json_schema": {"schema": {"type": "object", "properties": {
-                "a": {"type": "string", "pattern": "^x"}}}}}}, "response_format.json_schema.schema", "pattern"),
+                "a": {"type": "string", "pattern": "^(?!x)"}}}}}}, "response_format.json_schema.schema", "pattern"),
+            ({"response_format": {"type": "json_schema", "json_schema": {"schema": {"type": "integer",
+                "multipleOf": 5}}}}, "response_format.json_schema.schema", "multipleOf"),
             ({"response_format": {"type": "json_schema", "json_schema": {"schema": {"type": "nmber"}}}},
              "response_format.json_schema.schema", "nmber"),
             ({"response_format": {"type": "json_schema", "json_schema": {"schema": "x"}}},
@@ -313,6 +402,142 @@ class Structured(ServerCase):
                 self.assertEqual(e["error"]["param"], param, e)
                 if needle:
                     self.assertIn(needle, e["error"]["message"])
+
+
+class SamplingFields(ServerCase):
+    """logit_bias (through the one token path: bans, +100 forcing, under a grammar too), reasoning_content for the
+    Qwen3 template's <think> part (made deterministic with a grammar: the random model never thinks by itself),
+    forced parallel tool calls, and the legacy function-calling fields refused by name."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Server(PIPIT, MODEL, "--parallel", "2", "--ctx", "1024")
+
+    def ids(self, body):
+        """The generated token ids of a chat request (logprobs named as token ids)."""
+        status, r = self.srv.post("/v1/chat/completions", dict(body, logprobs=True, return_tokens_as_token_ids=True))
+        self.assertEqual(status, 200, r)
+        return [int(t["token"].split(":")[1]) for t in r["choices"][0]["logprobs"]["content"]], r
+
+    def test_logit_bias_bans_and_forces(self):
+        base = chat("Tell me a story about a cat.", max_tokens=12, ignore_eos=True)
+        plain, _ = self.ids(base)
+        banned = {str(t): -100 for t in plain}
+        got, r = self.ids(dict(base, logit_bias=banned))
+        self.assertEqual(len(got), 12)
+        self.assertFalse(set(got) & set(plain), (plain, got))  # not one of the greedy answer's tokens
+        # sampled too (temperature 1, no truncation): the banned tokens never come
+        for seed in range(3):
+            got, _ = self.ids(dict(base, temperature=1.0, top_p=1.0, seed=seed, logit_bias=banned))
+            self.assertFalse(set(got) & set(plain), (seed, plain, got))
+        # +100 forces a token whatever the model says, sampled or greedy; logprobs stay the model's own
+        forced = 12095
+        for extra in ({}, {"temperature": 1.0, "seed": 4}):
+            got, r = self.ids(dict(base, logit_bias={str(forced): 100}, **extra))
+            self.assertEqual(got, [forced] * 12, extra)
+            self.assertLess(r["choices"][0]["logprobs"]["content"][0]["logprob"], -1.0)
+        # under a grammar: a bias on an allowed token moves the answer to the other choice (a ban would not: the
+        # grammar can spell the word with other tokens)
+        g = 'root ::= ("yes" | "no")'
+        status, r = self.srv.post("/v1/chat/completions", dict(base, grammar=g))
+        first = r["choices"][0]["message"]["content"]
+        other = {"yes": "no", "no": "yes"}[first]
+        status, t = self.srv.post("/tokenize", {"content": other})
+        self.assertEqual(len(t["tokens"]), 1)
+        status, r = self.srv.post("/v1/chat/completions",
+                                  dict(base, grammar=g, logit_bias={str(t["tokens"][0]): 100}))
+        self.assertEqual((status, r["choices"][0]["message"]["content"]), (200, other), r)
+
+    def test_bad_logit_bias_and_function_fields_are_refused_by_name(self):
+        for extra, param in [({"logit_bias": {"abc": 1}}, "logit_bias"), ({"logit_bias": {"5": 101}}, "logit_bias"),
+                             ({"logit_bias": {"-1": 1}}, "logit_bias"), ({"logit_bias": {"999999999": 1}}, "logit_bias"),
+                             ({"logit_bias": {"5": "x"}}, "logit_bias"), ({"logit_bias": [1]}, "logit_bias"),
+                             ({"reasoning_format": "maybe"}, "reasoning_format"),
+                             ({"functions": [WEATHER["function"]], "tools": [WEATHER]}, "functions"),
+                             ({"function_call": "auto"}, "function_call"),
+                             ({"messages": [{"role": "function", "content": "21"}]}, "messages[0].name"),
+                             ({"functions": {"name": "f"}}, "functions"),
+                             ({"functions": [{"name": "f", "parameters": 5}]}, "functions[0].function.parameters"),
+                             ({"functions": [WEATHER["function"]], "function_call": {"name": "launch"}},
+                              "function_call")]:
+            with self.subTest(extra=extra):
+                status, e = self.srv.post("/v1/chat/completions", chat("hi", **extra))
+                self.assertEqual((status, e["error"]["param"]), (400, param), e)
+        status, r = self.srv.post("/v1/completions", {"prompt": "Hi", "max_tokens": 2, "logit_bias": {"0": 5}})
+        self.assertEqual(status, 200, r)
+
+    def test_reasoning_content_split_off_and_streamed(self):
+        g = 'root ::= "<think>\\n" ("yes" | "no") " maybe\\n</think>\\n\\n" "final " [ab]'
+        body = chat("Think first.", grammar=g, max_tokens=40)
+        status, r = self.srv.post("/v1/chat/completions", body)
+        self.assertEqual(status, 200, r)
+        msg = r["choices"][0]["message"]
+        self.assertIn(msg["reasoning_content"], ("yes maybe", "no maybe"), msg)
+        self.assertRegex(msg["content"], r"^final [ab]$")
+        status, events, done, _ = self.srv.stream("/v1/chat/completions", dict(body, stream=True))
+        self.assertTrue(done)
+        thought = "".join(c["delta"].get("reasoning_content", "") for e in events for c in e["choices"])
+        self.assertEqual((thought, deltas(events)), (msg["reasoning_content"], msg["content"]))
+        self.assertTrue(any("reasoning_content" in c["delta"] and "content" not in c["delta"]
+                            for e in events for c in e["choices"]))  # its own deltas, before the content
+        # kept inline on request
+        status, r = self.srv.post("/v1/chat/completions", dict(body, reasoning_format="none"))
+        inline = r["choices"][0]["message"]
+        self.assertNotIn("reasoning_content", inline)
+        self.assertEqual(inline["content"], f"<think>\n{msg['reasoning_content']}\n</think>\n\n{msg['content']}")
+        # an assistant turn's reasoning_content is given to the template (Qwen3's renders it for the last turn)
+        turn = {"role": "assistant", "content": "final a", "reasoning_content": "long thought " * 20}
+        status, a = self.srv.post("/v1/chat/completions", chat("x", max_tokens=1, messages=[
+            {"role": "user", "content": "q"}, turn, {"role": "user", "content": "r"}]))
+        status, b = self.srv.post("/v1/chat/completions", chat("x", max_tokens=1, messages=[
+            {"role": "user", "content": "q"}, dict(turn, reasoning_content=""), {"role": "user", "content": "r"}]))
+        self.assertEqual((status, a["usage"]["prompt_tokens"] >= b["usage"]["prompt_tokens"]), (200, True))
+
+    def test_legacy_function_calling_round_trip(self):
+        """functions / function_call (the API before tools): mapped to one forced or allowed tool call, answered as
+        message.function_call with finish_reason function_call, streamed as delta.function_call; the next turn's
+        assistant function_call and role "function" message reach the template."""
+        ask = [{"role": "user", "content": "What is the weather in Paris?"}]
+        body = {"messages": ask, "functions": [WEATHER["function"], TIME["function"]], "temperature": 0,
+                "max_tokens": 120, "function_call": {"name": "get_weather"}}
+        status, r = self.srv.post("/v1/chat/completions", body)
+        self.assertEqual(status, 200, r)
+        ch = r["choices"][0]
+        self.assertEqual(ch["finish_reason"], "function_call", ch)
+        self.assertNotIn("tool_calls", ch["message"])
+        fc = ch["message"]["function_call"]
+        self.assertEqual(fc["name"], "get_weather")
+        jsonschema.validate(json.loads(fc["arguments"]), WEATHER["function"]["parameters"])
+        status, events, done, _ = self.srv.stream("/v1/chat/completions", dict(body, stream=True))
+        parts = [c["delta"]["function_call"] for e in events for c in e["choices"] if "function_call" in c["delta"]]
+        self.assertEqual(parts[0], {"name": "get_weather", "arguments": ""})
+        self.assertEqual("".join(p.get("arguments", "") for p in parts), fc["arguments"])
+        self.assertEqual([c["finish_reason"] for e in events for c in e["choices"] if c["finish_reason"]],
+                         ["function_call"])
+        turn = ask + [{"role": "assistant", "content": None, "function_call": fc},
+                      {"role": "function", "name": "get_weather", "content": '{"temp": 21}'}]
+        status, r2 = self.srv.post("/v1/chat/completions", {"messages": turn, "functions": [WEATHER["function"]],
+                                                            "function_call": "none", "max_tokens": 4})
+        self.assertEqual(status, 200, r2)
+        status, r1 = self.srv.post("/v1/chat/completions", {"messages": ask, "max_tokens": 1})
+        self.assertGreater(r2["usage"]["prompt_tokens"], r1["usage"]["prompt_tokens"] + 20)  # the call and result
+
+    def test_required_tool_choice_returns_parallel_calls(self):
+        unit = {"type": "function", "function": {"name": "set_unit", "parameters": {
+            "type": "object", "properties": {"unit": {"enum": ["c", "f"]}}, "required": ["unit"],
+            "additionalProperties": False}}}
+        body = {"messages": [{"role": "user", "content": "Set both units."}], "tools": [unit, WEATHER],
+                "tool_choice": "required", "temperature": 0, "max_tokens": 150, "ignore_eos": True}
+        status, r = self.srv.post("/v1/chat/completions", body)
+        self.assertEqual(status, 200, r)
+        calls = r["choices"][0]["message"]["tool_calls"]
+        self.assertGreaterEqual(len(calls), 2, r)
+        for c in calls:
+            self.assertIn(c["function"]["name"], ("set_unit", "get_weather"))
+            json.loads(c["function"]["arguments"])
+        status, r = self.srv.post("/v1/chat/completions", dict(body, parallel_tool_calls=False))
+        self.assertEqual(len(r["choices"][0]["message"]["tool_calls"]), 1, r)
+        self.assertEqual(r["choices"][0]["finish_reason"], "tool_calls")
 
 
 class Embeddings(unittest.TestCase):

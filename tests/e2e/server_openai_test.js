@@ -142,6 +142,52 @@ async function main() {
     assert.equal(js.choices[0].logprobs.content.length, js.usage.completion_tokens);
     checks++;
 
+    // issue 34's sampling fields through the SDK: logit_bias bans and forces tokens, reasoning_content streams for
+    // the Qwen3 template's <think> part (written by a grammar: the random model never thinks by itself), tool_choice
+    // "required" returns parallel calls, and the legacy functions / function_call give message.function_call
+    const ids = async (extra) => {
+      const r = await client.chat.completions.create({
+        model: 'qwen3_chat', messages: ask, max_tokens: 8, temperature: 0, ignore_eos: true, logprobs: true,
+        return_tokens_as_token_ids: true, ...extra });
+      return r.choices[0].logprobs.content.map((t) => Number(t.token.split(':')[1]));
+    };
+    const plain = await ids({});
+    const banned = await ids({ logit_bias: Object.fromEntries(plain.map((t) => [String(t), -100])) });
+    assert.equal(banned.length, 8);
+    assert.ok(banned.every((t) => !plain.includes(t)), `${plain} / ${banned}`);
+    assert.deepEqual(await ids({ logit_bias: { 12095: 100 }, temperature: 1, seed: 2 }), Array(8).fill(12095));
+    checks++;
+
+    const thinking = await client.chat.completions.create({
+      model: 'qwen3_chat', messages: ask, max_tokens: 40, temperature: 0, stream: true,
+      grammar: 'root ::= "<think>\\n" ("yes" | "no") " maybe\\n</think>\\n\\n" "final " [ab]' });
+    let thought = '', said = '';
+    for await (const chunk of thinking) {
+      const d = chunk.choices[0]?.delta || {};
+      thought += d.reasoning_content || '';
+      said += d.content || '';
+    }
+    assert.match(thought, /^(yes|no) maybe$/);
+    assert.match(said, /^final [ab]$/);
+    checks++;
+
+    const unit = { type: 'function', function: { name: 'set_unit', parameters: {
+      type: 'object', properties: { unit: { enum: ['c', 'f'] } }, required: ['unit'], additionalProperties: false } } };
+    const calls = await client.chat.completions.create({
+      model: 'qwen3_chat', messages: ask, tools: [unit], tool_choice: 'required', parallel_tool_calls: true,
+      temperature: 0, max_tokens: 100, ignore_eos: true });
+    assert.ok(calls.choices[0].message.tool_calls.length >= 2, JSON.stringify(calls.choices[0].message));
+    const legacy = await client.chat.completions.create({
+      model: 'qwen3_chat', messages: ask, functions: [unit.function], function_call: { name: 'set_unit' },
+      temperature: 0, max_tokens: 60 });
+    assert.equal(legacy.choices[0].finish_reason, 'function_call');
+    assert.equal(legacy.choices[0].message.function_call.name, 'set_unit');
+    assert.ok(['c', 'f'].includes(JSON.parse(legacy.choices[0].message.function_call.arguments).unit));
+    await assert.rejects(
+      client.chat.completions.create({ model: 'qwen3_chat', messages: ask, functions: [unit.function], tools: [unit] }),
+      (e) => e instanceof OpenAI.BadRequestError && e.param === 'functions');
+    checks++;
+
     const stranger = new OpenAI({ baseURL: srv.url + '/v1', apiKey: 'wrong', maxRetries: 0 });
     await assert.rejects(stranger.models.list(), (e) => e instanceof OpenAI.AuthenticationError && e.status === 401);
     await assert.rejects(

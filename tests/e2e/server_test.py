@@ -279,6 +279,9 @@ class Limits(WaitsForHealth, ServerCase):
         status, body = self.post(chat("hi", max_tokens=2))
         self.assertEqual(status, 200, body)
         self.assertEqual(self.srv.get("/health")[0], 200)  # health needs no key
+        for path in ("/props", "/slots", "/metrics"):  # these do
+            self.assertEqual(self.srv.request("GET", path)[0], 401, path)
+            self.assertEqual(self.srv.request("GET", path, headers=self.KEY)[0], 200, path)
 
     def test_prompt_longer_than_context(self):
         status, body = self.post(chat("hello " * 400))
@@ -368,6 +371,56 @@ class LongAnswers(WaitsForHealth, ServerCase):
         self.assertLess(h["tokens_generated"] - before["tokens_generated"], 3500, "generation was not cancelled")
         status, body = self.srv.post("/v1/chat/completions", chat(PROMPTS[1], max_tokens=4))
         self.assertEqual(status, 200, body)
+
+
+class Disconnects(WaitsForHealth, ServerCase):
+    """A non-streaming or queued request whose client has gone is noticed within a second (the handler looks at
+    its socket every 100 ms), not at the next keep-alive write (--keepalive 5 s here, the default), and its
+    generation stops."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Server(PIPIT, MODEL, "--parallel", "1", "--ctx", "4096", "--keepalive", "5")
+
+    def send(self, **kw):
+        c = self.srv.connect()
+        c.request("POST", "/v1/chat/completions", headers={"Content-Type": "application/json"},
+                  body=json.dumps(chat(PROMPTS[0], max_tokens=4000, ignore_eos=True, **kw)))
+        return c
+
+    def leave(self, c, pred):
+        """Closes c; returns the seconds until /health satisfies pred, and /health then."""
+        t0 = time.time()
+        c.sock.shutdown(2)
+        c.close()
+        h = self.wait_health(pred, timeout=10)
+        took = time.time() - t0
+        sys.stderr.write(f" [noticed in {took:.2f} s] ")
+        return took, h
+
+    def test_abandoned_answer_stops_generating_within_a_second(self):
+        before = self.wait_health(lambda h: h["slots_busy"] == 0)
+        c = self.send()
+        self.wait_health(lambda h: h["slots_busy"] == 1 and h["tokens_generated"] > before["tokens_generated"])
+        time.sleep(0.3)
+        took, h = self.leave(c, lambda h: h["slots_busy"] == 0)
+        self.assertLess(took, 1.0, f"the slot was freed {took:.2f} s after the client left")
+        time.sleep(0.3)
+        self.assertEqual(self.srv.health()["tokens_generated"], h["tokens_generated"], "still generating")
+        self.assertLess(h["tokens_generated"] - before["tokens_generated"], 4000, "generation was not cancelled")
+
+    def test_abandoned_queued_request_leaves_the_queue_within_a_second(self):
+        before = self.wait_health(lambda h: h["slots_busy"] == 0 and h["queued"] == 0)
+        running = self.send(stream=True)  # holds the one slot
+        self.wait_health(lambda h: h["slots_busy"] == 1)
+        queued = self.send()
+        self.wait_health(lambda h: h["queued"] == 1)
+        took, _ = self.leave(queued, lambda h: h["queued"] == 0)
+        self.assertLess(took, 1.0, f"the queued request left the queue {took:.2f} s after its client")
+        self.assertEqual(self.srv.health()["slots_busy"], 1)  # the other one still runs
+        took, h = self.leave(running, lambda h: h["slots_busy"] == 0)
+        self.assertLess(took, 1.0, f"the stream's slot was freed {took:.2f} s after the client left")
+        self.assertLess(h["tokens_generated"] - before["tokens_generated"], 4000)
 
 
 class Vision(ServerCase):

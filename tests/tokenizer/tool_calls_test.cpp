@@ -165,6 +165,40 @@ TEST(ToolCalls, ForcedCallGrammar) {
   }
 }
 
+// tool_choice "required": with parallel_tool_calls (OpenAI's default) the grammar admits several calls of any of
+// the tools, which the parser reads back; with parallel_tool_calls false, or a named function, exactly one.
+TEST(ToolCalls, RequiredParallelAdmitsSeveralCalls) {
+  const std::string tools = R"("tools": [
+      {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+        "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
+      {"type": "function", "function": {"name": "get_time"}}])";
+  const std::string one_call = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n</tool_call>";
+  const std::string two_calls = one_call + "\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>";
+  struct Case {
+    std::string choice;
+    bool parallel, several;
+  };
+  for (const Case& c : {Case{R"("required")", true, true}, Case{R"("required")", false, false},
+                        Case{R"({"type": "function", "function": {"name": "get_weather"}})", true, false}}) {
+    ParsedRequest pr;
+    pr.chat = true;
+    const ojson body = ojson::parse("{" + tools + ", \"tool_choice\": " + c.choice +
+                                    ", \"parallel_tool_calls\": " + (c.parallel ? "true" : "false") + "}");
+    auto e = parse_structured(body, "<tool_call>", pr);
+    ASSERT_FALSE(e) << e->message;
+    GrammarMatcher one(pr.params.grammar);
+    EXPECT_TRUE(one.accept(one_call) && one.can_end()) << c.choice;
+    EXPECT_EQ(one.finished(), !c.several) << c.choice;  // nothing may follow a single call
+    GrammarMatcher two(pr.params.grammar);
+    EXPECT_EQ(two.accept(two_calls) && two.can_end(), c.several) << c.choice << " parallel " << c.parallel;
+    if (c.several) {
+      auto parsed = parse_tool_calls(ToolSyntax::kTagged, two_calls, pr.tool_names);
+      ASSERT_EQ(parsed.calls.size(), 2u);
+      EXPECT_EQ(parsed.calls[1].name, "get_time");
+    }
+  }
+}
+
 TEST(ToolCalls, BadRequestsNameTheField) {
   auto err = [](const char* body) -> std::pair<std::string, std::string> {
     ParsedRequest pr;
@@ -178,7 +212,7 @@ TEST(ToolCalls, BadRequestsNameTheField) {
   EXPECT_EQ(err((std::string("{") + tools + R"(, "tool_choice": "sometimes"})").c_str()).first, "tool_choice");
   EXPECT_EQ(err(R"({"tool_choice": "required"})").first, "tool_choice");
   EXPECT_EQ(err(R"({"tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object",
-      "properties": {"a": {"type": "string", "pattern": "x"}}}}}], "tool_choice": "required"})").first,
+      "properties": {"a": {"type": "string", "pattern": "\\bx"}}}}}], "tool_choice": "required"})").first,
             "tools[0].function.parameters");
   EXPECT_EQ(err(R"({"tools": [{"type": "function"}]})").first, "tools[0].function");
   EXPECT_EQ(err(R"({"tools": "f"})").first, "tools");
