@@ -15,9 +15,9 @@ Sequence::Sequence(const Model& model, const Tokenizer* tok, std::span<const int
       p_(p),
       n_ctx_(n_ctx),
       n_base_(n_base),
+      ngram_(p.no_repeat_ngram_size < 0 ? model.info().no_repeat_ngram_size : p.no_repeat_ngram_size),
       on_token_(std::move(on_token)),
       on_logprob_(std::move(on_logprob)),
-      ngram_(p.no_repeat_ngram_size < 0 ? model.info().no_repeat_ngram_size : p.no_repeat_ngram_size),
       history_(prompt.begin(), prompt.end()),
       sampler_(p.sampler),
       text_(tok, prompt, p.stop) {
