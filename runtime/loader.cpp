@@ -22,9 +22,9 @@
 #include "core/storage.h"
 #include "convert/checkpoint.h"
 #include "convert/gguf_import.h"
+#include "runtime/hf_cache.h"
 #ifdef PIPIT_WITH_TOKENIZER
 #include "models/chat_format.h"
-#include "runtime/hf_cache.h"
 #include "tokenizer/hf_tokenizer.h"
 #include "tokenizer/tokenizer.h"
 #endif
@@ -256,11 +256,13 @@ Result<LoadedModel> load_model_impl(const std::string& given, const LoadOptions&
   // tables; glibc keeps those pages unless asked, and they would stay resident for the life of the process.
   if (lm.tokenizer) malloc_trim(0);
 #endif
+#ifdef PIPIT_WITH_TOKENIZER
   // A tokenizer of another model (a folder mixed up, a GGUF with the wrong vocab) would fail at the first id past the
   // embedding table, in the middle of a generation; say it here, with both sizes.
   if (opt.need_tokenizer && lm.tokenizer && lm.tokenizer->vocab_size() > lm.model->info().n_vocab)
     return Error::format("[load] {}: the tokenizer has {} tokens but the model's vocabulary has {}: the tokenizer "
                          "belongs to another model", path, lm.tokenizer->vocab_size(), lm.model->info().n_vocab);
+#endif
   if (opt.need_tokenizer && !lm.tokenizer) {
     if (!c.tokenizer_error.empty())
       return Error::unsupported("[load] {}: this command needs a tokenizer, and the file's could not be read: {}",
@@ -274,6 +276,9 @@ Result<LoadedModel> load_model_impl(const std::string& given, const LoadOptions&
 
 Result<std::shared_ptr<Tokenizer>> load_tokenizer(const std::string& given) {
   PIPIT_ASSIGN_OR_RETURN(const std::string path, model_path(given));
+#ifndef PIPIT_WITH_TOKENIZER
+  return Error::unsupported("[load] {}: this build has no tokenizer (PIPIT_WITH_TOKENIZER=OFF)", path);
+#else
   if (is_directory(path)) return Tokenizer::load_dir(path);
   LoadedModel lm;
   try {
@@ -290,6 +295,7 @@ Result<std::shared_ptr<Tokenizer>> load_tokenizer(const std::string& given) {
   }
   use_builtin_template(lm);
   return lm.tokenizer;
+#endif
 }
 
 Result<LoadedModel> load_model(const std::string& path, const LoadOptions& opt) {
