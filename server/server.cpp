@@ -62,9 +62,14 @@ ApiError unknown_route(const httplib::Request& req) {
                   "not_found"};
 }
 
+// The generation routes, once: the handlers are registered from this list and the head checks look paths up in it.
+constexpr const char* kGenerationRoutes[] = {"/v1/chat/completions", "/chat/completions", "/v1/completions",
+                                             "/completions"};
+
 bool is_generation_route(const std::string& path) {
-  return path == "/v1/chat/completions" || path == "/chat/completions" || path == "/v1/completions" ||
-         path == "/completions" || is_extra_body_route(path);
+  for (const char* r : kGenerationRoutes)
+    if (path == r) return true;
+  return is_extra_body_route(path);
 }
 
 std::string lower(std::string s) {
@@ -338,7 +343,7 @@ void Server::Impl::setup() {
                           }
                         }));
   };
-  for (const char* path : {"/v1/chat/completions", "/chat/completions", "/v1/completions", "/completions"}) {
+  for (const char* path : kGenerationRoutes) {
     const bool chat = std::string(path).find("chat") != std::string::npos;
     post(path, [this, chat](const std::string& body, httplib::Response& res) { handle_generate(st, body, res, chat); });
   }
