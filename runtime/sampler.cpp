@@ -184,13 +184,14 @@ void Sampler::full_vocab_candidates(std::span<const float> l) {
   full_ = true;
   cut_ = 0;  // every token with e > 0
   tie_last_ = -1;
+  ties_.clear();
   total_ = all;
   if (p_.top_p >= 1.0f && p_.min_p <= 0.0f) return;  // no cut: the sums stand
   if (p_.top_p < 1.0f) top_p_cut(double(p_.top_p) * all);
   if (p_.min_p > 0.0f) {
     // a hair below min_p, so that ties stay in; never above the top token's 1
     const uint32_t m = std::min(std::bit_cast<uint32_t>(p_.min_p * (1.0f - 1e-6f)), std::bit_cast<uint32_t>(1.0f));
-    if (m > cut_) cut_ = m - 1, tie_last_ = -1;
+    if (m > cut_) cut_ = m - 1, tie_last_ = -1, ties_.clear();
   }
   total_ = sum_members();
   if (!(total_ > 0)) {  // cannot happen with e(top) = 1, but a draw must never come back empty
@@ -200,8 +201,12 @@ void Sampler::full_vocab_candidates(std::span<const float> l) {
 }
 
 double Sampler::sum_members() {
-  // per block of kBlock tokens (draw_full() walks the block sums first), eight float lanes inside a block
+  // Per block of kBlock tokens (draw_full() walks the block sums first), eight float lanes inside a block: the
+  // values above cut_ without a branch (positive floats' bits compare as signed 32-bit integers, which SSE2 has),
+  // then the few tokens equal to cut_ that top-p keeps (ties_) added to their blocks.
   const size_t V = probs_.size();
+  const int32_t cut = int32_t(cut_);
+  const float* e = probs_.data();
   block_.resize((V + kBlock - 1) / kBlock);
   double total = 0;
   for (size_t b = 0; b < block_.size(); ++b) {
@@ -209,12 +214,16 @@ double Sampler::sum_members() {
     float part[8] = {};
     size_t i = i0;
     for (; i + 8 <= i1; i += 8)
-      for (size_t j = 0; j < 8; ++j) part[j] += member(i + j) ? probs_[i + j] : 0.0f;
-    for (; i < i1; ++i) part[0] += member(i) ? probs_[i] : 0.0f;
+      for (size_t j = 0; j < 8; ++j) part[j] += std::bit_cast<int32_t>(e[i + j]) > cut ? e[i + j] : 0.0f;
+    for (; i < i1; ++i) part[0] += std::bit_cast<int32_t>(e[i]) > cut ? e[i] : 0.0f;
     double sum = 0;
     for (float x : part) sum += x;
     block_[b] = sum;
     total += sum;
+  }
+  for (int32_t t : ties_) {
+    block_[size_t(t) / kBlock] += e[t];
+    total += e[t];
   }
   return total;
 }
@@ -267,6 +276,7 @@ void Sampler::top_p_cut(double target) {
   tie_last_ = int64_t(V);
   for (int32_t i : bucket_)
     if (key(size_t(i)) == cut_) {
+      ties_.push_back(i);
       above += probs_[size_t(i)];
       if (above >= target) {
         tie_last_ = i;

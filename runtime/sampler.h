@@ -66,6 +66,7 @@ class Sampler {
   double total_ = 0;  // the members' mass
   std::vector<double> hist_, block_;  // block_: the members' mass per kBlock tokens
   std::vector<int32_t> bucket_;
+  std::vector<int32_t> ties_;  // the members whose value is cut_ (id <= tie_last_), in id order
 };
 
 int32_t argmax(std::span<const float> x);

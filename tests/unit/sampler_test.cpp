@@ -74,8 +74,12 @@ TEST(Sampler, DistributionEqualsTheSortingReference) {
               for (auto& [id, pr] : all) {
                 const double w = want.count(id) ? want.at(id) : 0, g = got.count(id) ? got.at(id) : 0;
                 ASSERT_NEAR(g, w, 2e-6 + 2e-5 * w) << "token " << id;
-                if (w > 1e-30) ASSERT_TRUE(got.count(id)) << "token " << id;
-                if (!want.count(id)) ASSERT_LT(g, 1e-30) << "token " << id;
+                if (w > 1e-30) {
+                  ASSERT_TRUE(got.count(id)) << "token " << id;
+                }
+                if (!want.count(id)) {
+                  ASSERT_LT(g, 1e-30) << "token " << id;
+                }
               }
               ++cases;
             }
