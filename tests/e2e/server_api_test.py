@@ -74,10 +74,14 @@ class Api(ServerCase):
         status, data, _ = self.srv.request("GET", "/slots")
         slots = json.loads(data)
         self.assertEqual(len(slots), 4)
-        self.assertEqual(sum(s["is_processing"] for s in slots), 1, slots)
+        busy = sum(s["is_processing"] for s in slots)
         self.assertNotIn(b"zebras", data)  # no prompt text
         status, data, headers = self.srv.request("GET", "/metrics")
         self.assertTrue(headers.get("Content-Type", "").startswith("text/plain"), headers)
+        # The 400 tokens take ~0.3 s on this model: a test client descheduled that long (ctest -j 2 beside the
+        # hostile suite) may look after the answer ended. Then the stream must be complete; otherwise busy is 1.
+        finished = busy == 0 and b"[DONE]" in r.read()
+        self.assertEqual(busy, 0 if finished else 1, slots)
         c.close()
         values = {}
         for line in data.decode().splitlines():  # Prometheus text format: comments, then "name value"
@@ -87,7 +91,8 @@ class Api(ServerCase):
             name, value = line.split(" ")
             values[name] = float(value)
         self.assertEqual(values["pipit_slots"], 4)
-        self.assertGreaterEqual(values["pipit_requests_processing"], 1)
+        if not finished:
+            self.assertIn("pipit_requests_processing", values)
         # timings (llama-server's): counts agree with usage
         status, full = self.srv.post("/v1/chat/completions", chat("Hello", max_tokens=6, ignore_eos=True))
         t, u = full["timings"], full["usage"]
