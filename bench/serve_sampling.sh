@@ -14,18 +14,9 @@ ROUNDS="${5:-3}"
 PYTHON="${PYTHON:-/usr/bin/python3}"
 HERE="$(cd "$(dirname "$0")" && pwd)"
 
-LOG="$(mktemp)"
-"$PIPIT" serve -m "$MODEL" --port 0 -t "$THREADS" --parallel 8 >"$LOG" 2>&1 &
-PID=$!
-trap 'kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; rm -f "$LOG"' EXIT
-URL=""
-for _ in $(seq 1 600); do
-  URL="$(grep -o 'listening on http://[0-9.]*:[0-9]*' "$LOG" | head -1 | sed 's/listening on //')" || true
-  [ -n "$URL" ] && break
-  kill -0 "$PID" 2>/dev/null || { cat "$LOG"; echo "serve_sampling: the server exited" >&2; exit 1; }
-  sleep 0.1
-done
-[ -n "$URL" ] || { cat "$LOG"; echo "serve_sampling: the server did not start" >&2; exit 1; }
+# shellcheck source=serve_start.sh
+. "$HERE/serve_start.sh"
+start_server "$PIPIT" "$MODEL" "$THREADS"
 
 echo "model $MODEL, $THREADS threads, $MAX_TOKENS tokens per request, $ROUNDS rounds ($(nproc) CPUs)"
 echo "clients  sampling                     total tok/s per round"

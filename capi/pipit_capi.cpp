@@ -472,32 +472,37 @@ pipit_status pipit_session_attach_image(pipit_session* session, const char* path
   });
 }
 
-pipit_status pipit_session_set_grammar(pipit_session* session, const char* gbnf) {
+}  // extern "C"
+
+namespace {
+// The session's grammar from `text` by `compile` (GBNF or a JSON schema); NULL or "" turns it off. `who` names the
+// entry point in errors.
+template <class Compile>
+pipit_status set_session_grammar(pipit_session* session, const char* text, const char* who, Compile compile) {
   return guard([&] {
-    if (!session) return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_set_grammar: NULL session");
-    if (!gbnf || !*gbnf) {
+    if (!session) return fail(PIPIT_ERR_INVALID_ARGUMENT, std::string(who) + ": NULL session");
+    if (!text || !*text) {
       session->grammar.reset();
       return PIPIT_OK;
     }
-    auto g = pipit::Grammar::parse(gbnf);
-    if (!g) return to_status(g.status().with_context("pipit_session_set_grammar"));
+    auto g = compile(text);
+    if (!g) return to_status(g.status().with_context(who));
     session->grammar = std::move(g).value();
     return PIPIT_OK;
   });
 }
+}  // namespace
+
+extern "C" {
+
+pipit_status pipit_session_set_grammar(pipit_session* session, const char* gbnf) {
+  return set_session_grammar(session, gbnf, "pipit_session_set_grammar",
+                             [](const char* t) { return pipit::Grammar::parse(t); });
+}
 
 pipit_status pipit_session_set_json_schema(pipit_session* session, const char* schema_json) {
-  return guard([&] {
-    if (!session) return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_set_json_schema: NULL session");
-    if (!schema_json || !*schema_json) {
-      session->grammar.reset();
-      return PIPIT_OK;
-    }
-    auto g = pipit::grammar_from_json_schema(schema_json, "pipit_session_set_json_schema");
-    if (!g) return to_status(g.status());
-    session->grammar = std::move(g).value();
-    return PIPIT_OK;
-  });
+  return set_session_grammar(session, schema_json, "pipit_session_set_json_schema",
+                             [](const char* t) { return pipit::grammar_from_json_schema(t, "schema"); });
 }
 
 pipit_status pipit_session_set_logprobs(pipit_session* session, int32_t n_top) {

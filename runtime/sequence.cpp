@@ -2,7 +2,6 @@
 #include "runtime/sequence.h"
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 
 #include "runtime/grammar.h"
@@ -41,18 +40,24 @@ void repeated_ngram_ends(std::span<const int32_t> h, int n, std::vector<int32_t>
 
 bool Sequence::is_eos(int32_t token) const { return pipit::is_eos(p_, model_, token); }
 
-// A copy of the row with the biases added (the model's row is left as it is: log-probabilities are reported from
-// it). A bias of -100 is a ban (-inf), not merely a low logit: OpenAI documents -100 as "should result in a ban",
-// and an app that bans a token must never see it; +100 is added as it is, which outweighs any logit a model gives.
-std::span<const float> Sequence::biased(std::span<const float> logits) {
-  if (p_.logit_bias.empty()) return logits;
-  biased_.assign(logits.begin(), logits.end());
+// The row the sampler sees: the model's row itself, or a copy with the request's logit_bias and the
+// no_repeat_ngram_size bans (the model's row is left as it is: log-probabilities are reported from it). A bias of -100
+// is a ban (-inf), not merely a low logit: OpenAI documents -100 as "should result in a ban", and an app that bans a
+// token must never see it; +100 is added as it is, which outweighs any logit a model gives.
+std::span<const float> Sequence::adjusted(std::span<const float> logits) {
+  banned_.clear();
+  if (ngram_ > 0) repeated_ngram_ends(history_, ngram_, banned_);
+  if (p_.logit_bias.empty() && banned_.empty()) return logits;
+  adjusted_.assign(logits.begin(), logits.end());
+  const float ninf = -std::numeric_limits<float>::infinity();
   for (const auto& [id, bias] : p_.logit_bias) {
-    if (id < 0 || size_t(id) >= biased_.size()) continue;
-    float& l = biased_[size_t(id)];
-    l = bias <= -100.0f ? -std::numeric_limits<float>::infinity() : l + bias;
+    if (id < 0 || size_t(id) >= adjusted_.size()) continue;
+    float& l = adjusted_[size_t(id)];
+    l = bias <= -100.0f ? ninf : l + bias;
   }
-  return biased_;
+  for (int32_t t : banned_)
+    if (t >= 0 && size_t(t) < adjusted_.size()) adjusted_[size_t(t)] = ninf;
+  return adjusted_;
 }
 
 // With a grammar, the token the sampler draws from the full distribution is kept when the grammar allows it (the
@@ -61,16 +66,7 @@ std::span<const float> Sequence::biased(std::span<const float> logits) {
 // draw is not allowed, gives each allowed token p(x) + P(not allowed) p(x) / P(allowed) = p(x) / P(allowed):
 // exactly the masked distribution (greedy: the allowed argmax). -1: nothing is allowed.
 int32_t Sequence::sample(std::span<const float> raw) {
-  std::span<const float> logits = biased(raw);
-  if (ngram_ > 0) {  // the tokens that would repeat an n-gram go to -inf before the sampler sees the logits
-    repeated_ngram_ends(history_, ngram_, banned_);
-    if (!banned_.empty()) {
-      banned_logits_.assign(logits.begin(), logits.end());
-      for (int32_t t : banned_)
-        if (t >= 0 && size_t(t) < banned_logits_.size()) banned_logits_[size_t(t)] = -INFINITY;
-      logits = banned_logits_;
-    }
-  }
+  const std::span<const float> logits = adjusted(raw);
   const int32_t t = sampler_.sample(logits, history_);
   // every token banned: the sampler's fallback (the first of equal -inf logits) must not emit a banned one
   const float ninf = -std::numeric_limits<float>::infinity();

@@ -61,15 +61,14 @@ class Sequence {
 
  private:
   int32_t sample(std::span<const float> logits);  // under the grammar if any; -1: the grammar allows nothing
-  std::span<const float> biased(std::span<const float> logits);  // with the request's logit_bias, if any
+  std::span<const float> adjusted(std::span<const float> logits);  // with logit_bias and n-gram bans, if any
   void finish_text();                             // the held-back tail, at an end that is not a stop / cancel
 
   const Model& model_;
   GenerateParams p_;
   int n_ctx_, n_base_;
   int ngram_;  // no_repeat_ngram_size in force (0: off)
-  std::vector<int32_t> banned_;
-  std::vector<float> banned_logits_;
+  std::vector<int32_t> banned_;  // this step's no_repeat_ngram_size bans
   OnToken on_token_;
   OnLogprob on_logprob_;
   std::vector<int32_t> history_;
@@ -77,7 +76,7 @@ class Sequence {
   TextStream text_;
   std::unique_ptr<GrammarMatcher> grammar_;
   std::shared_ptr<const TokenTable> table_;  // the vocabulary's bytes, for the grammar
-  std::vector<float> biased_;                // logits + logit_bias
+  std::vector<float> adjusted_;              // logits + logit_bias, n-gram bans at -inf
   std::vector<float> masked_;                // logits with the tokens the grammar forbids at -inf
   std::vector<uint8_t> allowed_;
   GenerateResult res_;

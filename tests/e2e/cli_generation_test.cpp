@@ -1,34 +1,22 @@
 // `pipit run` on the one generation path: seeded sampling with --lookup or --draft prints exactly the text of plain
 // decoding; --grammar / --json-schema constrain the answer; bad grammars are one error line.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "tests/e2e/cli_run_util.h"
 #include "tests/test_util.h"
 
 namespace pipit {
 namespace {
 
-struct CliOutput {
-  int code;
-  std::string out;  // stdout only (stderr: timings), or stdout + stderr with `err`
-};
+using CliOutput = test::RunResult;
 
+// `pipit run` on stories260k: stdout alone (stderr has the timings), or stdout + stderr with `err`
 CliOutput pipit_run(const std::string& args, bool err = false) {
-  const std::string cmd = std::string(PIPIT_BINARY_DIR) + "/pipit run -m " + test::model_dir("stories260k") +
-                          " -t 1 " + args + (err ? " 2>&1" : " 2>/dev/null");
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  const int st = pclose(p);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), out};
+  return test::run_cli("run -m " + test::model_dir("stories260k") + " -t 1 " + args, err);
 }
 
 // The case the redesign issue measured: `--lookup --temp 0.8 --seed 5` used to print other text than plain.
