@@ -1,106 +1,67 @@
 // The C API over the C++ runtime: every entry point catches everything, maps Status codes to pipit_status and
 // keeps the message in a thread-local last-error string.
-#include "pipit/pipit.h"
+#include "capi/capi_internal.h"
+
+#include <mutex>
 
 #include "backends/device.h"
-
-#include <algorithm>
-#include <cstring>
-#include <memory>
-#include <new>
-#include <string>
-
-#include "core/limits.h"
-#include "runtime/generator.h"
+#include "models/vision/image.h"
+#include "models/vision/vision_model.h"
 #include "runtime/grammar.h"
 #include "runtime/json_schema.h"
-#include "runtime/loader.h"
-#include "models/vision/vision_model.h"
-#include "runtime/multimodal.h"
-#include "runtime/prompt_cache.h"
-#include "runtime/session.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
-struct pipit_model {
-  pipit::LoadedModel lm;
-  // shared by the model's sessions (pipit_model_set_prompt_cache); null: off
-  std::shared_ptr<pipit::PromptCache> cache;
-};
-
-struct pipit_session {
-  pipit_model* model;
-  std::unique_ptr<pipit::Session> s;
-  std::vector<int32_t> history;  // tokens in the KV cache, in order
-  // Images of the conversation (vision-language models): attached paths not yet used, the encoded ones in the
-  // order their placeholders appear, and the conversation's tokens with one placeholder per image (what the chat
-  // template or the raw prompts give, before expansion)
-  std::vector<std::string> pending_images;
-  std::vector<pipit::EncodedImage> images;
-  std::vector<int32_t> unexpanded;
-  // the last generation: why it ended ("" after an error) and its prompt's counts
-  std::string finish_reason;
-  int32_t n_prompt = 0, n_reused = 0, n_evaluated = 0;
-  // speculative decoding (pipit_session_set_speculation): n_draft 0 is off; a draft model's own session
-  int32_t n_draft = 0;
-  std::unique_ptr<pipit::Session> draft_session;
-  pipit::Draft draft{nullptr, {}};
-  pipit::SpecStats spec;
-  // structured output and log-probabilities for the next generations (pipit_session_set_grammar / _logprobs), and
-  // the last generation's records
-  std::shared_ptr<const pipit::Grammar> grammar;
-  int32_t n_logprobs = -1;
-  std::vector<pipit::TokenLogprob> logprobs;
-};
-
-namespace {
+namespace pipit::capi {
 
 thread_local std::string g_last_error;
 
-pipit_status to_status(const pipit::Status& st) {
-  g_last_error = st.message();
-  switch (st.code()) {
-    case pipit::Code::kOk: return PIPIT_OK;
-    case pipit::Code::kInvalidArgument: return PIPIT_ERR_INVALID_ARGUMENT;
-    case pipit::Code::kNotFound: return PIPIT_ERR_NOT_FOUND;
-    case pipit::Code::kIo: return PIPIT_ERR_IO;
-    case pipit::Code::kFormat: return PIPIT_ERR_FORMAT;
-    case pipit::Code::kUnsupported: return PIPIT_ERR_UNSUPPORTED;
-    case pipit::Code::kOutOfRange: return PIPIT_ERR_OUT_OF_RANGE;
-    case pipit::Code::kCancelled: return PIPIT_ERR_CANCELLED;
-    case pipit::Code::kUnavailable: return PIPIT_ERR_UNAVAILABLE;
-    default: return PIPIT_ERR_INTERNAL;
+pipit::Result<pipit::DType> kv_dtype_of(int32_t kv_type, const pipit::Model& m, const char* who) {
+  const std::string w = who;
+  pipit::DType dt;
+  switch (kv_type) {
+    case PIPIT_KV_DEFAULT:
+    case PIPIT_KV_F16: dt = pipit::DType::F16; break;
+    case PIPIT_KV_F32: dt = pipit::DType::F32; break;
+    case PIPIT_KV_Q8_0: dt = pipit::DType::Q8_0; break;
+    default: return pipit::Error::invalid_argument("{}: kv_type {} is not a PIPIT_KV_* value", w, kv_type);
   }
+  const auto& info = m.info();
+  if (dt == pipit::DType::Q8_0 && info.kv.head_dim % pipit::kQBlock != 0)
+    return pipit::Error::invalid_argument("{}: kv_type PIPIT_KV_Q8_0 needs a head_dim that is a multiple of 32 (this "
+                                          "model's is {})", w, info.kv.head_dim);
+  if (dt == pipit::DType::Q8_0 && info.device)
+    return pipit::Error::invalid_argument("{}: kv_type PIPIT_KV_Q8_0: the KV cache on a device is f32 or f16", w);
+  return dt;
 }
 
-pipit_status fail(pipit_status s, const std::string& msg) {
-  g_last_error = msg;
-  return s;
+namespace {
+std::mutex g_log_mutex;
+pipit_log_callback g_log_callback = nullptr;
+void* g_log_user = nullptr;
+}  // namespace
+
+bool log_enabled() {
+  std::lock_guard<std::mutex> lock(g_log_mutex);
+  return g_log_callback != nullptr;
 }
 
-// Runs f, turning any escaping exception into PIPIT_ERR_INTERNAL (nothing may unwind into C).
-template <class F>
-pipit_status guard(F&& f) {
-  g_last_error.clear();
-  try {
-    return f();
-  } catch (const std::bad_alloc&) {  // a real allocation on a full machine: sizes were checked before
-    return fail(PIPIT_ERR_UNAVAILABLE, "out of memory (" + pipit::format_bytes(pipit::available_memory()) +
-                                           " available now)");
-  } catch (const std::exception& e) {
-    return fail(PIPIT_ERR_INTERNAL, std::string("internal error: ") + e.what());
-  } catch (...) {
-    return fail(PIPIT_ERR_INTERNAL, "internal error");
+void log_message(int32_t level, const std::string& message) {
+  pipit_log_callback cb;
+  void* user;
+  {
+    std::lock_guard<std::mutex> lock(g_log_mutex);
+    cb = g_log_callback;
+    user = g_log_user;
   }
+  if (cb) cb(level, message.c_str(), user);
 }
 
-pipit_status write_string(const std::string& s, char* buf, size_t cap, size_t* len_out) {
-  if (len_out) *len_out = s.size();
-  if (!buf || cap < s.size() + 1) return fail(PIPIT_ERR_BUFFER_TOO_SMALL, "buffer too small for the result");
-  std::memcpy(buf, s.data(), s.size());
-  buf[s.size()] = '\0';
-  return PIPIT_OK;
-}
+}  // namespace pipit::capi
+
+using namespace pipit::capi;
+
+namespace {
 
 // Feeds `ids` to the session, reusing the cached prefix they share with what is already in the KV cache. The
 // session may keep less than asked (a sliding-window ring, or a recurrent state rewound to an earlier snapshot):
@@ -135,18 +96,41 @@ extern "C" {
 
 const char* pipit_last_error(void) { return g_last_error.c_str(); }
 const char* pipit_version(void) { return PIPIT_VERSION; }
+int32_t pipit_api_version(void) { return PIPIT_API_VERSION; }
+
+void pipit_set_log_callback(pipit_log_callback callback, void* user) {
+  std::lock_guard<std::mutex> lock(g_log_mutex);
+  g_log_callback = callback;
+  g_log_user = user;
+}
+
+void pipit_model_options_init(pipit_model_options* o, size_t size) {
+  init_options(o, size, pipit_model_options{uint32_t(sizeof(pipit_model_options)), nullptr, nullptr});
+}
+
+void pipit_session_options_init(pipit_session_options* o, size_t size) {
+  init_options(o, size, pipit_session_options{uint32_t(sizeof(pipit_session_options)), 0, 0, PIPIT_KV_DEFAULT});
+}
 
 pipit_status pipit_model_load(const char* path, const pipit_model_options* options, pipit_model** out) {
   return guard([&] {
     if (!path || !out) return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_model_load: path and out must not be NULL");
     *out = nullptr;
+    pipit_model_options mo;
+    pipit_model_options_default(&mo);
+    // API version 1's struct was {reserved = 0, device, precision}: the same bytes as struct_size 0 + those fields
+    if (auto st = read_options(options, &mo, "pipit_model_options", offsetof(pipit_model_options, precision) +
+                                                                        sizeof(const char*));
+        st != PIPIT_OK)
+      return st;
+    options = &mo;
     pipit::LoadOptions lo{.need_tokenizer = true};
-    if (options && options->device) {
+    if (options->device) {
       auto dev = pipit::open_device(options->device);
       if (!dev) return to_status(dev.status());
       lo.device = std::move(dev).value();
     }
-    if (options && options->precision) {
+    if (options->precision) {
       const std::string p = options->precision;
       if (p != "exact" && p != "fast")
         return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_model_load: precision '" + p + "': expected \"exact\" or \"fast\"");
@@ -211,31 +195,17 @@ pipit_status pipit_session_create(pipit_model* model, const pipit_session_option
   return guard([&] {
     if (!model || !out) return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_create: NULL argument");
     pipit::SessionOptions so;
-    if (options) {
-      if (options->n_ctx < 0 || options->n_threads < 0 || options->n_threads > pipit::Limits::kMaxThreads)
-        return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_create: n_ctx must be >= 0 and n_threads in [0, " +
-                                                    std::to_string(pipit::Limits::kMaxThreads) + "]");
-      so.n_ctx = options->n_ctx;
-      so.n_threads = options->n_threads;
-      switch (options->kv_type) {
-        case PIPIT_KV_DEFAULT:
-        case PIPIT_KV_F16: so.kv_dtype = pipit::DType::F16; break;
-        case PIPIT_KV_F32: so.kv_dtype = pipit::DType::F32; break;
-        case PIPIT_KV_Q8_0: so.kv_dtype = pipit::DType::Q8_0; break;
-        default:
-          return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_create: kv_type " + std::to_string(options->kv_type) +
-                                                      " is not a PIPIT_KV_* value");
-      }
-    } else {
-      so.kv_dtype = pipit::DType::F16;  // PIPIT_KV_DEFAULT
-    }
-    const auto& info = model->lm.model->info();
-    if (so.kv_dtype == pipit::DType::Q8_0 && info.kv.head_dim % pipit::kQBlock != 0)
-      return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_create: kv_type PIPIT_KV_Q8_0 needs a head_dim that is a "
-                                              "multiple of 32 (this model's is " + std::to_string(info.kv.head_dim) + ")");
-    if (so.kv_dtype == pipit::DType::Q8_0 && info.device)
-      return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_create: kv_type PIPIT_KV_Q8_0: the KV cache on a device is "
-                                              "f32 or f16");
+    pipit_session_options opt;
+    pipit_session_options_default(&opt);
+    if (auto st = read_options(options, &opt, "pipit_session_options"); st != PIPIT_OK) return st;
+    if (opt.n_ctx < 0 || opt.n_threads < 0 || opt.n_threads > pipit::Limits::kMaxThreads)
+      return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_create: n_ctx must be >= 0 and n_threads in [0, " +
+                                                  std::to_string(pipit::Limits::kMaxThreads) + "]");
+    so.n_ctx = opt.n_ctx;
+    so.n_threads = opt.n_threads;
+    auto kv = kv_dtype_of(opt.kv_type, *model->lm.model, "pipit_session_create");
+    if (!kv) return to_status(kv.status());
+    so.kv_dtype = *kv;
     auto session = pipit::Session::create(*model->lm.model, so, nullptr, "n_ctx");
     if (!session) return to_status(session.status());
     auto* s = new pipit_session{model, std::move(session).value()};
@@ -258,10 +228,10 @@ pipit_status pipit_session_reset(pipit_session* session) {
   });
 }
 
-void pipit_generate_options_default(pipit_generate_options* o) {
-  if (!o) return;
+void pipit_generate_options_init(pipit_generate_options* o, size_t size) {
   pipit::SamplerParams d;
-  *o = pipit_generate_options{256, d.temperature, d.top_k, d.top_p, d.min_p, d.repetition_penalty, d.seed, nullptr, 0};
+  init_options(o, size, pipit_generate_options{uint32_t(sizeof(pipit_generate_options)), 256, d.temperature, d.top_k,
+                                               d.top_p, d.min_p, d.repetition_penalty, d.seed, nullptr, 0});
 }
 
 pipit_status pipit_session_generate(pipit_session* session, const char* prompt, int32_t use_chat_template,
@@ -269,9 +239,10 @@ pipit_status pipit_session_generate(pipit_session* session, const char* prompt, 
                                     void* user) {
   return guard([&] {
     if (!session || !prompt) return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_generate: NULL argument");
+    session->cancel.store(false);
     pipit_generate_options o;
     pipit_generate_options_default(&o);
-    if (options) o = *options;
+    if (auto st = read_options(options, &o, "pipit_generate_options"); st != PIPIT_OK) return st;
     if (o.max_tokens < 0) return fail(PIPIT_ERR_INVALID_ARGUMENT, "max_tokens must be >= 0");
     pipit::GenerateParams gp;
     gp.max_tokens = o.max_tokens;
@@ -315,8 +286,15 @@ pipit_status pipit_session_generate(pipit_session* session, const char* prompt, 
       gp.spec.draft = session->draft_session ? &session->draft : nullptr;
     }
     auto on_text = [&](const std::string& piece, int32_t token) {
+      if (session->cancel.load(std::memory_order_relaxed)) return false;
       return callback ? callback(piece.c_str(), piece.size(), token, user) != 0 : true;
     };
+    // pipit_session_cancel during the prompt: checked after each prefill chunk
+    session->s->set_progress([session](int64_t, int64_t) { return !session->cancel.load(std::memory_order_relaxed); });
+    struct ProgressReset {
+      pipit::Session& s;
+      ~ProgressReset() { s.set_progress(nullptr); }
+    } progress_reset{*session->s};
     pipit::Result<pipit::GenerateResult> res = pipit::Status::ok();
     std::vector<int32_t> in_context;  // the tokens the KV cache will hold before the generated ones
     if (!with_images) {
@@ -346,13 +324,15 @@ pipit_status pipit_session_generate(pipit_session* session, const char* prompt, 
       auto proc = pipit::image_processor_for(*lm.model, *pp);
       if (!proc) return to_status(proc.status());
       std::vector<pipit::EncodedImage> images = session->images;
-      const std::vector<std::string> pending = std::move(session->pending_images);
+      const std::vector<pipit_session::PendingImage> pending = std::move(session->pending_images);
       session->pending_images.clear();  // an image that fails here is dropped, with the error naming it
-      for (const auto& path : pending) {
-        auto img = pipit::load_image(path);
+      for (size_t k = 0; k < pending.size(); ++k) {
+        const auto& p = pending[k];
+        const std::string what = p.bytes.empty() ? p.path : "image bytes #" + std::to_string(k + 1);
+        auto img = p.bytes.empty() ? pipit::load_image(p.path) : pipit::decode_image(p.bytes, what);
         if (!img) return to_status(img.status());
         auto e = pipit::encode_image(*lm.model, *proc, *img, session->s->pool());
-        if (!e) return to_status(e.status().with_context("[image] " + path));
+        if (!e) return to_status(e.status().with_context("[image] " + what));
         images.push_back(std::move(e).value());
       }
       auto mm = pipit::build_multimodal_prompt(*lm.model, full, images);
@@ -368,11 +348,27 @@ pipit_status pipit_session_generate(pipit_session* session, const char* prompt, 
       res = pipit::generate(*session->s, &tok, *mm, gp, on_text);
       in_context = mm->tokens;
     }
+    if (!res && res.status().code() == pipit::Code::kCancelled && !with_images) {
+      // cancelled during the prompt: the chunks evaluated so far stay in the context
+      const size_t kept = std::min(full.size(), size_t(session->s->n_past()));
+      session->history.assign(full.begin(), full.begin() + long(kept));
+      session->unexpanded = session->history;
+      session->finish_reason = "cancelled";
+      session->logprobs.clear();
+      session->n_prompt = int32_t(full.size());
+      session->n_evaluated = int32_t(session->s->n_evaluated() - evaluated0);
+      return PIPIT_OK;
+    }
     if (!res) {
+      const bool cancelled = res.status().code() == pipit::Code::kCancelled;
       session->s->reset();
       session->history.clear();
       session->unexpanded.clear();
       session->images.clear();
+      if (cancelled) {  // a conversation with images is evaluated from its start at the next generation anyway
+        session->finish_reason = "cancelled";
+        return PIPIT_OK;
+      }
       return to_status(res.status());
     }
     // the KV cache holds the prompt and the generated tokens that were fed back (all but possibly the last)
@@ -467,9 +463,32 @@ pipit_status pipit_session_attach_image(pipit_session* session, const char* path
       return fail(PIPIT_ERR_UNSUPPORTED, "model '" + session->model->lm.model->info().arch +
                                              "' has no vision tower; images are not supported");
     // decoded at the next generate, with the conversation's other images
-    session->pending_images.push_back(path);
+    session->pending_images.push_back({path, {}});
     return PIPIT_OK;
   });
+}
+
+pipit_status pipit_session_attach_image_bytes(pipit_session* session, const void* data, size_t size) {
+  return guard([&] {
+    if (!session || !data || size == 0)
+      return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_attach_image_bytes: NULL session or no bytes");
+    if (!session->model->lm.model->vision())
+      return fail(PIPIT_ERR_UNSUPPORTED, "model '" + session->model->lm.model->info().arch +
+                                             "' has no vision tower; images are not supported");
+    constexpr size_t kMaxBytes = size_t(256) << 20;  // a compressed image; its pixels are bounded when decoded
+    if (size > kMaxBytes)
+      return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_attach_image_bytes: " + pipit::format_bytes(size) +
+                                                  " is over the limit of " + pipit::format_bytes(kMaxBytes));
+    const auto* b = static_cast<const uint8_t*>(data);
+    session->pending_images.push_back({"", std::vector<uint8_t>(b, b + size)});
+    return PIPIT_OK;
+  });
+}
+
+pipit_status pipit_session_cancel(pipit_session* session) {
+  if (!session) return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_cancel: NULL session");
+  session->cancel.store(true);
+  return PIPIT_OK;
 }
 
 }  // extern "C"

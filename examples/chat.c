@@ -25,7 +25,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   pipit_session* session = NULL;
-  pipit_session_options so = {0, 1, PIPIT_KV_DEFAULT};  // f16 KV cache
+  pipit_session_options so;  // f16 KV cache
+  pipit_session_options_default(&so);
+  so.n_threads = 1;
+  so.kv_type = PIPIT_KV_DEFAULT;
   if (pipit_session_create(model, &so, &session) != PIPIT_OK) {
     fprintf(stderr, "error: %s\n", pipit_last_error());
     pipit_model_destroy(model);

@@ -301,8 +301,9 @@ void Server::Impl::setup() {
     send_error(res, ApiError{500, "internal error: " + what, "", "server_error"});
   });
   if (st.opt.log_requests)
-    http.set_logger([](const httplib::Request& req, const httplib::Response& res) {
-      std::fprintf(stderr, "[serve] %s %s -> %d\n", req.method.c_str(), req.path.c_str(), res.status);
+    http.set_logger([log = st.opt.log](const httplib::Request& req, const httplib::Response& res) {
+      if (log) log("[serve] " + req.method + " " + req.path + " -> " + std::to_string(res.status));
+      else std::fprintf(stderr, "[serve] %s %s -> %d\n", req.method.c_str(), req.path.c_str(), res.status);
     });
 
   // The chat page (server/web/index.html, embedded at build time). It needs no key itself: it asks for one and

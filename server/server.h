@@ -13,6 +13,7 @@
 
 #include <memory>
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -45,7 +46,9 @@ struct ServerOptions {
   int n_http_threads = 0;          // 0: one per slot and per queued request, plus 16
   int n_image_threads = 0;         // threads of /v1/embeddings' session (0: physical cores); images are encoded
                                    // on the engine's encode pool (EngineOptions::n_encode_threads)
-  bool log_requests = false;       // one line per request on stderr
+  bool log_requests = false;       // one line per request, on stderr or to `log`
+  // Where the request lines go (null: stderr): the C API's in-process server hands them to the app's log callback.
+  std::function<void(const std::string& line)> log;
   int n_draft = 0;                 // --lookup / --draft: speculative guesses per decode step (0: off)
   // After this much silence a stream gets an SSE comment and a long non-streaming answer a space: the writes that
   // find clients which have left (their requests are cancelled, their slots freed).

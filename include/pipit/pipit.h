@@ -20,7 +20,9 @@
 extern "C" {
 #endif
 
-#define PIPIT_API_VERSION 1
+/* The API this header describes. 2: options structs carry struct_size (below), generation can be cancelled from
+ * another thread, the OpenAI server runs inside the process, memory is estimated before loading. */
+#define PIPIT_API_VERSION 2
 
 typedef enum pipit_status {
   PIPIT_OK = 0,
@@ -42,10 +44,29 @@ typedef struct pipit_session pipit_session;
 /* Message for the last failure on this thread ("" when none). Valid until the next pipit call on this thread. */
 const char* pipit_last_error(void);
 const char* pipit_version(void);
+/* PIPIT_API_VERSION of the header the library was built with: a program checks it is at least the one it was
+ * compiled against (pipit_api_version() >= PIPIT_API_VERSION) before calling newer functions. */
+int32_t pipit_api_version(void);
+
+/* Options structs that can grow. Each begins with `struct_size`, which the matching *_options_default(&o) macro sets
+ * to sizeof the struct as the caller's header declares it (it calls *_options_init(&o, sizeof o), which fills in
+ * the defaults, writing no more than that size). The library reads only the first struct_size bytes
+ * and uses its defaults for fields past them, so a program compiled against an older header keeps working with a
+ * newer library; a newer header's fields that this library does not know must be zero (else
+ * PIPIT_ERR_UNSUPPORTED names the struct). A struct_size of 0 (not initialised) is PIPIT_ERR_INVALID_ARGUMENT,
+ * except for pipit_model_options, whose first field was `reserved = 0` in API version 1. Why a size field rather
+ * than setter functions: options stay plain C structs (designated initialisers, no allocation, one call), and the
+ * growth rule is one line for every struct. */
+
+/* Log messages of the library (the in-process server's request lines and its errors): by default none is printed.
+ * level: 0 error, 1 warning, 2 info. The callback may be called from any of the library's threads at once; it must
+ * not call back into pipit. NULL turns logging off. */
+typedef void (*pipit_log_callback)(int32_t level, const char* message, void* user);
+void pipit_set_log_callback(pipit_log_callback callback, void* user);
 
 /* ---- models ---- */
 typedef struct pipit_model_options {
-  int32_t reserved; /* set to 0; future options */
+  uint32_t struct_size; /* pipit_model_options_default() sets it; 0 means API version 1's layout (the fields below) */
   /* Where the decoder runs: NULL or "cpu" (the default), "opencl" or "opencl:N" (the N-th OpenCL device; `pipit
    * inspect --devices` lists them). A missing OpenCL runtime or device is an error from pipit_model_load. */
   const char* device;
@@ -55,6 +76,8 @@ typedef struct pipit_model_options {
    * "exact". Quantized weights are unaffected. As the CLI's --precision. */
   const char* precision;
 } pipit_model_options;
+void pipit_model_options_init(pipit_model_options* o, size_t size);
+#define pipit_model_options_default(o) pipit_model_options_init((o), sizeof *(o))
 
 /* path: HF checkpoint directory, .pipit or .gguf file. options may be NULL. */
 pipit_status pipit_model_load(const char* path, const pipit_model_options* options, pipit_model** out);
@@ -80,12 +103,15 @@ pipit_status pipit_chat_template_apply(const pipit_model* model, const char* mes
 
 /* ---- sessions (one per conversation; a session is used by one thread at a time) ---- */
 typedef struct pipit_session_options {
+  uint32_t struct_size; /* set by pipit_session_options_default() */
   int32_t n_ctx;     /* 0: min(model max, 4096) */
   int32_t n_threads; /* 0: physical cores */
   int32_t kv_type;   /* KV cache dtype: PIPIT_KV_DEFAULT (0) = f16 as llama.cpp, PIPIT_KV_F32 (exact), PIPIT_KV_F16,
                         PIPIT_KV_Q8_0 (q8_0 blocks of 32: the model's head_dim a multiple of 32) */
 } pipit_session_options;
 enum { PIPIT_KV_DEFAULT = 0, PIPIT_KV_F32 = 1, PIPIT_KV_F16 = 2, PIPIT_KV_Q8_0 = 3 };
+void pipit_session_options_init(pipit_session_options* o, size_t size);
+#define pipit_session_options_default(o) pipit_session_options_init((o), sizeof *(o))
 
 pipit_status pipit_session_create(pipit_model* model, const pipit_session_options* options, pipit_session** out);
 void pipit_session_destroy(pipit_session* session);
@@ -93,6 +119,7 @@ void pipit_session_destroy(pipit_session* session);
 pipit_status pipit_session_reset(pipit_session* session);
 
 typedef struct pipit_generate_options {
+  uint32_t struct_size; /* set by pipit_generate_options_default() */
   int32_t max_tokens;   /* default 256 */
   float temperature;    /* default 0.8; 0 = greedy */
   int32_t top_k;        /* default 40; 0 = off */
@@ -103,7 +130,8 @@ typedef struct pipit_generate_options {
   const char* const* stop; /* stop strings */
   size_t n_stop;
 } pipit_generate_options;
-void pipit_generate_options_default(pipit_generate_options* o);
+void pipit_generate_options_init(pipit_generate_options* o, size_t size);
+#define pipit_generate_options_default(o) pipit_generate_options_init((o), sizeof *(o))
 
 /* Called for each piece of generated text (valid UTF-8, may be empty). Return 0 to stop generating. */
 typedef int32_t (*pipit_token_callback)(const char* piece, size_t len, int32_t token, void* user);
@@ -121,6 +149,13 @@ pipit_status pipit_session_generate(pipit_session* session, const char* prompt, 
  * with PIPIT_ERR_OUT_OF_RANGE; reset, or start a shorter conversation), "cancelled" (the callback returned 0);
  * "" before the first generation and after an error. Valid until the next call on the session. */
 const char* pipit_session_finish_reason(const pipit_session* session);
+
+/* From any thread: stops the generation that `session` is running now. It ends at the next token, or during a long
+ * prompt at the end of the current prefill chunk (512 tokens), with PIPIT_OK and finish reason "cancelled"; the
+ * text delivered so far, and the prompt evaluated so far, stay in the conversation. The flag is cleared when a
+ * generation starts, so a cancel with no generation running has no effect. The session must stay alive until the
+ * call returns (do not destroy it concurrently). */
+pipit_status pipit_session_cancel(pipit_session* session);
 /* Tokens the session's context holds, and how many it can hold. */
 int32_t pipit_session_n_past(const pipit_session* session);
 int32_t pipit_session_n_ctx(const pipit_session* session);
@@ -163,6 +198,35 @@ pipit_status pipit_session_logprob(const pipit_session* session, int32_t i, int3
  * placeholder count that does not match the images is an error then (an image that cannot be read is dropped). A conversation with images is evaluated
  * from its start at each generation. PIPIT_ERR_UNSUPPORTED for text-only models. */
 pipit_status pipit_session_attach_image(pipit_session* session, const char* path);
+/* The same for an image in memory (PNG, JPEG, ... file bytes), copied before the call returns. */
+pipit_status pipit_session_attach_image_bytes(pipit_session* session, const void* data, size_t size);
+
+/* ---- the OpenAI-compatible server inside the process (as `pipit serve`, sharing the loaded model) ----
+ * An app runs the engine in its own process and talks to it over loopback HTTP from any UI (WebView, React Native,
+ * Flutter): POST /v1/chat/completions (streamed or not), /v1/completions, /v1/embeddings, GET /v1/models, /health,
+ * the chat page at /; docs/server.md. The model must outlive the server. Built without the server (no
+ * cpp-httplib), pipit_server_start is PIPIT_ERR_UNSUPPORTED. */
+typedef struct pipit_server pipit_server;
+typedef struct pipit_server_options {
+  uint32_t struct_size;  /* set by pipit_server_options_default() */
+  const char* host;      /* NULL: "127.0.0.1" (loopback only; another address exposes the model to the network) */
+  int32_t port;          /* 0 (the default): any free port, see pipit_server_port() */
+  int32_t n_parallel;    /* sequences decoded at once (default 2) */
+  int32_t n_ctx;         /* context per sequence (0: min(model max, 4096)) */
+  int32_t n_threads;     /* 0: physical cores */
+  int32_t kv_type;       /* PIPIT_KV_* */
+  const char* api_key;   /* NULL or "": none; else clients send "Authorization: Bearer <key>" */
+  const char* model_name; /* the id /v1/models lists (NULL: "pipit") */
+  size_t prompt_cache_mib; /* RAM for finished requests' KV, reused by requests sharing a prefix (default 256) */
+} pipit_server_options;
+void pipit_server_options_init(pipit_server_options* o, size_t size);
+#define pipit_server_options_default(o) pipit_server_options_init((o), sizeof *(o))
+/* Starts serving on a thread of its own; returns when the socket listens (a port in use is PIPIT_ERR_UNAVAILABLE). */
+pipit_status pipit_server_start(pipit_model* model, const pipit_server_options* options, pipit_server** out);
+int32_t pipit_server_port(const pipit_server* server);
+/* Stops serving: requests in flight are cancelled, their connections closed, and every thread and buffer of the
+ * server is freed before it returns. NULL is a no-op. */
+void pipit_server_stop(pipit_server* server);
 
 #ifdef __cplusplus
 }

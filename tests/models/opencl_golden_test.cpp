@@ -250,7 +250,10 @@ std::vector<int32_t> capi_greedy(const char* device, int n) {
   EXPECT_EQ(pipit_model_load(test::model_dir("stories260k").c_str(), &mo, &m), PIPIT_OK) << pipit_last_error();
   if (!m) return {};
   pipit_session* s = nullptr;
-  pipit_session_options so{0, 1, PIPIT_KV_F32};
+  pipit_session_options so;
+  pipit_session_options_default(&so);
+  so.n_threads = 1;
+  so.kv_type = PIPIT_KV_F32;
   EXPECT_EQ(pipit_session_create(m, &so, &s), PIPIT_OK) << pipit_last_error();
   pipit_generate_options o;
   pipit_generate_options_default(&o);

@@ -31,7 +31,10 @@ class CapiGeneration : public ::testing::Test {
 
   pipit_session* session() {
     pipit_session* s = nullptr;
-    pipit_session_options so{0, 2, PIPIT_KV_F32};
+    pipit_session_options so;
+    pipit_session_options_default(&so);
+    so.n_threads = 2;
+    so.kv_type = PIPIT_KV_F32;
     EXPECT_EQ(pipit_session_create(model_, &so, &s), PIPIT_OK) << pipit_last_error();
     return s;
   }

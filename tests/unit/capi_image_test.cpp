@@ -33,7 +33,10 @@ class CapiImage : public ::testing::Test {
     for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
       fs::copy_file(std::string(PIPIT_SOURCE_DIR) + "/tests/data/vl_tokenizer/" + f, dir_ / f);
     ASSERT_EQ(pipit_model_load(dir_.c_str(), nullptr, &model_), PIPIT_OK) << pipit_last_error();
-    pipit_session_options so = {0, 2, PIPIT_KV_F32};  // the f32 cache the goldens were made for
+    pipit_session_options so;  // the f32 cache the goldens were made for
+    pipit_session_options_default(&so);
+    so.n_threads = 2;
+    so.kv_type = PIPIT_KV_F32;
     ASSERT_EQ(pipit_session_create(model_, &so, &session_), PIPIT_OK) << pipit_last_error();
     pipit_generate_options_default(&opt_);
     opt_.temperature = 0.0f;
@@ -155,7 +158,10 @@ TEST(CapiImageDeepseekOcr, RawPromptGivesTheGoldenTokens) {
   pipit_model* model = nullptr;
   pipit_session* session = nullptr;
   ASSERT_EQ(pipit_model_load(m.c_str(), nullptr, &model), PIPIT_OK) << pipit_last_error();
-  pipit_session_options so = {0, 2, PIPIT_KV_F32};  // the f32 cache the goldens were made for
+  pipit_session_options so;  // the f32 cache the goldens were made for
+  pipit_session_options_default(&so);
+  so.n_threads = 2;
+  so.kv_type = PIPIT_KV_F32;
   ASSERT_EQ(pipit_session_create(model, &so, &session), PIPIT_OK) << pipit_last_error();
   pipit_generate_options opt;
   pipit_generate_options_default(&opt);

@@ -46,7 +46,10 @@ TEST(PrecisionFastCapi, OptionSelectsThePath) {
     EXPECT_EQ(pipit_tokenize(m, prompt, std::strlen(prompt), 1, ids, 64, &n), PIPIT_OK) << pipit_last_error();
     prompt_ids->assign(ids, ids + n);
     pipit_session* s = nullptr;
-    pipit_session_options so{0, 2, PIPIT_KV_F32};
+    pipit_session_options so;
+    pipit_session_options_default(&so);
+    so.n_threads = 2;
+    so.kv_type = PIPIT_KV_F32;
     EXPECT_EQ(pipit_session_create(m, &so, &s), PIPIT_OK) << pipit_last_error();
     pipit_generate_options o;
     pipit_generate_options_default(&o);

@@ -49,7 +49,10 @@ class CapiRecurrent : public ::testing::Test {
   }
   std::vector<int32_t> fresh(const std::string& messages, int n) {
     pipit_session* s = nullptr;
-    pipit_session_options so{0, 2, PIPIT_KV_DEFAULT};
+    pipit_session_options so;
+    pipit_session_options_default(&so);
+    so.n_threads = 2;
+    so.kv_type = PIPIT_KV_DEFAULT;
     EXPECT_EQ(pipit_session_create(model_, &so, &s), PIPIT_OK);
     auto r = chat(s, messages, n);
     pipit_session_destroy(s);
@@ -61,7 +64,10 @@ class CapiRecurrent : public ::testing::Test {
 
 TEST_F(CapiRecurrent, ChatTurnsReuseAndRewindTheState) {
   pipit_session* s = nullptr;
-  pipit_session_options so{0, 2, PIPIT_KV_DEFAULT};
+  pipit_session_options so;
+  pipit_session_options_default(&so);
+  so.n_threads = 2;
+  so.kv_type = PIPIT_KV_DEFAULT;
   ASSERT_EQ(pipit_session_create(model_, &so, &s), PIPIT_OK);
   const std::string t1 = R"([{"role": "user", "content": "Once upon a time"}])";
   const std::string t2 = R"([{"role": "user", "content": "Once upon a time"}, {"role": "assistant", "content": "there was"},
@@ -94,7 +100,10 @@ std::string detok(pipit_model* m, const std::vector<int32_t>& ids) {
 TEST_F(CapiRecurrent, PromptCacheAcrossSessions) {
   ASSERT_EQ(pipit_model_set_prompt_cache(model_, 64), PIPIT_OK);
   pipit_session* a = nullptr;
-  pipit_session_options so{0, 2, PIPIT_KV_DEFAULT};
+  pipit_session_options so;
+  pipit_session_options_default(&so);
+  so.n_threads = 2;
+  so.kv_type = PIPIT_KV_DEFAULT;
   ASSERT_EQ(pipit_session_create(model_, &so, &a), PIPIT_OK);
   const std::string t1 = R"([{"role": "user", "content": "Once upon a time"}])";
   auto a1 = chat(a, t1, 6);
@@ -124,7 +133,11 @@ TEST_F(CapiRecurrent, PromptCacheAcrossSessions) {
 // turn is refused with a clear error.
 TEST_F(CapiRecurrent, ContextFullIsLength) {
   pipit_session* s = nullptr;
-  pipit_session_options so{24, 2, PIPIT_KV_DEFAULT};
+  pipit_session_options so;
+  pipit_session_options_default(&so);
+  so.n_ctx = 24;
+  so.n_threads = 2;
+  so.kv_type = PIPIT_KV_DEFAULT;
   ASSERT_EQ(pipit_session_create(model_, &so, &s), PIPIT_OK);
   EXPECT_STREQ(pipit_session_finish_reason(s), "");
   const std::string t1 = R"([{"role": "user", "content": "Once upon a time"}])";
@@ -155,7 +168,10 @@ TEST_F(CapiRecurrent, SpeculationGreedyEqualsPlain) {
                             {"role": "assistant", "content": "there was"}, {"role": "user", "content": "a cat"}])";
   for (pipit_model* draft : {static_cast<pipit_model*>(nullptr), model_}) {
     pipit_session* s = nullptr;
-    pipit_session_options so{0, 2, PIPIT_KV_DEFAULT};
+    pipit_session_options so;
+    pipit_session_options_default(&so);
+    so.n_threads = 2;
+    so.kv_type = PIPIT_KV_DEFAULT;
     ASSERT_EQ(pipit_session_create(model_, &so, &s), PIPIT_OK);
     ASSERT_EQ(pipit_session_set_speculation(s, draft, 4), PIPIT_OK) << pipit_last_error();
     EXPECT_EQ(chat(s, t1, 12), fresh(t1, 12));
@@ -181,13 +197,19 @@ TEST_F(CapiRecurrent, KvTypes) {
   const std::string t1 = R"([{"role": "user", "content": "Once upon a time"}])";
   for (int32_t kv : {PIPIT_KV_DEFAULT, PIPIT_KV_F32, PIPIT_KV_F16, PIPIT_KV_Q8_0}) {
     pipit_session* s = nullptr;
-    pipit_session_options so{0, 2, kv};
+    pipit_session_options so;
+    pipit_session_options_default(&so);
+    so.n_threads = 2;
+    so.kv_type = kv;
     ASSERT_EQ(pipit_session_create(model_, &so, &s), PIPIT_OK) << kv << ": " << pipit_last_error();
     EXPECT_EQ(chat(s, t1, 4).size(), 4u) << kv;
     pipit_session_destroy(s);
   }
   pipit_session* s = nullptr;
-  pipit_session_options bad{0, 2, 7};
+  pipit_session_options bad;
+  pipit_session_options_default(&bad);
+  bad.n_threads = 2;
+  bad.kv_type = 7;
   EXPECT_EQ(pipit_session_create(model_, &bad, &s), PIPIT_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(pipit_last_error()).find("kv_type 7"), std::string::npos) << pipit_last_error();
   EXPECT_EQ(s, nullptr);

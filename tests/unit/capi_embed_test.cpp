@@ -1,0 +1,346 @@
+// The C API for apps (API version 2): options structs that grow (a caller built with an older or newer header),
+// cancel from another thread during decode and during the prompt, images as bytes, the log callback, and the
+// OpenAI server inside the process (start on any free port, a completion over HTTP equal to the session's own
+// greedy text, stop closing the port).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "include/pipit/pipit.h"
+#include "tests/test_util.h"
+
+namespace pipit {
+namespace {
+
+struct Collected {
+  std::vector<int32_t> tokens;
+  std::string text;
+  std::atomic<int> n{0};
+};
+
+int32_t collect(const char* piece, size_t len, int32_t tok, void* user) {
+  auto* c = static_cast<Collected*>(user);
+  if (tok >= 0) c->tokens.push_back(tok);  // -1: held-back text at the end
+  c->text.append(piece, len);
+  c->n.fetch_add(1);
+  return 1;
+}
+
+class CapiEmbed : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(pipit_model_load(test::model_dir("stories260k").c_str(), nullptr, &model_), PIPIT_OK)
+        << pipit_last_error();
+  }
+  void TearDown() override { pipit_model_destroy(model_); }
+  pipit_session* session(int n_ctx = 0) {
+    pipit_session_options so;
+    pipit_session_options_default(&so);
+    so.n_ctx = n_ctx;
+    so.n_threads = 2;
+    pipit_session* s = nullptr;
+    EXPECT_EQ(pipit_session_create(model_, &so, &s), PIPIT_OK) << pipit_last_error();
+    return s;
+  }
+  pipit_model* model_ = nullptr;
+};
+
+TEST(CapiVersion, LibraryMatchesHeader) {
+  EXPECT_EQ(pipit_api_version(), PIPIT_API_VERSION);
+  EXPECT_GE(PIPIT_API_VERSION, 2);
+  EXPECT_STRNE(pipit_version(), "");
+}
+
+// A program compiled against an older header passes a shorter struct: its fields are read, the rest defaulted.
+TEST_F(CapiEmbed, OptionsFromAnOlderHeader) {
+  struct old_session_options {  // only struct_size and n_ctx
+    uint32_t struct_size;
+    int32_t n_ctx;
+  } old_so{sizeof(old_session_options), 64};
+  pipit_session* s = nullptr;
+  ASSERT_EQ(pipit_session_create(model_, reinterpret_cast<const pipit_session_options*>(&old_so), &s), PIPIT_OK)
+      << pipit_last_error();
+  EXPECT_EQ(pipit_session_n_ctx(s), 64);
+  struct old_generate_options {  // only struct_size and max_tokens
+    uint32_t struct_size;
+    int32_t max_tokens;
+  } old_go{sizeof(old_generate_options), 5};
+  Collected c;
+  ASSERT_EQ(pipit_session_generate(s, "Once upon a time", 0, reinterpret_cast<const pipit_generate_options*>(&old_go),
+                                    collect, &c),
+            PIPIT_OK)
+      << pipit_last_error();
+  EXPECT_EQ(c.tokens.size(), 5u);
+  pipit_session_destroy(s);
+
+  // API version 1's model options: {reserved = 0, device, precision}
+  struct v1_model_options {
+    int32_t reserved;
+    const char* device;
+    const char* precision;
+  } v1{0, "cpu", "exact"};
+  pipit_model* m = nullptr;
+  EXPECT_EQ(pipit_model_load(test::model_dir("stories260k").c_str(),
+                             reinterpret_cast<const pipit_model_options*>(&v1), &m),
+            PIPIT_OK)
+      << pipit_last_error();
+  pipit_model_destroy(m);
+}
+
+// A newer header's struct: unknown fields that are zero are fine; a set one is refused, naming the struct.
+TEST_F(CapiEmbed, OptionsFromANewerHeader) {
+  struct newer_session_options {
+    pipit_session_options known;
+    int64_t future_field;
+  } n{};
+  // what the newer header's pipit_session_options_default(&o) expands to: init with the caller's sizeof
+  pipit_session_options_init(&n.known, sizeof n);
+  EXPECT_EQ(n.known.struct_size, sizeof(newer_session_options));
+  EXPECT_EQ(n.future_field, 0);
+  n.known.n_threads = 2;
+  pipit_session* s = nullptr;
+  ASSERT_EQ(pipit_session_create(model_, &n.known, &s), PIPIT_OK) << pipit_last_error();
+  pipit_session_destroy(s);
+  n.future_field = 1;
+  EXPECT_EQ(pipit_session_create(model_, &n.known, &s), PIPIT_ERR_UNSUPPORTED);
+  EXPECT_NE(std::string(pipit_last_error()).find("pipit_session_options"), std::string::npos) << pipit_last_error();
+
+  // not initialised: struct_size 0
+  pipit_generate_options zero{};
+  pipit_session* s2 = session();
+  EXPECT_EQ(pipit_session_generate(s2, "Once", 0, &zero, nullptr, nullptr), PIPIT_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(pipit_last_error()).find("struct_size"), std::string::npos) << pipit_last_error();
+  pipit_session_destroy(s2);
+}
+
+// *_options_init writes no more than the caller's size (an older header's smaller struct).
+TEST(CapiOptions, InitWritesOnlyTheCallersSize) {
+  unsigned char buf[sizeof(pipit_generate_options) + 16];
+  std::memset(buf, 0xAB, sizeof buf);
+  const size_t small = offsetof(pipit_generate_options, temperature);
+  pipit_generate_options_init(reinterpret_cast<pipit_generate_options*>(buf), small);
+  for (size_t i = small; i < sizeof buf; ++i) ASSERT_EQ(buf[i], 0xAB) << "byte " << i << " written";
+  pipit_generate_options o;
+  std::memcpy(&o, buf, small);
+  EXPECT_EQ(o.struct_size, small);
+  EXPECT_EQ(o.max_tokens, 256);
+}
+
+// Cancel from another thread during decode: the generation returns OK, "cancelled", with the tokens so far; the
+// session goes on.
+TEST_F(CapiEmbed, CancelDuringDecode) {
+  pipit_session* s = session();
+  pipit_generate_options o;
+  pipit_generate_options_default(&o);
+  o.max_tokens = 100000;  // the whole context, far longer than the cancel takes
+  o.seed = 7;
+  Collected c;
+  pipit_status st = PIPIT_ERR_INTERNAL;
+  std::thread gen([&] { st = pipit_session_generate(s, "Once upon a time", 0, &o, collect, &c); });
+  while (c.n.load() < 5) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  EXPECT_EQ(pipit_session_cancel(s), PIPIT_OK);
+  gen.join();
+  EXPECT_EQ(st, PIPIT_OK) << pipit_last_error();
+  EXPECT_STREQ(pipit_session_finish_reason(s), "cancelled");
+  EXPECT_LT(int(c.tokens.size()), pipit_session_n_ctx(s) - 8);
+  // the next generation is not affected (the flag is cleared when it starts)
+  o.max_tokens = 4;
+  Collected more;
+  EXPECT_EQ(pipit_session_generate(s, " The end.", 0, &o, collect, &more), PIPIT_OK);
+  EXPECT_STREQ(pipit_session_finish_reason(s), "length");
+  EXPECT_EQ(more.tokens.size(), 4u);
+  pipit_session_destroy(s);
+}
+
+// Cancel during a long prompt (several 512-token prefill chunks): no token is generated, the chunks evaluated so
+// far stay in the context and the next generation reuses them.
+TEST(CapiCancel, DuringThePrompt) {
+  namespace fs = std::filesystem;
+  // a Llama-shaped checkpoint with a 4096-token context, with stories260k's tokenizer (same vocabulary size)
+  const std::string dir = (fs::temp_directory_path() / ("pipit_capi_cancel_" + std::to_string(::getpid()))).string();
+  fs::create_directories(dir);
+  const std::string q = test::model_dir("llama"), st = test::model_dir("stories260k");
+  fs::create_symlink(q + "/config.json", dir + "/config.json");
+  fs::create_symlink(q + "/model.safetensors", dir + "/model.safetensors");
+  fs::create_symlink(st + "/tokenizer.json", dir + "/tokenizer.json");
+  fs::create_symlink(st + "/tokenizer_config.json", dir + "/tokenizer_config.json");
+  pipit_model* m = nullptr;
+  ASSERT_EQ(pipit_model_load(dir.c_str(), nullptr, &m), PIPIT_OK) << pipit_last_error();
+  ASSERT_EQ(pipit_model_n_vocab(m), 512);
+  pipit_session_options so;
+  pipit_session_options_default(&so);
+  so.n_ctx = 4096;
+  so.n_threads = 1;
+  pipit_session* s = nullptr;
+  ASSERT_EQ(pipit_session_create(m, &so, &s), PIPIT_OK) << pipit_last_error();
+  std::string prompt;
+  while (prompt.size() < 9000) prompt += "Once upon a time, there was a little girl named Lily. ";
+  size_t n_prompt = 0;
+  ASSERT_EQ(pipit_tokenize(m, prompt.data(), prompt.size(), 1, nullptr, 0, &n_prompt), PIPIT_ERR_BUFFER_TOO_SMALL);
+  ASSERT_GT(n_prompt, 1536u);  // at least three chunks
+  ASSERT_LT(n_prompt, 4000u);
+
+  // a canceller that keeps cancelling until the generation returns: the first cancel after the generation clears
+  // the flag lands inside its first prefill chunk
+  std::atomic<bool> done{false};
+  std::thread canceller([&] {
+    while (!done.load()) {
+      pipit_session_cancel(s);
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  });
+  pipit_generate_options o;
+  pipit_generate_options_default(&o);
+  o.max_tokens = 8;
+  Collected c;
+  const pipit_status r = pipit_session_generate(s, prompt.c_str(), 0, &o, collect, &c);
+  done = true;
+  canceller.join();
+  EXPECT_EQ(r, PIPIT_OK) << pipit_last_error();
+  EXPECT_STREQ(pipit_session_finish_reason(s), "cancelled");
+  EXPECT_EQ(c.tokens.size(), 0u);
+  const int kept = pipit_session_n_past(s);
+  EXPECT_GT(kept, 0);
+  EXPECT_LT(size_t(kept), n_prompt);
+  EXPECT_EQ(kept % 512, 0) << "whole prefill chunks are kept";
+
+  int32_t n_evaluated = -1;
+  ASSERT_EQ(pipit_session_prompt_stats(s, nullptr, nullptr, &n_evaluated), PIPIT_OK);
+  EXPECT_EQ(n_evaluated, kept);
+  // the session works on after the cancel
+  ASSERT_EQ(pipit_session_reset(s), PIPIT_OK);
+  o.temperature = 0;
+  Collected a;
+  ASSERT_EQ(pipit_session_generate(s, prompt.c_str(), 0, &o, collect, &a), PIPIT_OK) << pipit_last_error();
+  EXPECT_EQ(a.tokens.size(), 8u);
+  pipit_session_destroy(s);
+  pipit_model_destroy(m);
+  fs::remove_all(dir);
+}
+
+TEST_F(CapiEmbed, ImageBytesOnATextModelIsUnsupported) {
+  pipit_session* s = session();
+  const unsigned char png_magic[] = {0x89, 'P', 'N', 'G', 0x0d, 0x0a, 0x1a, 0x0a};
+  EXPECT_EQ(pipit_session_attach_image_bytes(s, png_magic, sizeof png_magic), PIPIT_ERR_UNSUPPORTED);
+  EXPECT_EQ(pipit_session_attach_image_bytes(s, nullptr, 0), PIPIT_ERR_INVALID_ARGUMENT);
+  pipit_session_destroy(s);
+}
+
+// ---- the in-process server ----
+
+// One HTTP/1.1 request to 127.0.0.1:port; the whole response ("" when the connection is refused).
+std::string http(int port, const std::string& method, const std::string& path, const std::string& body = "") {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(uint16_t(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return "";
+  }
+  const std::string req = method + " " + path + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+                          "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+                          "\r\n\r\n" + body;
+  (void)!::write(fd, req.data(), req.size());
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0) out.append(buf, size_t(n));
+  ::close(fd);
+  return out;
+}
+
+struct LogLines {
+  std::mutex mu;
+  std::vector<std::string> lines;
+};
+
+TEST_F(CapiEmbed, InProcessServer) {
+  LogLines log;
+  pipit_set_log_callback(
+      [](int32_t, const char* msg, void* user) {
+        auto* l = static_cast<LogLines*>(user);
+        std::lock_guard<std::mutex> lock(l->mu);
+        l->lines.push_back(msg);
+      },
+      &log);
+  pipit_server_options so;
+  pipit_server_options_default(&so);
+  so.port = 0;
+  so.n_threads = 2;
+  so.model_name = "stories";
+  pipit_server* srv = nullptr;
+  ASSERT_EQ(pipit_server_start(model_, &so, &srv), PIPIT_OK) << pipit_last_error();
+  const int port = pipit_server_port(srv);
+  ASSERT_GT(port, 0);
+
+  const std::string models = http(port, "GET", "/v1/models");
+  EXPECT_NE(models.find("200 OK"), std::string::npos) << models;
+  EXPECT_NE(models.find("\"stories\""), std::string::npos) << models;
+  const std::string r = http(port, "POST", "/v1/completions",
+                             R"({"prompt": "Once upon a time", "max_tokens": 16, "temperature": 0})");
+  EXPECT_NE(r.find("200 OK"), std::string::npos) << r;
+  // the session path's greedy text, from the same loaded model
+  pipit_session* s = session();
+  pipit_generate_options o;
+  pipit_generate_options_default(&o);
+  o.max_tokens = 16;
+  o.temperature = 0;
+  Collected c;
+  ASSERT_EQ(pipit_session_generate(s, "Once upon a time", 0, &o, collect, &c), PIPIT_OK);
+  pipit_session_destroy(s);
+  std::string escaped;
+  for (char ch : c.text) escaped += ch == '\n' ? std::string("\\n") : ch == '"' ? std::string("\\\"") : std::string(1, ch);
+  EXPECT_NE(r.find("\"text\":\"" + escaped + "\""), std::string::npos) << r << "\nsession: " << c.text;
+  EXPECT_NE(http(port, "POST", "/v1/completions", "{\"prompt\": ").find("400"), std::string::npos);
+
+  pipit_server_stop(srv);
+  EXPECT_EQ(http(port, "GET", "/health"), "") << "the port is closed after stop";
+  pipit_set_log_callback(nullptr, nullptr);
+  std::lock_guard<std::mutex> lock(log.mu);
+  bool listened = false, logged_request = false;
+  for (const auto& l : log.lines) {
+    listened |= l.find("listening on http://127.0.0.1:" + std::to_string(port)) != std::string::npos;
+    logged_request |= l.find("POST /v1/completions -> 200") != std::string::npos;
+  }
+  EXPECT_TRUE(listened);
+  EXPECT_TRUE(logged_request);
+}
+
+TEST_F(CapiEmbed, ServerOptionsChecked) {
+  pipit_server_options so;
+  pipit_server_options_default(&so);
+  so.port = 70000;
+  pipit_server* srv = nullptr;
+  EXPECT_EQ(pipit_server_start(model_, &so, &srv), PIPIT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(srv, nullptr);
+  so.port = 0;
+  so.n_parallel = 0;
+  EXPECT_EQ(pipit_server_start(model_, &so, &srv), PIPIT_ERR_INVALID_ARGUMENT);
+  // two servers of one model, and a port in use
+  so.n_parallel = 1;
+  pipit_server *a = nullptr, *b = nullptr;
+  ASSERT_EQ(pipit_server_start(model_, &so, &a), PIPIT_OK) << pipit_last_error();
+  so.port = pipit_server_port(a);
+  EXPECT_NE(pipit_server_start(model_, &so, &b), PIPIT_OK);
+  EXPECT_EQ(b, nullptr);
+  pipit_server_stop(a);
+  pipit_server_stop(nullptr);
+}
+
+}  // namespace
+}  // namespace pipit
