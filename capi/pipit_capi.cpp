@@ -2,6 +2,8 @@
 // keeps the message in a thread-local last-error string.
 #include "capi/capi_internal.h"
 
+#include <malloc.h>
+
 #include <mutex>
 
 #include "backends/device.h"
@@ -9,6 +11,7 @@
 #include "models/vision/vision_model.h"
 #include "runtime/grammar.h"
 #include "runtime/json_schema.h"
+#include "runtime/memory_estimate.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -452,6 +455,50 @@ pipit_status pipit_model_set_prompt_cache(pipit_model* model, size_t budget_mib)
       return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_model_set_prompt_cache: budget over 16 TiB");
     // sessions hold their own reference to the cache in use during a generation
     model->cache = budget_mib ? std::make_shared<pipit::PromptCache>(budget_mib << 20) : nullptr;
+    return PIPIT_OK;
+  });
+}
+
+pipit_status pipit_model_trim(pipit_model* model) {
+  return guard([&] {
+    if (!model) return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_model_trim: NULL model");
+    if (model->cache) model->cache = std::make_shared<pipit::PromptCache>(model->cache->stats().budget);
+#if defined(__GLIBC__)
+    malloc_trim(0);
+#endif
+    return PIPIT_OK;
+  });
+}
+
+pipit_status pipit_estimate_memory(const char* path, const pipit_session_options* session, int32_t n_parallel,
+                                   pipit_memory_estimate* out) {
+  return guard([&] {
+    if (!path || !out) return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_estimate_memory: path and out must not be NULL");
+    if (out->struct_size < sizeof(uint32_t))
+      return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_estimate_memory: set out->struct_size to sizeof(*out)");
+    pipit_session_options so;
+    pipit_session_options_default(&so);
+    if (auto st = read_options(session, &so, "pipit_session_options"); st != PIPIT_OK) return st;
+    if (so.n_ctx < 0 || n_parallel < 1)
+      return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_estimate_memory: n_ctx must be >= 0 and n_parallel >= 1");
+    pipit::MemoryEstimateOptions o;
+    o.n_ctx = so.n_ctx;
+    o.n_slot = n_parallel;
+    switch (so.kv_type) {
+      case PIPIT_KV_F32: o.kv_dtype = pipit::DType::F32; break;
+      case PIPIT_KV_Q8_0: o.kv_dtype = pipit::DType::Q8_0; break;
+      case PIPIT_KV_DEFAULT:
+      case PIPIT_KV_F16: o.kv_dtype = pipit::DType::F16; break;
+      default: return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_estimate_memory: kv_type is not a PIPIT_KV_* value");
+    }
+    auto e = pipit::estimate_memory(path, o);
+    if (!e) return to_status(e.status());
+    pipit_memory_estimate r{uint32_t(sizeof r), e->weights, e->tower_weights, e->kv_cache, e->activations,
+                            e->tower_activations, e->tokenizer, e->runtime, e->load_transient, e->total()};
+    const size_t n = std::min<size_t>(out->struct_size, sizeof r);
+    const uint32_t caller_size = out->struct_size;
+    std::memcpy(static_cast<void*>(out), &r, n);
+    out->struct_size = caller_size;
     return PIPIT_OK;
   });
 }

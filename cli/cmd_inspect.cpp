@@ -8,12 +8,14 @@
 
 #include "backends/device.h"
 #include "cli/command.h"
+#include "cli/common.h"
 #include "convert/checkpoint.h"
 #include "core/storage.h"
 #include "format/gguf.h"
 #include "format/pipit_format.h"
 #include "format/safetensors.h"
 #include "runtime/loader.h"
+#include "runtime/memory_estimate.h"
 
 namespace pipit::cli {
 
@@ -177,8 +179,48 @@ int inspect_json(const Args& a, const std::string& path) {
   return 0;
 }
 
+// `--memory`: what loading the model and a session at -c N would take (runtime/memory_estimate.h).
+int inspect_memory(Args& a, const std::string& path) {
+  MemoryEstimateOptions o;
+  auto ctx = a.get_int("-c");
+  auto par = a.get_int("--parallel");
+  auto kv = kv_type(a);
+  if (!ctx) return fail(a, ctx.status().message());
+  if (!par) return fail(a, par.status().message());
+  if (!kv) return fail(a, kv.status().message());
+  o.n_ctx = *ctx;
+  o.n_slot = *par;
+  o.kv_dtype = *kv;
+  auto e = estimate_memory(path, o);
+  if (!e) return fail(a, e.status().message());
+  auto m = [](uint64_t b) { return mb(double(b)); };
+  if (a.get_flag("--json")) {
+    nlohmann::json j = {{"weights", e->weights},         {"tower_weights", e->tower_weights},
+                        {"kv_cache", e->kv_cache},       {"activations", e->activations},
+                        {"tower_activations", e->tower_activations}, {"tokenizer", e->tokenizer},
+                        {"runtime", e->runtime},         {"load_transient", e->load_transient},
+                        {"total", e->total()}};
+    std::printf("%s\n", j.dump().c_str());
+    return 0;
+  }
+  std::printf("memory estimate (peak resident at a full context):\n");
+  std::printf("  weights      %12s", m(e->weights).c_str());
+  if (e->tower_weights) std::printf("  (towers %s)", m(e->tower_weights).c_str());
+  std::printf("\n  KV cache     %12s\n  activations  %12s\n", m(e->kv_cache).c_str(), m(e->activations).c_str());
+  if (e->tower_activations) std::printf("  image encode %12s\n", m(e->tower_activations).c_str());
+  std::printf("  tokenizer    %12s\n  runtime      %12s\n", m(e->tokenizer).c_str(), m(e->runtime).c_str());
+  std::printf("  (loading: %s parsing tokenizer.json, in place of the session's part)\n",
+              m(e->load_transient).c_str());
+  std::printf("  total        %12s\n", m(e->total()).c_str());
+  return 0;
+}
+
 int cmd_inspect(Args& a) {
   a.flag({"--all"}, "list every tensor");
+  a.flag({"--memory"}, "estimate the memory the model takes with a session of -c tokens, before loading it");
+  a.option({"-c", "--ctx-size"}, "--memory: context length (0: min(model max, 4096))", "0");
+  a.option({"-np", "--parallel"}, "--memory: parallel sequences (the server's --parallel)", "1");
+  a.option({"--kv-type"}, "--memory: KV cache dtype: f16, f32 or q8", "f16");
   a.flag({"--load"}, "also load the model; report load time and resident memory");
   a.flag({"--devices"}, "list the devices models can run on (--device), and nothing else");
   a.flag({"--json"}, "one JSON object: format, model type, parameters, bytes per dtype, texts, config, tensors");
@@ -188,12 +230,13 @@ int cmd_inspect(Args& a) {
     return 0;
   }
   if (a.help() || a.positionals().size() != 1) {
-    std::printf("usage: pipit inspect FILE [--all] [--load] | pipit inspect --devices\nFILE: .pipit, .gguf, .safetensors or a HF directory\n%s",
+    std::printf("usage: pipit inspect FILE [--all] [--load] [--memory -c N] | pipit inspect --devices\nFILE: .pipit, .gguf, .safetensors or a HF directory\n%s",
                 a.usage().c_str());
     return a.help() ? 0 : 1;
   }
   const std::string path = a.positionals()[0];
   const bool all = a.get_flag("--all");
+  if (a.get_flag("--memory")) return inspect_memory(a, path);
   if (a.get_flag("--json")) return inspect_json(a, path);
   if (a.get_flag("--load")) {
     const double rss0 = rss_bytes();

@@ -344,3 +344,64 @@ TEST_F(CapiEmbed, ServerOptionsChecked) {
 
 }  // namespace
 }  // namespace pipit
+
+namespace pipit {
+namespace {
+
+TEST(CapiMemory, EstimateBeforeLoading) {
+  const std::string path = test::model_dir("stories260k");
+  pipit_memory_estimate e{};
+  e.struct_size = sizeof e;
+  pipit_session_options so;
+  pipit_session_options_default(&so);
+  so.n_ctx = 512;
+  ASSERT_EQ(pipit_estimate_memory(path.c_str(), &so, 1, &e), PIPIT_OK) << pipit_last_error();
+  // 260k parameters in f32 (the checkpoint's dtype); K and V of 5 layers x 4 KV heads x 8 dims at 512 positions, f16
+  EXPECT_NEAR(double(e.weights), 1.04e6, 0.05e6);
+  EXPECT_EQ(e.kv_cache, uint64_t(2 * 5 * 512 * 4 * 8 * 2));
+  EXPECT_EQ(e.tower_weights, 0u);
+  EXPECT_EQ(e.total, e.runtime + e.weights + std::max(e.kv_cache + e.activations + e.tower_activations + e.tokenizer,
+                                                      e.load_transient));
+  // four sequences: four KV caches
+  pipit_memory_estimate e4{};
+  e4.struct_size = sizeof e4;
+  ASSERT_EQ(pipit_estimate_memory(path.c_str(), &so, 4, &e4), PIPIT_OK);
+  EXPECT_EQ(e4.kv_cache, 4 * e.kv_cache);
+
+  // an older header's shorter result struct: nothing written past it
+  struct {
+    pipit_memory_estimate head;  // only struct_size and weights are the caller's
+    char canary[8];
+  } small{};
+  small.head.struct_size = offsetof(pipit_memory_estimate, tower_weights);
+  std::memset(&small.head.tower_weights, 0x5A, sizeof small - offsetof(pipit_memory_estimate, tower_weights));
+  ASSERT_EQ(pipit_estimate_memory(path.c_str(), nullptr, 1, &small.head), PIPIT_OK);
+  EXPECT_EQ(small.head.weights, e.weights);
+  EXPECT_EQ(small.head.struct_size, offsetof(pipit_memory_estimate, tower_weights));
+  EXPECT_EQ(static_cast<unsigned char>(small.canary[7]), 0x5A);
+
+  EXPECT_EQ(pipit_estimate_memory((path + "/missing.pipit").c_str(), nullptr, 1, &e), PIPIT_ERR_NOT_FOUND);
+  pipit_memory_estimate unset{};
+  EXPECT_EQ(pipit_estimate_memory(path.c_str(), nullptr, 1, &unset), PIPIT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(pipit_estimate_memory(path.c_str(), nullptr, 0, &e), PIPIT_ERR_INVALID_ARGUMENT);
+}
+
+TEST(CapiMemory, TrimKeepsTheModelUsable) {
+  pipit_model* m = nullptr;
+  ASSERT_EQ(pipit_model_load(test::model_dir("stories260k").c_str(), nullptr, &m), PIPIT_OK);
+  ASSERT_EQ(pipit_model_set_prompt_cache(m, 16), PIPIT_OK);
+  pipit_session* s = nullptr;
+  ASSERT_EQ(pipit_session_create(m, nullptr, &s), PIPIT_OK);
+  pipit_generate_options o;
+  pipit_generate_options_default(&o);
+  o.max_tokens = 4;
+  ASSERT_EQ(pipit_session_generate(s, "Once upon a time", 0, &o, nullptr, nullptr), PIPIT_OK);
+  EXPECT_EQ(pipit_model_trim(m), PIPIT_OK);
+  ASSERT_EQ(pipit_session_generate(s, " there", 0, &o, nullptr, nullptr), PIPIT_OK) << pipit_last_error();
+  EXPECT_EQ(pipit_model_trim(nullptr), PIPIT_ERR_INVALID_ARGUMENT);
+  pipit_session_destroy(s);
+  pipit_model_destroy(m);
+}
+
+}  // namespace
+}  // namespace pipit

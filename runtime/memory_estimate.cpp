@@ -1,0 +1,142 @@
+#include "runtime/memory_estimate.h"
+
+#include <algorithm>
+#include <set>
+
+#include "convert/checkpoint.h"
+#include "models/hf_config.h"
+#include "models/model.h"
+#include "models/vision/image_processor.h"
+#include "models/vision/vision_model.h"
+#include "runtime/loader.h"
+#include "runtime/memory_plan.h"
+
+namespace pipit {
+
+namespace {
+
+// The checkpoint's tensors as the model asks for them, counting each distinct one it takes (tensors it never asks
+// for, such as the K/V projections of KV-shared layers or an unused head, are never touched and cost nothing).
+class CountingWeightSource : public WeightSource {
+ public:
+  explicit CountingWeightSource(const MapWeightSource& base) : base_(base) {}
+  bool has(const std::string& name) const override { return base_.has(name); }
+  Result<Tensor> find(const std::string& name) const override {
+    auto t = base_.find(name);
+    if (t && used_.insert(name).second) {
+      bytes_ += t->nbytes();
+      if (is_tower(name)) tower_bytes_ += t->nbytes();
+    }
+    return t;
+  }
+  uint64_t bytes() const { return bytes_; }
+  uint64_t tower_bytes() const { return tower_bytes_; }
+
+ private:
+  // HF names of vision / audio towers and their projectors in the families pipit runs
+  static bool is_tower(const std::string& n) {
+    for (const char* p : {"visual.", "vision_tower", "vision_model", "multi_modal_projector", "mm_projector",
+                          "audio_tower", "embed_vision", "embed_audio", "sam_model", "projector."})
+      if (n.find(p) != std::string::npos) return true;
+    return false;
+  }
+  const MapWeightSource& base_;
+  mutable std::set<std::string> used_;
+  mutable uint64_t bytes_ = 0, tower_bytes_ = 0;
+};
+
+int64_t text_int(const HfConfig& cfg, const char* key, int64_t def) {
+  const HfConfig t = cfg.sub("text_config");
+  return t.get_int_or(key, cfg.get_int_or(key, def));
+}
+
+// The decoder's activations for one chunk of `chunk` tokens: the arena keeps the residual stream and the chunk's
+// input rows, and one layer's temporaries at a time (models rewind it after each layer): the normed input, q / k /
+// v and the attention output, the MLP's gate, up and activation rows (for MoE: the routed tokens' rows per expert
+// chosen), the int8 copies of matmul inputs, then the logits of the last row. Per token, in floats.
+double decoder_activation_bytes(const HfConfig& cfg, const ModelInfo& info, int64_t chunk) {
+  const double d = double(info.n_embd);
+  const double heads = double(text_int(cfg, "num_attention_heads", 1));
+  const double head_dim = double(std::max<int64_t>(info.kv.head_dim, 1));
+  const double q = heads * head_dim, kv = double(info.kv.n_head_kv) * head_dim;
+  double ff = double(text_int(cfg, "intermediate_size", int64_t(4 * d)));
+  const int64_t moe_ff = text_int(cfg, "moe_intermediate_size", 0);
+  const int64_t top_k = text_int(cfg, "num_experts_per_tok", 0);
+  if (moe_ff > 0 && top_k > 0) ff = std::max(ff, double(moe_ff) * double(top_k));
+  const double per_token = 6 * d + 2 * q + 2 * kv + 3 * ff;
+  return double(chunk) * per_token * 4.0 + double(info.n_vocab) * 4.0 * 2;  // + the logits row and its copy
+}
+
+// One image through the tower at the processor's largest size: the patches' rows of a block's temporaries (as the
+// decoder's, at the tower's widths), plus the pixel values. Vision attention runs in key chunks, so no patches x
+// patches matrix is held.
+double tower_activation_bytes(const LoadedModel& lm) {
+  const VisionLanguageModel* v = lm.model->vision();
+  if (!v) return 0;
+  ImageProcessorConfig pc = v->default_processor();
+  if (lm.preprocessor_config.is_object())
+    if (auto p = parse_image_processor(lm.preprocessor_config, pc)) pc = *p;
+  double patches = 0, pixels = 0;
+  switch (pc.kind) {
+    case ImageProcessorConfig::Kind::kQwen2VL:
+      patches = double(pc.max_pixels) / double(pc.patch_size * pc.patch_size);
+      pixels = double(pc.max_pixels) * 3 * pc.temporal_patch_size;
+      break;
+    case ImageProcessorConfig::Kind::kClip:
+      pixels = double(pc.crop_height) * pc.crop_width * 3;
+      patches = pixels / 3 / 196;  // patch 14
+      break;
+    case ImageProcessorConfig::Kind::kDeepseekOcr:
+      pixels = double(pc.base_size) * pc.base_size * 3;
+      patches = pixels / 3 / 256;  // patch 16, the global view (tiles are encoded one at a time)
+      break;
+  }
+  const HfConfig vc = lm.config.sub("vision_config");
+  const double hidden = double(vc.get_int_or("hidden_size", vc.get_int_or("embed_dim", 1024)));
+  const double inter = double(vc.get_int_or("intermediate_size", int64_t(hidden * vc.get_float_or("mlp_ratio", 4))));
+  return patches * (8 * hidden + 3 * inter) * 4.0 + pixels * 4.0;
+}
+
+}  // namespace
+
+Result<MemoryEstimate> estimate_memory(const std::string& path, const MemoryEstimateOptions& opt) {
+  PIPIT_ASSIGN_OR_RETURN(Checkpoint c, open_checkpoint(path));
+  LoadedModel lm;
+  lm.path = path;
+  lm.config = HfConfig(c.config);
+  if (auto pp = c.texts.find("preprocessor_config"); pp != c.texts.end()) {
+    auto j = nlohmann::json::parse(pp->second, nullptr, false);
+    if (j.is_object()) lm.preprocessor_config = std::move(j);
+  }
+  const size_t tokenizer_text = c.texts.count("tokenizer") ? c.texts.at("tokenizer").size() : 0;
+  MapWeightSource base(std::move(c.tensors));
+  CountingWeightSource counting(base);
+  PIPIT_ASSIGN_OR_RETURN(lm.model, create_model(lm.config, counting));
+  const ModelInfo& info = lm.model->info();
+
+  MemoryEstimate e;
+  e.weights = counting.bytes();
+  e.tower_weights = counting.tower_bytes();
+  SessionSizes s;
+  s.n_ctx = opt.n_ctx > 0 ? opt.n_ctx : std::min<int64_t>(info.max_ctx > 0 ? info.max_ctx : 4096, 4096);
+  s.n_batch = opt.n_batch;
+  s.n_slot = opt.n_slot;
+  s.kv_dtype = opt.kv_dtype;
+  if (s.n_ctx > Limits::kMaxCtx || s.n_slot < 1 || s.n_slot > Limits::kMaxSlots || s.n_batch < 1)
+    return Error::invalid_argument("[memory] context {}, {} sequences, batch {}: out of range", s.n_ctx, s.n_slot,
+                                   s.n_batch);
+  e.kv_cache = uint64_t(kv_cache_bytes(info, s.n_slot, s.n_ctx, s.kv_dtype, s.n_batch));
+  e.activations = uint64_t(decoder_activation_bytes(lm.config, info, std::min(s.n_batch, s.n_ctx)));
+  e.tower_activations = uint64_t(tower_activation_bytes(lm));
+  // The tokenizer's tables (vocabulary strings, the id maps, merges) measured at ~1.5x tokenizer.json's bytes.
+  e.tokenizer = uint64_t(double(tokenizer_text) * 1.5);
+  // Parsing tokenizer.json: `pipit tokenize` with Qwen's 11.4 MB file peaks 80.6 MB above `pipit --version` (7x);
+  // with the weights beside it, `pipit run` of a 19.7 MB Qwen2-VL-shaped checkpoint peaks at 121 MB (8x).
+  e.load_transient = uint64_t(double(tokenizer_text) * 8.0);
+  // The engine's code and the libraries it maps, the thread pool's touched stacks, the allocator's arenas:
+  // `pipit --version` peaks at 9 MB; `pipit run` of stories260k (3.6 MB of the parts above) at 14.8 MB.
+  e.runtime = uint64_t(12) << 20;
+  return e;
+}
+
+}  // namespace pipit
