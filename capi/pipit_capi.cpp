@@ -12,6 +12,7 @@
 #include "runtime/grammar.h"
 #include "runtime/json_schema.h"
 #include "runtime/memory_estimate.h"
+#include "runtime/pooling.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -455,6 +456,76 @@ pipit_status pipit_model_set_prompt_cache(pipit_model* model, size_t budget_mib)
       return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_model_set_prompt_cache: budget over 16 TiB");
     // sessions hold their own reference to the cache in use during a generation
     model->cache = budget_mib ? std::make_shared<pipit::PromptCache>(budget_mib << 20) : nullptr;
+    return PIPIT_OK;
+  });
+}
+
+pipit_status pipit_session_eval(pipit_session* session, const int32_t* ids, size_t n_ids, float* logits,
+                                size_t capacity) {
+  return guard([&] {
+    if (!session || (!ids && n_ids)) return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_eval: NULL argument");
+    if (n_ids == 0) return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_eval: no tokens");
+    const pipit::Model& m = *session->model->lm.model;
+    const int64_t V = m.info().n_vocab;
+    if (logits && capacity < size_t(V))
+      return fail(PIPIT_ERR_BUFFER_TOO_SMALL, "pipit_session_eval: logits need " + std::to_string(V) +
+                                                  " floats, capacity " + std::to_string(capacity));
+    for (size_t i = 0; i < n_ids; ++i)
+      if (ids[i] < 0 || ids[i] >= V)
+        return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_eval: id " + std::to_string(ids[i]) +
+                                                    " outside the vocabulary [0, " + std::to_string(V) + ")");
+    if (!session->images.empty() || !session->pending_images.empty())
+      return fail(PIPIT_ERR_UNSUPPORTED, "pipit_session_eval: the conversation has images; use "
+                                         "pipit_session_generate (or reset the session)");
+    if (int64_t(session->history.size() + n_ids) > session->s->n_ctx())
+      return fail(PIPIT_ERR_OUT_OF_RANGE, "pipit_session_eval: " + std::to_string(n_ids) + " tokens after " +
+                                              std::to_string(session->history.size()) + " do not fit the context of " +
+                                              std::to_string(session->s->n_ctx()));
+    // the KV cache may hold less than the history after a generation (its last token is not fed back)
+    size_t reused = 0;
+    std::vector<int32_t> want = session->history;
+    want.insert(want.end(), ids, ids + n_ids);
+    sync_prefix(session, want, &reused);
+    std::vector<int32_t> rest(want.begin() + long(reused), want.end());
+    auto r = session->s->eval(rest);
+    if (!r) {
+      session->s->reset();
+      session->history.clear();
+      session->unexpanded.clear();
+      return to_status(r.status());
+    }
+    if (logits) std::memcpy(logits, r->ptr<float>(), size_t(V) * sizeof(float));
+    session->history = want;
+    session->unexpanded = want;
+    return PIPIT_OK;
+  });
+}
+
+pipit_status pipit_embed(pipit_session* session, const char* text, size_t text_len, float* out, size_t capacity,
+                         size_t* n_out) {
+  return guard([&] {
+    if (!session || (!text && text_len)) return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_embed: NULL argument");
+    const pipit::LoadedModel& lm = session->model->lm;
+    const int64_t n_embd = lm.model->info().n_embd;
+    if (n_out) *n_out = size_t(n_embd);
+    if (!out || capacity < size_t(n_embd))
+      return fail(PIPIT_ERR_BUFFER_TOO_SMALL, "pipit_embed: the embedding has " + std::to_string(n_embd) +
+                                                  " floats, capacity " + std::to_string(capacity));
+    const pipit::PoolingConfig cfg = pipit::read_pooling_config(lm.path);
+    if (cfg.mode == pipit::PoolingConfig::Mode::kNone) return fail(PIPIT_ERR_UNSUPPORTED, "pipit_embed: " + cfg.error);
+    auto ids = lm.tokenizer->encode(std::string_view(text ? text : "", text_len), true);
+    if (!ids) return to_status(ids.status());
+    if (int64_t(ids->size()) > session->s->n_ctx())
+      return fail(PIPIT_ERR_OUT_OF_RANGE, "pipit_embed: " + std::to_string(ids->size()) +
+                                              " tokens do not fit the context of " +
+                                              std::to_string(session->s->n_ctx()));
+    session->history.clear();
+    session->unexpanded.clear();
+    session->images.clear();
+    session->pending_images.clear();
+    auto v = pipit::embed_tokens(*session->s, *ids, cfg);
+    if (!v) return to_status(v.status());
+    std::copy(v->begin(), v->end(), out);
     return PIPIT_OK;
   });
 }

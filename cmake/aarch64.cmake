@@ -13,3 +13,5 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE BOTH)
 # ld.so.cache, which lists Debian's multiarch libc6:arm64 (installed with the arm64 tokenizer libraries) — a
 # different glibc build than the loader's, and the first pthread_create then spins forever.
 set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64;-cpu;max;-L;/usr/aarch64-linux-gnu;-E;LD_LIBRARY_PATH=/usr/aarch64-linux-gnu/lib)
+# pkg-config: Debian's arm64 multiarch .pc files (PCRE2, utf8proc from scripts/setup.sh), not the host's
+set(ENV{PKG_CONFIG_LIBDIR} "/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig")

@@ -28,6 +28,21 @@ if ((${#missing[@]})); then
 else
   echo "[setup] all packages present"
 fi
+# Debian's arm64 PCRE2 and utf8proc (multiarch) for the aarch64 cross build's tokenizer and C API (scripts/test_arm.sh).
+if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  echo "[setup] adding the arm64 architecture"
+  $SUDO dpkg --add-architecture arm64
+fi
+arm_missing=()
+for p in libpcre2-dev:arm64 libutf8proc-dev:arm64; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || arm_missing+=("$p")
+done
+if ((${#arm_missing[@]})); then
+  echo "[setup] installing: ${arm_missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${arm_missing[@]}"
+fi
 # npm for the Node client and browser tests (tests/e2e/setup_npm.sh). NodeSource's nodejs bundles npm and conflicts
 # with Debian's npm package, so install that only when npm is missing.
 if ! command -v npm >/dev/null; then

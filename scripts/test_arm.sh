@@ -12,9 +12,22 @@ JOBS=${JOBS:-$(nproc)}
 
 extra=()
 [[ -n "${PIPIT_TESTDATA:-}" ]] && extra+=("-DPIPIT_TESTDATA=$PIPIT_TESTDATA")
+# With Debian's arm64 PCRE2 and utf8proc (multiarch, scripts/setup.sh) the library has its tokenizer and C API,
+# and the JNI library builds too: what an app links. Without them, the kernels and models only.
+targets=(test_kernels test_models)
+if PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig pkg-config --exists libpcre2-8 libutf8proc; then
+  extra+=("-DPIPIT_WITH_TOKENIZER=ON")
+  targets+=(pipit_shared pipit_jni)
+else
+  echo "[test_arm] no arm64 PCRE2 / utf8proc: building without the tokenizer and C API"
+  extra+=("-DPIPIT_WITH_TOKENIZER=OFF")
+fi
 cmake --no-warn-unused-cli -S . -B "$BUILD" -G Ninja -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64.cmake -DCMAKE_BUILD_TYPE=Release \
-  -DPIPIT_WITH_TOKENIZER=OFF -DPIPIT_WITH_SERVER=OFF -DPIPIT_BUILD_BENCH=OFF "${extra[@]}" >/dev/null
-ninja -C "$BUILD" -j "$JOBS" test_kernels test_models
+  -DPIPIT_WITH_SERVER=OFF -DPIPIT_BUILD_BENCH=OFF "${extra[@]}" >/dev/null
+ninja -C "$BUILD" -j "$JOBS" "${targets[@]}"
+if [[ " ${targets[*]} " == *" pipit_shared "* ]]; then
+  bash tests/e2e/arm_elf_check.sh "$BUILD"
+fi
 
 # The binaries directly (not ctest): one qemu process per binary instead of one per test. The guest must load the
 # cross toolchain's libc, not the host's multiarch libc6:arm64 (see cmake/aarch64.cmake).

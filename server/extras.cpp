@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "runtime/session.h"
-#include "server/embeddings.h"
+#include "runtime/pooling.h"
 #include "server/handlers.h"
 #include "server/openai_response.h"
 #include "tokenizer/tokenizer.h"
@@ -82,25 +82,7 @@ Result<std::vector<float>> embed(ServerState& st, const std::vector<int32_t>& id
                                                                            : ThreadPool::default_threads());
     st.embed_session = std::make_unique<Session>(*st.lm.model, so, st.embed_pool);
   }
-  Session& s = *st.embed_session;
-  s.reset();
-  const int64_t n_embd = st.lm.model->info().n_embd;
-  std::vector<float> rows;
-  s.ctx().on_tensor = [&](const std::string& name, int, const Tensor& t) {
-    if (name != "final_norm" || t.ndim() != 2 || t.dim(1) != n_embd) return;
-    const float* p = t.ptr<float>();
-    rows.insert(rows.end(), p, p + t.numel());
-  };
-  // Last-token pooling needs only the last row, which a plain eval already gives; the others need every row.
-  const bool all = st.pooling.mode != PoolingConfig::Mode::kLastToken;
-  auto r = s.eval(ids, all);
-  s.ctx().on_tensor = nullptr;
-  s.reset();
-  if (!r.is_ok()) return r.status();
-  const int64_t n_rows = int64_t(rows.size()) / n_embd;
-  if (n_rows < 1 || (all && n_rows != int64_t(ids.size())))
-    return Error::internal("[embeddings] the model gave {} hidden-state rows for {} tokens", n_rows, ids.size());
-  return pool_rows(rows.data(), n_rows, n_embd, st.pooling);
+  return embed_tokens(*st.embed_session, ids, st.pooling);
 }
 
 std::string base64(const void* data, size_t n) {

@@ -15,7 +15,7 @@
 #include "runtime/loader.h"
 #include "runtime/session.h"
 #include "server/api_error.h"
-#include "server/embeddings.h"
+#include "runtime/pooling.h"
 #include "server/openai_request.h"
 #include "server/origin_policy.h"
 #include "server/server.h"

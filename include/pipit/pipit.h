@@ -189,6 +189,19 @@ int32_t pipit_session_n_ctx(const pipit_session* session);
 pipit_status pipit_session_prompt_stats(const pipit_session* session, int32_t* n_prompt, int32_t* n_reused,
                                         int32_t* n_evaluated);
 
+/* ---- tokens, logits and embeddings ---- */
+/* Appends `ids` to the session's context and evaluates them (no sampling). With `logits` non-NULL, the last token's
+ * raw logits (pipit_model_n_vocab() floats; `capacity` in floats) are written there. A later raw-text generate
+ * continues after these tokens. */
+pipit_status pipit_session_eval(pipit_session* session, const int32_t* ids, size_t n_ids, float* logits,
+                                size_t capacity);
+/* A text's embedding (n_embd floats; *n_out receives the count), pooled as the checkpoint's sentence-transformers
+ * files say (modules.json: mean, last-token or CLS pooling, optional L2 normalisation), as the server's
+ * /v1/embeddings. It uses the session's context: the conversation is reset. A checkpoint without a pooling config
+ * is PIPIT_ERR_UNSUPPORTED (a chat model was not trained to put a sentence's meaning in one vector). */
+pipit_status pipit_embed(pipit_session* session, const char* text, size_t text_len, float* out, size_t capacity,
+                         size_t* n_out);
+
 /* Speculative decoding for the session's generations: n_draft tokens guessed per verification pass (0: off, at
  * most 16), by `draft` (a model sharing this model's vocabulary, e.g. a small Qwen3 for a big one; the session
  * makes its own context for it) or, with draft NULL, by prompt lookup (tokens copied from earlier in the

@@ -9,7 +9,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -19,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "convert/checkpoint.h"
 #include "include/pipit/pipit.h"
 #include "tests/test_util.h"
 
@@ -401,6 +404,95 @@ TEST(CapiMemory, TrimKeepsTheModelUsable) {
   EXPECT_EQ(pipit_model_trim(nullptr), PIPIT_ERR_INVALID_ARGUMENT);
   pipit_session_destroy(s);
   pipit_model_destroy(m);
+}
+
+}  // namespace
+}  // namespace pipit
+
+namespace pipit {
+namespace {
+
+// Token-level access: pipit_session_eval's logits are the model's (the greedy token of a generation from the same
+// prompt is their argmax), and pipit_embed's last-token vector is the final norm's last row: stories260k ties its
+// output head to the embedding table, so E . v must be those logits.
+TEST(CapiTokens, EvalLogitsAndEmbedding) {
+  namespace fs = std::filesystem;
+  const std::string src = test::model_dir("stories260k");
+  const std::string dir = (fs::temp_directory_path() / ("pipit_capi_embed_" + std::to_string(::getpid()))).string();
+  fs::create_directories(dir + "/1_Pooling");
+  for (const auto& f : fs::directory_iterator(src)) fs::create_symlink(f.path(), dir + "/" + f.path().filename().string());
+  std::ofstream(dir + "/modules.json") << R"([{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+    {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}])";
+  std::ofstream(dir + "/1_Pooling/config.json") << R"({"word_embedding_dimension": 64, "pooling_mode_lasttoken": true})";
+
+  pipit_model* m = nullptr;
+  ASSERT_EQ(pipit_model_load(dir.c_str(), nullptr, &m), PIPIT_OK) << pipit_last_error();
+  const int V = pipit_model_n_vocab(m);
+  pipit_session* s = nullptr;
+  ASSERT_EQ(pipit_session_create(m, nullptr, &s), PIPIT_OK);
+  const std::string text = "Once upon a time";
+  std::vector<int32_t> ids(64);
+  size_t n = 0;
+  ASSERT_EQ(pipit_tokenize(m, text.data(), text.size(), 1, ids.data(), ids.size(), &n), PIPIT_OK);
+  ids.resize(n);
+
+  std::vector<float> logits(static_cast<size_t>(V));
+  EXPECT_EQ(pipit_session_eval(s, ids.data(), ids.size(), logits.data(), 10), PIPIT_ERR_BUFFER_TOO_SMALL);
+  ASSERT_EQ(pipit_session_eval(s, ids.data(), ids.size(), logits.data(), logits.size()), PIPIT_OK) << pipit_last_error();
+  EXPECT_EQ(pipit_session_n_past(s), int(n));
+  const int argmax = int(std::max_element(logits.begin(), logits.end()) - logits.begin());
+
+  pipit_session* g = nullptr;
+  ASSERT_EQ(pipit_session_create(m, nullptr, &g), PIPIT_OK);
+  pipit_generate_options o;
+  pipit_generate_options_default(&o);
+  o.max_tokens = 1;
+  o.temperature = 0;
+  Collected c;
+  ASSERT_EQ(pipit_session_generate(g, text.c_str(), 0, &o, collect, &c), PIPIT_OK);
+  ASSERT_EQ(c.tokens.size(), 1u);
+  EXPECT_EQ(c.tokens[0], argmax);
+  pipit_session_destroy(g);
+  // a raw generate continues after the evaluated tokens
+  Collected more;
+  o.max_tokens = 3;
+  ASSERT_EQ(pipit_session_generate(s, " there", 0, &o, collect, &more), PIPIT_OK) << pipit_last_error();
+  EXPECT_GT(pipit_session_n_past(s), int(n));
+  int32_t n_prompt = 0, n_reused = 0;
+  ASSERT_EQ(pipit_session_prompt_stats(s, &n_prompt, &n_reused, nullptr), PIPIT_OK);
+  EXPECT_EQ(n_reused, int(n)) << "the evaluated tokens' KV is reused";
+
+  std::vector<float> v(64);
+  size_t n_embd = 0;
+  ASSERT_EQ(pipit_embed(s, text.data(), text.size(), v.data(), v.size(), &n_embd), PIPIT_OK) << pipit_last_error();
+  EXPECT_EQ(n_embd, 64u);
+  EXPECT_EQ(pipit_session_n_past(s), 0) << "pipit_embed resets the session";
+  auto ck = open_checkpoint(src);
+  ASSERT_TRUE(ck.is_ok());
+  const Tensor& E = ck->tensors.at("model.embed_tokens.weight");
+  ASSERT_EQ(E.dtype(), DType::F32);
+  double max_err = 0, max_abs = 0;
+  for (int t = 0; t < V; ++t) {
+    double dot = 0;
+    for (int k = 0; k < 64; ++k) dot += double(E.ptr<float>()[size_t(t) * 64 + size_t(k)]) * v[size_t(k)];
+    max_err = std::max(max_err, std::abs(dot - logits[size_t(t)]));
+    max_abs = std::max(max_abs, double(std::abs(logits[size_t(t)])));
+  }
+  EXPECT_LT(max_err, 1e-4 * std::max(1.0, max_abs)) << "E . embedding vs the eval's logits";
+  EXPECT_EQ(pipit_embed(s, text.data(), text.size(), v.data(), 8, &n_embd), PIPIT_ERR_BUFFER_TOO_SMALL);
+  pipit_session_destroy(s);
+  pipit_model_destroy(m);
+  fs::remove_all(dir);
+
+  // a chat model without a pooling config: refused with the reason
+  pipit_model* plain = nullptr;
+  ASSERT_EQ(pipit_model_load(src.c_str(), nullptr, &plain), PIPIT_OK);
+  pipit_session* ps = nullptr;
+  ASSERT_EQ(pipit_session_create(plain, nullptr, &ps), PIPIT_OK);
+  EXPECT_EQ(pipit_embed(ps, "hi", 2, v.data(), v.size(), &n_embd), PIPIT_ERR_UNSUPPORTED);
+  EXPECT_NE(std::string(pipit_last_error()).find("modules.json"), std::string::npos) << pipit_last_error();
+  pipit_session_destroy(ps);
+  pipit_model_destroy(plain);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // Pooling config and pooling (see embeddings.h).
-#include "server/embeddings.h"
+#include "runtime/pooling.h"
 
 #include <cmath>
 #include <filesystem>
@@ -9,8 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/status.h"
+#include "runtime/session.h"
 
-namespace pipit::server {
+namespace pipit {
 
 namespace {
 
@@ -111,4 +112,27 @@ std::vector<float> pool_rows(const float* rows, int64_t n_rows, int64_t n_embd, 
   return std::vector<float>(acc.begin(), acc.end());
 }
 
-}  // namespace pipit::server
+Result<std::vector<float>> embed_tokens(Session& s, const std::vector<int32_t>& ids, const PoolingConfig& cfg) {
+  if (cfg.mode == PoolingConfig::Mode::kNone) return Error::unsupported("[embeddings] {}", cfg.error);
+  if (ids.empty()) return Error::invalid_argument("[embeddings] no tokens to embed");
+  s.reset();
+  const int64_t n_embd = s.model().info().n_embd;
+  std::vector<float> rows;
+  s.ctx().on_tensor = [&](const std::string& name, int, const Tensor& t) {
+    if (name != "final_norm" || t.ndim() != 2 || t.dim(1) != n_embd) return;
+    const float* p = t.ptr<float>();
+    rows.insert(rows.end(), p, p + t.numel());
+  };
+  // Last-token pooling needs only the last row, which a plain eval already gives; the others need every row.
+  const bool all = cfg.mode != PoolingConfig::Mode::kLastToken;
+  auto r = s.eval(ids, all);
+  s.ctx().on_tensor = nullptr;
+  s.reset();
+  if (!r.is_ok()) return r.status();
+  const int64_t n_rows = int64_t(rows.size()) / n_embd;
+  if (n_rows < 1 || (all && n_rows != int64_t(ids.size())))
+    return Error::internal("[embeddings] the model gave {} hidden-state rows for {} tokens", n_rows, ids.size());
+  return pool_rows(rows.data(), n_rows, n_embd, cfg);
+}
+
+}  // namespace pipit
