@@ -94,27 +94,6 @@ pipit_status pipit_model_set_prompt_cache(pipit_model* model, size_t budget_mib)
  * freed heap pages back to the system. Not while the model's sessions generate. */
 pipit_status pipit_model_trim(pipit_model* model);
 
-/* ---- memory, before loading ---- */
-/* What loading `path` and one session per parallel sequence would take at most: the peak resident memory with the
- * context full (bytes). The file's header and tensor table are read, nothing else: the estimate is cheap, and the
- * app can choose a smaller context or model before it risks being killed. `pipit inspect --memory -c N` prints the
- * same figures. Measured against peak RSS in bench/memory_estimate.sh (within 10% on the test models). */
-typedef struct pipit_memory_estimate {
-  uint32_t struct_size;       /* the caller sets sizeof(pipit_memory_estimate); no more than that is written */
-  uint64_t weights;           /* the tensors the model uses, towers included */
-  uint64_t tower_weights;     /* of which the vision / audio towers */
-  uint64_t kv_cache;          /* K/V cache of every sequence at n_ctx */
-  uint64_t activations;       /* one prefill chunk and the logits */
-  uint64_t tower_activations; /* one image encoded at the processor's largest size */
-  uint64_t tokenizer;         /* the tokenizer's tables */
-  uint64_t runtime;           /* code, stacks, allocator */
-  uint64_t load_transient;    /* parsing tokenizer.json while loading */
-  uint64_t total;             /* the peak: runtime + weights + max(session parts, load_transient) */
-} pipit_memory_estimate;
-/* session: n_ctx (0: min(model max, 4096)) and kv_type are read (NULL: defaults); n_parallel >= 1 sequences. */
-pipit_status pipit_estimate_memory(const char* path, const struct pipit_session_options* session, int32_t n_parallel,
-                                   pipit_memory_estimate* out);
-
 /* ---- tokenizer and chat template (thread-safe) ---- */
 /* Writes up to `capacity` ids; *n_out receives the count needed (PIPIT_ERR_BUFFER_TOO_SMALL when > capacity). */
 pipit_status pipit_tokenize(const pipit_model* model, const char* text, size_t text_len, int32_t add_special,
@@ -137,6 +116,27 @@ typedef struct pipit_session_options {
 enum { PIPIT_KV_DEFAULT = 0, PIPIT_KV_F32 = 1, PIPIT_KV_F16 = 2, PIPIT_KV_Q8_0 = 3 };
 void pipit_session_options_init(pipit_session_options* o, size_t size);
 #define pipit_session_options_default(o) pipit_session_options_init((o), sizeof *(o))
+
+/* ---- memory, before loading ---- */
+/* What loading `path` and one session per parallel sequence would take at most: the peak resident memory with the
+ * context full (bytes). The file's header and tensor table are read, nothing else: the estimate is cheap, and the
+ * app can choose a smaller context or model before it risks being killed. `pipit inspect --memory -c N` prints the
+ * same figures. Measured against peak RSS in bench/memory_estimate.sh (within 10% on the test models). */
+typedef struct pipit_memory_estimate {
+  uint32_t struct_size;       /* the caller sets sizeof(pipit_memory_estimate); no more than that is written */
+  uint64_t weights;           /* the tensors the model uses, towers included */
+  uint64_t tower_weights;     /* of which the vision / audio towers */
+  uint64_t kv_cache;          /* K/V cache of every sequence at n_ctx */
+  uint64_t activations;       /* one prefill chunk and the logits */
+  uint64_t tower_activations; /* one image encoded at the processor's largest size */
+  uint64_t tokenizer;         /* the tokenizer's tables */
+  uint64_t runtime;           /* code, stacks, allocator */
+  uint64_t load_transient;    /* parsing tokenizer.json while loading */
+  uint64_t total;             /* the peak: runtime + weights + max(session parts, load_transient) */
+} pipit_memory_estimate;
+/* session: n_ctx (0: min(model max, 4096)) and kv_type are read (NULL: defaults); n_parallel >= 1 sequences. */
+pipit_status pipit_estimate_memory(const char* path, const pipit_session_options* session, int32_t n_parallel,
+                                   pipit_memory_estimate* out);
 
 pipit_status pipit_session_create(pipit_model* model, const pipit_session_options* options, pipit_session** out);
 void pipit_session_destroy(pipit_session* session);

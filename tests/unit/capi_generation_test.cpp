@@ -170,7 +170,9 @@ TEST_F(CapiGeneration, LogprobsPerGeneratedToken) {
     double mass = 0;
     for (int k = 0; k < n_top; ++k) {
       EXPECT_LE(top_lp[k], 0.0f);
-      if (k) EXPECT_LE(top_lp[k], top_lp[k - 1]);
+      if (k) {
+        EXPECT_LE(top_lp[k], top_lp[k - 1]);
+      }
       mass += std::exp(double(top_lp[k]));
     }
     EXPECT_LE(mass, 1.0 + 1e-5);

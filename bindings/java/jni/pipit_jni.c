@@ -343,6 +343,54 @@ JNIEXPORT jint JNICALL JNI_FN(sessionNCtx)(JNIEnv* env, jclass cls, jlong sessio
   return pipit_session_n_ctx((const pipit_session*)(intptr_t)session);
 }
 
+static jfloatArray float_array(JNIEnv* env, const float* v, size_t n) {
+  jfloatArray out = (*env)->NewFloatArray(env, (jsize)n);
+  if (out && n) (*env)->SetFloatArrayRegion(env, out, 0, (jsize)n, v);
+  return out;
+}
+
+JNIEXPORT jfloatArray JNICALL JNI_FN(sessionEval)(JNIEnv* env, jclass cls, jlong session, jintArray ids,
+                                                  jint n_vocab) {
+  (void)cls;
+  if (!ids) return throw_status(env, PIPIT_ERR_INVALID_ARGUMENT, "eval: ids is null"), NULL;
+  jsize n = (*env)->GetArrayLength(env, ids);
+  jint* a = (*env)->GetIntArrayElements(env, ids, NULL);
+  float* logits = (float*)malloc((size_t)(n_vocab > 0 ? n_vocab : 1) * sizeof(float));
+  jfloatArray out = NULL;
+  if (!a || !logits) {
+    if (!logits) throw_oom(env);
+  } else if (!check(env, pipit_session_eval((pipit_session*)(intptr_t)session, (const int32_t*)a, (size_t)n, logits,
+                                            (size_t)n_vocab))) {
+    out = float_array(env, logits, (size_t)n_vocab);
+  }
+  if (a) (*env)->ReleaseIntArrayElements(env, ids, a, JNI_ABORT);
+  free(logits);
+  return out;
+}
+
+JNIEXPORT jfloatArray JNICALL JNI_FN(embed)(JNIEnv* env, jclass cls, jlong session, jstring text) {
+  (void)cls;
+  size_t len = 0, n = 0;
+  char* t = utf8_of(env, text, &len);
+  if (!t) return NULL;
+  pipit_session* s = (pipit_session*)(intptr_t)session;
+  jfloatArray out = NULL;
+  pipit_status st = pipit_embed(s, t, len, NULL, 0, &n); /* sizes the vector; evaluates nothing */
+  if (st == PIPIT_ERR_BUFFER_TOO_SMALL && n > 0) {
+    float* v = (float*)malloc(n * sizeof(float));
+    if (!v) {
+      throw_oom(env);
+    } else {
+      if (!check(env, pipit_embed(s, t, len, v, n, &n))) out = float_array(env, v, n);
+      free(v);
+    }
+  } else {
+    check(env, st);
+  }
+  free(t);
+  return out;
+}
+
 JNIEXPORT void JNICALL JNI_FN(sessionAttachImage)(JNIEnv* env, jclass cls, jlong session, jstring path) {
   (void)cls;
   char* p = utf8_of(env, path, NULL);

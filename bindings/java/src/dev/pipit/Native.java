@@ -34,6 +34,8 @@ final class Native {
   static native String sessionFinishReason(long session);
   static native int sessionNPast(long session);
   static native int sessionNCtx(long session);
+  static native float[] sessionEval(long session, int[] ids, int nVocab);
+  static native float[] embed(long session, String text);
   static native void sessionAttachImage(long session, String path);
   static native void sessionAttachImageBytes(long session, byte[] data);
 

@@ -115,6 +115,22 @@ public final class Session implements AutoCloseable {
     return Native.sessionNCtx(handle());
   }
 
+  /**
+   * Appends tokens to the conversation and evaluates them without sampling; returns the last token's raw logits
+   * (one per vocabulary entry). A later {@link #generate} continues after them.
+   */
+  public synchronized float[] eval(int[] ids) {
+    return Native.sessionEval(handle(), ids, model.vocabSize());
+  }
+
+  /**
+   * The text's embedding, pooled as the checkpoint's sentence-transformers files say (as the server's
+   * /v1/embeddings). Resets the conversation. A model without a pooling config throws (UNSUPPORTED).
+   */
+  public synchronized float[] embed(String text) {
+    return Native.embed(handle(), text);
+  }
+
   /** An image file (or data: URL) for the next generation of a vision-language model. */
   public synchronized void attachImage(String path) {
     Native.sessionAttachImage(handle(), path);

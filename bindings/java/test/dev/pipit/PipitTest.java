@@ -73,6 +73,13 @@ public final class PipitTest {
       check(s.finishReason().equals("length"), "finish reason length");
       int[] ids = m.tokenize(prompt, true);
       check(ids.length > 1 && m.detokenize(ids, true).equals(prompt), "tokenize / detokenize round trip");
+      try (Session e = m.newSession()) {
+        float[] logits = e.eval(ids);
+        int best = 0;
+        for (int i = 1; i < logits.length; ++i) if (logits[i] > logits[best]) best = i;
+        check(logits.length == m.vocabSize() && best == tokens.get(0),
+            "eval: " + logits.length + " logits, argmax " + best + " == the first greedy token " + tokens.get(0));
+      }
     }
   }
 
@@ -184,6 +191,12 @@ public final class PipitTest {
         check(false, "an image for a text-only model throws");
       } catch (PipitException e) {
         check(e.status() == PipitException.UNSUPPORTED, "image on a text model: " + e.getMessage());
+      }
+      try {
+        s.embed("hello");
+        check(false, "embed without a pooling config throws");
+      } catch (PipitException e) {
+        check(e.status() == PipitException.UNSUPPORTED, "embed without a pooling config: " + e.getMessage());
       }
       try {
         s.chat("not json", new GenerateOptions(), null);
