@@ -71,7 +71,8 @@ std::optional<ApiError> parse_completion_request(const nlohmann::json& body, con
 
 // The model's recommended sampling from generation_config.json (temperature, top_p, top_k, min_p,
 // repetition_penalty), over OpenAI's defaults (temperature 1, top_p 1, no top-k / min-p). do_sample false: greedy.
-SamplerParams default_sampling(const nlohmann::json& generation_config);
+// A value out of a request's range is replaced by OpenAI's default and its name appended to `ignored`.
+SamplerParams default_sampling(const nlohmann::json& generation_config, std::vector<std::string>* ignored = nullptr);
 
 // tools, tool_choice, parallel_tool_calls (chat), response_format and grammar, from the body parsed with its key
 // order kept (tool definitions and schemas are printed in the order they were sent). `chat_template`: the model's

@@ -390,7 +390,15 @@ Server::Server(const LoadedModel& lm, Engine& engine, ServerOptions opt)
   st.policy.local_files_dir = st.opt.local_files_dir;
   st.policy.n_ctx = engine.n_ctx();
   st.policy.n_vocab = int(lm.model->info().n_vocab);
-  st.policy.defaults = default_sampling(lm.generation_config);
+  std::vector<std::string> ignored;
+  st.policy.defaults = default_sampling(lm.generation_config, &ignored);
+  for (const auto& name : ignored) {
+    const std::string line = "[serve] generation_config.json: " + name + " " +
+                             lm.generation_config.value(name, nlohmann::json()).dump() +
+                             " is out of range; requests that do not set it use OpenAI's default";
+    if (st.opt.log) st.opt.log(line);
+    else std::fprintf(stderr, "%s\n", line.c_str());
+  }
   st.prompt_limit = engine.n_ctx() - 1;
   if (st.opt.max_prompt_tokens > 0) st.prompt_limit = std::min(st.prompt_limit, st.opt.max_prompt_tokens);
   // The longest token's text bounds the bytes one token can stand for (a token's stored string is at least as

@@ -623,6 +623,32 @@ class Embeddings(unittest.TestCase):
         self.check("lasttoken", True)
 
 
+class BadGenerationConfig(unittest.TestCase):
+    """A generation_config.json with defaults out of a request's range (temperature 5, top_k -3) once made every
+    request that did not set them a 400; they are dropped for OpenAI's defaults, with a line at start."""
+
+    def test_out_of_range_defaults_are_dropped(self):
+        with tempfile.TemporaryDirectory() as d:
+            for f in os.listdir(MODEL):
+                if f != "generation_config.json":
+                    os.symlink(os.path.abspath(os.path.join(MODEL, f)), os.path.join(d, f))
+            with open(os.path.join(d, "generation_config.json"), "w") as f:
+                json.dump({"temperature": 5.0, "top_k": -3, "top_p": 0.9, "do_sample": True}, f)
+            srv = Server(PIPIT, d)
+            try:
+                body = chat("Hi", max_tokens=4)
+                del body["temperature"]  # the request sets no sampling field: the defaults apply
+                status, r = srv.post("/v1/chat/completions", body)
+                self.assertEqual(status, 200, r)
+                out = srv.output()
+                self.assertIn("generation_config.json: temperature 5.0 is out of range", out)
+                self.assertIn("generation_config.json: top_k -3 is out of range", out)
+                status, r = srv.post("/v1/chat/completions", chat("Hi", max_tokens=4, temperature=3))
+                self.assertEqual((status, r["error"]["param"]), (400, "temperature"), r)
+            finally:
+                self.assertEqual(srv.stop(), 0)
+
+
 if __name__ == "__main__":
     if len(sys.argv) < 3:
         sys.exit(__doc__)
