@@ -6,7 +6,8 @@
 #include <thread>
 
 #ifdef PIPIT_WITH_SERVER
-#include <csignal>
+
+#include <signal.h>
 
 #include "runtime/engine.h"
 #include "server/server.h"
@@ -75,16 +76,19 @@ pipit_status pipit_server_start(pipit_model* model, const pipit_server_options* 
     so.log_requests = log_enabled();
     so.log = [](const std::string& line) { log_message(2, line); };
 
-    // An app's writes to a socket whose client left must not kill it (SIGPIPE's default); `pipit serve` does the
-    // same. Only a default disposition is changed: an app's own handler stays.
-    struct sigaction sa {};
-    if (sigaction(SIGPIPE, nullptr, &sa) == 0 && sa.sa_handler == SIG_DFL) std::signal(SIGPIPE, SIG_IGN);
-
     auto srv = std::make_unique<pipit_server>();
     srv->engine = std::make_unique<pipit::Engine>(*model->lm.model, model->lm.tokenizer.get(), eo);
+    // cpp-httplib's Server constructor sets SIGPIPE to SIG_IGN for the whole process (Debian's 0.11); the app's
+    // disposition is put back (a JVM checks its own handler). The server's writes use MSG_NOSIGNAL, so it does not
+    // need the change.
+    struct sigaction app_pipe {};
+    const bool saved = sigaction(SIGPIPE, nullptr, &app_pipe) == 0;
     srv->http = std::make_unique<pipit::server::Server>(model->lm, *srv->engine, so);
+    if (saved) sigaction(SIGPIPE, &app_pipe, nullptr);
     if (auto st = srv->http->bind(); !st) return to_status(st);
     pipit::server::Server* http = srv->http.get();
+    // No signal disposition is touched: the server's sockets are written with MSG_NOSIGNAL (server/connection.cpp),
+    // so a client that left gives EPIPE, not a SIGPIPE; the process's handlers stay the app's (a JVM checks its own).
     srv->thread = std::thread([http] {
       if (auto st = http->run(); !st) log_message(0, "pipit_server: " + st.message());
     });

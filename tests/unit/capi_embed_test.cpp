@@ -168,20 +168,29 @@ TEST_F(CapiEmbed, CancelDuringDecode) {
   pipit_session_destroy(s);
 }
 
+// A Llama-shaped test checkpoint (4096-token context) with stories260k's tokenizer (same vocabulary size), in a
+// temporary folder that the destructor removes.
+struct LongContextModel {
+  std::string dir;
+  LongContextModel() {
+    namespace fs = std::filesystem;
+    dir = (fs::temp_directory_path() / ("pipit_capi_long_" + std::to_string(::getpid()))).string();
+    fs::create_directories(dir);
+    const std::string q = test::model_dir("llama"), st = test::model_dir("stories260k");
+    fs::create_symlink(q + "/config.json", dir + "/config.json");
+    fs::create_symlink(q + "/model.safetensors", dir + "/model.safetensors");
+    fs::create_symlink(st + "/tokenizer.json", dir + "/tokenizer.json");
+    fs::create_symlink(st + "/tokenizer_config.json", dir + "/tokenizer_config.json");
+  }
+  ~LongContextModel() { std::filesystem::remove_all(dir); }
+};
+
 // Cancel during a long prompt (several 512-token prefill chunks): no token is generated, the chunks evaluated so
 // far stay in the context and the next generation reuses them.
 TEST(CapiCancel, DuringThePrompt) {
-  namespace fs = std::filesystem;
-  // a Llama-shaped checkpoint with a 4096-token context, with stories260k's tokenizer (same vocabulary size)
-  const std::string dir = (fs::temp_directory_path() / ("pipit_capi_cancel_" + std::to_string(::getpid()))).string();
-  fs::create_directories(dir);
-  const std::string q = test::model_dir("llama"), st = test::model_dir("stories260k");
-  fs::create_symlink(q + "/config.json", dir + "/config.json");
-  fs::create_symlink(q + "/model.safetensors", dir + "/model.safetensors");
-  fs::create_symlink(st + "/tokenizer.json", dir + "/tokenizer.json");
-  fs::create_symlink(st + "/tokenizer_config.json", dir + "/tokenizer_config.json");
+  LongContextModel lcm;
   pipit_model* m = nullptr;
-  ASSERT_EQ(pipit_model_load(dir.c_str(), nullptr, &m), PIPIT_OK) << pipit_last_error();
+  ASSERT_EQ(pipit_model_load(lcm.dir.c_str(), nullptr, &m), PIPIT_OK) << pipit_last_error();
   ASSERT_EQ(pipit_model_n_vocab(m), 512);
   pipit_session_options so;
   pipit_session_options_default(&so);
@@ -231,7 +240,6 @@ TEST(CapiCancel, DuringThePrompt) {
   EXPECT_EQ(a.tokens.size(), 8u);
   pipit_session_destroy(s);
   pipit_model_destroy(m);
-  fs::remove_all(dir);
 }
 
 TEST_F(CapiEmbed, ImageBytesOnATextModelIsUnsupported) {
@@ -311,6 +319,7 @@ TEST_F(CapiEmbed, InProcessServer) {
   EXPECT_NE(r.find("\"text\":\"" + escaped + "\""), std::string::npos) << r << "\nsession: " << c.text;
   EXPECT_NE(http(port, "POST", "/v1/completions", "{\"prompt\": ").find("400"), std::string::npos);
 
+
   pipit_server_stop(srv);
   EXPECT_EQ(http(port, "GET", "/health"), "") << "the port is closed after stop";
   pipit_set_log_callback(nullptr, nullptr);
@@ -322,6 +331,42 @@ TEST_F(CapiEmbed, InProcessServer) {
   }
   EXPECT_TRUE(listened);
   EXPECT_TRUE(logged_request);
+}
+
+// Clients that leave in the middle of long streams (a 4096-token context): the server notices (it checks the
+// socket before writing, and writes with MSG_NOSIGNAL, so no SIGPIPE reaches this process, whose disposition is
+// the default as in most apps; the app's signal handlers are never changed: a JVM checks its own with
+// -Xcheck:jni, which the java_binding test runs under) and goes on serving.
+TEST(CapiServer, SurvivesClientsThatLeave) {
+  LongContextModel lcm;
+  pipit_model* m = nullptr;
+  ASSERT_EQ(pipit_model_load(lcm.dir.c_str(), nullptr, &m), PIPIT_OK) << pipit_last_error();
+  pipit_server_options so;
+  pipit_server_options_default(&so);
+  so.n_threads = 1;
+  pipit_server* srv = nullptr;
+  ASSERT_EQ(pipit_server_start(m, &so, &srv), PIPIT_OK) << pipit_last_error();
+  const int port = pipit_server_port(srv);
+  for (int i = 0; i < 3; ++i) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(uint16_t(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    const std::string body = R"({"prompt": "Once upon a time", "max_tokens": 3000, "stream": true, "seed": 1,
+                                 "ignore_eos": true})";
+    const std::string req = "POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                            "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+    (void)!::write(fd, req.data(), req.size());
+    char buf[256];
+    ASSERT_GT(::read(fd, buf, sizeof buf), 0);  // the stream has started
+    ::close(fd);  // the server's next write draws a reset; the one after fails with EPIPE (SIGPIPE's moment)
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_NE(http(port, "GET", "/health").find("200 OK"), std::string::npos) << "the server survived the clients";
+  pipit_server_stop(srv);
+  pipit_model_destroy(m);
 }
 
 TEST_F(CapiEmbed, ServerOptionsChecked) {
