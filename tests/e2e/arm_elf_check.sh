@@ -16,8 +16,10 @@ check_elf() {
   local allowed=("$@")
   [[ -f "$lib" ]] || { echo "[elf] FAIL $lib: missing"; fail=1; return; }
   "$READELF" -h "$lib" | grep -q "AArch64" || { echo "[elf] FAIL $lib: not an AArch64 ELF"; fail=1; }
-  local bad_align
-  bad_align=$("$READELF" -lW "$lib" | awk '$1 == "LOAD" { a = strtonum($NF); if (a < 16384) print $NF }')
+  local bad_align="" align
+  for align in $("$READELF" -lW "$lib" | awk '$1 == "LOAD" { print $NF }'); do
+    (( align < 16384 )) && bad_align+="$align "
+  done
   if [[ -n "$bad_align" ]]; then echo "[elf] FAIL $lib: LOAD segments aligned to $bad_align (< 0x4000)"; fail=1
   else echo "[elf] ok   $lib: every LOAD segment aligned to >= 16 KiB"; fi
   local needed
@@ -35,8 +37,10 @@ check_elf "$lib" 'libstdc++.so.*' 'libm.so.*' 'libgcc_s.so.*' 'libc.so.*' 'ld-li
 jni=$(find "$build" -name 'libpipit_jni.so' | head -1)
 check_elf "$jni" 'libpipit.so.*' 'libc.so.*'
 # runtime dispatch: the dotprod (sdot/udot) and i8mm (smmla/usmmla) kernels are in the one library
-if "${OBJDUMP:-aarch64-linux-gnu-objdump}" -d "$lib" | grep -qE '\s(sdot|udot)\s' &&
-   "${OBJDUMP:-aarch64-linux-gnu-objdump}" -d "$lib" | grep -qE '\s(smmla|usmmla|ummla)\s'; then
+# (the mnemonics counted from a file: `objdump | grep -q` fails under pipefail when grep stops reading early)
+dis=$(mktemp); trap 'rm -f "$dis"' EXIT
+"${OBJDUMP:-aarch64-linux-gnu-objdump}" -d "$lib" | awk '{print $3}' | sort | uniq -c > "$dis"
+if grep -qE ' (sdot|udot)$' "$dis" && grep -qE ' (smmla|usmmla|ummla)$' "$dis"; then
   echo "[elf] ok   dotprod and i8mm kernels are in $(basename "$lib") (chosen at run time)"
 else
   echo "[elf] FAIL no dotprod / i8mm instructions in $(basename "$lib")"; fail=1
