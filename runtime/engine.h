@@ -56,7 +56,9 @@ struct EngineRequest {
   // and, for M-RoPE models, its positions (and the offset after them) are used.
   std::shared_ptr<const MultimodalPrompt> images;
   GenerateParams params;
-  // Called with each piece of text (may be empty) and its token; return false to cancel the request.
+  // Called with each piece of text (may be empty) and its token; return false to cancel the request. On one of the
+  // engine's threads: one request's calls come in order, never two at once, but different requests' callbacks
+  // may run at the same time (a step samples its requests side by side). on_logprob likewise.
   std::function<bool(const std::string& piece, int32_t token)> on_token;
   // With params.logprobs >= 0: called with each generated token's log-probabilities, just before its on_token.
   std::function<void(const TokenLogprob& lp)> on_logprob;
