@@ -1,0 +1,274 @@
+// Gemma 4 text decoder against the PyTorch goldens of ../shared/testdata/models/gemma4 (reference/gemma4.py): the
+// text case's prefill logits, per-layer inputs (PLE) and residuals, greedy ids with the KV cache (KV-shared layers
+// read their source layer's cache; the 24-token prompt and 32 steps run past the 16-token sliding window), token by
+// token == full pass; the text part of the image / audio cases with the golden soft tokens spliced in; q8 / q4 / f16
+// .pipit files; the flat gemma4_text config; media placeholders without features refused.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <map>
+
+#include "runtime/multimodal.h"
+#include "runtime/sampler.h"
+#include "tests/models/model_test_util.h"
+#include "tests/unit/convert_test_util.h"
+
+namespace pipit {
+namespace {
+
+constexpr double kTol = 1e-3;        // logits (issue 32: <= 1e-3 with f32 KV)
+constexpr double kTraceTol = 1e-3;   // per_layer_inputs and residuals (measured ~1e-6, see the printed lines)
+
+class Gemma4 : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto m = load_model(test::model_dir("gemma4"));
+    ASSERT_TRUE(m.is_ok()) << m.status().message();
+    lm_ = new LoadedModel(std::move(m).value());
+    auto g = SafetensorsFile::open(test::model_dir("gemma4") + "/golden.safetensors");
+    ASSERT_TRUE(g.is_ok()) << g.status().message();
+    g_ = new SafetensorsFile(std::move(g).value());
+  }
+  static void TearDownTestSuite() {
+    delete lm_;
+    delete g_;
+    lm_ = nullptr;
+    g_ = nullptr;
+  }
+  static Tensor get(const std::string& name) {
+    auto t = g_->get(name);
+    EXPECT_TRUE(t.is_ok()) << name << ": " << t.status().message();
+    return t.is_ok() ? *t : Tensor();
+  }
+  static std::vector<int32_t> ids(const std::string& name) {
+    Tensor t = get(name);
+    return {t.ptr<int32_t>(), t.ptr<int32_t>() + t.numel()};
+  }
+  Model& model() { return *lm_->model; }
+  int64_t V() { return lm_->model->info().n_vocab; }
+
+  // Greedy decoding from the logits row `last` of a session: ids and the worst logit error against greedy_logits.
+  struct Greedy {
+    std::vector<int32_t> ids;
+    double worst = 0;
+  };
+  Greedy greedy(Session& s, std::vector<float> last, const std::string& c) {
+    auto want_ids = ids(c + ".greedy_ids");
+    Tensor want = get(c + ".greedy_logits");
+    Greedy g;
+    for (size_t step = 0; step < want_ids.size(); ++step) {
+      g.worst = std::max(g.worst, test::max_abs_diff(last.data(), want.ptr<float>() + step * V(), V()).max_abs);
+      const int32_t next = argmax(std::span<const float>(last));
+      g.ids.push_back(next);
+      if (next != want_ids[step]) break;
+      auto r = s.eval(std::span<const int32_t>(&next, 1));
+      EXPECT_TRUE(r.is_ok()) << r.status().message();
+      if (!r.is_ok()) break;
+      last.assign(r->ptr<float>(), r->ptr<float>() + V());
+    }
+    return g;
+  }
+
+  static LoadedModel* lm_;
+  static SafetensorsFile* g_;
+};
+LoadedModel* Gemma4::lm_ = nullptr;
+SafetensorsFile* Gemma4::g_ = nullptr;
+
+// One cache layer per non-shared layer (5 of 10), the sliding ones as rings; the model's facts.
+TEST_F(Gemma4, KvCacheLayout) {
+  const ModelInfo& info = model().info();
+  EXPECT_EQ(info.arch, "gemma4");
+  EXPECT_EQ(info.n_layer, 10);
+  EXPECT_EQ(info.kv.n_layer, 5);
+  EXPECT_EQ(info.kv.head_dim, 32);  // the widest (global_head_dim); sliding layers use 16 of it
+  EXPECT_EQ(info.kv.window, (std::vector<int>{16, 16, 16, 16, 0}));
+  EXPECT_EQ(info.eos_ids, (std::vector<int32_t>{1, 106, 507}));  // eos, <turn|> (config), <|tool_response> (generation_config)
+  EXPECT_EQ(info.bos_id, 2);
+  KvCache kv(info.kv, 1, 128, DType::F32, /*n_batch=*/4);
+  EXPECT_EQ(kv.n_rows(0), 20);
+  EXPECT_EQ(kv.n_rows(4), 128);
+}
+
+// Prefill: logits, the PLE inputs of every layer and the residual after every layer.
+TEST_F(Gemma4, TextPrefillLogitsAndTrace) {
+  auto prompt = ids("text.input_ids");
+  Session s(model(), SessionOptions{.n_threads = 2, .kv_dtype = DType::F32});
+  std::map<std::string, std::vector<float>> seen;
+  s.ctx().on_tensor = [&](const std::string& name, int layer, const Tensor& t) {
+    if (name == "l_out") seen["llm.layer." + std::to_string(layer)].assign(t.ptr<float>(), t.ptr<float>() + t.numel());
+    if (name == "per_layer_inputs") seen["llm.per_layer_inputs"].assign(t.ptr<float>(), t.ptr<float>() + t.numel());
+    if (name == "embd") seen["inputs_embeds"].assign(t.ptr<float>(), t.ptr<float>() + t.numel());
+  };
+  auto r = s.eval(prompt, /*all_logits=*/true);
+  s.ctx().on_tensor = nullptr;
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  Tensor want = get("text.logits");
+  ASSERT_EQ(r->numel(), want.numel());
+  auto d = test::max_abs_diff(r->ptr<float>(), want.ptr<float>(), want.numel());
+  std::printf("[ measure  ] text logits: max abs %.3g\n", d.max_abs);
+  EXPECT_LE(d.max_abs, kTol) << "worst at position " << d.worst / V();
+  std::vector<std::string> names = {"inputs_embeds", "llm.per_layer_inputs"};
+  for (int il = 0; il < 10; ++il) names.push_back("llm.layer." + std::to_string(il));
+  for (const auto& n : names) {  // in forward order: the first one off names where it went wrong
+    Tensor w = get("text." + n);
+    ASSERT_EQ(int64_t(seen[n].size()), w.numel()) << n;
+    const double e = test::max_abs_diff(seen[n].data(), w.ptr<float>(), w.numel()).max_abs;
+    std::printf("[ measure  ] text %s: max abs %.3g\n", n.c_str(), e);
+    EXPECT_LE(e, kTraceTol) << n;
+  }
+}
+
+// Greedy continuation with the KV cache (positions 24..55: the sliding rings wrap, shared layers read them).
+TEST_F(Gemma4, TextGreedyWithKvCache) {
+  for (int n_batch : {512, 5}) {  // 5: the prompt in chunks through rings of 16 + 5 rows
+    Session s(model(), SessionOptions{.n_threads = 2, .n_batch = n_batch, .kv_dtype = DType::F32});
+    auto r = s.eval(ids("text.input_ids"));
+    ASSERT_TRUE(r.is_ok()) << r.status().message();
+    Greedy g = greedy(s, {r->ptr<float>(), r->ptr<float>() + V()}, "text");
+    std::printf("[ measure  ] text greedy (n_batch %d): max abs logit error %.3g\n", n_batch, g.worst);
+    EXPECT_EQ(g.ids, ids("text.greedy_ids")) << "n_batch " << n_batch;
+    EXPECT_LE(g.worst, kTol) << "n_batch " << n_batch;
+  }
+}
+
+TEST_F(Gemma4, TextTokenByTokenEqualsFullPass) {
+  auto prompt = ids("text.input_ids");
+  Session full(model(), SessionOptions{.n_threads = 1, .kv_dtype = DType::F32});
+  auto rf = full.eval(prompt, true);
+  ASSERT_TRUE(rf.is_ok()) << rf.status().message();
+  Session s(model(), SessionOptions{.n_threads = 1, .n_batch = 1, .kv_dtype = DType::F32});
+  Tensor want = get("text.logits");
+  double worst_golden = 0, worst_full = 0;
+  for (size_t t = 0; t < prompt.size(); ++t) {
+    auto r = s.eval(std::span<const int32_t>(&prompt[t], 1));
+    ASSERT_TRUE(r.is_ok()) << r.status().message();
+    worst_golden = std::max(worst_golden, test::max_abs_diff(r->ptr<float>(), want.ptr<float>() + t * V(), V()).max_abs);
+    worst_full = std::max(worst_full, test::max_abs_diff(r->ptr<float>(), rf->ptr<float>() + t * V(), V()).max_abs);
+  }
+  std::printf("[ measure  ] token by token: max abs vs golden %.3g, vs full pass %.3g\n", worst_golden, worst_full);
+  EXPECT_LE(worst_golden, kTol);
+  EXPECT_LE(worst_full, 1e-5);
+}
+
+// The decoder part of the multimodal cases: the golden soft tokens (vision_embeds / audio_embeds, what the towers
+// would give) spliced in at the placeholder rows through the Batch's embedding rows; the model looks those rows up
+// as pad for PLE. Prefill logits and greedy ids with the cache.
+TEST_F(Gemma4, MultimodalCasesWithGoldenSoftTokens) {
+  constexpr int32_t kImage = 502, kAudio = 503;  // image_token_id, audio_token_id of the test config
+  for (const std::string c : {"image", "audio", "image_audio"}) {
+    MultimodalPrompt mm;
+    mm.tokens = ids(c + ".input_ids");
+    Tensor vis = g_->get(c + ".vision_embeds").is_ok() ? get(c + ".vision_embeds") : Tensor();
+    Tensor aud = g_->get(c + ".audio_embeds").is_ok() ? get(c + ".audio_embeds") : Tensor();
+    const int64_t n_vis = vis.defined() ? vis.dim(0) : 0, n_aud = aud.defined() ? aud.dim(0) : 0;
+    const int64_t E = model().info().n_embd;
+    mm.embd = Tensor::empty(DType::F32, {n_vis + n_aud, E});  // image rows, then audio rows
+    for (int64_t i = 0; i < n_vis * E; ++i) mm.embd.ptr<float>()[i] = vis.ptr<float>()[i];
+    for (int64_t i = 0; i < n_aud * E; ++i) mm.embd.ptr<float>()[n_vis * E + i] = aud.ptr<float>()[i];
+    int32_t next_vis = 0, next_aud = int32_t(n_vis);
+    for (int32_t id : mm.tokens)
+      mm.embd_row.push_back(id == kImage ? next_vis++ : id == kAudio ? next_aud++ : -1);
+    ASSERT_EQ(next_vis, n_vis) << c;
+    ASSERT_EQ(next_aud, n_vis + n_aud) << c;
+    Session s(model(), SessionOptions{.n_threads = 2, .kv_dtype = DType::F32});
+    std::vector<float> embd;
+    s.ctx().on_tensor = [&](const std::string& name, int, const Tensor& t) {
+      if (name == "embd") embd.assign(t.ptr<float>(), t.ptr<float>() + t.numel());
+    };
+    auto r = s.eval(mm, /*all_logits=*/true);
+    s.ctx().on_tensor = nullptr;
+    ASSERT_TRUE(r.is_ok()) << c << ": " << r.status().message();
+    Tensor want_e = get(c + ".inputs_embeds"), want = get(c + ".logits");
+    ASSERT_EQ(int64_t(embd.size()), want_e.numel());
+    const double de = test::max_abs_diff(embd.data(), want_e.ptr<float>(), want_e.numel()).max_abs;
+    ASSERT_EQ(r->numel(), want.numel());
+    auto d = test::max_abs_diff(r->ptr<float>(), want.ptr<float>(), want.numel());
+    const int64_t T = int64_t(mm.tokens.size());
+    Greedy g = greedy(s, {r->ptr<float>() + (T - 1) * V(), r->ptr<float>() + T * V()}, c);
+    std::printf("[ measure  ] %s: inputs_embeds max abs %.3g, logits max abs %.3g, greedy logits %.3g\n", c.c_str(),
+                de, d.max_abs, g.worst);
+    EXPECT_LE(de, 1e-6) << c;
+    EXPECT_LE(d.max_abs, kTol) << c << " worst at position " << d.worst / V();
+    EXPECT_EQ(g.ids, ids(c + ".greedy_ids")) << c;
+    EXPECT_LE(g.worst, kTol) << c;
+  }
+}
+
+// A placeholder with no features behind it (an image the engine cannot encode yet) is refused with a clear message.
+TEST_F(Gemma4, MediaPlaceholderWithoutFeaturesRefused) {
+  std::vector<int32_t> prompt = {2, 105, 135, 423, 502, 336};
+  Session s(model(), SessionOptions{.n_threads = 1});
+  auto r = s.eval(prompt);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("Gemma 4 vision/audio input is not implemented yet"), std::string::npos)
+      << r.status().message();
+}
+
+// The same decoder from a flat gemma4_text config (Gemma4ForCausalLM; the weights keep their model.language_model.
+// names here): identical logits.
+TEST_F(Gemma4, FlatTextConfig) {
+  std::ifstream in(test::model_dir("gemma4") + "/config.json");
+  const nlohmann::json text = nlohmann::json::parse(in)["text_config"];
+  test::EditedCheckpoint ckpt("gemma4", [&](nlohmann::json& j) { j = text; });
+  auto m = load_model(ckpt.dir());
+  ASSERT_TRUE(m.is_ok()) << m.status().message();
+  EXPECT_EQ(m->model->info().arch, "gemma4_text");
+  Session s(*m->model, SessionOptions{.n_threads = 2, .kv_dtype = DType::F32});
+  auto r = s.eval(ids("text.input_ids"), true);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  Tensor want = get("text.logits");
+  EXPECT_LE(test::max_abs_diff(r->ptr<float>(), want.ptr<float>(), want.numel()).max_abs, kTol);
+}
+
+// pipit convert to f16 / q8 / q4 (tied embedding, PLE table [512, 160] quantized like any matrix and read by rows):
+// the file loads and runs; relative RMS of the text case's prefill logits against the f32 golden within the bound
+// (~1.5x what was measured at the commit that added this: f16 9.6e-7 (bf16 -> f16 is exact but for subnormals),
+// q8 0.0432, q4 0.375), and argmax agreement on the prompt positions whose golden top-2 margin is above 0.05: all
+// 19 under f16 and q8; q4 measured 10 of 19 on this random-weight model. No single tensor dominates the error: kept
+// at f16 one kind at a time, the q4 relative RMS is 0.27 (attention), 0.31 (MLPs), 0.36 (PLE gates), 0.37 (PLE table,
+// which is quantized like any matrix and only read by rows), 0.38 (PLE model projection, output head).
+struct QuantCase {
+  const char* quant;
+  double rel_rms;
+  double min_agree;  // fraction of the clear positions whose argmax must agree
+};
+const QuantCase kQuantCases[] = {{"f16", 1e-4, 1.0}, {"q8", 0.065, 1.0}, {"q4", 0.56, 0.4}};
+
+TEST_F(Gemma4, QuantizedFilesWithinBounds) {
+  test::ScratchDir d("gemma4_quant");
+  auto prompt = ids("text.input_ids");
+  Tensor want_t = get("text.logits");
+  const std::vector<float> want(want_t.ptr<float>(), want_t.ptr<float>() + want_t.numel());
+  for (const auto& q : kQuantCases) {
+    const std::string out = d.path(std::string(q.quant) + ".pipit");
+    test::convert_or_fail(test::model_dir("gemma4"), out, q.quant);
+    LoadedModel lq = test::load_or_fail(out);
+    ASSERT_TRUE(lq.model) << q.quant;
+    Session s(*lq.model, SessionOptions{.n_threads = 2});
+    auto r = s.eval(prompt, true);
+    ASSERT_TRUE(r.is_ok()) << q.quant << ": " << r.status().message();
+    const std::vector<float> got(r->ptr<float>(), r->ptr<float>() + r->numel());
+    ASSERT_EQ(got.size(), want.size());
+    int clear = 0, agree = 0;
+    for (size_t t = 0; t < prompt.size(); ++t) {
+      std::vector<float> row(want.begin() + long(t * V()), want.begin() + long((t + 1) * V()));
+      const int32_t top = argmax(std::span<const float>(row));
+      float second = -1e30f;
+      for (int64_t v = 0; v < V(); ++v)
+        if (v != top) second = std::max(second, row[size_t(v)]);
+      if (row[size_t(top)] - second <= 0.05f) continue;
+      ++clear;
+      agree += argmax(std::span<const float>(got.data() + t * V(), size_t(V()))) == top;
+    }
+    const double e = test::rel_rms(got, want);
+    std::printf("[ measure  ] %s: relative RMS logits %.3g (bound %.3g), argmax agrees on %d of %d clear positions\n",
+                q.quant, e, q.rel_rms, agree, clear);
+    EXPECT_LE(e, q.rel_rms) << q.quant;
+    EXPECT_GT(e, 0.0) << q.quant;
+    EXPECT_GE(agree, int(q.min_agree * clear + 0.5)) << q.quant;
+  }
+}
+
+}  // namespace
+}  // namespace pipit
