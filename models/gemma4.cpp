@@ -4,11 +4,13 @@
 // proportional partial RoPE), KV sharing in the last num_kv_shared_layers layers, double-wide MLPs there, final logit
 // soft-cap, tied embeddings. reference: HF modeling_gemma4.py (Gemma4TextModel, Gemma4TextDecoderLayer,
 // Gemma4TextAttention, Gemma4TextMLP) and ../shared/testdata/reference/gemma4.py; the vision and audio towers are
-// not implemented: their tensors are left unread, and media placeholders in a prompt are refused.
+// not implemented: their tensors are left unread (front ends refuse images: models/media_note.h).
 #include <algorithm>
 #include <cmath>
 
 #include "models/blocks.h"
+#include "models/media_note.h"
+#include "models/row_tables.h"
 
 namespace pipit {
 
@@ -203,17 +205,15 @@ class Gemma4Model : public Model {
     if (kv.dtype() == DType::Q8_0 && min_head_dim_ % kQBlock)
       return Error::unsupported("[gemma4] a q8 KV cache needs head dims that are multiples of {} (this model has "
                                 "{}): use f16 or f32", kQBlock, min_head_dim_);
-    // Multimodal rows (batch.embd_row >= 0) carry their embedding; HF looks their placeholder ids up as pad, for
-    // the token embedding and for PLE's token part. Ids past the PLE vocabulary read PLE row 0 (HF's mask).
+    // Image / audio / video placeholder ids are looked up as pad, for the token embedding and for PLE's token part
+    // (HF Gemma4Model.forward); multimodal rows (batch.embd_row >= 0) then get their features, and a placeholder
+    // without features (text-only use, or one the model generated) stays pad, as in HF. Ids past the PLE
+    // vocabulary read PLE row 0 (HF's mask).
     std::vector<int32_t> ids(batch.tokens), ple_ids(batch.tokens.size());
     const bool spliced = !batch.embd_row.empty();
     for (size_t i = 0; i < ids.size(); ++i) {
-      if (spliced && batch.embd_row[i] >= 0) {
+      if ((spliced && batch.embd_row[i] >= 0) || std::find(media_ids_.begin(), media_ids_.end(), ids[i]) != media_ids_.end())
         ids[i] = pad_id_;
-      } else if (std::find(media_ids_.begin(), media_ids_.end(), ids[i]) != media_ids_.end()) {
-        return Error::unsupported("[gemma4] the prompt holds the image/audio token id {} at position {}: Gemma 4 "
-                                  "vision/audio input is not implemented yet", ids[i], batch.pos[i]);
-      }
       ple_ids[i] = ids[i] < ple_vocab_ ? ids[i] : 0;
     }
     Tensor x = embedding(ctx, tok_embd_, ids);
@@ -318,6 +318,9 @@ Result<std::unique_ptr<Model>> make_gemma4(const HfConfig& cfg, const WeightSour
 }  // namespace
 
 PIPIT_REGISTER_MODEL("gemma4", make_gemma4);
+static MediaNoteRegistrar kGemma4Media("gemma4", "Gemma 4 vision/audio input is not implemented yet");
+static RowTableRegistrar kGemma4Ple("gemma4", "embed_tokens_per_layer.weight");
+static RowTableRegistrar kGemma4TextPle("gemma4_text", "embed_tokens_per_layer.weight");
 PIPIT_REGISTER_MODEL("gemma4_text", make_gemma4);
 
 }  // namespace pipit

@@ -2,12 +2,13 @@
 // text case's prefill logits, per-layer inputs (PLE) and residuals, greedy ids with the KV cache (KV-shared layers
 // read their source layer's cache; the 24-token prompt and 32 steps run past the 16-token sliding window), token by
 // token == full pass; the text part of the image / audio cases with the golden soft tokens spliced in; q8 / q4 / f16
-// .pipit files; the flat gemma4_text config; media placeholders without features refused.
+// .pipit files; the flat gemma4_text config; media placeholders without features looked up as pad.
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <map>
 
+#include "core/storage.h"
 #include "runtime/multimodal.h"
 #include "runtime/sampler.h"
 #include "tests/models/model_test_util.h"
@@ -195,14 +196,17 @@ TEST_F(Gemma4, MultimodalCasesWithGoldenSoftTokens) {
   }
 }
 
-// A placeholder with no features behind it (an image the engine cannot encode yet) is refused with a clear message.
-TEST_F(Gemma4, MediaPlaceholderWithoutFeaturesRefused) {
-  std::vector<int32_t> prompt = {2, 105, 135, 423, 502, 336};
-  Session s(model(), SessionOptions{.n_threads = 1});
-  auto r = s.eval(prompt);
-  ASSERT_FALSE(r.is_ok());
-  EXPECT_NE(r.status().message().find("Gemma 4 vision/audio input is not implemented yet"), std::string::npos)
-      << r.status().message();
+// A placeholder with no features behind it (text-only use, or a placeholder the model generated) is looked up as
+// pad, as HF's Gemma4Model does: the same logits as the prompt with pad there.
+TEST_F(Gemma4, MediaPlaceholderWithoutFeaturesIsPad) {
+  std::vector<int32_t> with = {2, 105, 135, 423, 502, 336, 503, 406}, pad = with;
+  pad[4] = pad[6] = 0;
+  Session a(model(), SessionOptions{.n_threads = 1}), b(model(), SessionOptions{.n_threads = 1});
+  auto ra = a.eval(with, true);
+  auto rb = b.eval(pad, true);
+  ASSERT_TRUE(ra.is_ok()) << ra.status().message();
+  ASSERT_TRUE(rb.is_ok()) << rb.status().message();
+  EXPECT_EQ(test::max_abs_diff(ra->ptr<float>(), rb->ptr<float>(), rb->numel()).max_abs, 0.0);
 }
 
 // The same decoder from a flat gemma4_text config (Gemma4ForCausalLM; the weights keep their model.language_model.
@@ -231,9 +235,10 @@ TEST_F(Gemma4, FlatTextConfig) {
 struct QuantCase {
   const char* quant;
   double rel_rms;
-  double min_agree;  // fraction of the clear positions whose argmax must agree
+  double min_agree;        // fraction of the clear positions whose argmax must agree
+  const char* file_dtype;  // the PLE table's
 };
-const QuantCase kQuantCases[] = {{"f16", 1e-4, 1.0}, {"q8", 0.065, 1.0}, {"q4", 0.56, 0.4}};
+const QuantCase kQuantCases[] = {{"f16", 1e-4, 1.0, "f16"}, {"q8", 0.065, 1.0, "q8_0"}, {"q4", 0.56, 0.4, "q4_0"}};
 
 TEST_F(Gemma4, QuantizedFilesWithinBounds) {
   test::ScratchDir d("gemma4_quant");
@@ -245,6 +250,11 @@ TEST_F(Gemma4, QuantizedFilesWithinBounds) {
     test::convert_or_fail(test::model_dir("gemma4"), out, q.quant);
     LoadedModel lq = test::load_or_fail(out);
     ASSERT_TRUE(lq.model) << q.quant;
+    // the PLE table stays in the file mapping in its file dtype (models/row_tables.h): no panel copy of the table
+    auto ple = lq.weights->find("model.language_model.embed_tokens_per_layer.weight");
+    ASSERT_TRUE(ple.is_ok()) << ple.status().message();
+    EXPECT_EQ(dtype_name(ple->dtype()), q.file_dtype) << q.quant;
+    EXPECT_NE(dynamic_cast<const MmapStorage*>(ple->storage().get()), nullptr) << q.quant;
     Session s(*lq.model, SessionOptions{.n_threads = 2});
     auto r = s.eval(prompt, true);
     ASSERT_TRUE(r.is_ok()) << q.quant << ": " << r.status().message();
