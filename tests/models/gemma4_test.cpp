@@ -152,6 +152,42 @@ TEST_F(Gemma4, TextTokenByTokenEqualsFullPass) {
   EXPECT_LE(worst_full, 1e-5);
 }
 
+// Two sequences in one forward over a 2-slot cache with sliding rings (n_batch 24: rings of 40 rows): the prompt in
+// slot 1 beside its first 10 tokens in slot 0, then slot 0's other 14 tokens beside slot 1's first decode step.
+// Every row equals the golden's (KV-shared layers read their own slot's source rows).
+TEST_F(Gemma4, SequencesInOneForward) {
+  auto p = ids("text.input_ids");
+  auto greedy_ids = ids("text.greedy_ids");
+  Tensor want = get("text.logits"), want_greedy = get("text.greedy_logits");
+  KvCache kv(model().info().kv, 2, 64, DType::F32, /*n_batch=*/24);
+  ASSERT_TRUE(kv.is_ring(0));
+  ThreadPool pool(2);
+  Arena arena(size_t(1) << 22);
+  Ctx ctx{&arena, &pool, &kernels()};
+  Batch b;
+  auto add = [&](std::span<const int32_t> toks, int32_t pos0, int slot) {
+    b.seqs.push_back({slot, b.n_tokens(), int64_t(toks.size())});
+    for (size_t i = 0; i < toks.size(); ++i) {
+      b.logits_rows.push_back(b.n_tokens());
+      b.tokens.push_back(toks[i]);
+      b.pos.push_back(pos0 + int32_t(i));
+    }
+  };
+  add(p, 0, 1);
+  add(std::span<const int32_t>(p).first(10), 0, 0);
+  Tensor logits;
+  ASSERT_TRUE(model().forward(ctx, b, kv, &logits).is_ok());
+  EXPECT_LE(test::max_abs_diff(logits.ptr<float>(), want.ptr<float>(), want.numel()).max_abs, kTol);
+  EXPECT_LE(test::max_abs_diff(logits.ptr<float>() + want.numel(), want.ptr<float>(), 10 * V()).max_abs, kTol);
+  b = Batch();
+  arena.reset();
+  add(std::span<const int32_t>(p).subspan(10), 10, 0);
+  add(std::span<const int32_t>(greedy_ids).first(1), int32_t(p.size()), 1);
+  ASSERT_TRUE(model().forward(ctx, b, kv, &logits).is_ok());
+  EXPECT_LE(test::max_abs_diff(logits.ptr<float>(), want.ptr<float>() + 10 * V(), 14 * V()).max_abs, kTol);
+  EXPECT_LE(test::max_abs_diff(logits.ptr<float>() + 14 * V(), want_greedy.ptr<float>() + V(), V()).max_abs, kTol);
+}
+
 // The decoder part of the multimodal cases: the golden soft tokens (vision_embeds / audio_embeds, what the towers
 // would give) spliced in at the placeholder rows through the Batch's embedding rows; the model looks those rows up
 // as pad for PLE. Prefill logits and greedy ids with the cache.
