@@ -10,7 +10,7 @@
 
 #include "models/blocks.h"
 #include "models/media_note.h"
-#include "models/row_tables.h"
+#include "models/mapped_weights.h"
 
 namespace pipit {
 
@@ -319,8 +319,11 @@ Result<std::unique_ptr<Model>> make_gemma4(const HfConfig& cfg, const WeightSour
 
 PIPIT_REGISTER_MODEL("gemma4", make_gemma4);
 static MediaNoteRegistrar kGemma4Media("gemma4", "Gemma 4 vision/audio input is not implemented yet");
-static RowTableRegistrar kGemma4Ple("gemma4", "embed_tokens_per_layer.weight");
-static RowTableRegistrar kGemma4TextPle("gemma4_text", "embed_tokens_per_layer.weight");
+// the PLE table is read by rows; the towers are not read yet
+static MappedWeightsRegistrar kGemma4Mapped("gemma4", {"*embed_tokens_per_layer.weight", "model.vision_tower.*",
+                                                       "model.audio_tower.*", "model.embed_vision.*",
+                                                       "model.embed_audio.*"});
+static MappedWeightsRegistrar kGemma4TextMapped("gemma4_text", {"*embed_tokens_per_layer.weight"});
 PIPIT_REGISTER_MODEL("gemma4_text", make_gemma4);
 
 }  // namespace pipit

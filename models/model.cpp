@@ -8,7 +8,7 @@
 
 #include "models/chat_format.h"
 #include "models/media_note.h"
-#include "models/row_tables.h"
+#include "models/mapped_weights.h"
 
 namespace pipit {
 
@@ -25,7 +25,7 @@ std::map<std::string, const char*>& media_notes() {
   static std::map<std::string, const char*> r;
   return r;
 }
-std::multimap<std::string, std::string>& row_tables() {
+std::multimap<std::string, std::string>& mapped_weights() {
   static std::multimap<std::string, std::string> r;
   return r;
 }
@@ -51,16 +51,23 @@ std::string media_note_suffix(const std::string& model_type) {
   return n ? std::string(" (") + n + ")" : std::string();
 }
 
-void register_row_table(const char* model_type, const char* name_suffix) {
-  row_tables().emplace(model_type, name_suffix);
+void register_mapped_weights(const char* model_type, const char* pattern) {
+  mapped_weights().emplace(model_type, pattern);
 }
 
-bool is_row_table(const std::string& model_type, const std::string& name) {
-  auto [b, e] = row_tables().equal_range(model_type);
-  for (auto it = b; it != e; ++it)
-    if (name.size() >= it->second.size() && name.compare(name.size() - it->second.size(), it->second.size(),
-                                                         it->second) == 0)
+bool keep_mapped(const std::string& model_type, const std::string& name) {
+  auto [b, e] = mapped_weights().equal_range(model_type);
+  for (auto it = b; it != e; ++it) {
+    const std::string& p = it->second;
+    if (!p.empty() && p.back() == '*') {
+      if (name.compare(0, p.size() - 1, p, 0, p.size() - 1) == 0) return true;
+    } else if (!p.empty() && p.front() == '*') {
+      const size_t n = p.size() - 1;
+      if (name.size() >= n && name.compare(name.size() - n, n, p, 1, n) == 0) return true;
+    } else if (name == p) {
       return true;
+    }
+  }
   return false;
 }
 
