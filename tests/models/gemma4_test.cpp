@@ -261,6 +261,29 @@ TEST_F(Gemma4, FlatTextConfig) {
   EXPECT_LE(test::max_abs_diff(r->ptr<float>(), want.ptr<float>(), want.numel()).max_abs, kTol);
 }
 
+// Config values that do not fit the checkpoint or the limits are load errors naming the field or the tensor.
+TEST_F(Gemma4, BadConfigsAreLoadErrors) {
+  struct Case {
+    const char* key;
+    nlohmann::json value;
+    const char* expect;  // in the message
+  };
+  const Case cases[] = {
+      {"global_head_dim", int64_t(1) << 40, "global_head_dim"},
+      {"hidden_size_per_layer_input", 32, "embed_tokens_per_layer.weight"},
+      {"num_kv_shared_layers", 11, "num_kv_shared_layers"},
+      {"enable_moe_block", true, "enable_moe_block"},
+      {"attention_k_eq_v", true, "attention_k_eq_v"},
+      {"layer_types", nlohmann::json::array({"sliding_attention"}), "layer_types"},
+  };
+  for (const auto& c : cases) {
+    test::EditedCheckpoint ckpt("gemma4", [&](nlohmann::json& j) { j["text_config"][c.key] = c.value; });
+    auto m = load_model(ckpt.dir());
+    ASSERT_FALSE(m.is_ok()) << c.key;
+    EXPECT_NE(m.status().message().find(c.expect), std::string::npos) << c.key << ": " << m.status().message();
+  }
+}
+
 // pipit convert to f16 / q8 / q4 (tied embedding, PLE table [512, 160] quantized like any matrix and read by rows):
 // the file loads and runs; relative RMS of the text case's prefill logits against the f32 golden within the bound
 // (~1.5x what was measured at the commit that added this: f16 9.6e-7 (bf16 -> f16 is exact but for subnormals),
