@@ -2,9 +2,10 @@
 // the E2B / E4B layout): plain-weight RMSNorms, q/k norms and a weightless v norm, attention scale 1, sandwich norms,
 // per-layer embeddings (PLE), layer_scalar, sliding layers (head_dim, default RoPE) and full layers (global_head_dim,
 // proportional partial RoPE), KV sharing in the last num_kv_shared_layers layers, double-wide MLPs there, final logit
-// soft-cap, tied embeddings. reference: HF modeling_gemma4.py (Gemma4TextModel, Gemma4TextDecoderLayer,
-// Gemma4TextAttention, Gemma4TextMLP) and ../shared/testdata/reference/gemma4.py; the vision and audio towers are
-// not implemented: their tensors are left unread (front ends refuse images: models/media_note.h).
+// soft-cap, tied embeddings; attention_k_eq_v full layers (31B / 26B-A4B: values from the k projection, their own
+// KV head count; no golden, an equivalence test). reference: HF modeling_gemma4.py (Gemma4TextModel,
+// Gemma4TextDecoderLayer, Gemma4TextAttention, Gemma4TextMLP) and ../shared/testdata/reference/gemma4.py; the vision
+// and audio towers are not implemented: their tensors are left unread (front ends refuse images: models/media_note.h).
 #include <algorithm>
 #include <cmath>
 
@@ -21,11 +22,14 @@ constexpr const char* kArch = "gemma4";
 struct Gemma4Layer {
   bool sliding = false;   // layer_types[il] == "sliding_attention"
   bool shared = false;    // a KV-shared layer: attends over kv_layer's K/V, computes none of its own
+  bool k_eq_v = false;    // attention_k_eq_v full layer (31B / 26B-A4B): no v_proj, values from the k projection
   int kv_layer = 0;       // KV cache layer it reads (its own index when not shared)
   int64_t head_dim = 0;   // head_dim (sliding) or global_head_dim (full)
+  int64_t n_head_kv = 0;  // num_key_value_heads, or num_global_key_value_heads in k_eq_v layers
   Tensor attn_norm, post_attn_norm;  // input_layernorm, post_attention_layernorm [n_embd]
   Tensor ffn_norm, post_ffn_norm;    // pre_feedforward_layernorm, post_feedforward_layernorm [n_embd]
-  Tensor q, k, v, o;      // [n_head*hd, n_embd], [n_head_kv*hd, n_embd] x2 (not in shared layers), [n_embd, n_head*hd]
+  Tensor q, k, v, o;      // [n_head*hd, n_embd], [n_head_kv*hd, n_embd] x2 (not in shared layers; no v in k_eq_v
+                          // layers), [n_embd, n_head*hd]
   Tensor q_norm, k_norm;  // [hd]
   MlpWeights mlp;         // n_ff, or 2 * n_ff in shared layers with use_double_wide_mlp
   Tensor ple_gate;        // per_layer_input_gate [n_ple, n_embd]
@@ -61,11 +65,14 @@ float scalar_of(const Tensor& t) {
   return v;
 }
 
-// A layer's [rows, n_head_kv, head_dim] view of a cache layer allocated with the widest head_dim: the first bytes of
-// its buffer (sliding and full layers have different head dims; KvCacheSpec has one).
-Tensor cache_view(const Tensor& c, int64_t head_dim) {
-  if (c.dim(2) == head_dim) return c;
-  return Tensor::from_data(c.dtype(), {c.dim(0), c.dim(1), head_dim}, c.data(), c.storage());
+// A layer's [rows, n_head_kv, head_dim] view of a cache layer allocated for the widest row (sliding and full layers
+// have different head dims, k_eq_v full layers their own KV head count; KvCacheSpec has one of each): the first
+// rows * n_head_kv * head_dim elements of its buffer.
+Tensor cache_view(const Tensor& c, int64_t n_head_kv, int64_t head_dim) {
+  if (c.dim(1) == n_head_kv && c.dim(2) == head_dim) return c;
+  PIPIT_ASSERT(n_head_kv * head_dim <= c.dim(1) * c.dim(2), "cache row {} for {} x {}", c.describe(), n_head_kv,
+               head_dim);
+  return Tensor::from_data(c.dtype(), {c.dim(0), n_head_kv, head_dim}, c.data(), c.storage());
 }
 
 class Gemma4Model : public Model {
@@ -84,10 +91,13 @@ class Gemma4Model : public Model {
     const int64_t head_dim = cfg.get_int_or("head_dim", 256);                  // Gemma4TextConfig defaults
     const int64_t global_head_dim = cfg.get_int_or("global_head_dim", head_dim);
     PIPIT_TRY(check_dims(kArch, n_embd_, n_head_, n_head_kv_, head_dim, n_ff, n_layer, n_vocab));
-    PIPIT_TRY(check_dims(kArch, n_embd_, n_head_, n_head_kv_, global_head_dim, n_ff, n_layer, n_vocab));
-    for (const char* f : {"enable_moe_block", "attention_k_eq_v", "use_bidirectional_attention", "attention_bias"})
+    // attention_k_eq_v (31B / 26B-A4B): full layers have num_global_key_value_heads and no v_proj
+    const bool k_eq_v = cfg.get_bool_or("attention_k_eq_v", false);
+    const int64_t n_head_kv_global = k_eq_v ? cfg.get_int_or("num_global_key_value_heads", n_head_kv_) : n_head_kv_;
+    PIPIT_TRY(check_dims(kArch, n_embd_, n_head_, n_head_kv_global, global_head_dim, n_ff, n_layer, n_vocab));
+    for (const char* f : {"enable_moe_block", "use_bidirectional_attention", "attention_bias"})
       if (cfg.get_bool_or(f, false))
-        return Error::unsupported("[gemma4] {} = true (26B-A4B / 31B variants) is not supported yet", f);
+        return Error::unsupported("[gemma4] {} = true (26B-A4B and embedding variants) is not supported yet", f);
     const std::string act = cfg.get_string_or("hidden_activation", "gelu_pytorch_tanh");
     if (act != "gelu_pytorch_tanh")
       return Error::unsupported("[gemma4] hidden_activation '{}' (only gelu_pytorch_tanh is supported)", act);
@@ -134,7 +144,8 @@ class Gemma4Model : public Model {
     const std::string p0 = w.has("model.language_model.embed_tokens.weight") ? "model.language_model." : "model.";
     PIPIT_ASSIGN_OR_RETURN(tok_embd_, w.get(p0 + "embed_tokens.weight", {n_vocab, n_embd_}));
     PIPIT_ASSIGN_OR_RETURN(out_norm_, w.get(p0 + "norm.weight", {n_embd_}));
-    if (w.has("lm_head.weight") || !cfg.get_bool_or("tie_word_embeddings", top.get_bool_or("tie_word_embeddings", true))) {
+    const bool tied = cfg.get_bool_or("tie_word_embeddings", top.get_bool_or("tie_word_embeddings", true));
+    if (w.has("lm_head.weight") || !tied) {
       PIPIT_ASSIGN_OR_RETURN(output_, w.get("lm_head.weight", {n_vocab, n_embd_}));
     } else {
       output_ = tok_embd_;
@@ -156,7 +167,9 @@ class Gemma4Model : public Model {
         return Error::invalid_argument("[gemma4] KV-shared layer {} is {} but no earlier layer of that type computes "
                                        "K/V", il, L.sliding ? "sliding" : "full");
       L.head_dim = L.sliding ? head_dim : global_head_dim;
-      const int64_t nq = n_head_ * L.head_dim, nkv = n_head_kv_ * L.head_dim;
+      L.k_eq_v = k_eq_v && !L.sliding;
+      L.n_head_kv = L.k_eq_v ? n_head_kv_global : n_head_kv_;
+      const int64_t nq = n_head_ * L.head_dim, nkv = L.n_head_kv * L.head_dim;
       PIPIT_ASSIGN_OR_RETURN(L.attn_norm, w.get(p + "input_layernorm.weight", {n_embd_}));
       PIPIT_ASSIGN_OR_RETURN(L.post_attn_norm, w.get(p + "post_attention_layernorm.weight", {n_embd_}));
       PIPIT_ASSIGN_OR_RETURN(L.ffn_norm, w.get(p + "pre_feedforward_layernorm.weight", {n_embd_}));
@@ -166,7 +179,9 @@ class Gemma4Model : public Model {
       PIPIT_ASSIGN_OR_RETURN(L.q_norm, w.get(p + "self_attn.q_norm.weight", {L.head_dim}));
       if (!L.shared) {  // shared layers' checkpoints carry unused k/v weights: HF ignores them, so do we
         PIPIT_ASSIGN_OR_RETURN(L.k, w.get(p + "self_attn.k_proj.weight", {nkv, n_embd_}));
-        PIPIT_ASSIGN_OR_RETURN(L.v, w.get(p + "self_attn.v_proj.weight", {nkv, n_embd_}));
+        if (!L.k_eq_v) {
+          PIPIT_ASSIGN_OR_RETURN(L.v, w.get(p + "self_attn.v_proj.weight", {nkv, n_embd_}));
+        }
         PIPIT_ASSIGN_OR_RETURN(L.k_norm, w.get(p + "self_attn.k_norm.weight", {L.head_dim}));
         kv_window.push_back(L.sliding ? window_ : 0);
       }
@@ -193,10 +208,15 @@ class Gemma4Model : public Model {
     info_.n_vocab = n_vocab;
     info_.n_embd = n_embd_;
     info_.n_layer = n_layer;
-    // one cache layer per non-shared layer, each as wide as the widest head (a sliding layer uses the first
-    // head_dim columns' worth of bytes: cache_view); sliding layers get a ring
+    // one cache layer per non-shared layer, each row as wide as the widest (a layer with a narrower one uses the
+    // first bytes: cache_view); sliding layers get a ring. With one KV head count: [n_head_kv, widest head_dim]
+    // rows, else rows of one "head" of the widest n_head_kv * head_dim.
     min_head_dim_ = std::min(head_dim, global_head_dim);
-    info_.kv = {n_cache, int(n_head_kv_), int(std::max(head_dim, global_head_dim)), kv_window};
+    if (n_head_kv_global == n_head_kv_) {
+      info_.kv = {n_cache, int(n_head_kv_), int(std::max(head_dim, global_head_dim)), kv_window};
+    } else {
+      info_.kv = {n_cache, 1, int(std::max(n_head_kv_ * head_dim, n_head_kv_global * global_head_dim)), kv_window};
+    }
     return Status::ok();
   }
 
@@ -212,8 +232,8 @@ class Gemma4Model : public Model {
     std::vector<int32_t> ids(batch.tokens), ple_ids(batch.tokens.size());
     const bool spliced = !batch.embd_row.empty();
     for (size_t i = 0; i < ids.size(); ++i) {
-      if ((spliced && batch.embd_row[i] >= 0) || std::find(media_ids_.begin(), media_ids_.end(), ids[i]) != media_ids_.end())
-        ids[i] = pad_id_;
+      const bool media = std::find(media_ids_.begin(), media_ids_.end(), ids[i]) != media_ids_.end();
+      if (media || (spliced && batch.embd_row[i] >= 0)) ids[i] = pad_id_;
       ple_ids[i] = ids[i] < ple_vocab_ ? ids[i] : 0;
     }
     Tensor x = embedding(ctx, tok_embd_, ids);
@@ -271,8 +291,9 @@ class Gemma4Model : public Model {
     ctx.name(q, "q_rope", il);
     Tensor k, v;
     if (!L.shared) {
-      k = ctx.name(linear(ctx, h, L.k), "k", il).reshape({n, n_head_kv_, D});
-      v = ctx.name(linear(ctx, h, L.v), "v", il).reshape({n, n_head_kv_, D});
+      k = ctx.name(linear(ctx, h, L.k), "k", il).reshape({n, L.n_head_kv, D});
+      // k_eq_v: the values are the raw k projection (before k_norm and RoPE), then v_norm like any values
+      v = ctx.name(L.k_eq_v ? to_f32(ctx, k) : linear(ctx, h, L.v), "v", il).reshape({n, L.n_head_kv, D});
       rms_norm_heads_(ctx, k, L.k_norm, eps_);
       rope_(ctx, k, batch.pos, rope.inv_freq, rope.attention_factor);
       rms_norm_heads_(ctx, v, L.sliding ? ones_local_ : ones_global_, eps_);
@@ -283,7 +304,8 @@ class Gemma4Model : public Model {
     const AttnParams ap{1.0f, 0.0f, L.sliding ? window_ : 0, ring, nullptr};  // Gemma4: scaling = 1.0
     for (const auto& s : batch.seqs) {
       std::span<const int32_t> pos(batch.pos.data() + s.begin, size_t(s.n));
-      Tensor kc = cache_view(kv.k(L.kv_layer, s.slot), D), vc = cache_view(kv.v(L.kv_layer, s.slot), D);
+      Tensor kc = cache_view(kv.k(L.kv_layer, s.slot), L.n_head_kv, D);
+      Tensor vc = cache_view(kv.v(L.kv_layer, s.slot), L.n_head_kv, D);
       if (!L.shared) {
         store_kv(ctx, k.slice(0, s.begin, s.begin + s.n), kc, pos, ring);
         store_kv(ctx, v.slice(0, s.begin, s.begin + s.n), vc, pos, ring);

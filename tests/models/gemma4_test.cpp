@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <map>
 
 #include "core/storage.h"
@@ -84,7 +86,8 @@ TEST_F(Gemma4, KvCacheLayout) {
   EXPECT_EQ(info.kv.n_layer, 5);
   EXPECT_EQ(info.kv.head_dim, 32);  // the widest (global_head_dim); sliding layers use 16 of it
   EXPECT_EQ(info.kv.window, (std::vector<int>{16, 16, 16, 16, 0}));
-  EXPECT_EQ(info.eos_ids, (std::vector<int32_t>{1, 106, 507}));  // eos, <turn|> (config), <|tool_response> (generation_config)
+  // eos and <turn|> (config), <|tool_response> (generation_config)
+  EXPECT_EQ(info.eos_ids, (std::vector<int32_t>{1, 106, 507}));
   EXPECT_EQ(info.bos_id, 2);
   KvCache kv(info.kv, 1, 128, DType::F32, /*n_batch=*/4);
   EXPECT_EQ(kv.n_rows(0), 20);
@@ -144,7 +147,8 @@ TEST_F(Gemma4, TextTokenByTokenEqualsFullPass) {
   for (size_t t = 0; t < prompt.size(); ++t) {
     auto r = s.eval(std::span<const int32_t>(&prompt[t], 1));
     ASSERT_TRUE(r.is_ok()) << r.status().message();
-    worst_golden = std::max(worst_golden, test::max_abs_diff(r->ptr<float>(), want.ptr<float>() + t * V(), V()).max_abs);
+    const float* w = want.ptr<float>() + t * V();
+    worst_golden = std::max(worst_golden, test::max_abs_diff(r->ptr<float>(), w, V()).max_abs);
     worst_full = std::max(worst_full, test::max_abs_diff(r->ptr<float>(), rf->ptr<float>() + t * V(), V()).max_abs);
   }
   std::printf("[ measure  ] token by token: max abs vs golden %.3g, vs full pass %.3g\n", worst_golden, worst_full);
@@ -273,15 +277,72 @@ TEST_F(Gemma4, BadConfigsAreLoadErrors) {
       {"hidden_size_per_layer_input", 32, "embed_tokens_per_layer.weight"},
       {"num_kv_shared_layers", 11, "num_kv_shared_layers"},
       {"enable_moe_block", true, "enable_moe_block"},
-      {"attention_k_eq_v", true, "attention_k_eq_v"},
+      {"num_global_key_value_heads", 3, "num_key_value_heads"},  // 4 heads are not a multiple of 3 (k_eq_v on below)
       {"layer_types", nlohmann::json::array({"sliding_attention"}), "layer_types"},
   };
   for (const auto& c : cases) {
-    test::EditedCheckpoint ckpt("gemma4", [&](nlohmann::json& j) { j["text_config"][c.key] = c.value; });
+    test::EditedCheckpoint ckpt("gemma4", [&](nlohmann::json& j) {
+      j["text_config"][c.key] = c.value;
+      j["text_config"]["attention_k_eq_v"] = std::string(c.key) == "num_global_key_value_heads";
+    });
     auto m = load_model(ckpt.dir());
     ASSERT_FALSE(m.is_ok()) << c.key;
     EXPECT_NE(m.status().message().find(c.expect), std::string::npos) << c.key << ": " << m.status().message();
   }
+}
+
+// attention_k_eq_v (31B / 26B-A4B; no golden covers it): a full layer without v_proj takes its values from the raw
+// k projection (HF Gemma4TextAttention: value_states = key_states before k_norm, then v_norm). Checked by
+// equivalence on this checkpoint: (A) k_eq_v with layer 4's v_proj dropped == (B) the plain model with layer 4's
+// v_proj set to its k_proj, exactly; (C) num_global_key_value_heads = 2 with layer 4's k_proj rows given twice (two
+// identical KV heads, rows wider than the sliding layers' in the cache) == (A) exactly.
+TEST_F(Gemma4, KEqVLayersTakeValuesFromTheKeyProjection) {
+  auto src = SafetensorsFile::open(test::model_dir("gemma4") + "/model.safetensors");
+  ASSERT_TRUE(src.is_ok()) << src.status().message();
+  const std::string lp = "model.language_model.layers.4.self_attn.";
+  std::ifstream in(test::model_dir("gemma4") + "/config.json");
+  const nlohmann::json cfg = nlohmann::json::parse(in);
+  test::ScratchDir d("gemma4_keqv");
+  auto make = [&](const std::string& name, bool k_eq_v, int kv_global, bool v_from_k) {
+    const std::string dir = d.path(name);
+    std::filesystem::create_directories(dir);
+    nlohmann::json c = cfg;
+    c["text_config"]["attention_k_eq_v"] = k_eq_v;
+    c["text_config"]["num_global_key_value_heads"] = kv_global;
+    std::ofstream(dir + "/config.json") << c.dump(2);
+    std::vector<std::pair<std::string, Tensor>> ts;
+    Tensor k = *src->get(lp + "k_proj.weight");  // [32, 64] bf16
+    Tensor k2 = Tensor::empty(k.dtype(), {2 * k.dim(0), k.dim(1)});
+    std::memcpy(k2.data(), k.data(), k.nbytes());
+    std::memcpy(k2.data() + k.nbytes(), k.data(), k.nbytes());
+    for (const auto& [n, t] : src->tensors()) {
+      if (n.rfind("model.language_model.", 0) != 0) continue;  // the towers are not read
+      if (n == lp + "v_proj.weight" && k_eq_v) continue;
+      Tensor use = t;
+      if (n == lp + "v_proj.weight" && v_from_k) use = k;
+      if (n == lp + "k_proj.weight" && kv_global == 2) use = k2;
+      ts.push_back({n, use});
+    }
+    EXPECT_TRUE(write_safetensors(dir + "/model.safetensors", ts).is_ok());
+    auto m = load_model(dir);
+    EXPECT_TRUE(m.is_ok()) << name << ": " << m.status().message();
+    return std::move(m).value();
+  };
+  auto logits = [&](LoadedModel& lm) {
+    Session s(*lm.model, SessionOptions{.n_threads = 1, .n_batch = 7});  // chunks through the rings
+    auto r = s.eval(ids("text.input_ids"), true);
+    EXPECT_TRUE(r.is_ok()) << r.status().message();
+    return std::vector<float>(r->ptr<float>(), r->ptr<float>() + r->numel());
+  };
+  LoadedModel a = make("a", true, 1, false), b = make("b", false, 1, true), c = make("c", true, 2, false);
+  EXPECT_EQ(c.model->info().kv.n_head_kv, 1);
+  EXPECT_EQ(c.model->info().kv.head_dim, 64);  // 2 x 32 (full) > 1 x 16 (sliding)
+  const auto la = logits(a), lb = logits(b), lc = logits(c);
+  Tensor golden = get("text.logits");
+  ASSERT_EQ(int64_t(la.size()), golden.numel());
+  EXPECT_EQ(test::max_abs_diff(la.data(), lb.data(), golden.numel()).max_abs, 0.0);
+  EXPECT_EQ(test::max_abs_diff(la.data(), lc.data(), golden.numel()).max_abs, 0.0);
+  EXPECT_GT(test::max_abs_diff(la.data(), golden.ptr<float>(), golden.numel()).max_abs, 1e-2);  // v_proj mattered
 }
 
 // pipit convert to f16 / q8 / q4 (tied embedding, PLE table [512, 160] quantized like any matrix and read by rows):
