@@ -95,9 +95,13 @@ class Gemma4Model : public Model {
     const bool k_eq_v = cfg.get_bool_or("attention_k_eq_v", false);
     const int64_t n_head_kv_global = k_eq_v ? cfg.get_int_or("num_global_key_value_heads", n_head_kv_) : n_head_kv_;
     PIPIT_TRY(check_dims(kArch, n_embd_, n_head_, n_head_kv_global, global_head_dim, n_ff, n_layer, n_vocab));
-    for (const char* f : {"enable_moe_block", "use_bidirectional_attention", "attention_bias"})
-      if (cfg.get_bool_or(f, false))
-        return Error::unsupported("[gemma4] {} = true (26B-A4B and embedding variants) is not supported yet", f);
+    for (const char* f : {"enable_moe_block", "attention_bias"})
+      if (cfg.get_bool_or(f, false)) return Error::unsupported("[gemma4] {} = true is not supported yet", f);
+    // "vision" (31B / 26B-A4B) makes image tokens attend to each other: no images here, so text is causal as HF;
+    // "all" (embedding models) is not causal at all
+    const char* bidi = "use_bidirectional_attention";
+    if (cfg.get_string_or(bidi, "") == "all" || cfg.get_bool_or(bidi, false))
+      return Error::unsupported("[gemma4] use_bidirectional_attention = all (embedding models) is not supported");
     const std::string act = cfg.get_string_or("hidden_activation", "gelu_pytorch_tanh");
     if (act != "gelu_pytorch_tanh")
       return Error::unsupported("[gemma4] hidden_activation '{}' (only gelu_pytorch_tanh is supported)", act);

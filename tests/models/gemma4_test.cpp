@@ -277,6 +277,7 @@ TEST_F(Gemma4, BadConfigsAreLoadErrors) {
       {"hidden_size_per_layer_input", 32, "embed_tokens_per_layer.weight"},
       {"num_kv_shared_layers", 11, "num_kv_shared_layers"},
       {"enable_moe_block", true, "enable_moe_block"},
+      {"use_bidirectional_attention", "all", "use_bidirectional_attention"},
       {"num_global_key_value_heads", 3, "num_key_value_heads"},  // 4 heads are not a multiple of 3 (k_eq_v on below)
       {"layer_types", nlohmann::json::array({"sliding_attention"}), "layer_types"},
   };
