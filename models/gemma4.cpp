@@ -2,14 +2,16 @@
 // the E2B / E4B layout): plain-weight RMSNorms, q/k norms and a weightless v norm, attention scale 1, sandwich norms,
 // per-layer embeddings (PLE), layer_scalar, sliding layers (head_dim, default RoPE) and full layers (global_head_dim,
 // proportional partial RoPE), KV sharing in the last num_kv_shared_layers layers, double-wide MLPs there, final logit
-// soft-cap, tied embeddings; attention_k_eq_v full layers (31B / 26B-A4B: values from the k projection, their own
-// KV head count; no golden, an equivalence test). reference: HF modeling_gemma4.py (Gemma4TextModel,
+// soft-cap, tied embeddings. Also, without goldens (equivalence / invariance tests only): attention_k_eq_v full
+// layers (31B / 26B-A4B: values from the k projection, their own KV head count) and the MoE block (26B-A4B: routed
+// experts beside the dense MLP). reference: HF modeling_gemma4.py (Gemma4TextModel,
 // Gemma4TextDecoderLayer, Gemma4TextAttention, Gemma4TextMLP) and ../shared/testdata/reference/gemma4.py; the vision
 // and audio towers are not implemented: their tensors are left unread (front ends refuse images: models/media_note.h).
 #include <algorithm>
 #include <cmath>
 
 #include "models/blocks.h"
+#include "models/moe.h"
 #include "models/media_note.h"
 #include "models/mapped_weights.h"
 
@@ -18,6 +20,16 @@ namespace pipit {
 namespace {
 
 constexpr const char* kArch = "gemma4";
+
+// enable_moe_block (26B-A4B): a routed expert block beside the dense MLP of every layer.
+struct Gemma4Moe {
+  Tensor router_proj;                // router.proj [n_expert, n_embd]
+  Tensor router_scale;               // router.scale [n_embd]
+  std::vector<float> expert_scale;   // router.per_expert_scale [n_expert]
+  Tensor gate_up;                    // experts.gate_up_proj [n_expert, 2 * n_ff_exp, n_embd]: gate rows, then up
+  Tensor down;                       // experts.down_proj [n_expert, n_embd, n_ff_exp]
+  Tensor post_norm_1, pre_norm_2, post_norm_2;  // post_feedforward_layernorm_1, pre_/post_feedforward_layernorm_2
+};
 
 struct Gemma4Layer {
   bool sliding = false;   // layer_types[il] == "sliding_attention"
@@ -36,6 +48,8 @@ struct Gemma4Layer {
   Tensor ple_proj;        // per_layer_projection [n_embd, n_ple]
   Tensor ple_post_norm;   // post_per_layer_input_norm [n_embd]
   float scalar = 1.0f;    // layer_scalar
+  bool has_moe = false;
+  Gemma4Moe moe;
 };
 
 Result<std::vector<bool>> sliding_layers(const HfConfig& cfg, int64_t n_layer) {
@@ -95,8 +109,17 @@ class Gemma4Model : public Model {
     const bool k_eq_v = cfg.get_bool_or("attention_k_eq_v", false);
     const int64_t n_head_kv_global = k_eq_v ? cfg.get_int_or("num_global_key_value_heads", n_head_kv_) : n_head_kv_;
     PIPIT_TRY(check_dims(kArch, n_embd_, n_head_, n_head_kv_global, global_head_dim, n_ff, n_layer, n_vocab));
-    for (const char* f : {"enable_moe_block", "attention_bias"})
-      if (cfg.get_bool_or(f, false)) return Error::unsupported("[gemma4] {} = true is not supported yet", f);
+    if (cfg.get_bool_or("attention_bias", false))
+      return Error::unsupported("[gemma4] attention_bias = true is not supported");
+    const bool moe = cfg.get_bool_or("enable_moe_block", false);
+    if (moe) {
+      PIPIT_ASSIGN_OR_RETURN(n_expert_, cfg.get_int("num_experts"));
+      PIPIT_ASSIGN_OR_RETURN(n_expert_used_, cfg.get_int("top_k_experts"));
+      PIPIT_ASSIGN_OR_RETURN(n_ff_exp_, cfg.get_int("moe_intermediate_size"));
+      if (n_expert_ <= 0 || n_expert_used_ <= 0 || n_expert_used_ > n_expert_ || n_ff_exp_ <= 0)
+        return Error::invalid_argument("[gemma4] top_k_experts {} must be in [1, num_experts {}] and "
+                                       "moe_intermediate_size {} positive", n_expert_used_, n_expert_, n_ff_exp_);
+    }
     // "vision" (31B / 26B-A4B) makes image tokens attend to each other: no images here, so text is causal as HF;
     // "all" (embedding models) is not causal at all
     const char* bidi = "use_bidirectional_attention";
@@ -195,6 +218,10 @@ class Gemma4Model : public Model {
         PIPIT_ASSIGN_OR_RETURN(L.ple_proj, w.get(p + "per_layer_projection.weight", {n_embd_, n_ple_}));
         PIPIT_ASSIGN_OR_RETURN(L.ple_post_norm, w.get(p + "post_per_layer_input_norm.weight", {n_embd_}));
       }
+      if (moe) {
+        L.has_moe = true;
+        PIPIT_ASSIGN_OR_RETURN(L.moe, load_moe_block(w, p));
+      }
       PIPIT_ASSIGN_OR_RETURN(Tensor scalar, w.get_optional(p + "layer_scalar", {1}));
       if (scalar.defined()) L.scalar = scalar_of(scalar);
       layers_.push_back(std::move(L));
@@ -254,6 +281,10 @@ class Gemma4Model : public Model {
       add_(ctx, x, a);
       h = ctx.name(rms_norm(ctx, x, L.ffn_norm, eps_), "ffn_norm", il);
       Tensor m = ctx.name(gated_mlp(ctx, h, L.mlp, MlpAct::kGeluTanh), "ffn_out", il);
+      if (L.has_moe) {  // the dense MLP and the experts (both from the residual x), each normed, then summed
+        m = ctx.name(rms_norm(ctx, m, L.moe.post_norm_1, eps_), "ffn_post_norm_1", il);
+        add_(ctx, m, moe_block(ctx, x, L.moe, il));
+      }
       m = ctx.name(rms_norm(ctx, m, L.post_ffn_norm, eps_), "ffn_post_norm", il);
       add_(ctx, x, m);
       if (n_ple_ > 0) {  // gelu_tanh(gate(x)) * ple_il -> per_layer_projection -> post_per_layer_input_norm
@@ -283,6 +314,57 @@ class Gemma4Model : public Model {
     add_(ctx, proj, tok);
     scale_(ctx, proj, float(1.0 / std::sqrt(2.0)));
     return ctx.name(proj, "per_layer_inputs");
+  }
+
+  Result<Gemma4Moe> load_moe_block(const WeightSource& w, const std::string& p) const {
+    Gemma4Moe M;
+    const int64_t E = n_expert_, H = n_embd_, I = n_ff_exp_;
+    PIPIT_ASSIGN_OR_RETURN(M.router_proj, w.get(p + "router.proj.weight", {E, H}));
+    PIPIT_ASSIGN_OR_RETURN(M.router_scale, w.get(p + "router.scale", {H}));
+    PIPIT_ASSIGN_OR_RETURN(Tensor es, w.get(p + "router.per_expert_scale", {E}));
+    M.expert_scale.resize(size_t(E));
+    ref_kernels().to_f32[int(es.dtype())](es.data(), M.expert_scale.data(), E);
+    PIPIT_ASSIGN_OR_RETURN(M.gate_up, w.get(p + "experts.gate_up_proj", {E, 2 * I, H}));
+    PIPIT_ASSIGN_OR_RETURN(M.down, w.get(p + "experts.down_proj", {E, H, I}));
+    PIPIT_ASSIGN_OR_RETURN(M.post_norm_1, w.get(p + "post_feedforward_layernorm_1.weight", {H}));
+    PIPIT_ASSIGN_OR_RETURN(M.pre_norm_2, w.get(p + "pre_feedforward_layernorm_2.weight", {H}));
+    PIPIT_ASSIGN_OR_RETURN(M.post_norm_2, w.get(p + "post_feedforward_layernorm_2.weight", {H}));
+    return M;
+  }
+
+  // HF Gemma4TextRouter + Gemma4TextExperts on the residual x [n, n_embd]: router input weightless-RMSNorm(x) *
+  // scale * hidden^-0.5; softmax over all experts; top-k (ties: the lower expert), renormalised to sum 1, times
+  // per_expert_scale; each expert (gelu_tanh GLU, gate rows first) on pre_feedforward_layernorm_2(x); the weighted
+  // sum through post_feedforward_layernorm_2.
+  Tensor moe_block(Ctx& ctx, const Tensor& x, const Gemma4Moe& M, int il) const {
+    const int64_t n = x.dim(0), E = n_expert_, K = n_expert_used_, I = n_ff_exp_;
+    Tensor r = rms_norm(ctx, x, M.router_scale, eps_);
+    scale_(ctx, r, float(1.0 / std::sqrt(double(n_embd_))));
+    Tensor probs = ctx.name(linear(ctx, r, M.router_proj), "moe_router_logits", il);
+    softmax_(ctx, probs);
+    Tensor sel = ctx.alloc(DType::I32, {n, K}), wt = ctx.alloc(DType::F32, {n, K});
+    for (int64_t t = 0; t < n; ++t) {
+      const float* pr = probs.ptr<float>() + t * E;
+      int32_t* s = sel.ptr<int32_t>() + t * K;
+      float* ws = wt.ptr<float>() + t * K;
+      float sum = 0.0f;
+      for (int64_t k = 0; k < K; ++k) {
+        int32_t best = -1;
+        for (int32_t e = 0; e < int32_t(E); ++e)
+          if (std::find(s, s + k, e) == s + k && (best < 0 || pr[e] > pr[best])) best = e;
+        s[k] = best;
+        ws[k] = pr[best];
+        sum += pr[best];
+      }
+      for (int64_t k = 0; k < K; ++k) ws[k] = ws[k] / sum * M.expert_scale[size_t(s[k])];
+    }
+    Tensor h = rms_norm(ctx, x, M.pre_norm_2, eps_);
+    Tensor out = moe_dispatch(ctx, h, sel, wt, E, n_embd_, [&](Ctx& c, const Tensor& xe, int64_t e) {
+      Tensor gu = linear(c, xe, M.gate_up.select(0, e));  // [m, 2 * I]: HF .chunk(2) -> gate, up
+      Tensor g = geglu(c, gu.slice(1, 0, I), gu.slice(1, I, 2 * I));
+      return linear(c, g, M.down.select(0, e));
+    });
+    return ctx.name(rms_norm(ctx, out, M.post_norm_2, eps_), "moe_out", il);
   }
 
   // q/k norms, v_norm, RoPE; a shared layer attends over its source layer's cache rows and stores nothing.
@@ -322,6 +404,7 @@ class Gemma4Model : public Model {
   }
 
   int64_t n_embd_ = 0, n_head_ = 0, n_head_kv_ = 0, n_ple_ = 0, ple_vocab_ = 0, min_head_dim_ = 0;
+  int64_t n_expert_ = 0, n_expert_used_ = 0, n_ff_exp_ = 0;  // enable_moe_block only
   float eps_ = 1e-6f, embd_scale_ = 1.0f, final_softcap_ = 0.0f;
   int window_ = 0;
   int32_t pad_id_ = 0;

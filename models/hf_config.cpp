@@ -115,7 +115,7 @@ const std::map<std::string, SizeRule>& size_rules() {
       m[k] = layers;
     m["vocab_size"] = m["vocab_size_per_layer_input"] = vocab;
     for (const char* k : {"num_experts", "num_local_experts", "num_experts_per_tok", "n_routed_experts",
-                          "n_shared_experts", "experts_per_token"})
+                          "n_shared_experts", "experts_per_token", "top_k_experts"})
       m[k] = experts;
     for (const char* k : {"max_position_embeddings", "original_max_position_embeddings", "sliding_window",
                           "window_size"})
