@@ -226,11 +226,13 @@ class Gemma4Model : public Model {
       if (scalar.defined()) L.scalar = scalar_of(scalar);
       layers_.push_back(std::move(L));
     }
-    for (int64_t d : {head_dim, global_head_dim}) {  // the weightless v_norm: a norm with weight 1
-      Tensor ones = Tensor::empty(DType::F32, {d});
-      for (int64_t i = 0; i < d; ++i) ones.ptr<float>()[i] = 1.0f;
-      (d == head_dim ? ones_local_ : ones_global_) = ones;
-    }
+    auto ones = [](int64_t d) {  // the weightless v_norm: a norm with weight 1
+      Tensor t = Tensor::empty(DType::F32, {d});
+      for (int64_t i = 0; i < d; ++i) t.ptr<float>()[i] = 1.0f;
+      return t;
+    };
+    ones_local_ = ones(head_dim);
+    ones_global_ = ones(global_head_dim);
     fill_common_info(info_, cfg);
     info_.arch = top.model_type();
     for (auto id : top.get_int_list("eos_token_id"))  // gemma4: [eos, <turn|>] at the top level
