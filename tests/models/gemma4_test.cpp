@@ -498,5 +498,31 @@ TEST_F(Gemma4, QuantizedFilesWithinBounds) {
   }
 }
 
+// --target x86 stores q4/q8 matrices as 16-row panels, but not the PLE table (read by rows) nor the towers: the
+// same logits as the generic file.
+TEST_F(Gemma4, PanelTargetKeepsRowTablesPlain) {
+  test::ScratchDir d("gemma4_target");
+  std::vector<std::vector<float>> got;
+  for (const char* target : {"generic", "x86"}) {
+    ConvertOptions o;
+    o.output = d.path(std::string(target) + ".pipit");
+    o.quant = "q4";
+    o.target = target;
+    o.n_threads = 2;
+    o.progress = false;
+    auto r = convert_file(test::model_dir("gemma4"), o);
+    ASSERT_TRUE(r.is_ok()) << r.status().message();
+    LoadedModel lm = test::load_or_fail(o.output);
+    auto ple = lm.weights->find("model.language_model.embed_tokens_per_layer.weight");
+    ASSERT_TRUE(ple.is_ok());
+    EXPECT_EQ(dtype_name(ple->dtype()), "q4_0") << target;
+    Session s(*lm.model, SessionOptions{.n_threads = 2});
+    auto l = s.eval(ids("text.input_ids"), true);
+    ASSERT_TRUE(l.is_ok()) << l.status().message();
+    got.emplace_back(l->ptr<float>(), l->ptr<float>() + l->numel());
+  }
+  EXPECT_EQ(test::max_abs_diff(got[0].data(), got[1].data(), int64_t(got[0].size())).max_abs, 0.0);
+}
+
 }  // namespace
 }  // namespace pipit
