@@ -27,6 +27,7 @@
 #include "cli/command.h"
 #include "cli/common.h"
 #include "cli/image_args.h"
+#include "models/media_note.h"
 #include "runtime/multimodal.h"
 #include "tokenizer/tokenizer.h"
 
@@ -279,7 +280,8 @@ int cmd_bench(Args& a) {
   Image image;
   ImageProcessorConfig proc;
   if (with_image) {
-    if (!lm->model->vision()) return fail(a, fmt("--image: {} is a text-only model", a.get("-m")));
+    if (!lm->model->vision())
+      return fail(a, fmt("--image: {} is a text-only model{}", a.get("-m"), media_note_suffix(lm->model->info().arch)));
     auto img = load_image(a.get("--image"));
     if (!img) return fail(a, img.status().message());
     image = std::move(img).value();

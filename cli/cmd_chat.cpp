@@ -17,6 +17,7 @@
 #include "cli/common.h"
 #include "cli/image_args.h"
 #include "cli/structured_args.h"
+#include "models/media_note.h"
 #include "models/vision/image.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -117,7 +118,8 @@ struct Chat {
   }
 
   Status attach(const std::string& path) {
-    if (!lm.model->vision()) return Error::unsupported("this model does not accept images");
+    if (!lm.model->vision())
+      return Error::unsupported("this model does not accept images{}", media_note_suffix(lm.model->info().arch));
     PIPIT_ASSIGN_OR_RETURN(Image img, load_image(path));
     pending.push_back(path);
     std::fprintf(stderr, "[image %s: %dx%d, attached to your next message]\n", path.c_str(), img.width, img.height);

@@ -37,13 +37,14 @@ double rss_bytes() {
 }
 
 void print_config(const nlohmann::json& c) {
-  HfConfig cfg(c);
+  const HfConfig top(c);
+  const HfConfig text = top.sub("text_config");  // a VLM's language model (Gemma 4, newer Qwen-VL configs), or top
+  auto get = [&](const char* k, int64_t def = 0) { return (long long)text.get_int_or(k, top.get_int_or(k, def)); };
+  const long long n_head = get("num_attention_heads");
   std::printf("arch: %s  hidden %lld, layers %lld, heads %lld/%lld, head_dim %lld, ff %lld, vocab %lld%s\n",
-              cfg.model_type().c_str(), (long long)cfg.get_int_or("hidden_size", 0),
-              (long long)cfg.get_int_or("num_hidden_layers", 0), (long long)cfg.get_int_or("num_attention_heads", 0),
-              (long long)cfg.get_int_or("num_key_value_heads", cfg.get_int_or("num_attention_heads", 0)),
-              (long long)cfg.get_int_or("head_dim", 0), (long long)cfg.get_int_or("intermediate_size", 0),
-              (long long)cfg.get_int_or("vocab_size", 0), cfg.get_bool_or("tie_word_embeddings", false) ? ", tied" : "");
+              top.model_type().c_str(), get("hidden_size"), get("num_hidden_layers"), n_head,
+              get("num_key_value_heads", n_head), get("head_dim"), get("intermediate_size"), get("vocab_size"),
+              text.get_bool_or("tie_word_embeddings", top.get_bool_or("tie_word_embeddings", false)) ? ", tied" : "");
 }
 
 void print_tensor_table(const std::vector<std::tuple<std::string, std::string, std::string, uint64_t>>& rows,

@@ -10,6 +10,7 @@
 #include "cli/common.h"
 #include "cli/image_args.h"
 #include "cli/structured_args.h"
+#include "models/media_note.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -99,8 +100,8 @@ int cmd_run(Args& a) {
   if (auto st = check_kv_type(*lm->model, so->kv_dtype); !st) return fail(a, st.message());
   // before the chat template, which would fail on an image item it has no use for
   if (has_images(a) && !lm->model->vision())
-    return fail(a, fmt("--image: {} is a text-only model (model type '{}'), it does not take images", a.get("-m"),
-                       lm->model->info().arch));
+    return fail(a, fmt("--image: {} is a text-only model (model type '{}'), it does not take images{}", a.get("-m"),
+                       lm->model->info().arch, media_note_suffix(lm->model->info().arch)));
   // The session (its memory plan) before the prompt is tokenized: a context that cannot be held is refused at once,
   // not after a minute of tokenizing a long prompt.
   auto pool = std::make_shared<ThreadPool>(so->n_threads > 0 ? so->n_threads : ThreadPool::default_threads());

@@ -13,6 +13,7 @@
 #include "core/panels.h"
 #include "core/threads.h"
 #include "format/pipit_format.h"
+#include "models/mapped_weights.h"
 
 namespace pipit {
 
@@ -173,11 +174,14 @@ Result<ConvertReport> convert_checkpoint(const Checkpoint& c, const ConvertOptio
   PIPIT_ASSIGN_OR_RETURN(rep.plans, plan_conversion(c, quant, user));
   rep.notes = c.notes;
   // x86 and arm: q4_0 / q8_0 matrices as 16-row panels, the layout of their integer GEMV/GEMM kernels, so a load
-  // uses them in place (a generic file is packed at load instead: a copy of those weights in memory).
+  // uses them in place (a generic file is packed at load instead: a copy of those weights in memory). Not the
+  // weights the model reads by rows or not at all (models/mapped_weights.h: a row lookup in panels reads 16 rows).
   std::string layout = "generic";
+  const std::string model_type = c.config["model_type"].get<std::string>();
   if (opt.target != "generic")
     for (auto& p : rep.plans)
-      if ((p.dst == DType::Q4_0 || p.dst == DType::Q8_0) && p.shape.size() == 2 && p.shape[0] % kPanelRows == 0) {
+      if ((p.dst == DType::Q4_0 || p.dst == DType::Q8_0) && p.shape.size() == 2 && p.shape[0] % kPanelRows == 0 &&
+          !keep_mapped(model_type, p.name)) {
         p.dst = dtype_panel_of(p.dst);
         layout = "panel16";
       }

@@ -171,7 +171,8 @@ std::vector<std::string> default_rule_descriptions(const std::string& q) {
       std::string("stacked experts ([E, out, in], *.experts.*) -> ") + (q == "q4_0" ? "mxfp4" : q),
       std::string("output head (lm_head.weight, or the tied embedding) -> ") + (q == "q4_0" ? "q8_0" : q),
       std::string("model.embed_tokens.weight -> ") + (quant ? "bf16 if the source is bf16, else f16" : q),
-      std::string("MoE router (*.mlp.gate.weight, *.mlp.router.weight beside *.mlp.experts.*) -> ") + (quant ? "source dtype" : q),
+      std::string("MoE router (*.mlp.gate.weight, *.mlp.router.weight, *.router.proj.weight beside experts) -> ") +
+          (quant ? "source dtype" : q),
       std::string("attention of an MoE checkpoint (*.self_attn.*) -> ") + (q == "q4_0" ? "q8_0" : q),
       std::string("linear-attention gate projections (*linear_attn.in_proj_a/in_proj_b.weight) -> ") +
           (quant ? "bf16 if the source is bf16, else f16" : q),
@@ -185,8 +186,9 @@ Result<std::vector<TensorPlan>> plan_conversion(const Checkpoint& c, const std::
   const bool quant = q == "q8_0" || q == "q4_0";
   const bool mix = is_kquant_mix(q);
   const bool tied = !c.tensors.count("lm_head.weight");
-  bool moe = false;  // routed experts (Qwen3-MoE, DeepSeek-OCR's decoder)
-  for (auto& [name, t] : c.tensors) moe |= name.find(".mlp.experts.") != std::string::npos;
+  bool moe = false;  // routed experts (Qwen3-MoE, DeepSeek-OCR's decoder; Gemma 4's layers.N.experts.gate_up_proj)
+  for (auto& [name, t] : c.tensors)
+    moe |= name.find(".mlp.experts.") != std::string::npos || name.find(".experts.gate_up_proj") != std::string::npos;
   int64_t n_layers = 0;  // for the mixes' per-layer rules: the config's, else the highest layer index seen + 1
   if (c.config.contains("num_hidden_layers") && c.config["num_hidden_layers"].is_number_integer())
     n_layers = c.config["num_hidden_layers"].get<int64_t>();
@@ -238,7 +240,8 @@ Result<std::vector<TensorPlan>> plan_conversion(const Checkpoint& c, const std::
         want = q == "q4_0" ? "q8_0" : q, p.rule = "output head";
       } else if (ends_with(name, "embed_tokens.weight")) {
         want = quant ? std::string(dtype_name(half_of(p.src))) : q, p.rule = "embedding";
-      } else if (moe && quant && (ends_with(name, ".mlp.gate.weight") || ends_with(name, ".mlp.router.weight"))) {
+      } else if (moe && quant && (ends_with(name, ".mlp.gate.weight") || ends_with(name, ".mlp.router.weight") ||
+                                  ends_with(name, ".router.proj.weight"))) {
         // E x n_embd, a rounding error here moves a token to another expert: a discrete jump, not a small error
         want = "source", p.rule = "MoE router";
       } else if (moe && q == "q4_0" && name.find(".self_attn.") != std::string::npos) {

@@ -8,7 +8,8 @@
 //   2. the output head (lm_head, or the embedding when tied) -> q8_0 under q4, else the requested type
 //   3. the token embedding (untied)                     -> the requested float type; under q8/q4 it stays 16-bit
 //                                                          (bf16 when the source is bf16, else f16)
-//   4. an MoE router (*.mlp.gate.weight, GPT-OSS *.mlp.router.weight, in a checkpoint with *.mlp.experts.*) -> its
+//   4. an MoE router (*.mlp.gate.weight, GPT-OSS *.mlp.router.weight, Gemma 4 *.router.proj.weight, in a checkpoint
+//      with *.mlp.experts.* or *.experts.gate_up_proj) -> its
 //      source dtype under q8/q4
 //   5. the attention (*.self_attn.*) of such an MoE checkpoint -> q8_0 under q4
 //   6. Gated DeltaNet gate projections (*linear_attn.in_proj_a/in_proj_b.weight, Qwen3.5) -> 16-bit under q8/q4:

@@ -105,16 +105,17 @@ const std::map<std::string, SizeRule>& size_rules() {
     for (const char* k : {"hidden_size", "intermediate_size", "moe_intermediate_size", "shared_expert_intermediate_size",
                           "embed_dim", "out_hidden_size", "projection_dim", "hidden_dim", "kv_lora_rank",
                           "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim",
-                          "num_channels", "in_chans", "in_channels"})
+                          "num_channels", "in_chans", "in_channels", "hidden_size_per_layer_input"})
       m[k] = dim;
-    m["head_dim"] = head_dim;
-    for (const char* k : {"num_attention_heads", "num_key_value_heads", "num_heads"}) m[k] = heads;
+    m["head_dim"] = m["global_head_dim"] = head_dim;
+    for (const char* k : {"num_attention_heads", "num_key_value_heads", "num_heads", "num_global_key_value_heads"})
+      m[k] = heads;
     for (const char* k : {"num_hidden_layers", "num_layers", "depth", "sliding_window_pattern", "no_rope_layer_interval",
-                          "decoder_sparse_step", "first_k_dense_replace"})
+                          "decoder_sparse_step", "first_k_dense_replace", "num_kv_shared_layers"})
       m[k] = layers;
-    m["vocab_size"] = vocab;
+    m["vocab_size"] = m["vocab_size_per_layer_input"] = vocab;
     for (const char* k : {"num_experts", "num_local_experts", "num_experts_per_tok", "n_routed_experts",
-                          "n_shared_experts", "experts_per_token"})
+                          "n_shared_experts", "experts_per_token", "top_k_experts"})
       m[k] = experts;
     for (const char* k : {"max_position_embeddings", "original_max_position_embeddings", "sliding_window",
                           "window_size"})
@@ -122,7 +123,8 @@ const std::map<std::string, SizeRule>& size_rules() {
     for (const char* k : {"image_size", "patch_size", "spatial_patch_size", "temporal_patch_size", "spatial_merge_size"})
       m[k] = image;
     for (const char* k : {"bos_token_id", "eos_token_id", "pad_token_id", "image_token_id", "image_token_index",
-                          "video_token_id", "vision_start_token_id", "vision_end_token_id"})
+                          "video_token_id", "vision_start_token_id", "vision_end_token_id", "audio_token_id",
+                          "boi_token_id", "eoi_token_id", "boa_token_id", "eoa_token_id"})
       m[k] = id;
     return m;
   }();

@@ -7,6 +7,8 @@
 #include <map>
 
 #include "models/chat_format.h"
+#include "models/media_note.h"
+#include "models/mapped_weights.h"
 
 namespace pipit {
 
@@ -19,6 +21,14 @@ std::map<std::string, const char*>& chat_templates() {
   static std::map<std::string, const char*> r;
   return r;
 }
+std::map<std::string, const char*>& media_notes() {
+  static std::map<std::string, const char*> r;
+  return r;
+}
+std::multimap<std::string, std::string>& mapped_weights() {
+  static std::multimap<std::string, std::string> r;
+  return r;
+}
 bool is_weight_dtype(DType t) { return t != DType::I32 && t != DType::I8; }
 }  // namespace
 
@@ -27,6 +37,38 @@ void register_builtin_chat_template(const char* model_type, const char* jinja) {
 const char* builtin_chat_template(const std::string& model_type) {
   auto it = chat_templates().find(model_type);
   return it == chat_templates().end() ? nullptr : it->second;
+}
+
+void register_media_note(const char* model_type, const char* note) { media_notes()[model_type] = note; }
+
+const char* media_note(const std::string& model_type) {
+  auto it = media_notes().find(model_type);
+  return it == media_notes().end() ? nullptr : it->second;
+}
+
+std::string media_note_suffix(const std::string& model_type) {
+  const char* n = media_note(model_type);
+  return n ? std::string(" (") + n + ")" : std::string();
+}
+
+void register_mapped_weights(const char* model_type, const char* pattern) {
+  mapped_weights().emplace(model_type, pattern);
+}
+
+bool keep_mapped(const std::string& model_type, const std::string& name) {
+  auto [b, e] = mapped_weights().equal_range(model_type);
+  for (auto it = b; it != e; ++it) {
+    const std::string& p = it->second;
+    if (!p.empty() && p.back() == '*') {
+      if (name.compare(0, p.size() - 1, p, 0, p.size() - 1) == 0) return true;
+    } else if (!p.empty() && p.front() == '*') {
+      const size_t n = p.size() - 1;
+      if (name.size() >= n && name.compare(name.size() - n, n, p, 1, n) == 0) return true;
+    } else if (name == p) {
+      return true;
+    }
+  }
+  return false;
 }
 
 Result<Tensor> WeightSource::get(const std::string& name, const std::vector<int64_t>& shape) const {

@@ -120,6 +120,18 @@ Result<RopeSpec> rope_from_config_unchecked(const HfConfig& cfg, int64_t rot_dim
     if (type == "mrope") type = "default";  // HF maps the old "type": "mrope" to the default rope
   }
   if (type == "default") return r;
+  if (type == "proportional") {
+    // Gemma 4's full-attention layers (HF _compute_proportional_rope_parameters): the first
+    // int(partial_rotary_factor * rot_dim // 2) frequencies of the default RoPE over the whole rot_dim (exponent
+    // denominator rot_dim, not the rotated part), the rest 0 (those dim pairs do not turn), all divided by factor.
+    const double prf = sc.get_float_or("partial_rotary_factor", 1.0), factor = sc.get_float_or("factor", 1.0);
+    if (!(prf > 0.0 && prf <= 1.0) || !(factor > 0.0))
+      return Error::invalid_argument("[rope] proportional RoPE needs partial_rotary_factor in (0, 1] and factor > 0 "
+                                     "(got {}, {})", prf, factor);
+    const size_t a = size_t(std::floor(prf * double(rot_dim) / 2.0));
+    for (size_t i = 0; i < r.inv_freq.size(); ++i) r.inv_freq[i] = i < a ? r.inv_freq[i] / float(factor) : 0.0f;
+    return r;
+  }
   if (type == "linear") {
     PIPIT_ASSIGN_OR_RETURN(double factor, sc.get_float("factor"));
     for (auto& f : r.inv_freq) f = f / float(factor);
@@ -144,7 +156,7 @@ Result<RopeSpec> rope_from_config_unchecked(const HfConfig& cfg, int64_t rot_dim
     return r;
   }
   if (type == "yarn") return yarn(cfg, sc, theta, rot_dim, std::move(r));
-  return Error::unsupported("[rope] rope_scaling type '{}' is not supported (default, linear, llama3, yarn are)", type);
+  return Error::unsupported("[rope] rope_scaling type '{}' is not supported (default, linear, llama3, yarn, proportional are)", type);
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include "core/storage.h"
 #include "convert/checkpoint.h"
 #include "convert/gguf_import.h"
+#include "models/mapped_weights.h"
 #include "runtime/hf_cache.h"
 #ifdef PIPIT_WITH_TOKENIZER
 #include "models/chat_format.h"
@@ -140,6 +141,7 @@ class DeviceWeightSource : public WeightSource {
 // rewritten, and the buffer's pages are only touched as they are written, so the peak stays near one copy.
 struct RehomeOptions {
   bool pack = false, kquant = false, mxfp4 = false, bf16dot = false, copy = false;
+  std::string model_type;  // the weights it keeps mapped (models/mapped_weights.h) stay as they are
 };
 
 // The dtype t is rewritten to (its own for a plain copy), or false when it stays where it is.
@@ -170,6 +172,7 @@ void rehome_weights(std::map<std::string, Tensor>& tensors, const RehomeOptions&
   std::vector<Move> plan;
   size_t total = 0;
   for (auto& [name, t] : tensors) {
+    if (keep_mapped(o.model_type, name)) continue;  // read by rows only, or not at all: stays mapped, as stored
     if (o.bf16dot && t.dtype() == DType::BF16 && t.ndim() == 2 && t.is_contiguous())  // the same bytes, relabelled
       t = Tensor::from_data(DType::BF16DOT, t.shape(), t.data(), t.storage());
     DType to;
@@ -238,6 +241,7 @@ Result<LoadedModel> load_model_impl(const std::string& given, const LoadOptions&
   ro.mxfp4 = kernels().pack_mxfp4;
   ro.bf16dot = opt.precision_fast && !opt.device && kernels().bf16_dot;
   ro.copy = pack;
+  ro.model_type = lm.config.model_type();
   rehome_weights(c.tensors, ro);
   lm.weights = std::make_shared<MapWeightSource>(std::move(c.tensors));
   if (opt.device) {

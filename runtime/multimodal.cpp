@@ -8,6 +8,7 @@
 
 #include "core/json_depth.h"
 #include "core/storage.h"
+#include "models/media_note.h"
 #include "models/vision/vision_model.h"
 #include "runtime/loader.h"
 
@@ -18,7 +19,8 @@ namespace {
 Result<const VisionLanguageModel*> vision_of(const Model& m) {
   const VisionLanguageModel* v = m.vision();
   if (!v)
-    return Error::invalid_argument("[image] model '{}' is text-only and does not take images", m.info().arch);
+    return Error::invalid_argument("[image] model '{}' is text-only and does not take images{}", m.info().arch,
+                                   media_note_suffix(m.info().arch));
   return v;
 }
 

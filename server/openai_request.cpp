@@ -193,7 +193,7 @@ std::optional<ApiError> parse_content(const json& msg, const std::string& param,
                            pp + ".image_url");
       std::string source;
       PIPIT_API_TRY(image_source(url->get<std::string>(), pp + ".image_url", policy, source));
-      if (!policy.accepts_images) return bad_request("this model does not accept images", pp);
+      if (!policy.accepts_images) return bad_request("this model does not accept images" + policy.no_images_note, pp);
       if (out.images.size() >= kMaxImages)
         return bad_request(fmt("more than {} images in one request", kMaxImages), pp);
       out.images.push_back(std::move(source));

@@ -32,6 +32,7 @@ inline constexpr const char* kLocalFileRefused =
 
 struct RequestPolicy {
   bool accepts_images = false;     // the model has a vision tower
+  std::string no_images_note;      // appended to the refusal when it has none (models/media_note.h)
   std::string local_files_dir;     // image_url may name a file under this directory ("" : no local files)
   int n_ctx = 0;                   // per-sequence context: max_tokens above it is an error
   int n_vocab = 0;                 // token ids in a completion prompt must be below it

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <new>
 
+#include "models/media_note.h"
 #include "runtime/multimodal.h"
 #include "server/connection.h"
 #include "server/handlers.h"
@@ -387,6 +388,7 @@ Server::Server(const LoadedModel& lm, Engine& engine, ServerOptions opt)
   st.origin.allow_hosts = st.opt.allow_hosts;
   st.origin.cors_origins = st.opt.cors_origins;
   st.policy.accepts_images = lm.model->vision() != nullptr;
+  st.policy.no_images_note = media_note_suffix(lm.model->info().arch);
   st.policy.local_files_dir = st.opt.local_files_dir;
   st.policy.n_ctx = engine.n_ctx();
   st.policy.n_vocab = int(lm.model->info().n_vocab);

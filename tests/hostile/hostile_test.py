@@ -38,24 +38,25 @@ DIM, HEAD_DIM, HEADS, LAYERS, VOCAB = 1 << 20, 1 << 14, 1 << 14, 1 << 14, 1 << 2
 SIZE_RULES = {}
 for k in ["hidden_size", "intermediate_size", "moe_intermediate_size", "shared_expert_intermediate_size", "embed_dim",
           "out_hidden_size", "projection_dim", "hidden_dim", "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim",
-          "qk_nope_head_dim", "v_head_dim", "num_channels", "in_chans", "in_channels"]:
+          "qk_nope_head_dim", "v_head_dim", "num_channels", "in_chans", "in_channels", "hidden_size_per_layer_input"]:
     SIZE_RULES[k] = (0, DIM)
-SIZE_RULES["head_dim"] = (0, HEAD_DIM)
-for k in ["num_attention_heads", "num_key_value_heads", "num_heads"]:
+SIZE_RULES["head_dim"] = SIZE_RULES["global_head_dim"] = (0, HEAD_DIM)
+for k in ["num_attention_heads", "num_key_value_heads", "num_heads", "num_global_key_value_heads"]:
     SIZE_RULES[k] = (0, HEADS)
 for k in ["num_hidden_layers", "num_layers", "depth", "sliding_window_pattern", "no_rope_layer_interval",
-          "decoder_sparse_step", "first_k_dense_replace"]:
+          "decoder_sparse_step", "first_k_dense_replace", "num_kv_shared_layers"]:
     SIZE_RULES[k] = (0, LAYERS)
-SIZE_RULES["vocab_size"] = (0, VOCAB)
+SIZE_RULES["vocab_size"] = SIZE_RULES["vocab_size_per_layer_input"] = (0, VOCAB)
 for k in ["num_experts", "num_local_experts", "num_experts_per_tok", "n_routed_experts", "n_shared_experts",
-          "experts_per_token"]:
+          "experts_per_token", "top_k_experts"]:
     SIZE_RULES[k] = (0, 1 << 16)
 for k in ["max_position_embeddings", "original_max_position_embeddings", "sliding_window", "window_size"]:
     SIZE_RULES[k] = (0, 1 << 30)
 for k in ["image_size", "patch_size", "spatial_patch_size", "temporal_patch_size", "spatial_merge_size"]:
     SIZE_RULES[k] = (0, 1 << 15)
 for k in ["bos_token_id", "eos_token_id", "pad_token_id", "image_token_id", "image_token_index", "video_token_id",
-          "vision_start_token_id", "vision_end_token_id"]:
+          "vision_start_token_id", "vision_end_token_id", "audio_token_id", "boi_token_id", "eoi_token_id",
+          "boa_token_id", "eoa_token_id"]:
     SIZE_RULES[k] = (-1, (1 << 31) - 1)
 
 # "every config field set to 0, negative, 2^31, 2^40, 1e15, wrong JSON type"
