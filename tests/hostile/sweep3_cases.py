@@ -12,6 +12,9 @@
   stdout    run, tokenize, inspect, template, bench with stdout on /dev/full: exit 1, not 0
   sidefiles tokenizer_config.json, generation_config.json, chat_template.jinja, tokenizer.json that are a
             directory, a FIFO or a device: an error naming the file, not silently ignored
+  schemas   JSON schemas and grammars whose compilation was superlinear (an enum of 8k values 9 s, 10k optional
+            properties 54 s, a left-reference chain deep enough for a recursive search): each compiles in a few
+            seconds, and a left-recursive chain is an error, not a stack overflow
 Every case runs under the suite's time and RSS bounds.
 """
 import json
@@ -374,6 +377,29 @@ def sidefile_cases(s):
                 s.add("sidefiles", "%s %s is %s" % (cmd[0], fname, label), cmd, needle=fname)
 
 
+def schema_cases(s):
+    """Structured output that is large but valid must compile in bounded time (issue 35.7: the grammar's rule
+    naming, line counting and nullable analysis were each quadratic); a deep left-recursive chain is an error."""
+    st = s.model("stories260k")
+    d = s.fresh("schemas")
+    run = ["run", "-m", st, "-p", "x", "-n", "2", "-t", "1"]
+    enum = {"type": "object", "properties": {"a": {"enum": ["value%d" % i for i in range(30000)]}}, "required": ["a"]}
+    props = {"type": "object", "properties": {"p%d" % i: {"type": "integer"} for i in range(20000)}}
+    for label, schema in [("enum of 30000 strings", enum), ("20000 optional properties", props)]:
+        path = write(os.path.join(d, label.replace(" ", "_") + ".json"), json.dumps(schema))
+        s.add("schemas", label, run + ["--json-schema-file", path], "ok", timeout=10)
+    # a chain r0 ::= r1 "x" | "y", r1 ::= r2 "x" | "y", ... closing on itself: left recursion 30k rules deep (1 MiB file bound)
+    n = 30000
+    rules = ["root ::= r0"] + ['r%d ::= r%d "x" | "y"' % (i, (i + 1) % n) for i in range(n)]
+    path = write(os.path.join(d, "chain.gbnf"), "\n".join(rules) + "\n")
+    s.add("schemas", "left-recursive chain of %d rules" % n, run + ["--grammar-file", path], "error",
+          "left-recursive", timeout=10)
+    # the same chain without the cycle: valid, and as deep
+    rules = ["root ::= r0"] + ['r%d ::= r%d "x" | "y"' % (i, i + 1) for i in range(n - 1)] + ['r%d ::= "y"' % (n - 1)]
+    path = write(os.path.join(d, "deep.gbnf"), "\n".join(rules) + "\n")
+    s.add("schemas", "left-reference chain of %d rules" % n, run + ["--grammar-file", path], "ok", timeout=10)
+
+
 def add_all(s, inp):
     """Called by hostile_test.py before the setup conversion; pipit_header_cases is called after it."""
     output_cases(s, inp)
@@ -383,3 +409,4 @@ def add_all(s, inp):
     float_cases(s, inp)
     stdout_cases(s)
     sidefile_cases(s)
+    schema_cases(s)
