@@ -15,6 +15,8 @@
   schemas   JSON schemas and grammars whose compilation was superlinear (an enum of 8k values 9 s, 10k optional
             properties 54 s, a left-reference chain deep enough for a recursive search): each compiles in a few
             seconds, and a left-recursive chain is an error, not a stack overflow
+  unicode   NFC of a long run of combining marks (utf8proc orders them by neighbour exchanges: 40k marks 5.5 s,
+            quadratic): tokenized within a few seconds
 Every case runs under the suite's time and RSS bounds.
 """
 import json
@@ -400,6 +402,16 @@ def schema_cases(s):
     s.add("schemas", "left-reference chain of %d rules" % n, run + ["--grammar-file", path], "ok", timeout=10)
 
 
+def unicode_cases(s):
+    """Issue 35.9: text that made normalization quadratic, through a real NFC tokenizer (Qwen3's)."""
+    d = s.fresh("unicode")
+    tok = os.path.join(s.td, "tokenizers", "qwen3")
+    for label, text in [("80k alternating combining marks", "a" + "\u0301\u0316" * 40000),
+                        ("80k marks between Hangul jamo", "\u1100" + "\u1161\u0316\u0301" * 26000)]:
+        path = write(os.path.join(d, label.replace(" ", "_") + ".jsonl"), json.dumps({"text": text}) + "\n")
+        s.add("unicode", label, ["tokenize", "-m", tok, "--jsonl", path], "ok", timeout=8)
+
+
 def add_all(s, inp):
     """Called by hostile_test.py before the setup conversion; pipit_header_cases is called after it."""
     output_cases(s, inp)
@@ -410,3 +422,4 @@ def add_all(s, inp):
     stdout_cases(s)
     sidefile_cases(s)
     schema_cases(s)
+    unicode_cases(s)

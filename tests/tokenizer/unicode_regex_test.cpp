@@ -192,3 +192,37 @@ TEST(TokenizerRegex, FastMatchersEqualPcre2) {
 
 }  // namespace
 }  // namespace pipit::tok
+
+namespace pipit {
+namespace {
+
+// NFC of long runs of combining marks: put in canonical order by a stable sort (tokenizer/unicode.cpp
+// decompose_ordered) instead of utf8proc's neighbour exchanges, which are quadratic in a run's length. The result
+// must be utf8proc's own NFC of the whole string, byte for byte. (Its time: the hostile suite's 'unicode' class.)
+TEST(UnicodeNfc, LongMarkRunsEqualUtf8proc) {
+  const uint32_t marks[] = {0x300, 0x301, 0x316, 0x327, 0x328, 0x334, 0x345, 0x35C, 0x360, 0x5B0,
+                            0x5C1, 0x93C, 0x1DCE, 0x20D2, 0x308, 0x30A, 0x1161, 0x11A8};
+  const uint32_t starters[] = {'a', 'e', 'o', 0x1100, 0xAC00, 0x391, 'x'};
+  std::mt19937 rng(11);
+  auto put = [](std::string& s, uint32_t c) {
+    utf8proc_uint8_t b[4];
+    s.append(reinterpret_cast<char*>(b), size_t(utf8proc_encode_char(utf8proc_int32_t(c), b)));
+  };
+  for (int k = 0; k < 30; ++k) {
+    std::string s;
+    put(s, starters[rng() % std::size(starters)]);
+    const int n = 100 + int(rng() % 700);
+    for (int i = 0; i < n; ++i) put(s, rng() % 10 == 0 ? starters[rng() % std::size(starters)] : marks[rng() % std::size(marks)]);
+    auto got = tok::normalize_form(s, tok::NormForm::kNFC);
+    ASSERT_TRUE(got.is_ok()) << got.status().message();
+    utf8proc_uint8_t* ref = nullptr;
+    const auto len = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()), utf8proc_ssize_t(s.size()), &ref,
+                                  utf8proc_option_t(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+    ASSERT_GT(len, 0);
+    EXPECT_EQ(*got, std::string(reinterpret_cast<char*>(ref), size_t(len))) << "case " << k;
+    std::free(ref);
+  }
+}
+
+}  // namespace
+}  // namespace pipit
