@@ -15,6 +15,8 @@
   schemas   JSON schemas and grammars whose compilation was superlinear (an enum of 8k values 9 s, 10k optional
             properties 54 s, a left-reference chain deep enough for a recursive search): each compiles in a few
             seconds, and a left-recursive chain is an error, not a stack overflow
+  jpeg      a progressive JPEG with thousands of scans (each a pass over every coefficient: 20,000 empty scans
+            decoded for 17 s): refused past 1000 scans, naming the cause
   unicode   NFC of a long run of combining marks (utf8proc orders them by neighbour exchanges: 40k marks 5.5 s,
             quadratic): tokenized within a few seconds
 Every case runs under the suite's time and RSS bounds.
@@ -412,6 +414,41 @@ def unicode_cases(s):
         s.add("unicode", label, ["tokenize", "-m", tok, "--jsonl", path], "ok", timeout=8)
 
 
+def progressive_jpeg(width, n_extra_scans):
+    """A progressive JPEG (PIL) whose smallest scan is repeated n_extra_scans times before EOI."""
+    import io
+    import numpy as np
+    from PIL import Image
+    img = Image.fromarray((np.random.RandomState(1).rand(width, width, 3) * 255).astype("uint8"))
+    buf = io.BytesIO()
+    img.save(buf, "JPEG", progressive=True, quality=80)
+    data = buf.getvalue()
+    i, segs = 2, []
+    while i < len(data):
+        m = data[i + 1]
+        if m == 0xD9:
+            break
+        n = struct.unpack(">H", data[i + 2:i + 4])[0]
+        j = i + 2 + n
+        if m == 0xDA:  # the entropy-coded data runs to the next marker that is not a stuffed byte or a restart
+            while not (data[j] == 0xFF and data[j + 1] != 0x00 and not 0xD0 <= data[j + 1] <= 0xD7):
+                j += 1
+        segs.append((m, data[i:j]))
+        i = j
+    last_scan = min((b for m, b in segs if m == 0xDA), key=len)  # the smallest scan (a DC refinement: bytes)
+    return data[:2] + b"".join(b for _, b in segs) + last_scan * n_extra_scans + b"\xff\xd9"
+
+
+def jpeg_cases(s):
+    """Issue 35.9: a progressive JPEG's scans bound its decode time; past 1000 it is refused."""
+    d = s.fresh("jpeg")
+    for label, width, extra, expect in [("512x512, 20000 repeated scans", 512, 20000, "error"),
+                                        ("64x64, 50 repeated scans", 64, 50, "ok")]:
+        path = write(os.path.join(d, label.replace(" ", "_").replace(",", "") + ".jpg"), progressive_jpeg(width, extra))
+        s.add("jpeg", label, ["vision", "-m", s.model("qwen2_vl"), "--image", path, "-o", "/dev/null", "-t", "1"],
+              expect, "progressive scans" if expect == "error" else None, timeout=8)
+
+
 def add_all(s, inp):
     """Called by hostile_test.py before the setup conversion; pipit_header_cases is called after it."""
     output_cases(s, inp)
@@ -423,3 +460,4 @@ def add_all(s, inp):
     sidefile_cases(s)
     schema_cases(s)
     unicode_cases(s)
+    jpeg_cases(s)
