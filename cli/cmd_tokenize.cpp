@@ -77,9 +77,15 @@ Status decode_line(const Tokenizer& tok, const nlohmann::json& j) {
   auto it = j.find("ids");
   if (it == j.end() || !it->is_array()) return Error::invalid_argument("missing list field 'ids'");
   std::vector<int32_t> ids;
+  // An id outside the vocabulary is an error naming it (HF's decode drops such ids silently, so a wrong-model or
+  // corrupted id list would decode to less text without a word; the C API's pipit_detokenize refuses them too).
+  const int64_t V = tok.vocab_size();
   for (const auto& v : *it) {
     if (!v.is_number_integer()) return Error::invalid_argument("'ids' holds {}, expected integers", v.dump());
-    ids.push_back(static_cast<int32_t>(v.get<int64_t>()));
+    const int64_t id = v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX) ? -1 : v.get<int64_t>();
+    if (id < 0 || id >= V)
+      return Error::invalid_argument("'ids' holds {}, outside this tokenizer's vocabulary [0, {})", v.dump(), V);
+    ids.push_back(static_cast<int32_t>(id));
   }
   bool skip = false;
   if (auto s = j.find("skip_special_tokens"); s != j.end()) {

@@ -2,6 +2,7 @@
 // transformers adds, raise_exception(msg) and strftime_now(format) (local time, like datetime.now().strftime).
 #include <atomic>
 #include <ctime>
+#include <limits>
 #include <map>
 
 #include "tokenizer/jinja_builtins.h"
@@ -26,13 +27,21 @@ Result<Value> g_range(Interp& in, CallArgs& a) {
     if (a.pos.size() == 3) step = a.pos[2].as_int();
   }
   if (step == 0) return Error::invalid_argument("range() arg 3 must not be zero");
-  int64_t n = step > 0 ? (stop > start ? (stop - start + step - 1) / step : 0)
-                       : (start > stop ? (start - stop - step - 1) / -step : 0);
+  // the count in unsigned arithmetic: stop - start + step - 1 overflows int64 for range(0, 2**63-1, 2**62)
+  // (which has 2 items), and the overflow came out as a huge count ("out of memory")
+  const bool up = step > 0;
+  const uint64_t span = up ? (stop > start ? uint64_t(stop) - uint64_t(start) : 0)
+                           : (start > stop ? uint64_t(start) - uint64_t(stop) : 0);
+  const uint64_t stride = up ? uint64_t(step) : uint64_t(0) - uint64_t(step);
+  const uint64_t count = span / stride + (span % stride != 0);
+  if (count > uint64_t(std::numeric_limits<int64_t>::max()))
+    return Error::invalid_argument("range() has {} items, more than a template may make", count);
+  const int64_t n = int64_t(count);
   PIPIT_TRY(in.check_items(static_cast<size_t>(n)));
   PIPIT_TRY(in.charge(n));
   ValueList out;
   out.reserve(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) out.push_back(Value::integer(start + i * step));
+  for (int64_t i = 0; i < n; ++i) out.push_back(Value::integer(int64_t(uint64_t(start) + uint64_t(i) * uint64_t(step))));
   return Value::list(std::move(out));
 }
 

@@ -17,6 +17,9 @@
             seconds, and a left-recursive chain is an error, not a stack overflow
   jpeg      a progressive JPEG with thousands of scans (each a pass over every coefficient: 20,000 empty scans
             decoded for 17 s): refused past 1000 scans, naming the cause
+  wrong     results that were wrong without a word: a template's range() whose count overflowed ("out of memory"
+            for range(0, 2**63-1, 2**62), which has 2 items), `tokenize --decode` of ids outside the vocabulary
+            (dropped silently; now an error naming the id)
   unicode   NFC of a long run of combining marks (utf8proc orders them by neighbour exchanges: 40k marks 5.5 s,
             quadratic): tokenized within a few seconds
 Every case runs under the suite's time and RSS bounds.
@@ -449,6 +452,28 @@ def jpeg_cases(s):
               expect, "progressive scans" if expect == "error" else None, timeout=8)
 
 
+def wrong_cases(s):
+    """Issue 35.11."""
+    d = s.fresh("wrong")
+    src = os.path.join(s.td, "tokenizers", "qwen3")
+    cfg = json.loads(open(os.path.join(src, "tokenizer_config.json")).read())
+    for label, tpl, expect, needle in [
+            ("range(0, 2**63-1, 2**62) has 2 items", "{{ range(0, 9223372036854775807, 4611686018427387904) | list }}",
+             "ok", None),
+            ("range(-2**63+1, 2**63-1) is too long", "{{ range(-9223372036854775807, 9223372036854775807) | list }}",
+             "error", "range")]:
+        t = s.fresh("wrong_tpl")
+        os.symlink(os.path.join(src, "tokenizer.json"), os.path.join(t, "tokenizer.json"))
+        cfg["chat_template"] = tpl
+        write(os.path.join(t, "tokenizer_config.json"), json.dumps(cfg))
+        s.add("wrong", label, ["template", "-m", t, "--messages", "[]"], expect, needle)
+    for label, ids in [("an id past the vocabulary", [1, 2, 999999999]), ("a negative id", [1, -1]),
+                       ("an id past int64", [18446744073709551615])]:
+        path = write(os.path.join(d, label.replace(" ", "_") + ".jsonl"), json.dumps({"ids": ids}) + "\n")
+        s.add("wrong", "tokenize --decode " + label,
+              ["tokenize", "-m", s.model("stories260k"), "--decode", "--jsonl", path], "error", "vocabulary")
+
+
 def add_all(s, inp):
     """Called by hostile_test.py before the setup conversion; pipit_header_cases is called after it."""
     output_cases(s, inp)
@@ -461,3 +486,4 @@ def add_all(s, inp):
     schema_cases(s)
     unicode_cases(s)
     jpeg_cases(s)
+    wrong_cases(s)
