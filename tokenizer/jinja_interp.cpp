@@ -540,8 +540,10 @@ Result<Value> Interp::eval_inner(const Expr& e, Scope& scope) {
       std::string s;
       for (const auto& item : e.items) {
         PIPIT_ASSIGN_OR_RETURN(Value v, eval(*item, scope));
-        s += v.is_string() ? v.str() : to_str(v);
-        PIPIT_TRY(located(e.line, check_size(s.size())));
+        const std::string piece = v.is_string() ? v.str() : to_str(v);
+        // checked before the bytes are joined: a string doubled in a loop stops at the limit, not at twice it
+        PIPIT_TRY(located(e.line, check_size(s.size() + piece.size())));
+        s += piece;
       }
       return Value::string(std::move(s));
     }

@@ -204,13 +204,22 @@ Result<std::string> format_field(const Value& v, std::string_view spec) {
     }
     ++i;
   }
+  // Width and precision are bounded as they are read: '{:>999999999}' padded to a gigabyte (1.9 GB, 16 s) before
+  // any output limit saw it, and more digits overflowed the integers. No template pads a field past 1 MiB.
+  constexpr int64_t kMaxWidth = int64_t(1) << 20, kMaxPrecision = 1000;
   int64_t width = 0;
-  while (i < spec.size() && spec[i] >= '0' && spec[i] <= '9') width = width * 10 + (spec[i++] - '0');
+  while (i < spec.size() && spec[i] >= '0' && spec[i] <= '9') {
+    width = width * 10 + (spec[i++] - '0');
+    if (width > kMaxWidth) return Error::out_of_range("format width in '{}' is over {}", spec, kMaxWidth);
+  }
   int prec = -1;
   if (i < spec.size() && spec[i] == '.') {
     prec = 0;
     ++i;
-    while (i < spec.size() && spec[i] >= '0' && spec[i] <= '9') prec = prec * 10 + (spec[i++] - '0');
+    while (i < spec.size() && spec[i] >= '0' && spec[i] <= '9') {
+      prec = prec * 10 + (spec[i++] - '0');
+      if (prec > kMaxPrecision) return Error::out_of_range("format precision in '{}' is over {}", spec, kMaxPrecision);
+    }
   }
   char type = i < spec.size() ? spec[i++] : 0;
   if (i != spec.size()) return Error::invalid_argument("Invalid format specifier '{}'", spec);
@@ -418,6 +427,7 @@ Result<Value> call_str_method(Interp& in, const std::string& s, std::string_view
   }
   if (name == "zfill") {
     PIPIT_ASSIGN_OR_RETURN(int64_t width, arg_int(a.get(0, "width"), 0, "width"));
+    PIPIT_TRY(in.check_size(static_cast<size_t>(std::max<int64_t>(0, width))));
     bool sign = !s.empty() && (s[0] == '-' || s[0] == '+');
     std::string body = s.substr(sign ? 1 : 0);
     int64_t fill = width - static_cast<int64_t>(cp_count(s));

@@ -461,7 +461,14 @@ def wrong_cases(s):
             ("range(0, 2**63-1, 2**62) has 2 items", "{{ range(0, 9223372036854775807, 4611686018427387904) | list }}",
              "ok", None),
             ("range(-2**63+1, 2**63-1) is too long", "{{ range(-9223372036854775807, 9223372036854775807) | list }}",
-             "error", "range")]:
+             "error", "range"),
+            # issue 35.10: sizes a template asks for, bounded before they are allocated
+            ("format width 999999999", "{{ '{:>999999999}'.format('a') }}", "error", "format width"),
+            ("format width of 23 digits", "{{ '{:>99999999999999999999999}'.format('a') }}", "error", "format width"),
+            ("format precision 10**9", "{{ '{:.1000000000f}'.format(1.5) }}", "error", "precision"),
+            ("zfill(999999999)", "{{ 'a'.zfill(999999999) }}", "error", "exceeds"),
+            ("a string doubled 40 times", '{% set ns = namespace(s="x") %}{% for i in range(40) %}'
+             '{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s | length }}', "error", "exceeds")]:
         t = s.fresh("wrong_tpl")
         os.symlink(os.path.join(src, "tokenizer.json"), os.path.join(t, "tokenizer.json"))
         cfg["chat_template"] = tpl
