@@ -33,14 +33,28 @@ class Lowercase : public Normalizer {
 };
 
 // Replaces every match of the pattern by `content` (NormalizedString::replace).
+// Normalizers map text to text of about the same size (a space to a 3-byte "▁", a prepended marker); a
+// tokenizer.json whose normalizers multiply it (a Replace of one character by 10,000, a Sequence of Replace("a",
+// "aa") doubling 28 times into 256 MB) is refused when the text would pass this growth.
+Status check_growth(size_t before, size_t after) {
+  constexpr size_t kFactor = 16, kSlack = 4096;
+  if (after > kFactor * before + kSlack)
+    return Error::invalid_argument("[tokenizer] the normalizers make {} bytes of text from {}: tokenizer.json's "
+                                   "normalizer grows text more than {}x", after, before, kFactor);
+  return Status::ok();
+}
+
 class Replace : public Normalizer {
  public:
   Replace(Pattern p, std::string content) : pattern_(std::move(p)), content_(std::move(content)) {}
   Status normalize(std::string& s) const override {
     std::vector<Match> ms;
     PIPIT_TRY(pattern_.find_matches(s, ms));
+    size_t size = 0;
+    for (const Match& m : ms) size += m.is_match ? content_.size() : m.end - m.start;
+    PIPIT_TRY(check_growth(s.size(), size));
     std::string out;
-    out.reserve(s.size());
+    out.reserve(size);
     for (const Match& m : ms) {
       if (m.is_match) out += content_;
       else out.append(s, m.start, m.end - m.start);
@@ -128,7 +142,11 @@ class SequenceNormalizer : public Normalizer {
  public:
   explicit SequenceNormalizer(std::vector<std::unique_ptr<Normalizer>> v) : items_(std::move(v)) {}
   Status normalize(std::string& s) const override {
-    for (auto& n : items_) PIPIT_TRY(n->normalize(s));
+    const size_t before = s.size();
+    for (auto& n : items_) {
+      PIPIT_TRY(n->normalize(s));
+      PIPIT_TRY(check_growth(before, s.size()));
+    }
     return Status::ok();
   }
 

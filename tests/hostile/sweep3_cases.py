@@ -474,6 +474,18 @@ def wrong_cases(s):
         cfg["chat_template"] = tpl
         write(os.path.join(t, "tokenizer_config.json"), json.dumps(cfg))
         s.add("wrong", label, ["template", "-m", t, "--messages", "[]"], expect, needle)
+    # a tokenizer.json whose normalizers multiply the text (the old build took 410 s and 18 GB for "banana")
+    tj = json.loads(open(os.path.join(s.model("stories260k"), "tokenizer.json")).read())
+    for label, norm in [("28 Replace('a', 'aa') in a Sequence",
+                         {"type": "Sequence", "normalizers": [{"type": "Replace", "pattern": {"String": "a"},
+                                                               "content": "aa"}] * 28}),
+                        ("a Replace of 'a' by 100k characters",
+                         {"type": "Replace", "pattern": {"String": "a"}, "content": "b" * 100000})]:
+        t = s.fresh("wrong_norm")
+        write(os.path.join(t, "tokenizer.json"), json.dumps(dict(tj, normalizer=norm)))
+        os.symlink(os.path.join(s.model("stories260k"), "tokenizer_config.json"), os.path.join(t, "tokenizer_config.json"))
+        s.add("wrong", "normalizers: " + label, ["tokenize", "-m", t, "-p", "banana " * 100], "error", "normalizer",
+              timeout=5)
     for label, ids in [("an id past the vocabulary", [1, 2, 999999999]), ("a negative id", [1, -1]),
                        ("an id past int64", [18446744073709551615])]:
         path = write(os.path.join(d, label.replace(" ", "_") + ".jsonl"), json.dumps({"ids": ids}) + "\n")
