@@ -14,6 +14,7 @@
 
 #include "core/limits.h"
 #include "core/status.h"
+#include "runtime/file_watch.h"
 #include "runtime/generator.h"
 #include "runtime/loader.h"
 #include "runtime/multimodal.h"
@@ -22,6 +23,8 @@
 
 struct pipit_model {
   pipit::LoadedModel lm;
+  // its mapped files, checked before each generation (runtime/file_watch.h)
+  pipit::FileWatch files;
   // shared by the model's sessions (pipit_model_set_prompt_cache); null: off
   std::shared_ptr<pipit::PromptCache> cache;
 };

@@ -142,7 +142,9 @@ pipit_status pipit_model_load(const char* path, const pipit_model_options* optio
     }
     auto lm = pipit::load_model(path, lo);
     if (!lm) return to_status(lm.status());
-    *out = new pipit_model{std::move(lm).value(), nullptr};
+    auto* m = new pipit_model{std::move(lm).value(), {}, nullptr};
+    m->files = pipit::FileWatch::of(m->lm.path);
+    *out = m;
     return PIPIT_OK;
   });
 }
@@ -244,6 +246,7 @@ pipit_status pipit_session_generate(pipit_session* session, const char* prompt, 
   return guard([&] {
     if (!session || !prompt) return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_generate: NULL argument");
     session->cancel.store(false);
+    if (auto st = session->model->files.check(); !st) return to_status(st);
     pipit_generate_options o;
     pipit_generate_options_default(&o);
     if (auto st = read_options(options, &o, "pipit_generate_options"); st != PIPIT_OK) return st;
@@ -465,6 +468,7 @@ pipit_status pipit_session_eval(pipit_session* session, const int32_t* ids, size
   return guard([&] {
     if (!session || (!ids && n_ids)) return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_eval: NULL argument");
     if (n_ids == 0) return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_eval: no tokens");
+    if (auto st = session->model->files.check(); !st) return to_status(st);
     const pipit::Model& m = *session->model->lm.model;
     const int64_t V = m.info().n_vocab;
     if (logits && capacity < size_t(V))
@@ -511,6 +515,7 @@ pipit_status pipit_embed(pipit_session* session, const char* text, size_t text_l
     if (!out || capacity < size_t(n_embd))
       return fail(PIPIT_ERR_BUFFER_TOO_SMALL, "pipit_embed: the embedding has " + std::to_string(n_embd) +
                                                   " floats, capacity " + std::to_string(capacity));
+    if (auto st = session->model->files.check(); !st) return to_status(st);
     const pipit::PoolingConfig cfg = pipit::read_pooling_config(lm.path);
     if (cfg.mode == pipit::PoolingConfig::Mode::kNone) return fail(PIPIT_ERR_UNSUPPORTED, "pipit_embed: " + cfg.error);
     auto ids = lm.tokenizer->encode(std::string_view(text ? text : "", text_len), true);

@@ -406,6 +406,7 @@ void handle_apply_template(ServerState& st, const std::string& text, httplib::Re
 }
 
 void handle_generate(ServerState& st, const std::string& text, httplib::Response& res, bool chat) {
+  if (auto fs = st.files.check(); !fs) return send_error(res, ApiError{503, fs.message(), "", "server_error"});
   ParsedRequest pr;
   if (auto e = parse_body(st, text, chat, pr)) return send_error(res, *e);
 

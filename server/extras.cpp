@@ -74,6 +74,7 @@ void handle_detokenize(ServerState& st, const std::string& req, httplib::Respons
 
 // The pooled embedding of one token sequence.
 Result<std::vector<float>> embed(ServerState& st, const std::vector<int32_t>& ids) {
+  PIPIT_TRY(st.files.check());
   std::lock_guard<std::mutex> lk(st.embed_mu);
   if (!st.embed_session) {
     SessionOptions so;
@@ -187,6 +188,7 @@ bool is_extra_body_route(const std::string& path) {
 
 void add_extra_routes(ServerState& st, const std::function<void(const char* path, BodyHandler handle)>& post) {
   st.pooling = read_pooling_config(st.lm.path);
+  st.files = FileWatch::of(st.lm.path);
   post("/tokenize", [&st](const std::string& body, httplib::Response& res) { handle_tokenize(st, body, res); });
   post("/detokenize", [&st](const std::string& body, httplib::Response& res) { handle_detokenize(st, body, res); });
   post("/apply-template", [&st](const std::string& body, httplib::Response& res) { handle_apply_template(st, body, res); });

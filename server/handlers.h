@@ -15,6 +15,7 @@
 #include "runtime/loader.h"
 #include "runtime/session.h"
 #include "server/api_error.h"
+#include "runtime/file_watch.h"
 #include "runtime/pooling.h"
 #include "server/openai_request.h"
 #include "server/origin_policy.h"
@@ -66,6 +67,8 @@ struct ServerState {
   std::atomic<uint64_t> images_encoded{0};  // since start
   // /v1/embeddings: the checkpoint's pooling, and a session made at the first request (one at a time)
   PoolingConfig pooling;
+  // the model's mapped files, checked before each generation and embedding (runtime/file_watch.h)
+  FileWatch files;
   std::mutex embed_mu;
   std::shared_ptr<ThreadPool> embed_pool;
   std::unique_ptr<Session> embed_session;

@@ -649,6 +649,31 @@ class BadGenerationConfig(unittest.TestCase):
                 self.assertEqual(srv.stop(), 0)
 
 
+class ModelFileChanged(unittest.TestCase):
+    """The model file truncated in place under a running server: requests get a 503 naming the file (a forward pass
+    over the truncated mapping would kill the server with SIGBUS), and the server keeps answering /health."""
+
+    def test_truncated_weights_are_refused(self):
+        import shutil
+        with tempfile.TemporaryDirectory() as d:
+            for f in os.listdir(MODEL):
+                shutil.copy(os.path.join(MODEL, f), os.path.join(d, f))
+            srv = Server(PIPIT, d)
+            try:
+                status, r = srv.post("/v1/chat/completions", chat("Hi", max_tokens=4))
+                self.assertEqual(status, 200, r)
+                weights = os.path.join(d, "model.safetensors")
+                os.truncate(weights, os.path.getsize(weights) // 2)
+                status, r = srv.post("/v1/chat/completions", chat("Hi", max_tokens=4))
+                self.assertEqual(status, 503, r)
+                self.assertIn("model.safetensors' changed on disk", r["error"]["message"])
+                self.assertTrue(srv.alive())
+                status, h = srv.get("/health")
+                self.assertEqual(status, 200, h)
+            finally:
+                self.assertEqual(srv.stop(), 0)
+
+
 if __name__ == "__main__":
     if len(sys.argv) < 3:
         sys.exit(__doc__)

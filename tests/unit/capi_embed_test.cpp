@@ -542,3 +542,51 @@ TEST(CapiTokens, EvalLogitsAndEmbedding) {
 
 }  // namespace
 }  // namespace pipit
+
+namespace pipit {
+namespace {
+
+// A model file changed in place under a loaded model (truncated, rewritten) would fault at the next forward pass
+// (SIGBUS) or compute with other bytes: each generation checks the mapped files first (runtime/file_watch.h) and
+// refuses, naming the file. A file replaced by a rename is fine: the mapping keeps the old one.
+TEST(CapiFiles, ModelFileChangedInPlaceIsRefused) {
+  namespace fs = std::filesystem;
+  const std::string src = test::model_dir("stories260k");
+  const std::string dir = (fs::temp_directory_path() / ("pipit_capi_files_" + std::to_string(::getpid()))).string();
+  fs::create_directories(dir);
+  for (const char* f : {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"})
+    fs::copy_file(src + "/" + f, dir + "/" + f, fs::copy_options::overwrite_existing);
+  const std::string weights = dir + "/model.safetensors";
+  pipit_model* m = nullptr;
+  ASSERT_EQ(pipit_model_load(dir.c_str(), nullptr, &m), PIPIT_OK) << pipit_last_error();
+  pipit_session* s = nullptr;
+  ASSERT_EQ(pipit_session_create(m, nullptr, &s), PIPIT_OK);
+  pipit_generate_options o;
+  pipit_generate_options_default(&o);
+  o.max_tokens = 4;
+  ASSERT_EQ(pipit_session_generate(s, "Once", 0, &o, nullptr, nullptr), PIPIT_OK) << pipit_last_error();
+
+  // replaced by a rename (how an update should be written): the loaded model goes on with the old file's bytes
+  fs::copy_file(weights, weights + ".new");
+  fs::rename(weights + ".new", weights);
+  ASSERT_EQ(pipit_session_generate(s, " upon", 0, &o, nullptr, nullptr), PIPIT_OK) << pipit_last_error();
+  pipit_session_destroy(s);
+  pipit_model_destroy(m);
+
+  // truncated in place under a loaded model: refused (it would be SIGBUS), naming the file
+  ASSERT_EQ(pipit_model_load(dir.c_str(), nullptr, &m), PIPIT_OK) << pipit_last_error();
+  ASSERT_EQ(pipit_session_create(m, nullptr, &s), PIPIT_OK);
+  ASSERT_EQ(pipit_session_generate(s, "Once", 0, &o, nullptr, nullptr), PIPIT_OK);
+  fs::resize_file(weights, fs::file_size(weights) / 2);
+  EXPECT_EQ(pipit_session_generate(s, " upon", 0, &o, nullptr, nullptr), PIPIT_ERR_UNAVAILABLE);
+  EXPECT_NE(std::string(pipit_last_error()).find("model.safetensors' changed on disk"), std::string::npos)
+      << pipit_last_error();
+  const int32_t one = 1;
+  EXPECT_EQ(pipit_session_eval(s, &one, 1, nullptr, 0), PIPIT_ERR_UNAVAILABLE);
+  pipit_session_destroy(s);
+  pipit_model_destroy(m);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace pipit
