@@ -56,8 +56,9 @@ enum class Phase { kIdle, kHead, kBody };
 // A socket stream whose reads share one deadline per phase instead of a timeout per read.
 class GuardedStream final : public httplib::Stream {
  public:
-  GuardedStream(int fd, const ConnectionLimits& lim, const std::atomic<socket_t>& listening)
-      : fd_(fd), lim_(lim), listening_(listening) {}
+  GuardedStream(int fd, const ConnectionLimits& lim, const std::atomic<socket_t>& listening,
+                const GuardedHttpServer& server)
+      : fd_(fd), lim_(lim), listening_(listening), server_(server) {}
 
   bool is_readable() const override { return off_ < len_ || wait(POLLIN, read_deadline()); }
   bool is_writable() const override { return wait(POLLOUT, Clock::now() + lim_.write_timeout); }
@@ -106,10 +107,12 @@ class GuardedStream final : public httplib::Stream {
   // The connection's next request: waits (up to the idle timeout) for its first byte unless it is buffered.
   bool next_request() {
     phase_ = Phase::kIdle;
-    if (off_ == len_ && !wait(POLLIN, Clock::now() + lim_.idle_timeout)) return false;
+    phase_start_ = Clock::now();
+    if (off_ == len_ && !wait(POLLIN, phase_start_ + lim_.idle_timeout)) return false;
     phase_ = Phase::kHead;
     head_bytes_ = 0;
-    deadline_ = Clock::now() + lim_.head_timeout;
+    phase_start_ = Clock::now();
+    deadline_ = phase_start_ + lim_.head_timeout;
     return true;
   }
   void begin_body(size_t declared) {
@@ -136,7 +139,11 @@ class GuardedStream final : public httplib::Stream {
   bool wait(short events, Clock::time_point deadline) const {
     for (;;) {
       if (listening_ == INVALID_SOCKET) return false;
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      const auto now = Clock::now();
+      // waiting for a request or its head while the workers are scarce: this connection's time is the crowded one
+      if ((events & POLLIN) && phase_ != Phase::kBody && server_.crowded() && now - phase_start_ > lim_.crowded_timeout)
+        return false;
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
       if (left.count() <= 0) return false;
       pollfd p{fd_, events, 0};
       const int r = ::poll(&p, 1, int(std::min(left, std::chrono::milliseconds(kSlice)).count()));
@@ -148,7 +155,9 @@ class GuardedStream final : public httplib::Stream {
   int fd_;
   const ConnectionLimits& lim_;
   const std::atomic<socket_t>& listening_;
+  const GuardedHttpServer& server_;
   Phase phase_ = Phase::kIdle;
+  Clock::time_point phase_start_ = Clock::now();
   Clock::time_point deadline_;
   size_t head_bytes_ = 0;
   char buf_[16384];
@@ -194,6 +203,7 @@ bool GuardedHttpServer::process_and_close_socket(socket_t sock) {
     if (n < lim_.max_per_client) {
       ++n;
       ++open_;
+      open_now_.store(open_, std::memory_order_relaxed);
       admitted = true;
     } else {
       ++refused_;
@@ -224,6 +234,7 @@ bool GuardedHttpServer::process_and_close_socket(socket_t sock) {
     std::lock_guard<std::mutex> lk(mu_);
     if (auto it = per_client_.find(addr); it != per_client_.end() && --it->second <= 0) per_client_.erase(it);
     --open_;
+    open_now_.store(open_, std::memory_order_relaxed);
   }
   ::shutdown(sock, SHUT_RDWR);
   ::close(sock);
@@ -231,7 +242,7 @@ bool GuardedHttpServer::process_and_close_socket(socket_t sock) {
 }
 
 bool GuardedHttpServer::serve(socket_t sock) {
-  GuardedStream strm(sock, lim_, svr_sock_);
+  GuardedStream strm(sock, lim_, svr_sock_, *this);
   tl_stream = &strm;
   bool ret = false;
   for (int n = 0; n < lim_.max_requests && svr_sock_ != INVALID_SOCKET; ++n) {

@@ -11,6 +11,7 @@
 // connection at a time).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <map>
@@ -29,6 +30,12 @@ struct ConnectionLimits {
   size_t max_head_bytes = 64 << 10;               // request line + headers
   int max_per_client = 64;                        // open connections from one address; more are refused (429)
   int max_requests = 100;                         // requests on one keep-alive connection
+  // Crowding: each open connection holds one of `workers` threads. Once more than 3/4 of them are held, a
+  // connection that is idle or still sending its head (not yet a request) gets `crowded_timeout` from the start of
+  // that phase instead of idle_timeout / head_timeout, so trickling or idle sockets from many addresses (each under
+  // max_per_client) cannot keep a health check or a real request waiting for long. 0 workers: off.
+  int workers = 0;
+  std::chrono::milliseconds crowded_timeout{1000};
 };
 
 class GuardedHttpServer : public httplib::Server {
@@ -50,6 +57,7 @@ class GuardedHttpServer : public httplib::Server {
 
   // Open connections (all addresses), and the number refused for being over the per-address cap.
   int open_connections() const;
+  bool crowded() const { return lim_.workers > 0 && open_now_.load(std::memory_order_relaxed) * 4 > lim_.workers * 3; }
   uint64_t refused_connections() const;
 
  private:
@@ -60,6 +68,7 @@ class GuardedHttpServer : public httplib::Server {
   mutable std::mutex mu_;
   std::map<std::string, int> per_client_;
   int open_ = 0;
+  std::atomic<int> open_now_{0};  // open_, readable without the mutex (crowded(), polled by every waiting stream)
   uint64_t refused_ = 0;
 };
 

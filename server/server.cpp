@@ -205,6 +205,7 @@ ConnectionLimits connection_limits(const ServerOptions& opt, const Engine& engin
   // others (a health check, another user) always find a worker.
   l.max_per_client = opt.max_conns_per_client > 0 ? opt.max_conns_per_client
                                                   : std::max(1, http_threads(opt, engine) - 8);
+  l.workers = http_threads(opt, engine);
   return l;
 }
 

@@ -674,6 +674,59 @@ class ModelFileChanged(unittest.TestCase):
                 self.assertEqual(srv.stop(), 0)
 
 
+class CrowdedWorkers(unittest.TestCase):
+    """Issue 35.8: sockets that trickle their request heads from several addresses (each under the per-address cap)
+    held every HTTP worker for the whole head timeout, so /health waited. Once 3/4 of the workers are held, a
+    connection still sending its head (or idle) gets 1 s: the health check is answered within a few seconds."""
+
+    def test_trickling_heads_from_many_addresses(self):
+        import socket
+        import threading
+        import time
+        srv = Server(PIPIT, MODEL, "--http-threads", "16", "--max-conns-per-client", "8", "--read-timeout", "30")
+        socks, stop = [], threading.Event()
+        try:
+            for i in range(16):  # 4 addresses x 4 sockets: every worker
+                s = socket.socket()
+                s.bind(("127.0.0.%d" % (2 + i % 4), 0))
+                s.connect((srv.host, srv.port))
+                s.sendall(b"GET /health HTTP/1.1\r\n")
+                socks.append(s)
+
+            def trickle():  # one header byte per socket every 0.3 s, reconnecting what the server closes
+                while not stop.is_set():
+                    for k, s in enumerate(socks):
+                        try:
+                            s.sendall(b"X")
+                        except OSError:
+                            n = socket.socket()
+                            try:
+                                n.bind(("127.0.0.%d" % (2 + k % 4), 0))
+                                n.connect((srv.host, srv.port))
+                                n.sendall(b"GET /health HTTP/1.1\r\n")
+                                socks[k] = n
+                            except OSError:
+                                pass
+                    stop.wait(0.3)
+
+            t = threading.Thread(target=trickle, daemon=True)
+            t.start()
+            time.sleep(0.5)
+            t0 = time.time()
+            status, h = srv.get("/health")
+            took = time.time() - t0
+            self.assertEqual(status, 200, h)
+            print("health answered in %.2f s" % took)
+            self.assertLess(took, 6.0, "the health check waited %.1f s behind trickling sockets" % took)
+            stop.set()
+            t.join()
+        finally:
+            stop.set()
+            for s in socks:
+                s.close()
+            self.assertEqual(srv.stop(), 0)
+
+
 if __name__ == "__main__":
     if len(sys.argv) < 3:
         sys.exit(__doc__)
