@@ -1,0 +1,376 @@
+// Qwen3.5 with images (Qwen3_5ForConditionalGeneration): every image case of the golden (one image, two images in
+// prompt order) through the model's own processor, tower, placeholder expansion and M-RoPE positions, the hybrid
+// decoder's residuals, linear-attention state and logits after the prefill (in one chunk and in chunks that split
+// the images), and the greedy continuation with the KV cache + recurrent state. Also the text case through the
+// multimodal model, the mtp.* tensors left alone, and a checkpoint without the tower loading as the text model.
+// Goldens: ../shared/testdata/models/qwen3_5_vl (README.md there; the video and MTP cases are not covered here).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+
+#include "format/safetensors.h"
+#include "models/vision/vision_model.h"
+#include "runtime/loader.h"
+#include "runtime/multimodal.h"
+#include "runtime/sampler.h"
+#include "runtime/session.h"
+#include "tests/models/model_test_util.h"
+#include "tests/test_util.h"
+
+namespace pipit {
+namespace {
+
+using nlohmann::json;
+
+constexpr double kPixelTol = 1e-6, kTol = 1e-3;
+const char* const kArch = "qwen3_5_vl";
+
+std::vector<int32_t> ids_of(const Tensor& t) { return {t.ptr<int32_t>(), t.ptr<int32_t>() + t.numel()}; }
+
+// report.json: per case the media in prompt order ([["image", "img_64x64.png"], ...]).
+std::vector<std::string> case_images(const std::string& name) {
+  std::ifstream in(test::model_dir(kArch) + "/report.json");
+  const json r = json::parse(in, nullptr, false);
+  std::vector<std::string> files;
+  if (r.is_discarded()) return files;
+  for (const auto& item : r["cases"][name]["items"]) {
+    if (item.at(0) != "image") return {};  // a video case: not covered here
+    files.push_back(item.at(1).get<std::string>());
+  }
+  return files;
+}
+
+class Qwen35VL : public ::testing::TestWithParam<std::string> {
+ protected:
+  static void SetUpTestSuite() {
+    auto m = load_model(test::model_dir(kArch));
+    ASSERT_TRUE(m.is_ok()) << m.status().message();
+    lm_ = new LoadedModel(std::move(m).value());
+    auto g = SafetensorsFile::open(test::model_dir(kArch) + "/golden.safetensors");
+    ASSERT_TRUE(g.is_ok()) << g.status().message();
+    golden_ = new SafetensorsFile(std::move(g).value());
+  }
+  static void TearDownTestSuite() {
+    delete lm_;
+    delete golden_;
+    lm_ = nullptr;
+    golden_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_NE(lm_, nullptr);
+    ASSERT_NE(lm_->model->vision(), nullptr) << "qwen3_5 with a vision tower loaded text-only";
+    auto pp = preprocessor_config_of(*lm_);
+    ASSERT_TRUE(pp.is_ok()) << pp.status().message();
+    auto p = image_processor_for(*lm_->model, *pp);
+    ASSERT_TRUE(p.is_ok()) << p.status().message();
+    proc_ = *p;
+  }
+  static bool has(const std::string& key) { return golden_->has(GetParam() + "." + key); }
+  static Tensor get(const std::string& key) {
+    auto t = golden_->get(GetParam() + "." + key);
+    EXPECT_TRUE(t.is_ok()) << "golden has no " << GetParam() << "." << key;
+    return t.is_ok() ? *t : Tensor();
+  }
+  static std::vector<int32_t> ids(const std::string& key) { return ids_of(get(key)); }
+  int64_t V() const { return lm_->model->info().n_vocab; }
+
+  // The case's images in prompt order through the processor and tower; `trace` collects the tower's named
+  // intermediates of all images one after another (the golden runs them as one batch, rows concatenated).
+  std::vector<EncodedImage> encode(std::map<std::string, std::vector<float>>* trace = nullptr) const {
+    ThreadPool pool(2);
+    TensorHook hook;
+    if (trace)
+      hook = [trace](const std::string& n, int layer, const Tensor& t) {
+        auto& v = (*trace)[layer >= 0 ? n + "." + std::to_string(layer) : n];
+        v.insert(v.end(), t.ptr<float>(), t.ptr<float>() + t.numel());
+      };
+    std::vector<EncodedImage> out;
+    for (const auto& f : case_images(GetParam())) {
+      auto img = load_image(test::model_dir(kArch) + "/" + f);
+      EXPECT_TRUE(img.is_ok()) << img.status().message();
+      if (!img.is_ok()) return {};
+      auto e = encode_image(*lm_->model, proc_, *img, pool, hook);
+      EXPECT_TRUE(e.is_ok()) << e.status().message();
+      if (!e.is_ok()) return {};
+      out.push_back(std::move(e).value());
+    }
+    return out;
+  }
+  MultimodalPrompt prompt(const std::vector<EncodedImage>& imgs,
+                          const std::string& key = "input_ids_unexpanded") const {
+    auto p = build_multimodal_prompt(*lm_->model, ids(key), imgs);
+    EXPECT_TRUE(p.is_ok()) << p.status().message();
+    return p.is_ok() ? std::move(p).value() : MultimodalPrompt{};
+  }
+
+  static LoadedModel* lm_;
+  static SafetensorsFile* golden_;
+  ImageProcessorConfig proc_;
+};
+LoadedModel* Qwen35VL::lm_ = nullptr;
+SafetensorsFile* Qwen35VL::golden_ = nullptr;
+
+TEST_P(Qwen35VL, PixelValuesAndGrid) {
+  const auto imgs = encode();
+  ASSERT_FALSE(imgs.empty());
+  std::vector<float> pv;
+  std::vector<int32_t> grid;
+  for (const auto& e : imgs) {
+    pv.insert(pv.end(), e.processed.pixel_values.ptr<float>(),
+              e.processed.pixel_values.ptr<float>() + e.processed.pixel_values.numel());
+    grid.insert(grid.end(), e.processed.grid_thw.begin(), e.processed.grid_thw.end());
+  }
+  Tensor want = get("pixel_values");
+  ASSERT_EQ(int64_t(pv.size()), want.numel());
+  auto d = test::max_abs_diff(pv.data(), want.ptr<float>(), want.numel());
+  std::printf("[ measure  ] %s pixel_values max |diff| %.3g\n", GetParam().c_str(), d.max_abs);
+  EXPECT_LE(d.max_abs, kPixelTol) << "worst at element " << d.worst;
+  EXPECT_EQ(grid, ids("image_grid_thw"));
+}
+
+TEST_P(Qwen35VL, VisionTowerAndIntermediates) {
+  std::map<std::string, std::vector<float>> trace;
+  const auto imgs = encode(&trace);
+  ASSERT_FALSE(imgs.empty());
+  EXPECT_EQ(lm_->model->vision()->vision_tokens().deepstack, 0);  // Qwen3.5 has no DeepStack
+  std::vector<std::string> names = {"vision.patch_embed", "vision.pos_embed"};
+  for (int i = 0; has("vision.block." + std::to_string(i)); ++i) names.push_back("vision.block." + std::to_string(i));
+  for (const auto& n : names) {  // in order: the first that differs says where
+    Tensor want = get(n);
+    ASSERT_TRUE(trace.count(n)) << "no intermediate named " << n;
+    ASSERT_EQ(int64_t(trace[n].size()), want.numel()) << n;
+    auto d = test::max_abs_diff(trace[n].data(), want.ptr<float>(), want.numel());
+    std::printf("[ measure  ] %s %s max |diff| %.3g\n", GetParam().c_str(), n.c_str(), d.max_abs);
+    ASSERT_LE(d.max_abs, kTol) << "first difference at " << n << " element " << d.worst;
+  }
+  std::vector<float> feats;
+  for (const auto& e : imgs) feats.insert(feats.end(), e.features.ptr<float>(), e.features.ptr<float>() + e.features.numel());
+  Tensor want = get("vision_embeds");
+  ASSERT_EQ(int64_t(feats.size()), want.numel());
+  auto d = test::max_abs_diff(feats.data(), want.ptr<float>(), want.numel());
+  std::printf("[ measure  ] %s vision_embeds max |diff| %.3g\n", GetParam().c_str(), d.max_abs);
+  EXPECT_LE(d.max_abs, kTol) << "worst at element " << d.worst;
+}
+
+TEST_P(Qwen35VL, PlaceholderExpansionAndPositions) {
+  const auto imgs = encode();
+  ASSERT_FALSE(imgs.empty());
+  MultimodalPrompt p = prompt(imgs);
+  EXPECT_EQ(p.tokens, ids("input_ids"));
+  EXPECT_EQ(p.mrope_pos, ids("position_ids"));
+  EXPECT_EQ(p.rope_delta, ids("rope_deltas")[0]);
+  MultimodalPrompt q = prompt(imgs, "input_ids");  // the processor's already-expanded ids: the same prompt
+  EXPECT_EQ(q.tokens, p.tokens);
+  EXPECT_EQ(q.mrope_pos, p.mrope_pos);
+  EXPECT_EQ(q.embd_row, p.embd_row);
+}
+
+TEST_P(Qwen35VL, PrefillResidualsStateAndLogits) {
+  const auto imgs = encode();
+  ASSERT_FALSE(imgs.empty());
+  MultimodalPrompt p = prompt(imgs);
+  Tensor want = get("logits");
+  for (int n_batch : {512, 7}) {  // one chunk, and chunks that cut the images (the state carries across)
+    Session s(*lm_->model, SessionOptions{.n_threads = 2, .n_batch = n_batch});
+    std::map<std::string, std::vector<float>> trace;
+    s.ctx().on_tensor = [&](const std::string& n, int layer, const Tensor& t) {
+      if (n != "embd" && n != "l_out") return;
+      auto& v = trace[layer >= 0 ? n + "." + std::to_string(layer) : n];
+      v.insert(v.end(), t.ptr<float>(), t.ptr<float>() + t.numel());
+    };
+    auto r = s.eval(p, /*all_logits=*/true);
+    ASSERT_TRUE(r.is_ok()) << r.status().message();
+    s.ctx().on_tensor = nullptr;
+    Tensor emb = get("inputs_embeds");
+    ASSERT_EQ(int64_t(trace["embd"].size()), emb.numel());
+    auto de = test::max_abs_diff(trace["embd"].data(), emb.ptr<float>(), emb.numel());
+    EXPECT_LE(de.max_abs, kTol) << "inputs_embeds, worst at " << de.worst << " (n_batch " << n_batch << ")";
+    for (int l = 0; has("llm.layer." + std::to_string(l)); ++l) {
+      Tensor want_l = get("llm.layer." + std::to_string(l));
+      auto& got = trace["l_out." + std::to_string(l)];
+      ASSERT_EQ(int64_t(got.size()), want_l.numel());
+      auto dl = test::max_abs_diff(got.data(), want_l.ptr<float>(), want_l.numel());
+      std::printf("[ measure  ] %s n_batch %d llm.layer.%d max |diff| %.3g\n", GetParam().c_str(), n_batch, l,
+                  dl.max_abs);
+      EXPECT_LE(dl.max_abs, kTol) << "llm.layer." << l << " (n_batch " << n_batch << ")";
+    }
+    // linear-attention state after the prefill (HF layout: conv_state [1, conv_dim, K], recurrent [1, nv, dk, dv])
+    const KvCache& kv = s.cache();
+    for (int il = 0; il < kv.n_layer(); ++il) {
+      if (!kv.is_recurrent(il)) continue;
+      Tensor want_conv = get("llm.conv_state." + std::to_string(il));
+      Tensor want_rec = get("llm.recurrent_state." + std::to_string(il));
+      Tensor conv = kv.state(il, 0, 0), rec = kv.state(il, 0, 1);  // [K, C], [nv, dk, dv]
+      const int64_t C = want_conv.dim(1), K = want_conv.dim(2);
+      ASSERT_EQ(conv.shape(), std::vector<int64_t>({K, C}));
+      double dc = 0;
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t j = 0; j < K; ++j)
+          dc = std::max(dc, double(std::fabs(conv.ptr<float>()[j * C + c] - want_conv.ptr<float>()[c * K + j])));
+      ASSERT_EQ(rec.numel(), want_rec.numel());
+      const double dr = test::max_abs_diff(rec.ptr<float>(), want_rec.ptr<float>(), rec.numel()).max_abs;
+      std::printf("[ measure  ] %s n_batch %d layer %d: conv state %.3g, recurrent state %.3g\n", GetParam().c_str(),
+                  n_batch, il, dc, dr);
+      EXPECT_LE(dc, kTol) << "conv state of layer " << il << " (n_batch " << n_batch << ")";
+      EXPECT_LE(dr, kTol) << "recurrent state of layer " << il << " (n_batch " << n_batch << ")";
+    }
+    ASSERT_EQ(r->numel(), want.numel());
+    auto d = test::max_abs_diff(r->ptr<float>(), want.ptr<float>(), want.numel());
+    std::printf("[ measure  ] %s n_batch %d logits max |diff| %.3g\n", GetParam().c_str(), n_batch, d.max_abs);
+    EXPECT_LE(d.max_abs, kTol) << "worst at position " << d.worst / V() << ", token " << d.worst % V()
+                               << " (n_batch " << n_batch << ")";
+  }
+}
+
+TEST_P(Qwen35VL, GreedyContinuationWithCacheAndState) {
+  const auto imgs = encode();
+  ASSERT_FALSE(imgs.empty());
+  MultimodalPrompt p = prompt(imgs);
+  const auto want_ids = ids("greedy_ids");
+  const auto want_pos = ids("greedy_position_ids");  // [3, 1, 16]: all rows equal
+  Tensor want_logits = get("greedy_logits");
+  Session s(*lm_->model, SessionOptions{.n_threads = 2});
+  auto r = s.eval(p);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  std::vector<int32_t> got;
+  double worst = 0;
+  for (size_t k = 0; k < want_ids.size(); ++k) {
+    const float* l = r->ptr<float>();
+    worst = std::max(worst, test::max_abs_diff(l, want_logits.ptr<float>() + k * V(), V()).max_abs);
+    const int32_t next = argmax(std::span<const float>(l, size_t(V())));
+    got.push_back(next);
+    if (next != want_ids[k]) break;
+    EXPECT_EQ(s.n_past() + s.rope_delta(), want_pos[k]) << "decode position of step " << k;
+    r = s.eval(std::span<const int32_t>(&next, 1));
+    ASSERT_TRUE(r.is_ok()) << r.status().message();
+  }
+  std::printf("[ measure  ] %s greedy_logits max |diff| %.3g\n", GetParam().c_str(), worst);
+  EXPECT_EQ(got, want_ids);
+  EXPECT_LE(worst, kTol);
+}
+
+std::vector<std::string> image_cases() {
+  std::vector<std::string> v;
+  auto g = SafetensorsFile::open(test::model_dir(kArch) + "/golden.safetensors");
+  if (!g.is_ok()) return v;
+  auto it = g->metadata().find("cases");
+  if (it == g->metadata().end()) return v;
+  std::stringstream ss(it->second);
+  for (std::string c; std::getline(ss, c, ',');)
+    if (g->has(c + ".pixel_values")) v.push_back(c);  // text and video cases have none
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Golden, Qwen35VL, ::testing::ValuesIn(image_cases()));
+
+// Prefill + greedy of the golden's text case (no image: plain positions) on a loaded model.
+void expect_text_case(Model& m, const std::string& what) {
+  auto g = SafetensorsFile::open(test::model_dir(kArch) + "/golden.safetensors");
+  ASSERT_TRUE(g.is_ok());
+  const auto prompt = ids_of(*g->get("text.input_ids"));
+  Tensor want = *g->get("text.logits");
+  const auto want_ids = ids_of(*g->get("text.greedy_ids"));
+  const int64_t V = m.info().n_vocab;
+  Session s(m, SessionOptions{.n_threads = 2});
+  auto r = s.eval(prompt, /*all_logits=*/true);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  ASSERT_EQ(r->numel(), want.numel());
+  auto d = test::max_abs_diff(r->ptr<float>(), want.ptr<float>(), want.numel());
+  std::printf("[ measure  ] text case (%s) logits max |diff| %.3g\n", what.c_str(), d.max_abs);
+  EXPECT_LE(d.max_abs, kTol) << what;
+  std::vector<int32_t> got;
+  int32_t next = argmax(std::span<const float>(r->ptr<float>() + (int64_t(prompt.size()) - 1) * V, size_t(V)));
+  for (size_t k = 0; k < want_ids.size(); ++k) {
+    got.push_back(next);
+    auto st = s.eval(std::span<const int32_t>(&next, 1));
+    ASSERT_TRUE(st.is_ok()) << st.status().message();
+    next = argmax(std::span<const float>(st->ptr<float>(), size_t(V)));
+  }
+  EXPECT_EQ(got, want_ids) << what;
+}
+
+TEST(Qwen35VLModel, TextCaseAndTheMtpTensorsLeftAlone) {
+  auto lm = load_model(test::model_dir(kArch));
+  ASSERT_TRUE(lm.is_ok()) << lm.status().message();
+  EXPECT_EQ(lm->model->info().arch, "qwen3_5");
+  ASSERT_NE(lm->model->vision(), nullptr);
+  const VisionTokens& vt = lm->model->vision()->vision_tokens();
+  EXPECT_EQ(vt.image_token_id, 492);
+  EXPECT_EQ(vt.vision_start_id, 489);
+  EXPECT_EQ(vt.vision_end_id, 490);
+  EXPECT_TRUE(vt.mrope);
+  const auto& eos = lm->model->info().eos_ids;  // <|im_end|> (config), <|endoftext|> too (generation_config.json)
+  EXPECT_NE(std::find(eos.begin(), eos.end(), 482), eos.end());
+  expect_text_case(*lm->model, "multimodal model");
+}
+
+// The same checkpoint without its model.visual.* tensors (a text-only export of a Qwen3_5ForConditionalGeneration
+// config) loads as the text model and gives the same text logits.
+TEST(Qwen35VLModel, WithoutTheTowerLoadsAsText) {
+  const HfConfig cfg = *HfConfig::load(test::model_dir(kArch) + "/config.json");
+  auto set = SafetensorsSet::open_dir(test::model_dir(kArch));
+  ASSERT_TRUE(set.is_ok()) << set.status().message();
+  std::map<std::string, Tensor> tensors;
+  for (const auto& [name, t] : set->tensors())
+    if (name.rfind("model.visual.", 0) != 0) tensors[name] = t;
+  MapWeightSource w(tensors);
+  auto m = create_model(cfg, w);
+  ASSERT_TRUE(m.is_ok()) << m.status().message();
+  EXPECT_EQ((*m)->vision(), nullptr);
+  expect_text_case(**m, "text-only load");
+}
+
+// A missing tower tensor is named (the tower is there, so the checkpoint is multimodal).
+TEST(Qwen35VLModel, MissingVisionTensorIsNamed) {
+  const HfConfig cfg = *HfConfig::load(test::model_dir(kArch) + "/config.json");
+  for (const std::string name : {"model.visual.merger.linear_fc2.weight", "model.visual.pos_embed.weight",
+                                 "model.visual.blocks.2.norm2.bias"}) {
+    auto set = SafetensorsSet::open_dir(test::model_dir(kArch));
+    ASSERT_TRUE(set.is_ok()) << set.status().message();
+    auto tensors = set->tensors();
+    ASSERT_EQ(tensors.erase(name), 1u) << name;
+    MapWeightSource w(tensors);
+    auto m = create_model(cfg, w);
+    ASSERT_FALSE(m.is_ok()) << name;
+    EXPECT_NE(m.status().message().find(name.substr(std::string("model.").size())), std::string::npos)
+        << m.status().message();
+  }
+}
+
+// HF's Qwen3.5 rotary always interleaves the M-RoPE streams: a config without mrope_interleaved gives the same
+// image logits (and they are the golden's).
+TEST(Qwen35VLModel, InterleavesWithoutTheConfigFlag) {
+  auto logits = [](const std::string& dir) -> std::vector<float> {
+    auto lm = load_model(dir);
+    EXPECT_TRUE(lm.is_ok()) << lm.status().message();
+    if (!lm.is_ok()) return {};
+    auto g = SafetensorsFile::open(test::model_dir(kArch) + "/golden.safetensors");
+    ThreadPool pool(2);
+    auto p = prepare_multimodal_prompt(*lm, ids_of(*g->get("img_200x130.input_ids_unexpanded")),
+                                       {test::model_dir(kArch) + "/img_200x130.png"}, {}, pool);
+    EXPECT_TRUE(p.is_ok()) << p.status().message();
+    if (!p.is_ok()) return {};
+    Session s(*lm->model, SessionOptions{.n_threads = 2});
+    auto r = s.eval(*p, /*all_logits=*/true);
+    EXPECT_TRUE(r.is_ok()) << r.status().message();
+    return r.is_ok() ? std::vector<float>(r->ptr<float>(), r->ptr<float>() + r->numel()) : std::vector<float>{};
+  };
+  const auto want = logits(test::model_dir(kArch));
+  test::EditedCheckpoint no_flag(kArch, [](json& c) { c["text_config"]["rope_parameters"].erase("mrope_interleaved"); });
+  std::filesystem::create_symlink(test::model_dir(kArch) + "/preprocessor_config.json",
+                                  no_flag.dir() + "/preprocessor_config.json");
+  const auto got = logits(no_flag.dir());
+  ASSERT_FALSE(want.empty());
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_EQ(test::max_abs_diff(got.data(), want.data(), int64_t(want.size())).max_abs, 0.0);
+  auto g = SafetensorsFile::open(test::model_dir(kArch) + "/golden.safetensors");
+  Tensor gl = *g->get("img_200x130.logits");
+  ASSERT_EQ(gl.numel(), int64_t(want.size()));
+  EXPECT_LE(test::max_abs_diff(want.data(), gl.ptr<float>(), gl.numel()).max_abs, kTol);
+}
+
+}  // namespace
+}  // namespace pipit
