@@ -3,15 +3,19 @@
 // decoder's residuals, linear-attention state and logits after the prefill (in one chunk and in chunks that split
 // the images), and the greedy continuation with the KV cache + recurrent state. Also the text case through the
 // multimodal model, the mtp.* tensors left alone, and a checkpoint without the tower loading as the text model.
-// Goldens: ../shared/testdata/models/qwen3_5_vl (README.md there; the video and MTP cases are not covered here).
+// The video case below the model level: frames sampled and patched as HF's video processor, the tower on them, and the
+// decoder on the processor-expanded ids (prompt expansion and front ends for video do not exist yet).
+// Goldens: ../shared/testdata/models/qwen3_5_vl (README.md there; the MTP tensors are not covered here).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <map>
 
 #include "format/safetensors.h"
+#include "models/vision/video_processor.h"
 #include "models/vision/vision_model.h"
 #include "runtime/loader.h"
 #include "runtime/multimodal.h"
@@ -370,6 +374,106 @@ TEST(Qwen35VLModel, InterleavesWithoutTheConfigFlag) {
   Tensor gl = *g->get("img_200x130.logits");
   ASSERT_EQ(gl.numel(), int64_t(want.size()));
   EXPECT_LE(test::max_abs_diff(want.data(), gl.ptr<float>(), gl.numel()).max_abs, kTol);
+}
+
+// The golden's video case: 8 frames at 4 fps -> 4 sampled frames, 2 temporal patches of 4x6 patches. The processor
+// output and timestamps, the tower on the video (one attention segment per temporal patch), and the decoder on the
+// expanded ids: each temporal patch placed as a (1, h, w) image, which is how HF's get_rope_index splits a video
+// (so the image path's positions serve), with the video features at the <|video_pad|> rows.
+TEST(Qwen35VLVideo, ProcessorTowerPositionsAndLogits) {
+  const std::string dir = test::model_dir(kArch);
+  auto g = SafetensorsFile::open(dir + "/golden.safetensors");
+  ASSERT_TRUE(g.is_ok());
+  auto lm = load_model(dir);
+  ASSERT_TRUE(lm.is_ok()) << lm.status().message();
+  const VisionLanguageModel* v = lm->model->vision();
+  ASSERT_NE(v, nullptr);
+  std::ifstream in(dir + "/video_preprocessor_config.json");
+  auto vc = parse_video_processor(json::parse(in));
+  ASSERT_TRUE(vc.is_ok()) << vc.status().message();
+  std::vector<Image> frames;
+  for (int i = 0; i < 8; ++i) {
+    auto f = load_image(dir + "/video_frame0" + std::to_string(i) + ".png");
+    ASSERT_TRUE(f.is_ok()) << f.status().message();
+    frames.push_back(std::move(f).value());
+  }
+  const double fps = double(g->get("video.video_fps")->ptr<float>()[0]);
+  auto pv = preprocess_video(frames, fps, *vc);
+  ASSERT_TRUE(pv.is_ok()) << pv.status().message();
+  EXPECT_EQ(pv->frame_indices, ids_of(*g->get("video.video_frame_indices")));
+  EXPECT_EQ(std::vector<int32_t>(pv->patches.grid_thw.begin(), pv->patches.grid_thw.end()),
+            ids_of(*g->get("video.video_grid_thw")));
+  Tensor want_ts = *g->get("video.video_timestamps");
+  ASSERT_EQ(int64_t(pv->timestamps.size()), want_ts.numel());
+  for (size_t i = 0; i < pv->timestamps.size(); ++i) EXPECT_EQ(float(pv->timestamps[i]), want_ts.ptr<float>()[i]);
+  EXPECT_EQ(video_timestamp_text(pv->timestamps[0]), "<0.2 seconds>");  // 0.25: half to even, as Python
+  EXPECT_EQ(video_timestamp_text(pv->timestamps[1]), "<1.5 seconds>");
+  Tensor want_pv = *g->get("video.pixel_values_videos");
+  ASSERT_EQ(pv->patches.pixel_values.numel(), want_pv.numel());
+  auto dp = test::max_abs_diff(pv->patches.pixel_values.ptr<float>(), want_pv.ptr<float>(), want_pv.numel());
+  std::printf("[ measure  ] video pixel_values_videos max |diff| %.3g\n", dp.max_abs);
+  EXPECT_LE(dp.max_abs, kPixelTol);
+
+  // the tower: the video is an image with t = 2
+  ThreadPool pool(2);
+  Arena arena(size_t(1) << 22);
+  std::map<std::string, std::vector<float>> trace;
+  Ctx ctx{&arena, &pool, &kernels(), [&](const std::string& n, int layer, const Tensor& t) {
+            trace[layer >= 0 ? n + "." + std::to_string(layer) : n].assign(t.ptr<float>(), t.ptr<float>() + t.numel());
+          }};
+  auto feats = v->encode_image(ctx, pv->patches);
+  ASSERT_TRUE(feats.is_ok()) << feats.status().message();
+  for (const std::string n : {"patch_embed", "pos_embed", "block.0", "block.1", "block.2"}) {
+    Tensor want = *g->get("video.video_vision." + n);
+    ASSERT_EQ(int64_t(trace["vision." + n].size()), want.numel()) << n;
+    auto d = test::max_abs_diff(trace["vision." + n].data(), want.ptr<float>(), want.numel());
+    std::printf("[ measure  ] video video_vision.%s max |diff| %.3g\n", n.c_str(), d.max_abs);
+    ASSERT_LE(d.max_abs, kTol) << "first difference at video_vision." << n;
+  }
+  Tensor want_f = *g->get("video.video_embeds");
+  ASSERT_EQ(feats->numel(), want_f.numel());
+  auto df = test::max_abs_diff(feats->ptr<float>(), want_f.ptr<float>(), want_f.numel());
+  std::printf("[ measure  ] video video_embeds max |diff| %.3g\n", df.max_abs);
+  EXPECT_LE(df.max_abs, kTol);
+
+  // the decoder: one (1, h, w) image per temporal patch, at the expanded prompt's <|video_pad|> runs
+  const int32_t video_pad = 493, image_pad = v->vision_tokens().image_token_id;
+  const auto grid = pv->patches.grid_thw;
+  const int64_t per = int64_t(grid[1]) * grid[2] / 4, E = lm->model->info().n_embd;
+  std::vector<EncodedImage> groups(static_cast<size_t>(grid[0]));
+  for (int64_t t = 0; t < grid[0]; ++t) {
+    groups[size_t(t)].processed.grid_thw = {1, grid[1], grid[2]};
+    groups[size_t(t)].features = Tensor::empty(DType::F32, {per, E});
+    std::memcpy(groups[size_t(t)].features.data(), feats->row_ptr(t * per), size_t(per * E) * 4);
+  }
+  std::vector<int32_t> ids = ids_of(*g->get("video.input_ids"));
+  for (auto& id : ids) id = id == video_pad ? image_pad : id;
+  auto p = build_multimodal_prompt(*lm->model, ids, groups);
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  EXPECT_EQ(p->mrope_pos, ids_of(*g->get("video.position_ids")));
+  EXPECT_EQ(p->rope_delta, ids_of(*g->get("video.rope_deltas"))[0]);
+  for (auto& id : p->tokens) id = id == image_pad ? video_pad : id;
+  EXPECT_EQ(p->tokens, ids_of(*g->get("video.input_ids")));
+  Session s(*lm->model, SessionOptions{.n_threads = 2});
+  auto r = s.eval(*p, /*all_logits=*/true);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  Tensor want = *g->get("video.logits");
+  ASSERT_EQ(r->numel(), want.numel());
+  auto d = test::max_abs_diff(r->ptr<float>(), want.ptr<float>(), want.numel());
+  std::printf("[ measure  ] video logits max |diff| %.3g\n", d.max_abs);
+  EXPECT_LE(d.max_abs, kTol);
+  // greedy with the KV cache + state
+  const int64_t V = lm->model->info().n_vocab;
+  const auto want_ids = ids_of(*g->get("video.greedy_ids"));
+  std::vector<int32_t> got;
+  int32_t next = argmax(std::span<const float>(r->ptr<float>() + (int64_t(p->tokens.size()) - 1) * V, size_t(V)));
+  for (size_t k = 0; k < want_ids.size(); ++k) {
+    got.push_back(next);
+    auto st = s.eval(std::span<const int32_t>(&next, 1));
+    ASSERT_TRUE(st.is_ok()) << st.status().message();
+    next = argmax(std::span<const float>(st->ptr<float>(), size_t(V)));
+  }
+  EXPECT_EQ(got, want_ids);
 }
 
 }  // namespace
