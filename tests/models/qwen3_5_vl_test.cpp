@@ -23,6 +23,7 @@
 #include "runtime/session.h"
 #include "tests/models/model_test_util.h"
 #include "tests/test_util.h"
+#include "tests/unit/convert_test_util.h"
 
 namespace pipit {
 namespace {
@@ -254,6 +255,59 @@ TEST_P(Qwen35VL, GreedyContinuationWithCacheAndState) {
   std::printf("[ measure  ] %s greedy_logits max |diff| %.3g\n", GetParam().c_str(), worst);
   EXPECT_EQ(got, want_ids);
   EXPECT_LE(worst, kTol);
+}
+
+// The whole model (tower, decoder; mtp.* carried along) from a q8 / q4 .pipit file against the f32 goldens: relative
+// RMS of the tower's features and of the prefill logits, and (q8) the last position's argmax. Bounds: the worst
+// measured over the image cases times ~1.5 (q8 features 0.0147, logits 0.0778; q4 0.160, 0.643, at the commit that
+// added this). The logits' relative error is large because this random model's logits are small (max |logit| ~1)
+// and the DeltaNet state carries every error on: the text-only qwen3_5 checkpoint measures 0.045 / 0.425
+// (tests/unit/convert_families_test.cpp).
+TEST_P(Qwen35VL, QuantizedFileWithinBounds) {
+  struct Bound {
+    const char* quant;
+    double features, logits;
+  };
+  const Bound bounds[] = {{"q8", 0.022, 0.12}, {"q4", 0.24, 0.96}};
+  test::ScratchDir d("qwen35vl_quant");
+  Tensor want_f = get("vision_embeds"), want_l = get("logits");
+  const std::vector<float> want_feat(want_f.ptr<float>(), want_f.ptr<float>() + want_f.numel());
+  const std::vector<float> want_logits(want_l.ptr<float>(), want_l.ptr<float>() + want_l.numel());
+  for (const auto& b : bounds) {
+    const std::string out = d.path(std::string(b.quant) + ".pipit");
+    test::convert_or_fail(test::model_dir(kArch), out, b.quant);
+    LoadedModel lq = test::load_or_fail(out);
+    ASSERT_NE(lq.model->vision(), nullptr);
+    ThreadPool pool(2);
+    std::vector<EncodedImage> imgs;
+    std::vector<float> feat;
+    for (const auto& f : case_images(GetParam())) {
+      auto img = load_image(test::model_dir(kArch) + "/" + f);
+      ASSERT_TRUE(img.is_ok());
+      auto e = encode_image(*lq.model, proc_, *img, pool);
+      ASSERT_TRUE(e.is_ok()) << e.status().message();
+      feat.insert(feat.end(), e->features.ptr<float>(), e->features.ptr<float>() + e->features.numel());
+      imgs.push_back(std::move(e).value());
+    }
+    auto p = build_multimodal_prompt(*lq.model, ids("input_ids_unexpanded"), imgs);
+    ASSERT_TRUE(p.is_ok()) << p.status().message();
+    Session s(*lq.model, SessionOptions{.n_threads = 2});
+    auto r = s.eval(*p, /*all_logits=*/true);
+    ASSERT_TRUE(r.is_ok()) << r.status().message();
+    const std::vector<float> got(r->ptr<float>(), r->ptr<float>() + r->numel());
+    ASSERT_EQ(got.size(), want_logits.size());
+    ASSERT_EQ(feat.size(), want_feat.size());
+    const double ef = test::rel_rms(feat, want_feat), el = test::rel_rms(got, want_logits);
+    const int64_t last = int64_t(got.size()) / V() - 1;
+    const int32_t top = argmax(std::span<const float>(got.data() + last * V(), size_t(V())));
+    const int32_t want_top = argmax(std::span<const float>(want_logits.data() + last * V(), size_t(V())));
+    std::printf("[ measure  ] %s %s: relative RMS features %.5f (bound %.3f), logits %.5f (bound %.3f), last argmax "
+                "%d vs %d\n", GetParam().c_str(), b.quant, ef, b.features, el, b.logits, top, want_top);
+    EXPECT_LE(ef, b.features) << b.quant;
+    EXPECT_LE(el, b.logits) << b.quant;
+    EXPECT_GT(ef, 0.0) << b.quant << ": quantization changed nothing in the tower?";
+    if (std::string(b.quant) == "q8") EXPECT_EQ(top, want_top) << "q8: the last position's argmax moved";
+  }
 }
 
 std::vector<std::string> image_cases() {
