@@ -59,10 +59,17 @@ class Qwen2VLModel : public Model, public VisionLanguageModel {
                                      tower_.n_deepstack(), lm_->info().n_layer);
     info_ = lm_->info();
     info_.arch = arch;
-    const std::array<int32_t, 3> ids = decoder ? decoder->default_ids : std::array<int32_t, 3>{151655, 151652, 151653};
+    const std::array<int32_t, 4> ids = decoder ? decoder->default_ids
+                                               : std::array<int32_t, 4>{151655, 151652, 151653, -1};
     tokens_.image_token_id = int32_t(cfg.get_int_or("image_token_id", ids[0]));
     tokens_.vision_start_id = int32_t(cfg.get_int_or("vision_start_token_id", ids[1]));
     tokens_.vision_end_id = int32_t(cfg.get_int_or("vision_end_token_id", ids[2]));
+    if (decoder) {  // video input: Qwen3.5 (Qwen3-VL's video path is the same but not golden-tested here)
+      tokens_.video_token_id = int32_t(cfg.get_int_or("video_token_id", ids[3]));
+      if (tokens_.video_token_id < 0 || tokens_.video_token_id >= lm_->info().n_vocab)
+        return Error::invalid_argument("[{}] video token id {} outside the vocabulary of {}", arch,
+                                       tokens_.video_token_id, lm_->info().n_vocab);
+    }
     tokens_.mrope = true;
     tokens_.merge_size = tower_.merge_size();
     tokens_.deepstack = tower_.n_deepstack();

@@ -19,8 +19,9 @@ Result<std::unique_ptr<Model>> make_qwen_vl_family(const HfConfig& cfg, const We
 struct QwenVlDecoder {
   const char* arch;     // ModelInfo::arch and error prefix
   ModelFactory make;
-  // <|image_pad|>, <|vision_start|>, <|vision_end|> where the config names none (the HF config class defaults)
-  std::array<int32_t, 3> default_ids;
+  // <|image_pad|>, <|vision_start|>, <|vision_end|>, <|video_pad|> where the config names none (the HF config class
+  // defaults); a video_token_id makes the model take videos (runtime/multimodal_video.h)
+  std::array<int32_t, 4> default_ids;
 };
 Result<std::unique_ptr<Model>> make_qwen_vl_family(const HfConfig& cfg, const WeightSource& w,
                                                    QwenVisionTower::Kind kind, const QwenVlDecoder& decoder);

@@ -323,9 +323,9 @@ Result<std::unique_ptr<Model>> make_qwen3_5_text(const HfConfig& cfg, const Weig
 Result<std::unique_ptr<Model>> make_qwen3_5(const HfConfig& cfg, const WeightSource& w) {
   const bool tower = w.has("model.visual.patch_embed.proj.weight") || w.has("visual.patch_embed.proj.weight");
   if (cfg.model_type() != "qwen3_5" || !cfg.has("vision_config") || !tower) return make_qwen3_5_text(cfg, w);
-  // Qwen3_5Config defaults: <|image_pad|> 248056, <|vision_start|> 248053, <|vision_end|> 248054
+  // Qwen3_5Config defaults: <|image_pad|> 248056, <|vision_start|> 248053, <|vision_end|> 248054, <|video_pad|> 248057
   return make_qwen_vl_family(cfg, w, QwenVisionTower::Kind::kQwen3,
-                             QwenVlDecoder{kArch, make_qwen3_5_text, {248056, 248053, 248054}});
+                             QwenVlDecoder{kArch, make_qwen3_5_text, {248056, 248053, 248054, 248057}});
 }
 
 }  // namespace

@@ -3,8 +3,8 @@
 // decoder's residuals, linear-attention state and logits after the prefill (in one chunk and in chunks that split
 // the images), and the greedy continuation with the KV cache + recurrent state. Also the text case through the
 // multimodal model, the mtp.* tensors left alone, and a checkpoint without the tower loading as the text model.
-// The video case below the model level: frames sampled and patched as HF's video processor, the tower on them, and the
-// decoder on the processor-expanded ids (prompt expansion and front ends for video do not exist yet).
+// The video case: frames sampled and patched as HF's video processor, the tower on them, the placeholder expanded with
+// timestamps (runtime/multimodal_video.h), logits and greedy ids (no front end takes videos yet).
 // Goldens: ../shared/testdata/models/qwen3_5_vl (README.md there; the MTP tensors are not covered here).
 #include <gtest/gtest.h>
 
@@ -19,6 +19,7 @@
 #include "models/vision/vision_model.h"
 #include "runtime/loader.h"
 #include "runtime/multimodal.h"
+#include "runtime/multimodal_video.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
 #include "tests/models/model_test_util.h"
@@ -306,7 +307,9 @@ TEST_P(Qwen35VL, QuantizedFileWithinBounds) {
     EXPECT_LE(ef, b.features) << b.quant;
     EXPECT_LE(el, b.logits) << b.quant;
     EXPECT_GT(ef, 0.0) << b.quant << ": quantization changed nothing in the tower?";
-    if (std::string(b.quant) == "q8") EXPECT_EQ(top, want_top) << "q8: the last position's argmax moved";
+    if (std::string(b.quant) == "q8") {
+      EXPECT_EQ(top, want_top) << "q8: the last position's argmax moved";
+    }
   }
 }
 
@@ -431,19 +434,19 @@ TEST(Qwen35VLModel, InterleavesWithoutTheConfigFlag) {
 }
 
 // The golden's video case: 8 frames at 4 fps -> 4 sampled frames, 2 temporal patches of 4x6 patches. The processor
-// output and timestamps, the tower on the video (one attention segment per temporal patch), and the decoder on the
-// expanded ids: each temporal patch placed as a (1, h, w) image, which is how HF's get_rope_index splits a video
-// (so the image path's positions serve), with the video features at the <|video_pad|> rows.
-TEST(Qwen35VLVideo, ProcessorTowerPositionsAndLogits) {
+// output and timestamps, the tower on the video (one attention segment per temporal patch), the placeholder
+// expanded per temporal patch with its timestamp text (the golden's toy ids for the pieces '<', digits, '.',
+// ' seconds', '>'), the positions (each temporal patch placed as a (1, h, w) image), logits and greedy ids.
+TEST(Qwen35VLVideo, ProcessorTowerExpansionPositionsAndLogits) {
   const std::string dir = test::model_dir(kArch);
   auto g = SafetensorsFile::open(dir + "/golden.safetensors");
   ASSERT_TRUE(g.is_ok());
   auto lm = load_model(dir);
   ASSERT_TRUE(lm.is_ok()) << lm.status().message();
-  const VisionLanguageModel* v = lm->model->vision();
-  ASSERT_NE(v, nullptr);
-  std::ifstream in(dir + "/video_preprocessor_config.json");
-  auto vc = parse_video_processor(json::parse(in));
+  auto vpp = video_preprocessor_config_of(*lm);
+  ASSERT_TRUE(vpp.is_ok()) << vpp.status().message();
+  ASSERT_TRUE(vpp->is_object());
+  auto vc = video_processor_for(*lm->model, *vpp);
   ASSERT_TRUE(vc.is_ok()) << vc.status().message();
   std::vector<Image> frames;
   for (int i = 0; i < 8; ++i) {
@@ -452,31 +455,26 @@ TEST(Qwen35VLVideo, ProcessorTowerPositionsAndLogits) {
     frames.push_back(std::move(f).value());
   }
   const double fps = double(g->get("video.video_fps")->ptr<float>()[0]);
-  auto pv = preprocess_video(frames, fps, *vc);
-  ASSERT_TRUE(pv.is_ok()) << pv.status().message();
-  EXPECT_EQ(pv->frame_indices, ids_of(*g->get("video.video_frame_indices")));
-  EXPECT_EQ(std::vector<int32_t>(pv->patches.grid_thw.begin(), pv->patches.grid_thw.end()),
+  ThreadPool pool(2);
+  std::map<std::string, std::vector<float>> trace;
+  auto ev = encode_video(*lm->model, *vc, frames, fps, pool, [&](const std::string& n, int layer, const Tensor& t) {
+    trace[layer >= 0 ? n + "." + std::to_string(layer) : n].assign(t.ptr<float>(), t.ptr<float>() + t.numel());
+  });
+  ASSERT_TRUE(ev.is_ok()) << ev.status().message();
+  const ProcessedVideo& pv = ev->processed;
+  EXPECT_EQ(pv.frame_indices, ids_of(*g->get("video.video_frame_indices")));
+  EXPECT_EQ(std::vector<int32_t>(pv.patches.grid_thw.begin(), pv.patches.grid_thw.end()),
             ids_of(*g->get("video.video_grid_thw")));
   Tensor want_ts = *g->get("video.video_timestamps");
-  ASSERT_EQ(int64_t(pv->timestamps.size()), want_ts.numel());
-  for (size_t i = 0; i < pv->timestamps.size(); ++i) EXPECT_EQ(float(pv->timestamps[i]), want_ts.ptr<float>()[i]);
-  EXPECT_EQ(video_timestamp_text(pv->timestamps[0]), "<0.2 seconds>");  // 0.25: half to even, as Python
-  EXPECT_EQ(video_timestamp_text(pv->timestamps[1]), "<1.5 seconds>");
+  ASSERT_EQ(int64_t(pv.timestamps.size()), want_ts.numel());
+  for (size_t i = 0; i < pv.timestamps.size(); ++i) EXPECT_EQ(float(pv.timestamps[i]), want_ts.ptr<float>()[i]);
+  EXPECT_EQ(video_timestamp_text(pv.timestamps[0]), "<0.2 seconds>");  // 0.25: half to even, as Python
+  EXPECT_EQ(video_timestamp_text(pv.timestamps[1]), "<1.5 seconds>");
   Tensor want_pv = *g->get("video.pixel_values_videos");
-  ASSERT_EQ(pv->patches.pixel_values.numel(), want_pv.numel());
-  auto dp = test::max_abs_diff(pv->patches.pixel_values.ptr<float>(), want_pv.ptr<float>(), want_pv.numel());
+  ASSERT_EQ(pv.patches.pixel_values.numel(), want_pv.numel());
+  auto dp = test::max_abs_diff(pv.patches.pixel_values.ptr<float>(), want_pv.ptr<float>(), want_pv.numel());
   std::printf("[ measure  ] video pixel_values_videos max |diff| %.3g\n", dp.max_abs);
   EXPECT_LE(dp.max_abs, kPixelTol);
-
-  // the tower: the video is an image with t = 2
-  ThreadPool pool(2);
-  Arena arena(size_t(1) << 22);
-  std::map<std::string, std::vector<float>> trace;
-  Ctx ctx{&arena, &pool, &kernels(), [&](const std::string& n, int layer, const Tensor& t) {
-            trace[layer >= 0 ? n + "." + std::to_string(layer) : n].assign(t.ptr<float>(), t.ptr<float>() + t.numel());
-          }};
-  auto feats = v->encode_image(ctx, pv->patches);
-  ASSERT_TRUE(feats.is_ok()) << feats.status().message();
   for (const std::string n : {"patch_embed", "pos_embed", "block.0", "block.1", "block.2"}) {
     Tensor want = *g->get("video.video_vision." + n);
     ASSERT_EQ(int64_t(trace["vision." + n].size()), want.numel()) << n;
@@ -485,49 +483,105 @@ TEST(Qwen35VLVideo, ProcessorTowerPositionsAndLogits) {
     ASSERT_LE(d.max_abs, kTol) << "first difference at video_vision." << n;
   }
   Tensor want_f = *g->get("video.video_embeds");
-  ASSERT_EQ(feats->numel(), want_f.numel());
-  auto df = test::max_abs_diff(feats->ptr<float>(), want_f.ptr<float>(), want_f.numel());
+  ASSERT_EQ(ev->features.numel(), want_f.numel());
+  auto df = test::max_abs_diff(ev->features.ptr<float>(), want_f.ptr<float>(), want_f.numel());
   std::printf("[ measure  ] video video_embeds max |diff| %.3g\n", df.max_abs);
   EXPECT_LE(df.max_abs, kTol);
 
-  // the decoder: one (1, h, w) image per temporal patch, at the expanded prompt's <|video_pad|> runs
-  const int32_t video_pad = 493, image_pad = v->vision_tokens().image_token_id;
-  const auto grid = pv->patches.grid_thw;
-  const int64_t per = int64_t(grid[1]) * grid[2] / 4, E = lm->model->info().n_embd;
-  std::vector<EncodedImage> groups(static_cast<size_t>(grid[0]));
-  for (int64_t t = 0; t < grid[0]; ++t) {
-    groups[size_t(t)].processed.grid_thw = {1, grid[1], grid[2]};
-    groups[size_t(t)].features = Tensor::empty(DType::F32, {per, E});
-    std::memcpy(groups[size_t(t)].features.data(), feats->row_ptr(t * per), size_t(per * E) * 4);
-  }
-  std::vector<int32_t> ids = ids_of(*g->get("video.input_ids"));
-  for (auto& id : ids) id = id == video_pad ? image_pad : id;
-  auto p = build_multimodal_prompt(*lm->model, ids, groups);
+  // the golden's toy tokenizer for timestamps: its pieces' ids, read off the expanded prompt (tokens 14..19 are
+  // "<0.2 seconds>", then <|vision_start|>, 6 video tokens, <|vision_end|>, and 28..33 "<1.5 seconds>")
+  const auto want_ids = ids_of(*g->get("video.input_ids"));
+  std::map<std::string, int32_t> piece;
+  const char* pieces[2][6] = {{"<", "0", ".", "2", " seconds", ">"}, {"<", "1", ".", "5", " seconds", ">"}};
+  for (int k = 0; k < 2; ++k)
+    for (int j = 0; j < 6; ++j) piece[pieces[k][j]] = want_ids[size_t((k ? 28 : 14) + j)];
+  int n_encoded = 0;
+  TextEncoder encode = [&](const std::string& text) -> Result<std::vector<int32_t>> {
+    ++n_encoded;
+    std::vector<int32_t> out;
+    for (size_t i = 0; i < text.size();) {  // '<', single characters, ' seconds', '>'
+      const size_t len = text.compare(i, 8, " seconds") == 0 ? 8 : 1;
+      auto it = piece.find(text.substr(i, len));
+      if (it == piece.end()) return Error::invalid_argument("no toy id for '{}'", text.substr(i, len));
+      out.push_back(it->second);
+      i += len;
+    }
+    return out;
+  };
+  auto p = build_multimodal_prompt(*lm->model, ids_of(*g->get("video.input_ids_unexpanded")), {}, {*ev}, encode);
   ASSERT_TRUE(p.is_ok()) << p.status().message();
+  EXPECT_EQ(n_encoded, 2);
+  EXPECT_EQ(p->tokens, want_ids);
   EXPECT_EQ(p->mrope_pos, ids_of(*g->get("video.position_ids")));
   EXPECT_EQ(p->rope_delta, ids_of(*g->get("video.rope_deltas"))[0]);
-  for (auto& id : p->tokens) id = id == image_pad ? video_pad : id;
-  EXPECT_EQ(p->tokens, ids_of(*g->get("video.input_ids")));
-  Session s(*lm->model, SessionOptions{.n_threads = 2});
+  Session s(*lm->model, SessionOptions{.n_threads = 2, .n_batch = 7});  // chunks that cut the frame groups
+  std::vector<float> embd;
+  s.ctx().on_tensor = [&](const std::string& n, int, const Tensor& t) {
+    if (n == "embd") embd.insert(embd.end(), t.ptr<float>(), t.ptr<float>() + t.numel());
+  };
   auto r = s.eval(*p, /*all_logits=*/true);
   ASSERT_TRUE(r.is_ok()) << r.status().message();
+  s.ctx().on_tensor = nullptr;
+  Tensor want_e = *g->get("video.inputs_embeds");
+  ASSERT_EQ(int64_t(embd.size()), want_e.numel());
+  EXPECT_LE(test::max_abs_diff(embd.data(), want_e.ptr<float>(), want_e.numel()).max_abs, kTol);
   Tensor want = *g->get("video.logits");
   ASSERT_EQ(r->numel(), want.numel());
   auto d = test::max_abs_diff(r->ptr<float>(), want.ptr<float>(), want.numel());
   std::printf("[ measure  ] video logits max |diff| %.3g\n", d.max_abs);
   EXPECT_LE(d.max_abs, kTol);
-  // greedy with the KV cache + state
+  // greedy with the KV cache + state, at T + k + rope_delta
   const int64_t V = lm->model->info().n_vocab;
-  const auto want_ids = ids_of(*g->get("video.greedy_ids"));
+  const auto want_greedy = ids_of(*g->get("video.greedy_ids"));
+  const auto want_gpos = ids_of(*g->get("video.greedy_position_ids"));
+  Tensor want_gl = *g->get("video.greedy_logits");
   std::vector<int32_t> got;
-  int32_t next = argmax(std::span<const float>(r->ptr<float>() + (int64_t(p->tokens.size()) - 1) * V, size_t(V)));
-  for (size_t k = 0; k < want_ids.size(); ++k) {
+  double worst = 0;
+  std::vector<float> last(r->ptr<float>() + (int64_t(p->tokens.size()) - 1) * V, r->ptr<float>() + r->numel());
+  for (size_t k = 0; k < want_greedy.size(); ++k) {
+    worst = std::max(worst, test::max_abs_diff(last.data(), want_gl.ptr<float>() + int64_t(k) * V, V).max_abs);
+    const int32_t next = argmax(std::span<const float>(last));
     got.push_back(next);
+    if (next != want_greedy[k]) break;
+    EXPECT_EQ(s.n_past() + s.rope_delta(), want_gpos[k]) << "decode position of step " << k;
     auto st = s.eval(std::span<const int32_t>(&next, 1));
     ASSERT_TRUE(st.is_ok()) << st.status().message();
-    next = argmax(std::span<const float>(st->ptr<float>(), size_t(V)));
+    last.assign(st->ptr<float>(), st->ptr<float>() + V);
   }
-  EXPECT_EQ(got, want_ids);
+  std::printf("[ measure  ] video greedy_logits max |diff| %.3g\n", worst);
+  EXPECT_EQ(got, want_greedy);
+  EXPECT_LE(worst, kTol);
+}
+
+// Video input errors: a text-only model, a count mismatch, frames of different sizes, no frames.
+TEST(Qwen35VLVideo, RefusedInputs) {
+  auto lm = load_model(test::model_dir(kArch));
+  ASSERT_TRUE(lm.is_ok()) << lm.status().message();
+  auto text = load_model(test::model_dir("qwen3_5"));
+  ASSERT_TRUE(text.is_ok());
+  EXPECT_FALSE(video_processor_for(*text->model, nullptr).is_ok());
+  auto vc = video_processor_for(*lm->model, nullptr);
+  ASSERT_TRUE(vc.is_ok()) << vc.status().message();
+  ThreadPool pool(2);
+  EXPECT_FALSE(encode_video(*lm->model, *vc, {}, 2.0, pool).is_ok());
+  Image a, b;
+  a.width = a.height = 64;
+  a.rgb.assign(64 * 64 * 3, 100);
+  b.width = 32;
+  b.height = 64;
+  b.rgb.assign(32 * 64 * 3, 100);
+  std::vector<Image> mixed = {a, b};
+  auto e = encode_video(*lm->model, *vc, mixed, 2.0, pool);
+  ASSERT_FALSE(e.is_ok());
+  EXPECT_NE(e.status().message().find("one size"), std::string::npos) << e.status().message();
+  std::vector<Image> two = {a, a};
+  EXPECT_FALSE(encode_video(*lm->model, *vc, two, 0.0, pool).is_ok());  // no frame rate
+  auto ok = encode_video(*lm->model, *vc, two, 2.0, pool);
+  ASSERT_TRUE(ok.is_ok()) << ok.status().message();
+  TextEncoder none = [](const std::string&) -> Result<std::vector<int32_t>> { return std::vector<int32_t>{}; };
+  auto p = build_multimodal_prompt(*lm->model, std::vector<int32_t>{481, 10}, {}, {*ok}, none);  // no placeholder
+  ASSERT_FALSE(p.is_ok());
+  EXPECT_NE(p.status().message().find("0 video tokens for 1 video"), std::string::npos) << p.status().message();
 }
 
 }  // namespace
