@@ -1,10 +1,10 @@
 // Qwen3.5 with images (Qwen3_5ForConditionalGeneration): every image case of the golden (one image, two images in
 // prompt order) through the model's own processor, tower, placeholder expansion and M-RoPE positions, the hybrid
-// decoder's residuals, linear-attention state and logits after the prefill (in one chunk and in chunks that split
-// the images), and the greedy continuation with the KV cache + recurrent state. Also the text case through the
-// multimodal model, the mtp.* tensors left alone, and a checkpoint without the tower loading as the text model.
-// The video case: frames sampled and patched as HF's video processor, the tower on them, the placeholder expanded with
-// timestamps (runtime/multimodal_video.h), logits and greedy ids (no front end takes videos yet).
+// decoder's residuals, linear-attention state and logits after the prefill (in one chunk, in chunks that split the
+// images, token by token), and the greedy continuation with the KV cache + recurrent state; q8 / q4 files within
+// bounds. Also the text case through the multimodal model, the mtp.* tensors left alone, and a checkpoint without
+// the tower loading as the text model. The video case: frames sampled and patched as HF's video processor, the tower
+// on them, the placeholder expanded with timestamps (runtime/multimodal_video.h), positions, logits, greedy ids.
 // Goldens: ../shared/testdata/models/qwen3_5_vl (README.md there; the MTP tensors are not covered here).
 #include <gtest/gtest.h>
 
@@ -179,7 +179,8 @@ TEST_P(Qwen35VL, PrefillResidualsStateAndLogits) {
   ASSERT_FALSE(imgs.empty());
   MultimodalPrompt p = prompt(imgs);
   Tensor want = get("logits");
-  for (int n_batch : {512, 7}) {  // one chunk, and chunks that cut the images (the state carries across)
+  // one chunk, chunks that cut the images (the state carries across), and token by token
+  for (int n_batch : {512, 7, 1}) {
     Session s(*lm_->model, SessionOptions{.n_threads = 2, .n_batch = n_batch});
     std::map<std::string, std::vector<float>> trace;
     s.ctx().on_tensor = [&](const std::string& n, int layer, const Tensor& t) {
