@@ -2,7 +2,8 @@
 // qwen3_5_vl checkpoint has no tokenizer, so stories260k's (the same 512 ids) goes next to it with the Qwen
 // special tokens added at the checkpoint's ids (<|im_start|> 481, <|vision_start|> 489, <|image_pad|> 492, ...) and
 // the Qwen-VL chat template of tests/data/vl_tokenizer. Greedy tokens over two chat turns with an image each (the
-// second reuses the first turn's prefix: KV rows and recurrent state) equal those of the C++ path on a fresh session.
+// second reuses the first turn's prefix: KV rows and recurrent state), and of a turn with a video given as frames
+// (pipit_session_attach_video_frames), equal those of the C++ path on a fresh session.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include "runtime/generator.h"
 #include "runtime/loader.h"
 #include "runtime/multimodal.h"
+#include "runtime/multimodal_video.h"
 #include "tests/test_util.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -34,7 +36,8 @@ class CapiQwen35Image : public ::testing::Test {
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     const std::string q = test::model_dir("qwen3_5_vl");
-    for (const char* f : {"config.json", "generation_config.json", "preprocessor_config.json", "model.safetensors"})
+    for (const char* f : {"config.json", "generation_config.json", "preprocessor_config.json",
+                          "video_preprocessor_config.json", "model.safetensors"})
       fs::create_symlink(q + "/" + f, dir_ / f);
     // HF's tokenizer gives an added token the vocab's id for its content: the special tokens take the places of
     // the vocab pieces at those ids (single characters, which then fall back to bytes), merges using them dropped
@@ -137,6 +140,51 @@ TEST_F(CapiQwen35Image, ChatTurnsWithImagesMatchTheRuntime) {
   ASSERT_EQ(pipit_session_attach_image(session_, image("img_64x64").c_str()), PIPIT_OK);
   const auto got2 = capi_generate(turn2, 1);
   EXPECT_EQ(got2, cpp_generate(chat_ids(turn2), {image("img_200x130"), image("img_64x64")}));
+}
+
+TEST_F(CapiQwen35Image, VideoFramesMatchTheRuntime) {
+  std::vector<std::string> files;
+  for (int i = 0; i < 8; ++i) files.push_back(test::model_dir("qwen3_5_vl") + "/video_frame0" + std::to_string(i) + ".png");
+  std::vector<const char*> paths;
+  for (const auto& f : files) paths.push_back(f.c_str());
+  const std::string turn = R"([{"role": "user", "content": [{"type": "video"}, {"type": "text", "text": "What?"}]}])";
+  ASSERT_EQ(pipit_session_attach_video_frames(session_, paths.data(), int32_t(paths.size()), 4.0), PIPIT_OK)
+      << pipit_last_error();
+  const auto got = capi_generate(turn, 1);
+  ASSERT_EQ(got.size(), size_t(opt_.max_tokens));
+  // the C++ path: frames -> video processor -> tower -> placeholder expanded with timestamps -> greedy
+  auto lm = load_model(dir_.string());
+  ASSERT_TRUE(lm.is_ok()) << lm.status().message();
+  Session s(*lm->model, SessionOptions{.n_threads = 2});
+  std::vector<Image> frames;
+  for (const auto& f : files) frames.push_back(*load_image(f));
+  auto vpp = video_preprocessor_config_of(*lm);
+  ASSERT_TRUE(vpp.is_ok() && vpp->is_object());
+  auto vproc = video_processor_for(*lm->model, *vpp);
+  ASSERT_TRUE(vproc.is_ok()) << vproc.status().message();
+  auto ev = encode_video(*lm->model, *vproc, frames, 4.0, s.pool());
+  ASSERT_TRUE(ev.is_ok()) << ev.status().message();
+  EXPECT_EQ(ev->processed.frame_indices, std::vector<int32_t>({0, 2, 5, 7}));
+  const Tokenizer& tok = *lm->tokenizer;
+  auto mm = build_multimodal_prompt(*lm->model, chat_ids(turn), {}, {*ev},
+                                    [&tok](const std::string& t) { return tok.encode(t, false); });
+  ASSERT_TRUE(mm.is_ok()) << mm.status().message();
+  EXPECT_EQ(std::count(mm->tokens.begin(), mm->tokens.end(), 493), 12);  // 2 temporal patches of 2x3 tokens
+  GenerateParams gp;
+  gp.max_tokens = opt_.max_tokens;
+  gp.sampler.temperature = 0.0f;
+  auto r = generate(s, lm->tokenizer.get(), *mm, gp);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  EXPECT_EQ(got, r->tokens);
+  // errors: no frames, and a model without video input
+  EXPECT_EQ(pipit_session_attach_video_frames(session_, paths.data(), 0, 4.0), PIPIT_ERR_INVALID_ARGUMENT);
+  pipit_model* text = nullptr;
+  ASSERT_EQ(pipit_model_load(test::model_dir("stories260k").c_str(), nullptr, &text), PIPIT_OK);
+  pipit_session* ts = nullptr;
+  ASSERT_EQ(pipit_session_create(text, nullptr, &ts), PIPIT_OK);
+  EXPECT_EQ(pipit_session_attach_video_frames(ts, paths.data(), 8, 4.0), PIPIT_ERR_UNSUPPORTED);
+  pipit_session_destroy(ts);
+  pipit_model_destroy(text);
 }
 
 }  // namespace
