@@ -80,20 +80,24 @@ Result<std::vector<std::string>> video_frame_files(const std::string& spec) {
 
 }  // namespace
 
-Result<MultimodalPrompt> media_prompt(const Args& a, const LoadedModel& lm, const Tokenizer& tok,
-                                      std::span<const int32_t> tokens, ThreadPool& pool) {
-  if (!has_video(a)) return image_prompt(a, lm, tokens, pool);
-  PIPIT_ASSIGN_OR_RETURN(double fps, a.get_float("--video-fps"));
+Result<EncodedVideo> encode_video_frames(const LoadedModel& lm, const std::string& spec, double fps, ThreadPool& pool) {
   PIPIT_ASSIGN_OR_RETURN(nlohmann::json vpp, video_preprocessor_config_of(lm));
   PIPIT_ASSIGN_OR_RETURN(VideoProcessorConfig vproc, video_processor_for(*lm.model, vpp));
-  PIPIT_ASSIGN_OR_RETURN(std::vector<std::string> files, video_frame_files(a.get("--video")));
+  PIPIT_ASSIGN_OR_RETURN(std::vector<std::string> files, video_frame_files(spec));
   std::vector<Image> frames;
   for (const auto& f : files) {
     auto img = load_image(f);
     if (!img.is_ok()) return img.status().with_context("--video");
     frames.push_back(std::move(img).value());
   }
-  PIPIT_ASSIGN_OR_RETURN(EncodedVideo video, encode_video(*lm.model, vproc, frames, fps, pool));
+  return encode_video(*lm.model, vproc, frames, fps, pool);
+}
+
+Result<MultimodalPrompt> media_prompt(const Args& a, const LoadedModel& lm, const Tokenizer& tok,
+                                      std::span<const int32_t> tokens, ThreadPool& pool) {
+  if (!has_video(a)) return image_prompt(a, lm, tokens, pool);
+  PIPIT_ASSIGN_OR_RETURN(double fps, a.get_float("--video-fps"));
+  PIPIT_ASSIGN_OR_RETURN(EncodedVideo video, encode_video_frames(lm, a.get("--video"), fps, pool));
   std::vector<EncodedImage> images;
   if (has_images(a)) {
     PIPIT_ASSIGN_OR_RETURN(ImageOptions opt, image_options(a));
