@@ -361,14 +361,8 @@ pipit_status pipit_session_generate(pipit_session* session, const char* prompt, 
         if (!vpp) return to_status(vpp.status());
         auto vproc = pipit::video_processor_for(*lm.model, *vpp);
         if (!vproc) return to_status(vproc.status());
-        for (const auto& pv : pending_v) {
-          std::vector<pipit::Image> frames;
-          for (const auto& f : pv.frames) {
-            auto img = pipit::load_image(f);
-            if (!img) return to_status(img.status().with_context("[video]"));
-            frames.push_back(std::move(img).value());
-          }
-          auto e = pipit::encode_video(*lm.model, *vproc, frames, pv.fps, session->s->pool());
+        for (const auto& pv : pending_v) {  // only the sampled frames are decoded
+          auto e = pipit::encode_video_files(*lm.model, *vproc, pv.frames, pv.fps, session->s->pool());
           if (!e) return to_status(e.status());
           videos.push_back(std::move(e).value());
         }
@@ -651,7 +645,7 @@ pipit_status pipit_session_attach_video_frames(pipit_session* session, const cha
     const pipit::Model& m = *session->model->lm.model;
     if (!m.vision() || m.vision()->vision_tokens().video_token_id < 0)
       return fail(PIPIT_ERR_UNSUPPORTED, "model '" + m.info().arch + "' does not take video input");
-    constexpr int32_t kMaxFrames = 100000;  // paths only until the generation decodes them
+    constexpr int32_t kMaxFrames = 1000000;  // paths only; the generation decodes the sampled frames
     if (n_frames > kMaxFrames || !(fps > 0) || !std::isfinite(fps))
       return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_attach_video_frames: " + std::to_string(n_frames) +
                                                   " frames at " + std::to_string(fps) + " fps (at most " +

@@ -72,7 +72,7 @@ Result<std::vector<std::string>> video_frame_files(const std::string& spec) {
                                 "as a directory of PNG/JPEG files or a comma-separated list", spec);
   }
   if (files.empty()) return Error::invalid_argument("--video {}: no PNG/JPEG frames", spec);
-  constexpr size_t kMaxFrames = 100000;  // decoded one by one, but held until sampled: a bound on the list
+  constexpr size_t kMaxFrames = 1000000;  // only the sampled ones are decoded: a bound on the list of names
   if (files.size() > kMaxFrames)
     return Error::invalid_argument("--video {}: {} frames, more than {}", spec, files.size(), kMaxFrames);
   return files;
@@ -84,13 +84,9 @@ Result<EncodedVideo> encode_video_frames(const LoadedModel& lm, const std::strin
   PIPIT_ASSIGN_OR_RETURN(nlohmann::json vpp, video_preprocessor_config_of(lm));
   PIPIT_ASSIGN_OR_RETURN(VideoProcessorConfig vproc, video_processor_for(*lm.model, vpp));
   PIPIT_ASSIGN_OR_RETURN(std::vector<std::string> files, video_frame_files(spec));
-  std::vector<Image> frames;
-  for (const auto& f : files) {
-    auto img = load_image(f);
-    if (!img.is_ok()) return img.status().with_context("--video");
-    frames.push_back(std::move(img).value());
-  }
-  return encode_video(*lm.model, vproc, frames, fps, pool);
+  auto e = encode_video_files(*lm.model, vproc, files, fps, pool);  // decodes the sampled frames only
+  if (!e.is_ok()) return e.status().with_context("--video");
+  return e;
 }
 
 Result<MultimodalPrompt> media_prompt(const Args& a, const LoadedModel& lm, const Tokenizer& tok,

@@ -51,9 +51,25 @@ Result<nlohmann::json> video_preprocessor_config_of(const LoadedModel& lm) {
 
 Result<EncodedVideo> encode_video(const Model& m, const VideoProcessorConfig& proc, std::span<const Image> frames,
                                   double fps, ThreadPool& pool, const TensorHook& on_tensor) {
+  const FrameSource get = [&frames](int32_t i) -> Result<Image> { return frames[size_t(i)]; };
+  return encode_video(m, proc, int64_t(frames.size()), get, fps, pool, on_tensor);
+}
+
+Result<EncodedVideo> encode_video_files(const Model& m, const VideoProcessorConfig& proc,
+                                        const std::vector<std::string>& frames, double fps, ThreadPool& pool) {
+  const FrameSource get = [&frames](int32_t i) -> Result<Image> {
+    auto img = load_image(frames[size_t(i)]);
+    if (!img.is_ok()) return img.status().with_context("[video] frame " + std::to_string(i));
+    return img;
+  };
+  return encode_video(m, proc, int64_t(frames.size()), get, fps, pool);
+}
+
+Result<EncodedVideo> encode_video(const Model& m, const VideoProcessorConfig& proc, int64_t n_frames,
+                                  const FrameSource& frame, double fps, ThreadPool& pool, const TensorHook& on_tensor) {
   PIPIT_ASSIGN_OR_RETURN(const VisionLanguageModel* v, video_model(m));
   EncodedVideo e;
-  PIPIT_ASSIGN_OR_RETURN(e.processed, preprocess_video(frames, fps, proc));
+  PIPIT_ASSIGN_OR_RETURN(e.processed, preprocess_video(n_frames, frame, fps, proc));
   Arena arena(size_t(1) << 22);
   Ctx ctx{&arena, &pool, &kernels(), on_tensor};
   PIPIT_ASSIGN_OR_RETURN(e.features, v->encode_image(ctx, e.processed.patches));

@@ -32,6 +32,13 @@ Result<nlohmann::json> video_preprocessor_config_of(const LoadedModel& lm);
 // frames: the decoded clip at `fps` frames per second. Sampled, processed and encoded on `pool`.
 Result<EncodedVideo> encode_video(const Model& m, const VideoProcessorConfig& proc, std::span<const Image> frames,
                                   double fps, ThreadPool& pool, const TensorHook& on_tensor = {});
+// A clip of n_frames decoded by `frame` (only the sampled frames are).
+Result<EncodedVideo> encode_video(const Model& m, const VideoProcessorConfig& proc, int64_t n_frames,
+                                  const FrameSource& frame, double fps, ThreadPool& pool,
+                                  const TensorHook& on_tensor = {});
+// A clip as image files / data URLs, decoded as sampled (at most max_frames of them).
+Result<EncodedVideo> encode_video_files(const Model& m, const VideoProcessorConfig& proc,
+                                        const std::vector<std::string>& frames, double fps, ThreadPool& pool);
 
 // Tokenizes a timestamp's text ("<0.2 seconds>").
 using TextEncoder = std::function<Result<std::vector<int32_t>>(const std::string& text)>;

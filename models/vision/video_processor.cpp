@@ -117,23 +117,34 @@ Result<VideoProcessorConfig> parse_video_processor(const nlohmann::json& vpp, Vi
 
 Result<ProcessedVideo> preprocess_video(std::span<const Image> frames, double video_fps,
                                         const VideoProcessorConfig& c) {
-  if (frames.empty()) return Error::invalid_argument("[video processor] the video has no frames");
+  const FrameSource get = [&frames](int32_t i) -> Result<Image> { return frames[size_t(i)]; };
+  return preprocess_video(int64_t(frames.size()), get, video_fps, c);
+}
+
+Result<ProcessedVideo> preprocess_video(int64_t n_clip, const FrameSource& frame, double video_fps,
+                                        const VideoProcessorConfig& c) {
+  if (n_clip < 1) return Error::invalid_argument("[video processor] the video has no frames");
   if (!(video_fps > 0) || !std::isfinite(video_fps))
     return Error::invalid_argument("[video processor] frame rate {} must be a positive number", video_fps);
-  const int H = frames[0].height, W = frames[0].width;
-  for (size_t i = 0; i < frames.size(); ++i)
-    if (frames[i].height != H || frames[i].width != W || frames[i].rgb.size() != size_t(H) * size_t(W) * 3)
-      return Error::invalid_argument("[video processor] frame {} is {}x{}, frame 0 {}x{}: frames must be one size", i,
-                                     frames[i].width, frames[i].height, W, H);
   ProcessedVideo out;
   if (c.do_sample_frames) {
-    out.frame_indices = sample_frames(int64_t(frames.size()), video_fps, c);
+    out.frame_indices = sample_frames(n_clip, video_fps, c);
   } else {
-    if (int64_t(frames.size()) > c.max_frames)
-      return Error::invalid_argument("[video processor] {} frames without sampling, more than max_frames {}",
-                                     frames.size(), c.max_frames);
-    for (size_t i = 0; i < frames.size(); ++i) out.frame_indices.push_back(int32_t(i));
+    if (n_clip > c.max_frames)
+      return Error::invalid_argument("[video processor] {} frames without sampling, more than max_frames {}", n_clip,
+                                     c.max_frames);
+    for (int64_t i = 0; i < n_clip; ++i) out.frame_indices.push_back(int32_t(i));
   }
+  // only the sampled frames are decoded, one at a time; the first gives the size every other must have
+  PIPIT_ASSIGN_OR_RETURN(Image first, frame(out.frame_indices[0]));
+  const int H = first.height, W = first.width;
+  auto check = [&](const Image& img, int32_t index) -> Status {
+    if (img.height != H || img.width != W || img.rgb.size() != size_t(H) * size_t(W) * 3)
+      return Error::invalid_argument("[video processor] frame {} is {}x{}, frame {} {}x{}: frames must be one size",
+                                     index, img.width, img.height, out.frame_indices[0], W, H);
+    return Status::ok();
+  };
+  PIPIT_TRY(check(first, out.frame_indices[0]));
   const int64_t p = c.patch_size, m = c.merge_size, tps = c.temporal_patch_size, T = int64_t(out.frame_indices.size());
   int64_t rh = H, rw = W;
   if (c.do_resize) {
@@ -156,10 +167,20 @@ Result<ProcessedVideo> preprocess_video(std::span<const Image> frames, double vi
   const int64_t n_frames = (T + tps - 1) / tps * tps, plane = rh * rw;
   std::vector<float> chw(size_t(n_frames * 3 * plane));
   for (int64_t f = 0; f < n_frames; ++f) {
-    const Image& src = frames[size_t(out.frame_indices[size_t(std::min(f, T - 1))])];
-    // torchvision's antialiased bicubic where HF resizes; PIL's here (the same filter on uint8, within a level)
-    const Image resized = (rh == H && rw == W) ? src : resize_image(src, int(rw), int(rh), c.resample);
     float* dst = chw.data() + f * 3 * plane;
+    if (f >= T) {  // padding: the last sampled frame again
+      std::memcpy(dst, chw.data() + (T - 1) * 3 * plane, size_t(3 * plane) * 4);
+      continue;
+    }
+    Image src;
+    if (f == 0) {
+      src = std::move(first);
+    } else {
+      PIPIT_ASSIGN_OR_RETURN(src, frame(out.frame_indices[size_t(f)]));
+      PIPIT_TRY(check(src, out.frame_indices[size_t(f)]));
+    }
+    // torchvision's antialiased bicubic where HF resizes; PIL's here (the same filter on uint8, within a level)
+    const Image resized = (rh == H && rw == W) ? std::move(src) : resize_image(src, int(rw), int(rh), c.resample);
     for (int64_t i = 0; i < plane; ++i)
       for (int64_t ch = 0; ch < 3; ++ch) {
         const float u = float(resized.rgb[size_t(i * 3 + ch)]);

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -43,6 +44,11 @@ struct ProcessedVideo {
 
 // frames: the decoded clip (all the same size) at video_fps frames per second.
 Result<ProcessedVideo> preprocess_video(std::span<const Image> frames, double video_fps, const VideoProcessorConfig& c);
+// The same for a clip of n_frames whose frame i `frame(i)` decodes: only the sampled frames are decoded, one at a
+// time, so a long clip costs its sampled frames, not its length.
+using FrameSource = std::function<Result<Image>(int32_t index)>;
+Result<ProcessedVideo> preprocess_video(int64_t n_frames, const FrameSource& frame, double video_fps,
+                                        const VideoProcessorConfig& c);
 
 // The prompt text before a temporal patch's tokens: Python's f"<{seconds:.1f} seconds>" (0.25 -> "<0.2 seconds>").
 std::string video_timestamp_text(double seconds);

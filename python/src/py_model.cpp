@@ -134,11 +134,8 @@ std::optional<MultimodalPrompt> image_prompt(PyModel& m, const std::vector<int32
   }
   const VideoProcessorConfig vproc = unwrap(video_processor_for(*m.lm.model, unwrap(video_preprocessor_config_of(m.lm))));
   std::vector<EncodedVideo> enc_videos;
-  for (const auto& [files, fps] : videos) {
-    std::vector<Image> frames;
-    for (const auto& f : files) frames.push_back(unwrap(load_image(f)));
-    enc_videos.push_back(unwrap(encode_video(*m.lm.model, vproc, frames, fps, *m.pool)));
-  }
+  for (const auto& [files, fps] : videos)  // only the sampled frames are decoded
+    enc_videos.push_back(unwrap(encode_video_files(*m.lm.model, vproc, files, fps, *m.pool)));
   const Tokenizer& tok = *m.lm.tokenizer;
   return unwrap(build_multimodal_prompt(*m.lm.model, ids, enc_images, enc_videos,
                                         [&tok](const std::string& t) { return tok.encode(t, false); }));

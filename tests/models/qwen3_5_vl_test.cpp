@@ -554,6 +554,26 @@ TEST(Qwen35VLVideo, ProcessorTowerExpansionPositionsAndLogits) {
   EXPECT_LE(worst, kTol);
 }
 
+// A 4-hour clip at 30 fps (432000 frames): sampling keeps max_frames (768) and only those are decoded, one at a time.
+TEST(Qwen35VLVideo, LongClipDecodesOnlyTheSampledFrames) {
+  int calls = 0;
+  const FrameSource frame = [&calls](int32_t i) -> Result<Image> {
+    ++calls;
+    Image im;
+    im.width = im.height = 32;
+    im.rgb.assign(32 * 32 * 3, uint8_t(i % 251));
+    return im;
+  };
+  auto pv = preprocess_video(4 * 3600 * 30, frame, 30.0, VideoProcessorConfig{});
+  ASSERT_TRUE(pv.is_ok()) << pv.status().message();
+  EXPECT_EQ(calls, 768);
+  ASSERT_EQ(pv->frame_indices.size(), 768u);
+  EXPECT_EQ(pv->frame_indices.back(), 4 * 3600 * 30 - 1);
+  EXPECT_EQ(std::vector<int32_t>(pv->patches.grid_thw.begin(), pv->patches.grid_thw.end()),
+            std::vector<int32_t>({384, 2, 2}));
+  EXPECT_EQ(pv->timestamps.size(), 384u);
+}
+
 // Video input errors: a text-only model, a count mismatch, frames of different sizes, no frames.
 TEST(Qwen35VLVideo, RefusedInputs) {
   auto lm = load_model(test::model_dir(kArch));
