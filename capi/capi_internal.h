@@ -18,6 +18,7 @@
 #include "runtime/generator.h"
 #include "runtime/loader.h"
 #include "runtime/multimodal.h"
+#include "runtime/multimodal_video.h"
 #include "runtime/prompt_cache.h"
 #include "runtime/session.h"
 
@@ -42,6 +43,13 @@ struct pipit_session {
   };
   std::vector<PendingImage> pending_images;
   std::vector<pipit::EncodedImage> images;
+  // Videos (models with video input): attached frame lists not yet used, and the encoded ones in placeholder order
+  struct PendingVideo {
+    std::vector<std::string> frames;
+    double fps;
+  };
+  std::vector<PendingVideo> pending_videos;
+  std::vector<pipit::EncodedVideo> videos;
   std::vector<int32_t> unexpanded;
   // the last generation: why it ended ("" after an error) and its prompt's counts
   std::string finish_reason;

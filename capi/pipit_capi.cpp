@@ -4,6 +4,7 @@
 
 #include <malloc.h>
 
+#include <cmath>
 #include <mutex>
 
 #include "backends/device.h"
@@ -229,6 +230,8 @@ pipit_status pipit_session_reset(pipit_session* session) {
     session->history.clear();
     session->pending_images.clear();
     session->images.clear();
+    session->pending_videos.clear();
+    session->videos.clear();
     session->unexpanded.clear();
     return PIPIT_OK;
   });
@@ -262,7 +265,8 @@ pipit_status pipit_session_generate(pipit_session* session, const char* prompt, 
     const pipit::Tokenizer& tok = *session->model->lm.tokenizer;
 
     std::vector<int32_t> full;  // the whole token sequence this call wants in the context (placeholders unexpanded)
-    const bool with_images = !session->images.empty() || !session->pending_images.empty();
+    const bool with_images = !session->images.empty() || !session->pending_images.empty() ||
+                             !session->videos.empty() || !session->pending_videos.empty();
     if (use_chat_template) {
       auto j = nlohmann::json::parse(prompt, nullptr, false);
       if (j.is_discarded() || !j.is_array())
@@ -280,7 +284,17 @@ pipit_status pipit_session_generate(pipit_session* session, const char* prompt, 
       const bool has_marks = std::find(ids->begin(), ids->end(), image_token(*session->model->lm.model)) != ids->end();
       const auto marked = has_marks ? *ids : with_image_placeholders(*session->model->lm.model, *ids,
                                                                      session->pending_images.size());
-      full.insert(full.end(), marked.begin(), marked.end());
+      std::vector<int32_t> with_video = marked;
+      if (!session->pending_videos.empty()) {  // and the new videos before them
+        const pipit::VisionTokens& vt = session->model->lm.model->vision()->vision_tokens();
+        if (std::find(marked.begin(), marked.end(), vt.video_token_id) == marked.end()) {
+          const bool bos = !marked.empty() && marked[0] == session->model->lm.model->info().bos_id;
+          for (size_t k = 0; k < session->pending_videos.size(); ++k)
+            with_video.insert(with_video.begin() + (bos ? 1 : 0), {vt.vision_start_id, vt.video_token_id,
+                                                                   vt.vision_end_id});
+        }
+      }
+      full.insert(full.end(), with_video.begin(), with_video.end());
     }
     if (full.empty()) return fail(PIPIT_ERR_INVALID_ARGUMENT, "the prompt is empty");
     session->finish_reason.clear();
@@ -342,13 +356,29 @@ pipit_status pipit_session_generate(pipit_session* session, const char* prompt, 
         if (!e) return to_status(e.status().with_context("[image] " + what));
         images.push_back(std::move(e).value());
       }
-      auto mm = pipit::build_multimodal_prompt(*lm.model, full, images);
+      std::vector<pipit::EncodedVideo> videos = session->videos;
+      const std::vector<pipit_session::PendingVideo> pending_v = std::move(session->pending_videos);
+      session->pending_videos.clear();  // as images: a video that fails here is dropped
+      if (!pending_v.empty()) {
+        auto vpp = pipit::video_preprocessor_config_of(lm);
+        if (!vpp) return to_status(vpp.status());
+        auto vproc = pipit::video_processor_for(*lm.model, *vpp);
+        if (!vproc) return to_status(vproc.status());
+        for (const auto& pv : pending_v) {  // only the sampled frames are decoded
+          auto e = pipit::encode_video_files(*lm.model, *vproc, pv.frames, pv.fps, session->s->pool());
+          if (!e) return to_status(e.status());
+          videos.push_back(std::move(e).value());
+        }
+      }
+      const pipit::TextEncoder encode = [&tok](const std::string& text) { return tok.encode(text, false); };
+      auto mm = pipit::build_multimodal_prompt(*lm.model, full, images, videos, encode);
       if (!mm) return to_status(mm.status());
       if (int64_t(mm->tokens.size()) >= session->s->n_ctx())
         return fail(PIPIT_ERR_OUT_OF_RANGE, "the conversation has " + std::to_string(mm->tokens.size()) +
                                                 " tokens with its images, which does not fit the context of " +
                                                 std::to_string(session->s->n_ctx()));
       session->images = std::move(images);
+      session->videos = std::move(videos);
       session->s->reset();
       session->history.clear();
       session->n_reused = 0;
@@ -372,6 +402,7 @@ pipit_status pipit_session_generate(pipit_session* session, const char* prompt, 
       session->history.clear();
       session->unexpanded.clear();
       session->images.clear();
+      session->videos.clear();
       if (cancelled) {  // a conversation with images is evaluated from its start at the next generation anyway
         session->finish_reason = "cancelled";
         return PIPIT_OK;
@@ -478,7 +509,8 @@ pipit_status pipit_session_eval(pipit_session* session, const int32_t* ids, size
       if (ids[i] < 0 || ids[i] >= V)
         return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_eval: id " + std::to_string(ids[i]) +
                                                     " outside the vocabulary [0, " + std::to_string(V) + ")");
-    if (!session->images.empty() || !session->pending_images.empty())
+    if (!session->images.empty() || !session->pending_images.empty() || !session->videos.empty() ||
+        !session->pending_videos.empty())
       return fail(PIPIT_ERR_UNSUPPORTED, "pipit_session_eval: the conversation has images; use "
                                          "pipit_session_generate (or reset the session)");
     if (int64_t(session->history.size() + n_ids) > session->s->n_ctx())
@@ -528,6 +560,8 @@ pipit_status pipit_embed(pipit_session* session, const char* text, size_t text_l
     session->unexpanded.clear();
     session->images.clear();
     session->pending_images.clear();
+    session->videos.clear();
+    session->pending_videos.clear();
     auto v = pipit::embed_tokens(*session->s, *ids, cfg);
     if (!v) return to_status(v.status());
     std::copy(v->begin(), v->end(), out);
@@ -604,6 +638,29 @@ pipit_status pipit_session_attach_image_bytes(pipit_session* session, const void
                                                   " is over the limit of " + pipit::format_bytes(kMaxBytes));
     const auto* b = static_cast<const uint8_t*>(data);
     session->pending_images.push_back({"", std::vector<uint8_t>(b, b + size)});
+    return PIPIT_OK;
+  });
+}
+
+pipit_status pipit_session_attach_video_frames(pipit_session* session, const char* const* frames, int32_t n_frames,
+                                               double fps) {
+  return guard([&] {
+    if (!session || !frames || n_frames <= 0)
+      return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_attach_video_frames: NULL argument or no frames");
+    const pipit::Model& m = *session->model->lm.model;
+    if (!m.vision() || m.vision()->vision_tokens().video_token_id < 0)
+      return fail(PIPIT_ERR_UNSUPPORTED, "model '" + m.info().arch + "' does not take video input");
+    constexpr int32_t kMaxFrames = 1000000;  // paths only; the generation decodes the sampled frames
+    if (n_frames > kMaxFrames || !(fps > 0) || !std::isfinite(fps))
+      return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_attach_video_frames: " + std::to_string(n_frames) +
+                                                  " frames at " + std::to_string(fps) + " fps (at most " +
+                                                  std::to_string(kMaxFrames) + " frames, fps > 0)");
+    pipit_session::PendingVideo v{{}, fps};
+    for (int32_t i = 0; i < n_frames; ++i) {
+      if (!frames[i]) return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_attach_video_frames: NULL frame path");
+      v.frames.push_back(frames[i]);
+    }
+    session->pending_videos.push_back(std::move(v));
     return PIPIT_OK;
   });
 }

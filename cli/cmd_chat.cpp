@@ -19,6 +19,7 @@
 #include "cli/structured_args.h"
 #include "models/media_note.h"
 #include "models/vision/image.h"
+#include "models/vision/vision_model.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -104,6 +105,8 @@ struct Chat {
   std::string held;                  // the text the session's KV cache holds
   std::vector<int32_t> held_ids;     // its tokens (speculative decoding looks up guesses in them)
   size_t images_held = 0;            // how many of `images` it holds
+  std::vector<EncodedVideo> videos;  // --video (Qwen3.5): encoded, in conversation order; the first pending
+  size_t videos_held = 0, videos_pending = 0;
   int reused = 0;                    // last turn: tokens of the cache kept from before
 
   void clear() {
@@ -113,6 +116,8 @@ struct Chat {
     pending.clear();
     held.clear();
     images_held = 0;
+    videos_held = 0;
+    videos.erase(videos.begin(), videos.end() - long(videos_pending));  // an attached video stays attached
     held_ids.clear();
     session.reset();
   }
@@ -128,21 +133,24 @@ struct Chat {
 
   // One user turn: renders, evaluates what is new, streams the answer. On failure the turn is forgotten.
   Result<GenerateResult> turn(const std::string& text) {
-    const size_t n_messages = messages.size(), n_images = images.size();
+    const size_t n_messages = messages.size(), n_images = images.size(), n_pending_videos = videos_pending;
     const std::vector<std::string> attached = pending;
     Result<GenerateResult> r = answer(text);
     if (!r.is_ok()) {
       messages.erase(messages.begin() + long(n_messages), messages.end());
       images.resize(n_images);
       pending = attached;
+      videos_pending = n_pending_videos;
     }
     return r;
   }
 
   Result<GenerateResult> answer(const std::string& text) {
     nlohmann::json content = text;
-    if (!pending.empty()) {
+    if (!pending.empty() || videos_pending > 0) {
       content = nlohmann::json::array();
+      for (size_t i = 0; i < videos_pending; ++i) content.push_back({{"type", "video"}});
+      videos_pending = 0;
       for (size_t i = 0; i < pending.size(); ++i) content.push_back({{"type", "image"}});
       content.push_back({{"type", "text"}, {"text", text}});
       images.insert(images.end(), pending.begin(), pending.end());
@@ -156,6 +164,7 @@ struct Chat {
       held.clear();
       held_ids.clear();
       images_held = 0;
+      videos_held = 0;
     }
     PIPIT_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tok.encode(full.substr(held.size()), false));
     reused = session.n_past();
@@ -164,6 +173,7 @@ struct Chat {
       held.clear();
       held_ids.clear();
       images_held = 0;
+      videos_held = 0;
       PIPIT_ASSIGN_OR_RETURN(ids, tok.encode(full, false));
       reused = 0;
     }
@@ -173,12 +183,26 @@ struct Chat {
       return !g_interrupted;
     };
     const std::vector<std::string> new_images(images.begin() + long(images_held), images.end());
+    const std::vector<EncodedVideo> new_videos(videos.begin() + long(videos_held), videos.end());
     Result<GenerateResult> res = Error::internal("unset");
     if (int64_t(held_ids.size()) != session.n_past()) held_ids.clear();  // not known (images): no context to search
     params.spec.context = held_ids;
-    if (!new_images.empty()) {
-      PIPIT_ASSIGN_OR_RETURN(MultimodalPrompt mm,
-                             prepare_multimodal_prompt(lm, ids, new_images, image_opt, session.pool()));
+    if (!new_images.empty() || !new_videos.empty()) {
+      MultimodalPrompt mm;
+      if (new_videos.empty()) {
+        PIPIT_ASSIGN_OR_RETURN(mm, prepare_multimodal_prompt(lm, ids, new_images, image_opt, session.pool()));
+      } else {  // the images encoded here, beside the videos encoded at attach time
+        PIPIT_ASSIGN_OR_RETURN(nlohmann::json pp, preprocessor_config_of(lm));
+        PIPIT_ASSIGN_OR_RETURN(ImageProcessorConfig proc, image_processor_for(*lm.model, pp, image_opt));
+        std::vector<EncodedImage> encoded;
+        for (const auto& path : new_images) {
+          PIPIT_ASSIGN_OR_RETURN(Image img, load_image(path));
+          PIPIT_ASSIGN_OR_RETURN(EncodedImage e, encode_image(*lm.model, proc, img, session.pool()));
+          encoded.push_back(std::move(e));
+        }
+        const TextEncoder encode = [this](const std::string& t) { return tok.encode(t, false); };
+        PIPIT_ASSIGN_OR_RETURN(mm, build_multimodal_prompt(*lm.model, ids, encoded, new_videos, encode));
+      }
       if (session.n_past() + int64_t(mm.tokens.size()) >= session.n_ctx())
         return Error::out_of_range("the conversation ({} tokens) does not fit the context of {}; /clear starts over",
                                    session.n_past() + mm.tokens.size(), session.n_ctx());
@@ -195,11 +219,13 @@ struct Chat {
       held.clear();
       held_ids.clear();
       images_held = 0;
+      videos_held = 0;
       return res;
     }
     held_ids.insert(held_ids.end(), ids.begin(), ids.end());
     held_ids.insert(held_ids.end(), res->tokens.begin(), res->tokens.end());
     images_held = images.size();
+    videos_held = videos.size();
     held = full;
     // The last sampled token is not in the cache yet (EOS never is: the template writes its own end of turn).
     if (res->reason != StopReason::kEos && !res->tokens.empty()) {
@@ -221,6 +247,7 @@ int cmd_chat(Args& a) {
   add_model_options(a);
   add_sampling_options(a);
   add_image_options(a);
+  add_video_options(a);
   add_speculative_options(a);
   add_structured_options(a);
   a.option({"-s", "--system"}, "system message");
@@ -228,7 +255,8 @@ int cmd_chat(Args& a) {
   add_template_options(a);
   if (auto st = a.parse(); !st) return fail(a, st.message());
   if (a.help() || !a.has("-m")) {
-    std::printf("usage: pipit chat -m MODEL [-s SYSTEM] [--image PATH] [options]\n%s", a.usage().c_str());
+    std::printf("usage: pipit chat -m MODEL [-s SYSTEM] [--image PATH] [--video FRAMES] [options]\n%s",
+                a.usage().c_str());
     return a.help() ? 0 : 1;
   }
   if (auto st = check_system_option(a); !st) return fail(a, st.message());
@@ -267,6 +295,19 @@ int cmd_chat(Args& a) {
   chat.template_extra = *template_extra;
   for (const auto& path : a.get_all("--image"))
     if (auto st = chat.attach(path); !st) return fail(a, st.message());
+  if (has_video(a)) {  // attached to the first message
+    const VisionLanguageModel* v = lm->model->vision();
+    if (!v || v->vision_tokens().video_token_id < 0)
+      return fail(a, fmt("--video: model type '{}' does not take video input", lm->model->info().arch));
+    auto fps = a.get_float("--video-fps");
+    if (!fps) return fail(a, fps.status().message());
+    auto video = encode_video_frames(*lm, a.get("--video"), *fps, chat.session.pool());
+    if (!video) return fail(a, video.status().message());
+    std::fprintf(stderr, "[video: %zu frames sampled, %d tokens, attached to your next message]\n",
+                 video->processed.frame_indices.size(), int(video->features.dim(0)));
+    chat.videos.push_back(std::move(video).value());
+    chat.videos_pending = 1;
+  }
 
   struct sigaction sa = {};
   sa.sa_handler = on_sigint;

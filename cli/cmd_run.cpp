@@ -11,6 +11,7 @@
 #include "cli/image_args.h"
 #include "cli/structured_args.h"
 #include "models/media_note.h"
+#include "models/vision/vision_model.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -61,6 +62,7 @@ int cmd_run(Args& a) {
   add_model_options(a);
   add_sampling_options(a);
   add_image_options(a);
+  add_video_options(a);
   add_speculative_options(a);
   add_structured_options(a);
   a.option({"-p", "--prompt"}, "prompt text");
@@ -102,6 +104,9 @@ int cmd_run(Args& a) {
   if (has_images(a) && !lm->model->vision())
     return fail(a, fmt("--image: {} is a text-only model (model type '{}'), it does not take images{}", a.get("-m"),
                        lm->model->info().arch, media_note_suffix(lm->model->info().arch)));
+  if (has_video(a) && (!lm->model->vision() || lm->model->vision()->vision_tokens().video_token_id < 0))
+    return fail(a, fmt("--video: {} (model type '{}') does not take video input", a.get("-m"),
+                       lm->model->info().arch));
   // The session (its memory plan) before the prompt is tokenized: a context that cannot be held is refused at once,
   // not after a minute of tokenizing a long prompt.
   auto pool = std::make_shared<ThreadPool>(so->n_threads > 0 ? so->n_threads : ThreadPool::default_threads());
@@ -120,8 +125,9 @@ int cmd_run(Args& a) {
   if (use_template) {
     nlohmann::json msgs = nlohmann::json::array();
     if (a.has("-s")) msgs.push_back({{"role", "system"}, {"content", a.get("-s")}});
-    if (has_images(a)) {  // the template puts each image where its {"type": "image"} item is
+    if (has_images(a) || has_video(a)) {  // the template puts each image where its {"type": "image"} item is
       nlohmann::json content = nlohmann::json::array();
+      if (has_video(a)) content.push_back({{"type", "video"}});
       for (size_t i = 0; i < a.get_all("--image").size(); ++i) content.push_back({{"type", "image"}});
       content.push_back({{"type", "text"}, {"text", prompt}});
       msgs.push_back({{"role", "user"}, {"content", content}});
@@ -138,8 +144,10 @@ int cmd_run(Args& a) {
   if (ids->empty()) return fail(a, "the prompt is empty after tokenization");
 
   std::optional<MultimodalPrompt> mm;  // --image: features for the image placeholders of the prompt
-  if (has_images(a)) {
-    auto p = image_prompt(a, *lm, with_image_placeholders(*lm->model, *ids, a.get_all("--image").size()), *pool);
+  if (has_images(a) || has_video(a)) {
+    std::vector<int32_t> marked = with_image_placeholders(*lm->model, *ids, a.get_all("--image").size());
+    if (has_video(a)) marked = with_video_placeholder(*lm->model, marked);
+    auto p = media_prompt(a, *lm, tok, marked, *pool);
     if (!p) return fail(a, p.status().message());
     mm = std::move(p).value();
   }

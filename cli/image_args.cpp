@@ -2,7 +2,12 @@
 #include "cli/image_args.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
+#include <filesystem>
+
+#include "models/vision/vision_model.h"
+#include "runtime/multimodal_video.h"
 
 namespace pipit::cli {
 
@@ -29,6 +34,90 @@ Result<MultimodalPrompt> image_prompt(const Args& a, const LoadedModel& lm, std:
                                       ThreadPool& pool) {
   PIPIT_ASSIGN_OR_RETURN(ImageOptions opt, image_options(a));
   return prepare_multimodal_prompt(lm, tokens, a.get_all("--image"), opt, pool);
+}
+
+void add_video_options(Args& a) {
+  a.option({"--video"}, "video frames (PNG/JPEG) in order: a directory (sorted by name) or a comma-separated list; "
+                        "models with video input (Qwen3.5). Video files are not decoded: extract frames first");
+  a.option({"--video-fps"}, "frame rate of the --video frames", "2");
+}
+
+bool has_video(const Args& a) { return a.has("--video"); }
+
+namespace {
+
+// The --video frame files: a directory's PNG/JPEG files by name, or a comma-separated list.
+Result<std::vector<std::string>> video_frame_files(const std::string& spec) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> files;
+  std::error_code ec;
+  if (fs::is_directory(spec, ec)) {
+    for (const auto& e : fs::directory_iterator(spec, ec)) {
+      std::string ext = e.path().extension().string();
+      std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+      if (e.is_regular_file() && (ext == ".png" || ext == ".jpg" || ext == ".jpeg")) files.push_back(e.path().string());
+    }
+    if (ec) return Error::invalid_argument("--video {}: {}", spec, ec.message());
+    std::sort(files.begin(), files.end());
+  } else {
+    for (size_t b = 0; b <= spec.size();) {
+      const size_t e = std::min(spec.find(',', b), spec.size());
+      if (e > b) files.push_back(spec.substr(b, e - b));
+      b = e + 1;
+    }
+    if (files.size() == 1 && !fs::is_regular_file(files[0], ec))
+      return Error::invalid_argument("--video {}: not a directory of frames nor a frame file", spec);
+    if (files.size() == 1)
+      return Error::unsupported("--video {}: video files are not decoded (no FFmpeg in this build); give the frames "
+                                "as a directory of PNG/JPEG files or a comma-separated list", spec);
+  }
+  if (files.empty()) return Error::invalid_argument("--video {}: no PNG/JPEG frames", spec);
+  constexpr size_t kMaxFrames = 1000000;  // only the sampled ones are decoded: a bound on the list of names
+  if (files.size() > kMaxFrames)
+    return Error::invalid_argument("--video {}: {} frames, more than {}", spec, files.size(), kMaxFrames);
+  return files;
+}
+
+}  // namespace
+
+Result<EncodedVideo> encode_video_frames(const LoadedModel& lm, const std::string& spec, double fps, ThreadPool& pool) {
+  PIPIT_ASSIGN_OR_RETURN(nlohmann::json vpp, video_preprocessor_config_of(lm));
+  PIPIT_ASSIGN_OR_RETURN(VideoProcessorConfig vproc, video_processor_for(*lm.model, vpp));
+  PIPIT_ASSIGN_OR_RETURN(std::vector<std::string> files, video_frame_files(spec));
+  auto e = encode_video_files(*lm.model, vproc, files, fps, pool);  // decodes the sampled frames only
+  if (!e.is_ok()) return e.status().with_context("--video");
+  return e;
+}
+
+Result<MultimodalPrompt> media_prompt(const Args& a, const LoadedModel& lm, const Tokenizer& tok,
+                                      std::span<const int32_t> tokens, ThreadPool& pool) {
+  if (!has_video(a)) return image_prompt(a, lm, tokens, pool);
+  PIPIT_ASSIGN_OR_RETURN(double fps, a.get_float("--video-fps"));
+  PIPIT_ASSIGN_OR_RETURN(EncodedVideo video, encode_video_frames(lm, a.get("--video"), fps, pool));
+  std::vector<EncodedImage> images;
+  if (has_images(a)) {
+    PIPIT_ASSIGN_OR_RETURN(ImageOptions opt, image_options(a));
+    PIPIT_ASSIGN_OR_RETURN(nlohmann::json pp, preprocessor_config_of(lm));
+    PIPIT_ASSIGN_OR_RETURN(ImageProcessorConfig proc, image_processor_for(*lm.model, pp, opt));
+    for (const auto& src : a.get_all("--image")) {
+      PIPIT_ASSIGN_OR_RETURN(Image img, load_image(src));
+      PIPIT_ASSIGN_OR_RETURN(EncodedImage e, encode_image(*lm.model, proc, img, pool));
+      images.push_back(std::move(e));
+    }
+  }
+  const TextEncoder encode = [&tok](const std::string& text) { return tok.encode(text, /*add_special_tokens=*/false); };
+  return build_multimodal_prompt(*lm.model, tokens, images, {video}, encode);
+}
+
+std::vector<int32_t> with_video_placeholder(const Model& m, std::span<const int32_t> ids) {
+  std::vector<int32_t> out(ids.begin(), ids.end());
+  const VisionLanguageModel* v = m.vision();
+  if (!v || v->vision_tokens().video_token_id < 0) return out;
+  const VisionTokens& t = v->vision_tokens();
+  if (std::find(out.begin(), out.end(), t.video_token_id) != out.end()) return out;
+  const bool bos = !out.empty() && out[0] == m.info().bos_id;
+  out.insert(out.begin() + (bos ? 1 : 0), {t.vision_start_id, t.video_token_id, t.vision_end_id});
+  return out;
 }
 
 std::vector<int32_t> with_image_placeholders(const Model& m, std::span<const int32_t> ids, size_t n_images) {

@@ -1,7 +1,8 @@
-// Qwen2-VL (and, with the other towers, Qwen2.5-VL and Qwen3-VL): the Qwen2 decoder from models/llama.cpp (Qwen3's
-// for Qwen3-VL), fed token embeddings with image features spliced in at the <|image_pad|> tokens and rotated with
-// M-RoPE positions (rope_scaling mrope_section splits the frequencies into t/h/w sections). Both come from the
-// Batch the runtime builds (runtime/multimodal.cpp: get_rope_index); so do Qwen3-VL's DeepStack features.
+// Qwen2-VL (and, with the other towers, Qwen2.5-VL and Qwen3-VL; with a decoder of its own, Qwen3.5): the Qwen2
+// decoder from models/llama.cpp (Qwen3's for Qwen3-VL), fed token embeddings with image features spliced in at the
+// <|image_pad|> tokens and rotated with M-RoPE positions (rope_scaling mrope_section splits the frequencies into
+// t/h/w sections). Both come from the Batch the runtime builds (runtime/multimodal.cpp: get_rope_index); so do
+// Qwen3-VL's DeepStack features.
 // reference: HF modeling_qwen2_vl.py (Qwen2VLForConditionalGeneration), modeling_qwen3_vl.py.
 #include "models/qwen2_vl.h"
 
@@ -28,30 +29,47 @@ HfConfig qwen3_vl_rope(const HfConfig& tc) {
 
 class Qwen2VLModel : public Model, public VisionLanguageModel {
  public:
-  Status load(const HfConfig& cfg, const WeightSource& base, QwenVisionTower::Kind kind) {
+  // decoder: null for the Llama-family decoder (Qwen2's, Qwen3's for Qwen3-VL) built here from text_config.
+  Status load(const HfConfig& cfg, const WeightSource& base, QwenVisionTower::Kind kind,
+              const QwenVlDecoder* decoder) {
     const bool v3 = kind == QwenVisionTower::Kind::kQwen3;
-    const char* arch = kind == QwenVisionTower::Kind::kQwen2_5 ? "qwen2_5_vl" : v3 ? "qwen3_vl" : "qwen2_vl";
+    const char* arch = decoder                                    ? decoder->arch
+                       : kind == QwenVisionTower::Kind::kQwen2_5 ? "qwen2_5_vl"
+                       : v3                                      ? "qwen3_vl"
+                                                                 : "qwen2_vl";
     // Hub names (model.*, visual.*) or those of transformers >= 4.52 (model.language_model.*, model.visual.*);
     // Qwen3-VL's Hub files use the latter
     AliasedWeights w(base, {{"model.", {"model.", "model.language_model."}}, {"visual.", {"visual.", "model.visual."}}});
-    HfConfig tc = text_config_of(cfg, v3 ? nlohmann::json{{"rope_theta", 5000000.0}} : nlohmann::json::object());
-    if (v3) tc = qwen3_vl_rope(tc);
-    const nlohmann::json params = rope_parameters_of(tc);
-    const nlohmann::json rs = params.is_object() ? params
-                              : tc.json().contains("rope_scaling") ? tc.json()["rope_scaling"] : nlohmann::json();
-    if (!rs.is_object() || !rs.contains("mrope_section"))
-      return Error::invalid_argument("[{}] config has no rope_scaling.mrope_section", arch);
-    PIPIT_ASSIGN_OR_RETURN(lm_, make_llama_like(tc, w, v3 ? LlamaOptions{.qk_norm = true}
-                                                          : LlamaOptions{.qkv_bias = true}));
+    if (decoder) {
+      PIPIT_ASSIGN_OR_RETURN(lm_, decoder->make(cfg, w));
+    } else {
+      HfConfig tc = text_config_of(cfg, v3 ? nlohmann::json{{"rope_theta", 5000000.0}} : nlohmann::json::object());
+      if (v3) tc = qwen3_vl_rope(tc);
+      const nlohmann::json params = rope_parameters_of(tc);
+      const nlohmann::json rs = params.is_object() ? params
+                                : tc.json().contains("rope_scaling") ? tc.json()["rope_scaling"] : nlohmann::json();
+      if (!rs.is_object() || !rs.contains("mrope_section"))
+        return Error::invalid_argument("[{}] config has no rope_scaling.mrope_section", arch);
+      PIPIT_ASSIGN_OR_RETURN(lm_, make_llama_like(tc, w, v3 ? LlamaOptions{.qk_norm = true}
+                                                            : LlamaOptions{.qkv_bias = true}));
+    }
     PIPIT_ASSIGN_OR_RETURN(tower_, QwenVisionTower::load(cfg.sub("vision_config"), w, kind, lm_->info().n_embd));
     if (tower_.n_deepstack() > lm_->info().n_layer)
       return Error::invalid_argument("[{}] {} DeepStack features for a decoder of {} layers", arch,
                                      tower_.n_deepstack(), lm_->info().n_layer);
     info_ = lm_->info();
     info_.arch = arch;
-    tokens_.image_token_id = int32_t(cfg.get_int_or("image_token_id", 151655));
-    tokens_.vision_start_id = int32_t(cfg.get_int_or("vision_start_token_id", 151652));
-    tokens_.vision_end_id = int32_t(cfg.get_int_or("vision_end_token_id", 151653));
+    const std::array<int32_t, 4> ids = decoder ? decoder->default_ids
+                                               : std::array<int32_t, 4>{151655, 151652, 151653, -1};
+    tokens_.image_token_id = int32_t(cfg.get_int_or("image_token_id", ids[0]));
+    tokens_.vision_start_id = int32_t(cfg.get_int_or("vision_start_token_id", ids[1]));
+    tokens_.vision_end_id = int32_t(cfg.get_int_or("vision_end_token_id", ids[2]));
+    if (decoder) {  // video input: Qwen3.5 (Qwen3-VL's video path is the same but not golden-tested here)
+      tokens_.video_token_id = int32_t(cfg.get_int_or("video_token_id", ids[3]));
+      if (tokens_.video_token_id < 0 || tokens_.video_token_id >= lm_->info().n_vocab)
+        return Error::invalid_argument("[{}] video token id {} outside the vocabulary of {}", arch,
+                                       tokens_.video_token_id, lm_->info().n_vocab);
+    }
     tokens_.mrope = true;
     tokens_.merge_size = tower_.merge_size();
     tokens_.deepstack = tower_.n_deepstack();
@@ -105,7 +123,14 @@ Result<std::unique_ptr<Model>> make_qwen2_vl(const HfConfig& cfg, const WeightSo
 Result<std::unique_ptr<Model>> make_qwen_vl_family(const HfConfig& cfg, const WeightSource& w,
                                                    QwenVisionTower::Kind kind) {
   auto m = std::make_unique<Qwen2VLModel>();
-  PIPIT_TRY(m->load(cfg, w, kind));
+  PIPIT_TRY(m->load(cfg, w, kind, nullptr));
+  return std::unique_ptr<Model>(std::move(m));
+}
+
+Result<std::unique_ptr<Model>> make_qwen_vl_family(const HfConfig& cfg, const WeightSource& w,
+                                                   QwenVisionTower::Kind kind, const QwenVlDecoder& decoder) {
+  auto m = std::make_unique<Qwen2VLModel>();
+  PIPIT_TRY(m->load(cfg, w, kind, &decoder));
   return std::unique_ptr<Model>(std::move(m));
 }
 

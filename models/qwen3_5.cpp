@@ -1,6 +1,7 @@
-// Qwen3.5 text model (model_type qwen3_5_text, Qwen3_5ForCausalLM; or the text part of qwen3_5,
-// Qwen3_5ForConditionalGeneration): a hybrid of Gated DeltaNet linear-attention layers and gated full-attention
-// layers (layer_types; by default every 4th layer is full), each followed by a SwiGLU MLP; (1 + w) RMSNorms.
+// Qwen3.5 text model (model_type qwen3_5_text, Qwen3_5ForCausalLM; and the decoder of qwen3_5,
+// Qwen3_5ForConditionalGeneration, whose images come through the Qwen VL family: make_qwen3_5 below): a hybrid of
+// Gated DeltaNet linear-attention layers and gated full-attention layers (layer_types; by default every 4th layer
+// is full), each followed by a SwiGLU MLP; (1 + w) RMSNorms.
 //  - linear attention: in_proj_qkv -> depthwise causal conv1d (kernel 4) + SiLU -> q | k | v; q, k L2-normalised,
 //    q scaled by dk^-0.5; beta = sigmoid(in_proj_b x); g = -exp(A_log) softplus(in_proj_a x + dt_bias); the gated
 //    delta rule over a per-sequence state (KvCache recurrent state: conv window + [v_heads, dk, dv] matrices);
@@ -13,6 +14,7 @@
 #include <cstring>
 
 #include "models/blocks.h"
+#include "models/qwen2_vl.h"
 
 namespace pipit {
 
@@ -35,6 +37,23 @@ struct Qwen35Layer {
   LinearAttnWeights lin;
   MlpWeights mlp;
 };
+
+// HF's Qwen3_5TextRotaryEmbedding always interleaves the M-RoPE streams (apply_interleaved_mrope, whatever
+// mrope_interleaved says), with mrope_section [11, 11, 10] when the config names none: frequency i turns with h when
+// i % 3 == 1 and i < 3 * section[1], with w when i % 3 == 2 and i < 3 * section[2], else with t.
+std::vector<uint8_t> interleaved_mrope_streams(const nlohmann::json& rope, size_t n_freq) {
+  int64_t sh = 11, sw = 10;  // rope_from_config has checked a section the config gives
+  if (rope.is_object() && rope.contains("mrope_section") && rope["mrope_section"].is_array() &&
+      rope["mrope_section"].size() == 3 && rope["mrope_section"][1].is_number_integer() &&
+      rope["mrope_section"][2].is_number_integer()) {
+    sh = rope["mrope_section"][1].get<int64_t>();
+    sw = rope["mrope_section"][2].get<int64_t>();
+  }
+  std::vector<uint8_t> stream(n_freq, 0);
+  for (size_t i = 0; i < n_freq; ++i)
+    stream[i] = i % 3 == 1 && int64_t(i) < 3 * sh ? 1 : i % 3 == 2 && int64_t(i) < 3 * sw ? 2 : 0;
+  return stream;
+}
 
 // A small parameter as an owned f32 tensor (bf16 in HF files, f32 in converted ones), reshaped to `shape`.
 Tensor owned_f32(const Tensor& t, const std::vector<int64_t>& shape) {
@@ -88,9 +107,11 @@ class Qwen35Model : public Model {
       prf = rp["partial_rotary_factor"].get<double>();
     const int64_t rot_dim = int64_t(double(head_dim) * prf);  // HF: int(head_dim * partial_rotary_factor)
     PIPIT_ASSIGN_OR_RETURN(rope_spec_, rope_from_config(cfg, rot_dim));
-    // Interleaved M-RoPE: for text every position stream equals the token's position, so the plain rotation
-    // is exact (this model has no image input that could give it other positions).
-    rope_spec_.mrope_stream.clear();
+    // Interleaved M-RoPE. Text has every position stream equal to the token's position, where the plain rotation
+    // is exact (and used); a batch with image positions (Batch::mrope_pos) turns frequency i with stream
+    // mrope_stream[i].
+    rope_spec_.mrope_stream = interleaved_mrope_streams(rp.is_object() ? rp : cfg.json().value("rope_scaling",
+                                                        nlohmann::json()), rope_spec_.inv_freq.size());
     attn_ = AttnConfig{n_embd, n_head, n_head_kv, head_dim, 1.0f / std::sqrt(float(head_dim)), eps_, kNormOffset};
 
     PIPIT_ASSIGN_OR_RETURN(tok_embd_, w.get(pre + "embed_tokens.weight", {n_vocab, n_embd}));
@@ -271,8 +292,14 @@ class Qwen35Model : public Model {
     v = v.reshape({n, attn_.n_head_kv, D});
     rms_norm_heads_(ctx, q, w.q_norm, eps_, kNormOffset);
     rms_norm_heads_(ctx, k, w.k_norm, eps_, kNormOffset);
-    rope_(ctx, q, batch.pos, rope_spec_.inv_freq, rope_spec_.attention_factor);
-    rope_(ctx, k, batch.pos, rope_spec_.inv_freq, rope_spec_.attention_factor);
+    if (!batch.mrope_pos.empty()) {  // 3-D positions of a prompt with images, or of the tokens after one
+      PIPIT_ASSERT(batch.mrope_pos.size() == 3 * batch.tokens.size() && rope_spec_.attention_factor == 1.0f);
+      rope_multi_(ctx, q, batch.mrope_pos, rope_spec_.mrope_stream, rope_spec_.inv_freq);
+      rope_multi_(ctx, k, batch.mrope_pos, rope_spec_.mrope_stream, rope_spec_.inv_freq);
+    } else {
+      rope_(ctx, q, batch.pos, rope_spec_.inv_freq, rope_spec_.attention_factor);
+      rope_(ctx, k, batch.pos, rope_spec_.inv_freq, rope_spec_.attention_factor);
+    }
     Tensor o = cached_attention(ctx, q, k, v, attn_, batch, kv, il).reshape({n, H * D});
     if (gate_) {
       float* po = o.ptr<float>();
@@ -283,10 +310,22 @@ class Qwen35Model : public Model {
   }
 };
 
-Result<std::unique_ptr<Model>> make_qwen3_5(const HfConfig& cfg, const WeightSource& w) {
+Result<std::unique_ptr<Model>> make_qwen3_5_text(const HfConfig& cfg, const WeightSource& w) {
   auto m = std::make_unique<Qwen35Model>();
   PIPIT_TRY(m->load(cfg, w));
   return std::unique_ptr<Model>(std::move(m));
+}
+
+// Qwen3_5ForConditionalGeneration: Qwen3-VL's vision tower without DeepStack (Qwen3_5VisionConfig drops
+// deepstack_visual_indexes) in front of this decoder, through the Qwen VL family (models/qwen2_vl.cpp: image
+// features at the <|image_pad|> rows, get_rope_index positions). A checkpoint without the tower's tensors (a
+// text-only export) loads as the text model. The mtp.* tensors (multi-token prediction) are not read.
+Result<std::unique_ptr<Model>> make_qwen3_5(const HfConfig& cfg, const WeightSource& w) {
+  const bool tower = w.has("model.visual.patch_embed.proj.weight") || w.has("visual.patch_embed.proj.weight");
+  if (cfg.model_type() != "qwen3_5" || !cfg.has("vision_config") || !tower) return make_qwen3_5_text(cfg, w);
+  // Qwen3_5Config defaults: <|image_pad|> 248056, <|vision_start|> 248053, <|vision_end|> 248054, <|video_pad|> 248057
+  return make_qwen_vl_family(cfg, w, QwenVisionTower::Kind::kQwen3,
+                             QwenVlDecoder{kArch, make_qwen3_5_text, {248056, 248053, 248054, 248057}});
 }
 
 }  // namespace

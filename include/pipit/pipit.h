@@ -238,6 +238,14 @@ pipit_status pipit_session_logprob(const pipit_session* session, int32_t i, int3
 pipit_status pipit_session_attach_image(pipit_session* session, const char* path);
 /* The same for an image in memory (PNG, JPEG, ... file bytes), copied before the call returns. */
 pipit_status pipit_session_attach_image_bytes(pipit_session* session, const void* data, size_t size);
+/* Attaches a video as its decoded frames (n_frames image paths or data: URLs, in order, at `fps` frames per second;
+ * copied before the call returns) for the next generation of a model with video input (Qwen3.5). It fills the next
+ * video placeholder of the conversation (use_chat_template = 1: a {"type": "video"} content part; raw prompts: one
+ * is put before the new text); frames are sampled, processed and encoded at that generation as HF's video processor
+ * does (at most its max_frames, 768 by default, are kept). Video files are not decoded: pass frames.
+ * PIPIT_ERR_UNSUPPORTED for models without video input. */
+pipit_status pipit_session_attach_video_frames(pipit_session* session, const char* const* frames, int32_t n_frames,
+                                               double fps);
 
 /* ---- the OpenAI-compatible server inside the process (as `pipit serve`, sharing the loaded model) ----
  * An app runs the engine in its own process and talks to it over loopback HTTP from any UI (WebView, React Native,

@@ -53,6 +53,17 @@ def _image_source(part):
     return None
 
 
+def _videos(videos):
+    """Videos as (frame paths, fps) pairs: each given as such a pair or as {"frames": [...], "fps": F}."""
+    out = []
+    for v in videos or ():
+        frames, fps = (v.get("frames", v.get("video")), v.get("fps", 2.0)) if isinstance(v, dict) else v
+        if isinstance(frames, str) or not frames:
+            raise ValueError("a video is a list of frame files (video files are not decoded), with its fps")
+        out.append((list(frames), float(fps)))
+    return out
+
+
 class Session:
     """One conversation: a KV cache that grows with each call. Not shared between threads."""
 
@@ -75,14 +86,15 @@ class Session:
         """Forget positions from n on (the session may keep fewer: check n_past)."""
         self._s.truncate(n)
 
-    def eval(self, ids, all_logits=False, images=()):
-        """Appends ids; returns float32 logits [1, n_vocab] for the last one, or [len(ids), n_vocab]."""
-        return self._s.eval(ids, list(images), all_logits)
+    def eval(self, ids, all_logits=False, images=(), videos=()):
+        """Appends ids; returns float32 logits [1, n_vocab] for the last one, or [len(ids), n_vocab]. videos: see
+        Model.generate."""
+        return self._s.eval(ids, list(images), all_logits, _videos(videos))
 
-    def generate(self, prompt, on_text=None, images=(), **options):
+    def generate(self, prompt, on_text=None, images=(), videos=(), **options):
         """Continues the session with prompt (text, or token ids) and samples a reply; see Model.generate."""
         ids = self.model.tokenize(prompt, add_special=self.n_past == 0) if isinstance(prompt, str) else prompt
-        return self._s.generate(ids, list(images), _options(**options), on_text)
+        return self._s.generate(ids, list(images), _options(**options), on_text, _videos(videos))
 
 
 class Model:
@@ -136,14 +148,17 @@ class Model:
     def _fit_session(self, n_tokens, n_ctx):
         return Session(self, n_ctx or max(n_tokens, min(self.max_ctx or 4096, 4096)))
 
-    def logits(self, ids, images=()):
+    def logits(self, ids, images=(), videos=()):
         """One forward pass over ids (from position 0): float32 logits [len(ids), n_vocab] (numpy). With images, ids
         hold one image placeholder per image (or runs already expanded), as `pipit logits --image` takes them."""
         ids = list(ids)
-        return self._fit_session(len(ids), 0).eval(ids, all_logits=True, images=images)
+        return self._fit_session(len(ids), 0).eval(ids, all_logits=True, images=images, videos=videos)
 
-    def generate(self, prompt, on_text=None, images=(), n_ctx=0, **options):
+    def generate(self, prompt, on_text=None, images=(), n_ctx=0, videos=(), **options):
         """Samples a continuation of prompt (text, or token ids; text gets the tokenizer's BOS).
+
+        images / videos fill the prompt's placeholders in order; a video (models with video input: Qwen3.5) is its
+        decoded frames and their frame rate, (["f0.png", "f1.png", ...], fps) or {"frames": [...], "fps": fps}.
 
         on_text(piece, token) is called for each piece of text as it is generated (valid UTF-8; a stop string is
         never shown); returning False stops. options: max_tokens=256, temperature=0.8 (0: greedy), top_k=40,
@@ -151,14 +166,15 @@ class Model:
         ignore_eos=False. Returns a Completion (str() gives its text)."""
         ids = self.tokenize(prompt) if isinstance(prompt, str) else list(prompt)
         s = self._fit_session(len(ids) + options.get("max_tokens", 256), n_ctx)
-        return s.generate(ids, on_text=on_text, images=images, **options)
+        return s.generate(ids, on_text=on_text, images=images, videos=videos, **options)
 
     def chat(self, messages, on_text=None, images=None, n_ctx=0, **options):
         """A reply to a conversation, through the model's chat template.
 
         messages: a list of {"role", "content"} dicts (content a string or a list of parts, where
-        {"type": "image", "image": "photo.png"} places an image), or one string (a user message). images: image
-        files for a string message, placed before its text. Other arguments as in generate()."""
+        {"type": "image", "image": "photo.png"} places an image and {"type": "video", "video": [frame files],
+        "fps": F} a video), or one string (a user message). images: image files for a string message, placed before
+        its text. Other arguments as in generate()."""
         if isinstance(messages, str):
             parts = [{"type": "image", "image": p} for p in (images or [])]
             messages = [{"role": "user", "content": parts + [{"type": "text", "text": messages}] if parts else messages}]
@@ -168,10 +184,12 @@ class Model:
                       for p in msg["content"] if isinstance(p, dict) and p.get("type") in ("image", "image_url")]
             if None in images:
                 raise ValueError("an image part names no image (expected {'type': 'image', 'image': PATH})")
+        videos = [p for msg in messages if isinstance(msg.get("content"), list)
+                  for p in msg["content"] if isinstance(p, dict) and p.get("type") == "video"]
         text = self.apply_chat_template(messages, add_generation_prompt=True)
         ids = self.tokenize(text, add_special=False)
         s = self._fit_session(len(ids) + options.get("max_tokens", 256), n_ctx)
-        return s.generate(ids, on_text=on_text, images=images, **options)
+        return s.generate(ids, on_text=on_text, images=images, videos=videos, **options)
 
 
 def rope_freqs(config, head_dim):

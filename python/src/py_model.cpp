@@ -14,6 +14,7 @@
 #include "runtime/json_schema.h"
 #include "runtime/loader.h"
 #include "runtime/multimodal.h"
+#include "runtime/multimodal_video.h"
 #include "runtime/session.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -112,19 +113,38 @@ std::unique_ptr<Session> new_session(PyModel& m, int n_ctx, int n_batch, const s
 
 py::array_t<float> logits_array(const Tensor& t) { return to_numpy(t); }
 
-// The prompt with its images (null without images): decoded, preprocessed, encoded, placeholders expanded.
+// A video as its decoded frames (paths or data URLs, in order) and their frame rate.
+using Videos = std::vector<std::pair<std::vector<std::string>, double>>;
+
+// The prompt with its images and videos (null without either): decoded, preprocessed, encoded, placeholders
+// expanded (video timestamps tokenized with the model's tokenizer).
 std::optional<MultimodalPrompt> image_prompt(PyModel& m, const std::vector<int32_t>& ids,
-                                             const std::vector<std::string>& images) {
-  if (images.empty()) return std::nullopt;
+                                             const std::vector<std::string>& images, const Videos& videos = {}) {
+  if (images.empty() && videos.empty()) return std::nullopt;
   if (!m.lm.model->vision())
     throw PipitError("model '" + m.lm.model->info().arch + "' has no vision tower; images are not supported");
-  return unwrap(prepare_multimodal_prompt(m.lm, ids, images, ImageOptions{}, *m.pool));
+  if (videos.empty()) return unwrap(prepare_multimodal_prompt(m.lm, ids, images, ImageOptions{}, *m.pool));
+  if (!m.lm.tokenizer) throw PipitError("videos need the model's tokenizer (for their timestamps)");
+  std::vector<EncodedImage> enc_images;
+  if (!images.empty()) {
+    const nlohmann::json pp = unwrap(preprocessor_config_of(m.lm));
+    const ImageProcessorConfig proc = unwrap(image_processor_for(*m.lm.model, pp));
+    for (const auto& src : images) enc_images.push_back(unwrap(encode_image(*m.lm.model, proc, unwrap(load_image(src)),
+                                                                            *m.pool)));
+  }
+  const VideoProcessorConfig vproc = unwrap(video_processor_for(*m.lm.model, unwrap(video_preprocessor_config_of(m.lm))));
+  std::vector<EncodedVideo> enc_videos;
+  for (const auto& [files, fps] : videos)  // only the sampled frames are decoded
+    enc_videos.push_back(unwrap(encode_video_files(*m.lm.model, vproc, files, fps, *m.pool)));
+  const Tokenizer& tok = *m.lm.tokenizer;
+  return unwrap(build_multimodal_prompt(*m.lm.model, ids, enc_images, enc_videos,
+                                        [&tok](const std::string& t) { return tok.encode(t, false); }));
 }
 
 // Runs generate() without the GIL; on_text (a Python callable or None) gets (piece, token) with the GIL and may
 // return False to stop. A Python exception inside it, or a pending signal (Ctrl-C), stops the run and is raised.
 Completion run_generate(PySession& ps, const std::vector<int32_t>& ids, const std::vector<std::string>& images,
-                        const GenOptions& o, const py::object& on_text) {
+                        const Videos& videos, const GenOptions& o, const py::object& on_text) {
   GenerateParams gp = gen_params(o);
   const Tokenizer* tok = ps.m->lm.tokenizer.get();
   if (ids.empty()) bad_arg("the prompt is empty");
@@ -146,7 +166,7 @@ Completion run_generate(PySession& ps, const std::vector<int32_t>& ids, const st
       return false;
     }
   };
-  std::optional<MultimodalPrompt> mm = image_prompt(*ps.m, ids, images);
+  std::optional<MultimodalPrompt> mm = image_prompt(*ps.m, ids, images, videos);
   Result<GenerateResult> r = Status::ok();
   {
     py::gil_scoped_release nogil;
@@ -161,12 +181,12 @@ Completion run_generate(PySession& ps, const std::vector<int32_t>& ids, const st
 }
 
 py::array_t<float> session_eval(PySession& ps, const std::vector<int32_t>& ids, const std::vector<std::string>& images,
-                                bool all_logits) {
+                                const Videos& videos, bool all_logits) {
   if (ids.empty()) bad_arg("eval: no tokens");
   const int64_t V = ps.m->lm.model->info().n_vocab;
   for (int32_t id : ids)
     if (id < 0 || id >= V) bad_arg("token id {} outside the vocabulary of {}", id, V);
-  std::optional<MultimodalPrompt> mm = image_prompt(*ps.m, ids, images);
+  std::optional<MultimodalPrompt> mm = image_prompt(*ps.m, ids, images, videos);
   Result<Tensor> r = Status::ok();
   {
     py::gil_scoped_release nogil;
@@ -230,13 +250,15 @@ void bind_model(py::module_& m) {
       });
 
   py::class_<PySession>(m, "Session")
-      .def("eval", [](PySession& s, const py::handle& ids, const std::vector<std::string>& images, bool all_logits) {
-        return session_eval(s, to_ids(ids, "ids"), images, all_logits);
-      }, py::arg("ids"), py::arg("images") = std::vector<std::string>{}, py::arg("all_logits") = false)
+      .def("eval", [](PySession& s, const py::handle& ids, const std::vector<std::string>& images, bool all_logits,
+                      const Videos& videos) {
+        return session_eval(s, to_ids(ids, "ids"), images, videos, all_logits);
+      }, py::arg("ids"), py::arg("images") = std::vector<std::string>{}, py::arg("all_logits") = false,
+         py::arg("videos") = Videos{})
       .def("generate", [](PySession& s, const py::handle& ids, const std::vector<std::string>& images,
-                          const GenOptions& o, const py::object& on_text) {
-        return run_generate(s, to_ids(ids, "ids"), images, o, on_text);
-      }, py::arg("ids"), py::arg("images"), py::arg("options"), py::arg("on_text"))
+                          const GenOptions& o, const py::object& on_text, const Videos& videos) {
+        return run_generate(s, to_ids(ids, "ids"), images, videos, o, on_text);
+      }, py::arg("ids"), py::arg("images"), py::arg("options"), py::arg("on_text"), py::arg("videos") = Videos{})
       .def("reset", [](PySession& s) { s.s->reset(); })
       .def("truncate", [](PySession& s, int n) {
         if (n < 0 || n > s.s->n_past()) bad_arg("truncate({}): the session holds {} positions", n, s.s->n_past());

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Tests of the pipit Python package (ctest python_api): generation equals the goldens, numpy logits equal the C++
 path (`pipit logits`), a Qwen3 written with pipit.ops in Python reproduces the golden logits, the streaming callback
-sees every piece in order, chat with images equals `pipit run --image`, and bad input raises Python exceptions.
+sees every piece in order, chat with images equals `pipit run --image` (and Qwen3.5 with a video `pipit run
+--video`), and bad input raises Python exceptions.
 
 Usage: test_pipit.py PIPIT_BIN TESTDATA_DIR SERVER_MODELS_DIR    (PYTHONPATH must hold build/python)
 """
@@ -330,6 +331,50 @@ class ChatWithImages(unittest.TestCase):
         self.assertEqual(c2.tokens, c.tokens)
         with self.assertRaises(pipit.Error):  # more images than placeholders
             m.chat([{"role": "user", "content": "no placeholder"}], images=[img], max_tokens=2)
+
+
+class ChatWithVideo(unittest.TestCase):
+    """Qwen3.5 with a video given as frames equals `pipit run --video` (the tiny qwen3_5_vl checkpoint with
+    stories260k's tokenizer, the Qwen special tokens at the checkpoint's ids, and the Qwen-VL chat template)."""
+
+    def test_chat_video_equals_cli(self):
+        src = os.path.join(MODELS, "qwen3_5_vl")
+        with tempfile.TemporaryDirectory() as d:
+            for f in ("config.json", "generation_config.json", "preprocessor_config.json",
+                      "video_preprocessor_config.json", "model.safetensors"):
+                os.symlink(os.path.join(src, f), os.path.join(d, f))
+            with open(os.path.join(MODELS, "stories260k", "tokenizer.json")) as f:
+                tok = json.load(f)
+            vocab, gone = tok["model"]["vocab"], set()
+            for i, c in [(480, "<|endoftext|>"), (481, "<|im_start|>"), (482, "<|im_end|>"), (489, "<|vision_start|>"),
+                         (490, "<|vision_end|>"), (492, "<|image_pad|>"), (493, "<|video_pad|>")]:
+                k = next(k for k, v in vocab.items() if v == i)
+                gone.add(k)
+                del vocab[k]
+                vocab[c] = i
+                tok["added_tokens"].append({"id": i, "content": c, "single_word": False, "lstrip": False,
+                                            "rstrip": False, "normalized": False, "special": True})
+            tok["model"]["merges"] = [m for m in tok["model"]["merges"] if not set(m.split(" ", 1)) & gone]
+            with open(os.path.join(d, "tokenizer.json"), "w") as f:
+                json.dump(tok, f)
+            with open(os.path.join(HERE, "..", "..", "tests", "data", "vl_tokenizer", "tokenizer_config.json")) as f:
+                template = json.load(f)["chat_template"]
+            with open(os.path.join(d, "tokenizer_config.json"), "w") as f:
+                json.dump({"bos_token": None, "eos_token": "<|im_end|>", "chat_template": template}, f)
+            frames = [os.path.join(src, "video_frame%02d.png" % i) for i in range(8)]
+            m = pipit.Model(d, n_threads=2)
+            c = m.chat([{"role": "user", "content": [{"type": "video", "video": frames, "fps": 4},
+                                                     {"type": "text", "text": "What happens?"}]}],
+                       max_tokens=6, temperature=0, ignore_eos=True)
+            self.assertEqual(len(c.tokens), 6)
+            cli = subprocess.run([PIPIT, "run", "-m", d, "-t", "2", "--video", ",".join(frames), "--video-fps", "4",
+                                  "-p", "What happens?", "-n", "6", "--temp", "0", "--ignore-eos", "--json"],
+                                 check=True, capture_output=True)
+            out = json.loads(cli.stdout)
+            self.assertEqual(out["tokens"], c.tokens)
+            self.assertEqual(out["timings"]["prompt_tokens"], c.n_prompt)
+            with self.assertRaises(ValueError):  # a video file, not frames
+                m.chat([{"role": "user", "content": [{"type": "video", "video": "clip.mp4"}]}], max_tokens=2)
 
 
 if __name__ == "__main__":

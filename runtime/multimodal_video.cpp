@@ -1,0 +1,163 @@
+// Videos in a prompt: processor selection, encoding, and the per-temporal-patch expansion (see multimodal_video.h).
+// reference: HF processing_qwen3_vl.py (Qwen3VLProcessor.__call__: the video placeholder replaced per temporal patch
+// with its timestamp), modeling_qwen3_5.py (get_rope_index: a video grid split into t grids of (1, h, w)).
+#include "runtime/multimodal_video.h"
+
+#include <cstring>
+
+#include "core/json_depth.h"
+#include "core/storage.h"
+#include "models/vision/vision_model.h"
+#include "runtime/loader.h"
+
+namespace pipit {
+
+namespace {
+
+Result<const VisionLanguageModel*> video_model(const Model& m) {
+  const VisionLanguageModel* v = m.vision();
+  if (!v || v->vision_tokens().video_token_id < 0)
+    return Error::invalid_argument("[video] model '{}' does not take video input", m.info().arch);
+  return v;
+}
+
+}  // namespace
+
+Result<VideoProcessorConfig> video_processor_for(const Model& m, const nlohmann::json& vpp) {
+  PIPIT_ASSIGN_OR_RETURN(const VisionLanguageModel* v, video_model(m));
+  const ImageProcessorConfig ip = v->default_processor();
+  VideoProcessorConfig c;
+  c.patch_size = ip.patch_size;
+  c.merge_size = ip.merge_size;
+  c.temporal_patch_size = ip.temporal_patch_size;
+  PIPIT_ASSIGN_OR_RETURN(c, parse_video_processor(vpp, c));
+  if (c.patch_size != ip.patch_size || c.merge_size != ip.merge_size || c.temporal_patch_size != ip.temporal_patch_size)
+    return Error::invalid_argument("[video] video processor (patch {}, merge {}, temporal {}) does not match the vision "
+                                   "tower (patch {}, merge {}, temporal {})", c.patch_size, c.merge_size,
+                                   c.temporal_patch_size, ip.patch_size, ip.merge_size, ip.temporal_patch_size);
+  return c;
+}
+
+Result<nlohmann::json> video_preprocessor_config_of(const LoadedModel& lm) {
+  const std::string path = lm.path + "/video_preprocessor_config.json";
+  if (!is_directory(lm.path) || !file_exists(path)) return nlohmann::json();
+  PIPIT_ASSIGN_OR_RETURN(std::string text, read_file(path));
+  if (json_depth(text) > kMaxJsonDepth)
+    return Error::format("[video] {}: JSON nested deeper than {} levels", path, kMaxJsonDepth);
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return Error::format("[video] {}: not a JSON object", path);
+  return j;
+}
+
+Result<EncodedVideo> encode_video(const Model& m, const VideoProcessorConfig& proc, std::span<const Image> frames,
+                                  double fps, ThreadPool& pool, const TensorHook& on_tensor) {
+  const FrameSource get = [&frames](int32_t i) -> Result<Image> { return frames[size_t(i)]; };
+  return encode_video(m, proc, int64_t(frames.size()), get, fps, pool, on_tensor);
+}
+
+Result<EncodedVideo> encode_video_files(const Model& m, const VideoProcessorConfig& proc,
+                                        const std::vector<std::string>& frames, double fps, ThreadPool& pool) {
+  const FrameSource get = [&frames](int32_t i) -> Result<Image> {
+    auto img = load_image(frames[size_t(i)]);
+    if (!img.is_ok()) return img.status().with_context("[video] frame " + std::to_string(i));
+    return img;
+  };
+  return encode_video(m, proc, int64_t(frames.size()), get, fps, pool);
+}
+
+Result<EncodedVideo> encode_video(const Model& m, const VideoProcessorConfig& proc, int64_t n_frames,
+                                  const FrameSource& frame, double fps, ThreadPool& pool, const TensorHook& on_tensor) {
+  PIPIT_ASSIGN_OR_RETURN(const VisionLanguageModel* v, video_model(m));
+  EncodedVideo e;
+  PIPIT_ASSIGN_OR_RETURN(e.processed, preprocess_video(n_frames, frame, fps, proc));
+  Arena arena(size_t(1) << 22);
+  Ctx ctx{&arena, &pool, &kernels(), on_tensor};
+  PIPIT_ASSIGN_OR_RETURN(e.features, v->encode_image(ctx, e.processed.patches));
+  const int64_t want = v->n_image_tokens(e.processed.patches), width = m.info().n_embd;
+  if (e.features.ndim() != 2 || e.features.dim(0) != want || e.features.dim(1) != width)
+    return Error::internal("[video] vision tower returned {}, expected [{}, {}]", e.features.describe(), want, width);
+  return e;
+}
+
+Result<MultimodalPrompt> build_multimodal_prompt(const Model& m, std::span<const int32_t> tokens,
+                                                 const std::vector<EncodedImage>& images,
+                                                 const std::vector<EncodedVideo>& videos,
+                                                 const TextEncoder& encode_text) {
+  if (videos.empty()) return build_multimodal_prompt(m, tokens, images);
+  PIPIT_ASSIGN_OR_RETURN(const VisionLanguageModel* v, video_model(m));
+  const VisionTokens& vt = v->vision_tokens();
+  int64_t n_vmarks = 0, n_imarks = 0, n_ifeat = 0;
+  for (int32_t t : tokens) n_vmarks += t == vt.video_token_id, n_imarks += t == vt.image_token_id;
+  for (const auto& im : images) n_ifeat += im.features.dim(0);
+  if (n_vmarks != int64_t(videos.size()))
+    return Error::invalid_argument("[video] the prompt has {} video tokens for {} video(s): expected one placeholder "
+                                   "per video", n_vmarks, videos.size());
+  const bool images_expanded = n_imarks != int64_t(images.size());
+  if (images_expanded && n_imarks != n_ifeat)
+    return Error::invalid_argument("[image] the prompt has {} image tokens for {} image(s): expected one placeholder "
+                                   "per image ({}), or {} when already expanded", n_imarks, images.size(),
+                                   images.size(), n_ifeat);
+  // Everything expanded, each temporal patch as an image of grid (1, h, w) in prompt order; its tokens marked as
+  // image tokens until build_multimodal_prompt has placed them
+  std::vector<int32_t> ids;
+  std::vector<EncodedImage> parts;
+  std::vector<bool> is_video;
+  size_t image = 0, video = 0;
+  for (size_t i = 0; i < tokens.size();) {
+    if (tokens[i] == vt.image_token_id) {
+      if (image >= images.size()) return Error::invalid_argument("[image] more image placeholders than images");
+      const EncodedImage& im = images[image++];
+      const size_t n = size_t(im.features.dim(0)), run = images_expanded ? n : 1;
+      for (size_t j = 0; j < run; ++j)
+        if (i + j >= tokens.size() || tokens[i + j] != vt.image_token_id)
+          return Error::invalid_argument("[image] image {} needs a run of {} image tokens at token {}, found {}",
+                                         image, n, i, j);
+      ids.insert(ids.end(), n, vt.image_token_id);
+      parts.push_back(im);
+      is_video.push_back(false);
+      i += run;
+      continue;
+    }
+    if (tokens[i] != vt.video_token_id) {
+      ids.push_back(tokens[i++]);
+      continue;
+    }
+    const EncodedVideo& vd = videos[video++];
+    // the template's <|vision_start|> .. <|vision_end|> around the placeholder: each temporal patch gets its own
+    const bool framed = vt.vision_start_id >= 0 && !ids.empty() && ids.back() == vt.vision_start_id &&
+                        i + 1 < tokens.size() && tokens[i + 1] == vt.vision_end_id;
+    if (framed) ids.pop_back();
+    const auto grid = vd.processed.patches.grid_thw;
+    const int64_t per = int64_t(grid[1]) * grid[2] / (int64_t(vt.merge_size) * vt.merge_size), E = m.info().n_embd;
+    if (int64_t(vd.processed.timestamps.size()) != grid[0] || vd.features.dim(0) != grid[0] * per ||
+        vd.features.dim(1) != E)
+      return Error::internal("[video] features {} for grid {}x{}x{} and {} timestamps", vd.features.describe(),
+                             grid[0], grid[1], grid[2], vd.processed.timestamps.size());
+    for (int64_t g = 0; g < grid[0]; ++g) {
+      const std::string text = video_timestamp_text(vd.processed.timestamps[size_t(g)]);
+      PIPIT_ASSIGN_OR_RETURN(std::vector<int32_t> ts, encode_text(text));
+      ids.insert(ids.end(), ts.begin(), ts.end());
+      if (vt.vision_start_id >= 0) ids.push_back(vt.vision_start_id);
+      ids.insert(ids.end(), size_t(per), vt.image_token_id);
+      if (vt.vision_end_id >= 0) ids.push_back(vt.vision_end_id);
+      EncodedImage part;
+      part.processed.grid_thw = {1, grid[1], grid[2]};
+      part.features = Tensor::empty(DType::F32, {per, E});
+      std::memcpy(part.features.data(), vd.features.row_ptr(g * per), size_t(per * E) * 4);
+      parts.push_back(std::move(part));
+      is_video.push_back(true);
+    }
+    i += framed ? 2 : 1;
+  }
+  if (image != images.size())
+    return Error::invalid_argument("[image] the prompt has placeholders for {} of {} image(s)", image, images.size());
+  PIPIT_ASSIGN_OR_RETURN(MultimodalPrompt p, build_multimodal_prompt(m, ids, parts));
+  if (p.image_spans.size() != parts.size())
+    return Error::internal("[video] {} spans for {} images and temporal patches", p.image_spans.size(), parts.size());
+  for (size_t k = 0; k < parts.size(); ++k)  // HF's ids: <|video_pad|> at the video rows
+    if (is_video[k])
+      for (int64_t r = p.image_spans[k].begin; r < p.image_spans[k].end; ++r) p.tokens[size_t(r)] = vt.video_token_id;
+  return p;
+}
+
+}  // namespace pipit
