@@ -20,6 +20,7 @@ enum class DType : uint8_t {
   BF16DOT,
   MXFP4X16,  // mxfp4 panels (below), made by the loader where Kernels::pack_mxfp4
   Q2_KX16, Q3_KX16,  // q2_K / q3_K panels (below), made by the loader where Kernels::pack_kquant
+  IQ4_XSX16,  // iq4_xs panels (below), likewise
   kCount
 };
 
@@ -265,6 +266,16 @@ struct BlockQ3_Kx16 {
 };
 static_assert(sizeof(BlockQ3_Kx16) == 16 * 114);
 
+// iq4_xsx16: 16 rows of iq4_xs, one super-block column at a time; the group scales unpacked and made signed
+// (ls - 32) as [group][row], the nibbles as q4_kx16's (chunk c byte 4r + i of group g is the file's qs[16g + 4c + i]:
+// low nibble weight 32g + 4c + i, high 32g + 16 + 4c + i).
+struct BlockIQ4_XSx16 {
+  f16_t d[16];
+  int8_t sc[8][16];             // [group][row]: ls - 32
+  uint8_t qs[8][4][64];         // [group][chunk][4 row + byte]
+};
+static_assert(sizeof(BlockIQ4_XSx16) == 16 * 138);
+
 struct DTypeInfo {
   std::string_view name;
   int block_elems;   // elements per block (1 for plain types)
@@ -290,6 +301,7 @@ constexpr DTypeInfo kDTypeInfo[] = {
     {"bf16dot", 1, 2, false},
     {"mxfp4x16", kQBlock, sizeof(BlockMXFP4), true},  // per row on average, as q4_0x16
     {"q2_kx16", kQK, sizeof(BlockQ2_Kx16) / 16, true}, {"q3_kx16", kQK, sizeof(BlockQ3_Kx16) / 16, true},
+    {"iq4_xsx16", kQK, sizeof(BlockIQ4_XSx16) / 16, true},
 };
 static_assert(sizeof(kDTypeInfo) / sizeof(kDTypeInfo[0]) == size_t(DType::kCount));
 
@@ -299,7 +311,8 @@ constexpr bool dtype_is_quantized(DType t) { return dtype_info(t).quantized; }
 // Panel dtypes: rows are interleaved in groups of kPanelRows, so a row has no address of its own.
 constexpr bool dtype_is_panel(DType t) {
   return t == DType::Q8_0X16 || t == DType::Q4_0X16 || t == DType::Q4_KX16 || t == DType::Q5_KX16 ||
-         t == DType::Q6_KX16 || t == DType::MXFP4X16 || t == DType::Q2_KX16 || t == DType::Q3_KX16;
+         t == DType::Q6_KX16 || t == DType::MXFP4X16 || t == DType::Q2_KX16 || t == DType::Q3_KX16 ||
+         t == DType::IQ4_XSX16;
 }
 constexpr DType dtype_panel_of(DType t) {
   switch (t) {
@@ -311,6 +324,7 @@ constexpr DType dtype_panel_of(DType t) {
     case DType::MXFP4: return DType::MXFP4X16;
     case DType::Q2_K: return DType::Q2_KX16;
     case DType::Q3_K: return DType::Q3_KX16;
+    case DType::IQ4_XS: return DType::IQ4_XSX16;
     default: return t;
   }
 }
@@ -324,6 +338,7 @@ constexpr DType dtype_unpanel(DType t) {
     case DType::MXFP4X16: return DType::MXFP4;
     case DType::Q2_KX16: return DType::Q2_K;
     case DType::Q3_KX16: return DType::Q3_K;
+    case DType::IQ4_XSX16: return DType::IQ4_XS;
     default: return t;
   }
 }

@@ -1,4 +1,4 @@
-// Packing q4_0 / q8_0 / mxfp4 / q2_K .. q6_K rows into 16-row panels and back: a byte permutation (plus the
+// Packing q4_0 / q8_0 / mxfp4 / q2_K .. q6_K / iq4_xs rows into 16-row panels and back: a byte permutation (plus the
 // K-quant scale unpacking, which is bijective), so both directions are exact.
 #include "core/panels.h"
 
@@ -183,6 +183,28 @@ void unpack_q3k_row(const BlockQ3_Kx16& p, int r, BlockQ3_K& b) {
         }
 }
 
+// iq4_xs: the nibbles stay in their bytes (chunk c byte i of group g is qs[16g + 4c + i]); the 6-bit scales are
+// unpacked (ls - 32).
+void pack_iq4xs_row(const BlockIQ4_XS& b, BlockIQ4_XSx16& p, int r) {
+  p.d[r] = b.d;
+  for (int g = 0; g < 8; ++g) p.sc[g][r] = int8_t(iq4_xs_scale(b, g) - 32);
+  for (int g = 0; g < 8; ++g)
+    for (int c = 0; c < 4; ++c) std::memcpy(&p.qs[g][c][4 * r], &b.qs[16 * g + 4 * c], 4);
+}
+
+void unpack_iq4xs_row(const BlockIQ4_XSx16& p, int r, BlockIQ4_XS& b) {
+  b.d = p.d[r];
+  b.scales_h = 0;
+  std::memset(b.scales_l, 0, sizeof(b.scales_l));
+  for (int g = 0; g < 8; ++g) {
+    const int ls = p.sc[g][r] + 32;
+    b.scales_l[g / 2] = uint8_t(b.scales_l[g / 2] | ((ls & 0xF) << (4 * (g % 2))));
+    b.scales_h = uint16_t(b.scales_h | ((ls >> 4) << (2 * g)));
+  }
+  for (int g = 0; g < 8; ++g)
+    for (int c = 0; c < 4; ++c) std::memcpy(&b.qs[16 * g + 4 * c], &p.qs[g][c][4 * r], 4);
+}
+
 template <class Plain, class Panel, class PackRow>
 void pack_k(const uint8_t* src, int64_t src_stride, int64_t N, int64_t K, uint8_t* dst, PackRow pack_row) {
   const int64_t nsb = K / kQK;
@@ -221,6 +243,7 @@ void pack_panels(DType plain, const uint8_t* src, int64_t src_stride, int64_t N,
     case DType::Q6_K: return pack_k<BlockQ6_K, BlockQ6_Kx16>(src, src_stride, N, K, dst, pack_q6k_row);
     case DType::Q2_K: return pack_k<BlockQ2_K, BlockQ2_Kx16>(src, src_stride, N, K, dst, pack_q2k_row);
     case DType::Q3_K: return pack_k<BlockQ3_K, BlockQ3_Kx16>(src, src_stride, N, K, dst, pack_q3k_row);
+    case DType::IQ4_XS: return pack_k<BlockIQ4_XS, BlockIQ4_XSx16>(src, src_stride, N, K, dst, pack_iq4xs_row);
     default: break;
   }
   const int64_t nb = K / kQBlock, qb = quant_bytes(plain), sb = scale_bytes(plain), bb = block_bytes(plain);
@@ -249,6 +272,7 @@ void unpack_panel_rows(DType panel, const uint8_t* src, int64_t K, int64_t r0, i
     case DType::Q6_K: return unpack_k<BlockQ6_K, BlockQ6_Kx16>(src, K, r0, r1, dst, unpack_q6k_row);
     case DType::Q2_K: return unpack_k<BlockQ2_K, BlockQ2_Kx16>(src, K, r0, r1, dst, unpack_q2k_row);
     case DType::Q3_K: return unpack_k<BlockQ3_K, BlockQ3_Kx16>(src, K, r0, r1, dst, unpack_q3k_row);
+    case DType::IQ4_XS: return unpack_k<BlockIQ4_XS, BlockIQ4_XSx16>(src, K, r0, r1, dst, unpack_iq4xs_row);
     default: break;
   }
   const int64_t nb = K / kQBlock, qb = quant_bytes(plain), sb = scale_bytes(plain), bb = block_bytes(plain);

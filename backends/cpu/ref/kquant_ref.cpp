@@ -839,6 +839,9 @@ void matmul_q2_kx16(const MatmulArgs& a, int64_t n0, int64_t n1) {
 void matmul_q3_kx16(const MatmulArgs& a, int64_t n0, int64_t n1) {
   matmul_k_panel(a, n0, n1, DType::Q3_KX16, matmul_q3_k);
 }
+void matmul_iq4_xsx16(const MatmulArgs& a, int64_t n0, int64_t n1) {
+  matmul_k_panel(a, n0, n1, DType::IQ4_XSX16, matmul_iq4_xs);
+}
 
 void fill_kquants(Kernels& k) {
   struct Entry {
@@ -865,6 +868,7 @@ void fill_kquants(Kernels& k) {
   k.matmul[int(DType::Q6_KX16)] = matmul_q6_kx16;
   k.matmul[int(DType::Q2_KX16)] = matmul_q2_kx16;
   k.matmul[int(DType::Q3_KX16)] = matmul_q3_kx16;
+  k.matmul[int(DType::IQ4_XSX16)] = matmul_iq4_xsx16;
   for (const Entry& e : entries) {
     k.matmul[int(e.t)] = e.mm;
     k.to_f32[int(e.t)] = e.to;
