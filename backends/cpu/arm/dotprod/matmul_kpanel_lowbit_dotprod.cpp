@@ -112,7 +112,8 @@ inline void tile(const MatmulArgs& a, const Block* panel, int64_t nsb, int64_t m
           const uint32x4_t b0 = u8x4_to_u32(w.sc[2 * g] + 4 * q), b1 = u8x4_to_u32(w.sc[2 * g + 1] + 4 * q);
           const int32x4_t s0 = vreinterpretq_s32_u32(vandq_u32(b0, vdupq_n_u32(0xF)));
           const int32x4_t s1 = vreinterpretq_s32_u32(vandq_u32(b1, vdupq_n_u32(0xF)));
-          const int32x4_t m0 = vreinterpretq_s32_u32(vshrq_n_u32(b0, 4)), m1 = vreinterpretq_s32_u32(vshrq_n_u32(b1, 4));
+          const int32x4_t m0 = vreinterpretq_s32_u32(vshrq_n_u32(b0, 4));
+          const int32x4_t m1 = vreinterpretq_s32_u32(vshrq_n_u32(b1, 4));
           const float32x4_t dmin = f16x4_to_f32(w.dmin + 4 * q);
           for (int i = 0; i < MR; ++i) {
             const int32x4_t isum = vmlaq_s32(vmulq_s32(plo[i], s0), phi[i], s1);

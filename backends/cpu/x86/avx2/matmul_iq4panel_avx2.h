@@ -44,7 +44,8 @@ inline void iq4_tile(const MatmulArgs& a, const BlockIQ4_XSx16* panel, int64_t n
     for (int i = 0; i < MR; ++i) acc[h][i] = _mm256_setzero_ps();
   const __m256i m4 = _mm256_set1_epi8(0x0f);
   const __m256i t_val = iq4_table([](int v) { return v; });  // signed values (MaddubsDot's signs)
-  const __m256i t_w = kSigned ? iq4_table([](int v) { return v < 0 ? -v : v; }) : iq4_table([](int v) { return v + 128; });
+  const __m256i t_w = kSigned ? iq4_table([](int v) { return v < 0 ? -v : v; })   // |value|
+                               : iq4_table([](int v) { return v + 128; });       // value + 128
   for (int64_t s = 0; s < nsb; ++s) {
     const BlockIQ4_XSx16& w = panel[s];
     for (int g = 0; g < 8; ++g) {
@@ -75,7 +76,8 @@ inline void iq4_tile(const MatmulArgs& a, const BlockIQ4_XSx16* panel, int64_t n
         const __m256 sc = _mm256_mul_ps(d, _mm256_cvtepi32_ps(
             _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w.sc[g] + 8 * h)))));
         for (int i = 0; i < MR; ++i)
-          acc[h][i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i]), _mm256_mul_ps(sc, _mm256_set1_ps(xb[i]->d)), acc[h][i]);
+          acc[h][i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i]), _mm256_mul_ps(sc, _mm256_set1_ps(xb[i]->d)),
+                                      acc[h][i]);
       }
     }
   }

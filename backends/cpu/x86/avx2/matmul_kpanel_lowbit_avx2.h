@@ -60,7 +60,8 @@ template <int C, int Kq, class Block>
 inline __m256i lb_vector(const Block& w, int g, int h) {
   const __m256i q = lb_load32(w.qs[g][C] + 32 * h);
   __m256i v = _mm256_and_si256(Kq ? _mm256_srli_epi16(q, 2 * Kq) : q, _mm256_set1_epi8(3));
-  if constexpr (std::is_same_v<Block, BlockQ3_Kx16>) v = _mm256_or_si256(v, lb_bit_to_4<4 * C + Kq>(lb_load32(w.hm[g] + 32 * h)));
+  if constexpr (std::is_same_v<Block, BlockQ3_Kx16>)
+    v = _mm256_or_si256(v, lb_bit_to_4<4 * C + Kq>(lb_load32(w.hm[g] + 32 * h)));
   return v;
 }
 
@@ -162,7 +163,8 @@ void matmul_lowbit_panels(const MatmulArgs& a, int64_t n0, int64_t n1) {
   const int64_t nsb = a.K / kQK;
   for (int64_t n = n0; n < n1; n += kPanelRows) {  // n0, n1: multiples of 16
     const Block* panel = static_cast<const Block*>(a.w) + (n / kPanelRows) * nsb;
-    for_row_tiles<kLowbitMR>(0, a.M, [&](auto r, int64_t m) { lowbit_tile<D, decltype(r)::value>(a, panel, nsb, m, n); });
+    for_row_tiles<kLowbitMR>(0, a.M,
+                             [&](auto r, int64_t m) { lowbit_tile<D, decltype(r)::value>(a, panel, nsb, m, n); });
   }
 }
 

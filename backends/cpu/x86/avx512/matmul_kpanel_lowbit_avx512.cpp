@@ -121,7 +121,8 @@ inline void tile_q2k(const MatmulArgs& a, const BlockQ2_Kx16* panel, int64_t nsb
       for (int i = 0; i < MR; ++i) {
         const int32_t lo = sum16(xb[i]->qs), hi = xb[i]->sum - lo;
         const __m512i isum = _mm512_add_epi32(_mm512_mullo_epi32(plo[i], s0), _mm512_mullo_epi32(phi[i], s1));
-        const __m512i msum = _mm512_madd_epi16(mins, _mm512_set1_epi32(int32_t(uint32_t(uint16_t(lo)) | (uint32_t(hi) << 16))));
+        const __m512i pair = _mm512_set1_epi32(int32_t(uint32_t(uint16_t(lo)) | (uint32_t(hi) << 16)));  // (lo, hi)
+        const __m512i msum = _mm512_madd_epi16(mins, pair);
         const __m512 da = _mm512_set1_ps(xb[i]->d);
         acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(d, da), acc[i]);
         acc[i] = _mm512_fnmadd_ps(_mm512_mul_ps(dmin, da), _mm512_cvtepi32_ps(msum), acc[i]);
@@ -171,12 +172,16 @@ inline void tile_q3k(const MatmulArgs& a, const BlockQ3_Kx16* panel, int64_t nsb
 struct TQ2K {
   using Block = BlockQ2_Kx16;
   template <int MR>
-  static void tile(const MatmulArgs& a, const Block* p, int64_t nsb, int64_t m, int64_t n) { tile_q2k<MR>(a, p, nsb, m, n); }
+  static void tile(const MatmulArgs& a, const Block* p, int64_t nsb, int64_t m, int64_t n) {
+    tile_q2k<MR>(a, p, nsb, m, n);
+  }
 };
 struct TQ3K {
   using Block = BlockQ3_Kx16;
   template <int MR>
-  static void tile(const MatmulArgs& a, const Block* p, int64_t nsb, int64_t m, int64_t n) { tile_q3k<MR>(a, p, nsb, m, n); }
+  static void tile(const MatmulArgs& a, const Block* p, int64_t nsb, int64_t m, int64_t n) {
+    tile_q3k<MR>(a, p, nsb, m, n);
+  }
 };
 
 template <class T>

@@ -6,7 +6,11 @@
 
 namespace pipit::avxvnni {
 
-void matmul_q2_kx16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul_lowbit_panels<VnniDot, BlockQ2_Kx16>(a, n0, n1); }
-void matmul_q3_kx16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul_lowbit_panels<VnniDot, BlockQ3_Kx16>(a, n0, n1); }
+void matmul_q2_kx16(const MatmulArgs& a, int64_t n0, int64_t n1) {
+  matmul_lowbit_panels<VnniDot, BlockQ2_Kx16>(a, n0, n1);
+}
+void matmul_q3_kx16(const MatmulArgs& a, int64_t n0, int64_t n1) {
+  matmul_lowbit_panels<VnniDot, BlockQ3_Kx16>(a, n0, n1);
+}
 
 }  // namespace pipit::avxvnni
