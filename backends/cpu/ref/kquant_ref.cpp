@@ -684,14 +684,29 @@ int32_t dot_iq4_group(const uint8_t* qs, const BlockQ8Act& a) {
   return s;
 }
 
+// Group g (weights 32g + l, l < 32) is bits 2 (g % 4) of qs[32 (g / 4) + l] (core/dtype.h's q2k_quant, unrolled
+// over the group); q3_K's high bit is bit g of hmask[l].
 void dot_q2_k_halves(const BlockQ2_K& w, int g, const BlockQ8Act& a, int32_t out[2]) {
-  out[0] = out[1] = 0;
-  for (int l = 0; l < 32; ++l) out[l / 16] += int32_t(q2k_quant(w.qs, 32 * g + l)) * int32_t(a.qs[l]);
+  const uint8_t* q = w.qs + 32 * (g / 4);
+  const int shift = 2 * (g % 4);
+  for (int h = 0; h < 2; ++h) {  // two plain loops of 16 (vectorizable)
+    int32_t s = 0;
+    for (int l = 16 * h; l < 16 * h + 16; ++l) s += int32_t((q[l] >> shift) & 3) * int32_t(a.qs[l]);
+    out[h] = s;
+  }
 }
 
 void dot_q3_k_halves(const BlockQ3_K& w, int g, const BlockQ8Act& a, int32_t out[2]) {
-  out[0] = out[1] = 0;
-  for (int l = 0; l < 32; ++l) out[l / 16] += int32_t(q3k_value(w, 32 * g + l)) * int32_t(a.qs[l]);
+  const uint8_t* q = w.qs + 32 * (g / 4);
+  const int shift = 2 * (g % 4);
+  for (int h = 0; h < 2; ++h) {
+    int32_t s = 0;
+    for (int l = 16 * h; l < 16 * h + 16; ++l) {
+      const int v = ((q[l] >> shift) & 3) - (((w.hmask[l] >> g) & 1) ? 0 : 4);
+      s += int32_t(v) * int32_t(a.qs[l]);
+    }
+    out[h] = s;
+  }
 }
 
 namespace {
