@@ -3,7 +3,8 @@
 # as an F16 GGUF (gguf-py) and, from it, Q4_0 and Q8_0 GGUFs (llama-quantize --pure: every matrix, the tied
 # embedding/output too, in that type, so pipit imports exactly the bytes llama.cpp runs), and Q4_K_M / Q6_K GGUFs
 # with llama-quantize's default mixes (not --pure: Q4_K_M gives the tied embedding/output, attn_v and half of
-# ffn_down Q6_K, as in the files users download).
+# ffn_down Q6_K, as in the files users download). MIXES="Q3_K_M Q2_K" (or any llama-quantize type names) makes those
+# mixes instead of Q4_K_M / Q6_K.
 # usage: bench/make_bench_models.sh [SCRATCH_DIR] [SIZES]   (default /tmp/pipit_bench, "0.6b 1.7b"; ~4 GB + ~10 GB)
 # Needs numpy, gguf-py (GGUF_PY, default /tmp/llamacpp/src/gguf-py) and llama-quantize (LLAMA_BIN).
 set -euo pipefail
@@ -20,7 +21,7 @@ for size in $SIZES; do
     out="$d/$(echo $q | tr A-Z a-z).gguf"
     [ -f "$out" ] || "$LLAMA_BIN/llama-quantize" --pure "$d/f16.gguf" "$out" "$q" > "$out.log" 2>&1
   done
-  for q in Q4_K_M Q6_K; do
+  for q in ${MIXES:-Q4_K_M Q6_K}; do
     out="$d/$(echo $q | tr A-Z a-z).gguf"
     [ -f "$out" ] || "$LLAMA_BIN/llama-quantize" "$d/f16.gguf" "$out" "$q" > "$out.log" 2>&1
   done

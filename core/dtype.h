@@ -19,6 +19,8 @@ enum class DType : uint8_t {
   // of bf16, made by the loader from f16 / bf16 matrices under LoadOptions::precision fast, never stored in a file
   BF16DOT,
   MXFP4X16,  // mxfp4 panels (below), made by the loader where Kernels::pack_mxfp4
+  Q2_KX16, Q3_KX16,  // q2_K / q3_K panels (below), made by the loader where Kernels::pack_kquant
+  IQ4_XSX16,  // iq4_xs panels (below), likewise
   kCount
 };
 
@@ -111,6 +113,18 @@ struct BlockQ3_K {
   f16_t d;
 };
 static_assert(sizeof(BlockQ3_K) == 110);
+// The 2-bit quant of weight j (< 256) of a q2_K / q3_K block, and q3_K's signed value q - 4 * !hbit (-4..3).
+inline int q2k_quant(const uint8_t* qs, int j) { return (qs[32 * (j / 128) + j % 32] >> (2 * ((j / 32) % 4))) & 3; }
+// The 6-bit scale of 16-weight group i (< 16) of a q3_K block, 0..63 (the weight scale is d * (sc - 32)): low 4 bits
+// from the nibbles of scales[0..8), high 2 bits from scales[8..12) (ggml unpacks the same through u32 words).
+inline int q3k_scale(const BlockQ3_K& b, int i) {
+  const int j = i % 4;
+  const int lo = (b.scales[j + 4 * ((i / 4) % 2)] >> (4 * (i / 8))) & 0xF;
+  return lo | (((b.scales[8 + j] >> (2 * (i / 4))) & 3) << 4);
+}
+inline int q3k_value(const BlockQ3_K& b, int j) {
+  return q2k_quant(b.qs, j) - (((b.hmask[j % 32] >> (j / 32)) & 1) ? 0 : 4);
+}
 // q4_K: 8 groups of 32 with 6-bit scales and mins packed in 12 bytes (k4_scale_min); w = d*sc * q - dmin*m.
 // Weights 64p + l (l < 32) are the low nibbles of qs[32p + l] (group 2p), weights 64p + 32 + l the high (2p + 1).
 struct BlockQ4_K {
@@ -229,6 +243,39 @@ struct BlockQ6_Kx16 {
 };
 static_assert(sizeof(BlockQ6_Kx16) == 16 * sizeof(BlockQ6_K));
 
+// Low-bit K-quant panels (q2_kx16, q3_kx16): 16 rows of q2_K / q3_K, one super-block column at a time, for the same
+// integer kernels. Per 32-weight group g the 2-bit quants of the 16 rows fill two 64-byte chunks (4 bytes per row):
+// chunk c (< 2) byte 4r + i of row r holds in bits 2k..2k+1 (k < 4) the quant of weight 32g + 8k + 4c + i. So
+// vector (c, k) (shift by 2k, mask 3) meets activations 8k + 4c .. 8k + 4c + 3, and the two 16-weight halves of the
+// group (each with its own scale) are vectors k < 2 and k >= 2.
+//  - q2_kx16: the file's scale bytes (scale | min << 4) as [16-weight group][row];
+//  - q3_kx16: the 6-bit scales unpacked and made signed (sc - 32) as [16-weight group][row] (4 bytes more per row and
+//    super-block than the file's 12, 3.6% of q3_K); hm[g][4r + i] bit 4c + k is the high bit of that same weight.
+// Values are unchanged (a permutation plus the bijective scale unpacking): unpacking gives the file's blocks back.
+struct BlockQ2_Kx16 {
+  f16_t d[16], dmin[16];
+  uint8_t sc[16][16];           // [16-weight group][row]: scale | min << 4
+  uint8_t qs[8][2][64];         // [group][chunk][4 row + byte]
+};
+static_assert(sizeof(BlockQ2_Kx16) == 16 * sizeof(BlockQ2_K));
+struct BlockQ3_Kx16 {
+  f16_t d[16];
+  int8_t sc[16][16];            // [16-weight group][row]: sc - 32
+  uint8_t hm[8][64];            // [group][4 row + byte]
+  uint8_t qs[8][2][64];         // [group][chunk][4 row + byte]
+};
+static_assert(sizeof(BlockQ3_Kx16) == 16 * 114);
+
+// iq4_xsx16: 16 rows of iq4_xs, one super-block column at a time; the group scales unpacked and made signed
+// (ls - 32) as [group][row], the nibbles as q4_kx16's (chunk c byte 4r + i of group g is the file's qs[16g + 4c + i]:
+// low nibble weight 32g + 4c + i, high 32g + 16 + 4c + i).
+struct BlockIQ4_XSx16 {
+  f16_t d[16];
+  int8_t sc[8][16];             // [group][row]: ls - 32
+  uint8_t qs[8][4][64];         // [group][chunk][4 row + byte]
+};
+static_assert(sizeof(BlockIQ4_XSx16) == 16 * 138);
+
 struct DTypeInfo {
   std::string_view name;
   int block_elems;   // elements per block (1 for plain types)
@@ -253,6 +300,8 @@ constexpr DTypeInfo kDTypeInfo[] = {
     {"q6_kx16", kQK, sizeof(BlockQ6_Kx16) / 16, true},
     {"bf16dot", 1, 2, false},
     {"mxfp4x16", kQBlock, sizeof(BlockMXFP4), true},  // per row on average, as q4_0x16
+    {"q2_kx16", kQK, sizeof(BlockQ2_Kx16) / 16, true}, {"q3_kx16", kQK, sizeof(BlockQ3_Kx16) / 16, true},
+    {"iq4_xsx16", kQK, sizeof(BlockIQ4_XSx16) / 16, true},
 };
 static_assert(sizeof(kDTypeInfo) / sizeof(kDTypeInfo[0]) == size_t(DType::kCount));
 
@@ -262,7 +311,8 @@ constexpr bool dtype_is_quantized(DType t) { return dtype_info(t).quantized; }
 // Panel dtypes: rows are interleaved in groups of kPanelRows, so a row has no address of its own.
 constexpr bool dtype_is_panel(DType t) {
   return t == DType::Q8_0X16 || t == DType::Q4_0X16 || t == DType::Q4_KX16 || t == DType::Q5_KX16 ||
-         t == DType::Q6_KX16 || t == DType::MXFP4X16;
+         t == DType::Q6_KX16 || t == DType::MXFP4X16 || t == DType::Q2_KX16 || t == DType::Q3_KX16 ||
+         t == DType::IQ4_XSX16;
 }
 constexpr DType dtype_panel_of(DType t) {
   switch (t) {
@@ -272,6 +322,9 @@ constexpr DType dtype_panel_of(DType t) {
     case DType::Q5_K: return DType::Q5_KX16;
     case DType::Q6_K: return DType::Q6_KX16;
     case DType::MXFP4: return DType::MXFP4X16;
+    case DType::Q2_K: return DType::Q2_KX16;
+    case DType::Q3_K: return DType::Q3_KX16;
+    case DType::IQ4_XS: return DType::IQ4_XSX16;
     default: return t;
   }
 }
@@ -283,6 +336,9 @@ constexpr DType dtype_unpanel(DType t) {
     case DType::Q5_KX16: return DType::Q5_K;
     case DType::Q6_KX16: return DType::Q6_K;
     case DType::MXFP4X16: return DType::MXFP4;
+    case DType::Q2_KX16: return DType::Q2_K;
+    case DType::Q3_KX16: return DType::Q3_K;
+    case DType::IQ4_XSX16: return DType::IQ4_XS;
     default: return t;
   }
 }

@@ -1,4 +1,4 @@
-// Packing q4_0 / q8_0 / mxfp4 / q4_K / q5_K / q6_K rows into 16-row panels and back: a byte permutation (plus the
+// Packing q4_0 / q8_0 / mxfp4 / q2_K .. q6_K / iq4_xs rows into 16-row panels and back: a byte permutation (plus the
 // K-quant scale unpacking, which is bijective), so both directions are exact.
 #include "core/panels.h"
 
@@ -109,6 +109,102 @@ void unpack_q6k_row(const BlockQ6_Kx16& p, int r, BlockQ6_K& b) {
   }
 }
 
+// q2_K / q3_K (layout in core/dtype.h): weight 32g + 8k + 4c + i sits in bits 2k..2k+1 of panel byte qs[g][c][4r + i]
+// (q3_K's high bit: bit 4c + k of hm[g][4r + i]). In the file, weight j's 2 bits are bits 2((j / 32) % 4) of
+// qs[32 (j / 128) + j % 32] and q3_K's high bit is bit j / 32 of hmask[j % 32].
+inline int q3k_hbit(const BlockQ3_K& b, int j) { return (b.hmask[j % 32] >> (j / 32)) & 1; }
+inline int q2_weight(int g, int c, int k, int i) { return 32 * g + 8 * k + 4 * c + i; }
+
+void pack_q2_bits(const uint8_t* qs, uint8_t (*out)[2][64], int r) {
+  for (int g = 0; g < 8; ++g)
+    for (int c = 0; c < 2; ++c)
+      for (int i = 0; i < 4; ++i) {
+        int v = 0;
+        for (int k = 0; k < 4; ++k) v |= q2k_quant(qs, q2_weight(g, c, k, i)) << (2 * k);
+        out[g][c][4 * r + i] = uint8_t(v);
+      }
+}
+
+void unpack_q2_bits(const uint8_t (*in)[2][64], int r, uint8_t* qs) {
+  std::memset(qs, 0, kQK / 4);
+  for (int g = 0; g < 8; ++g)
+    for (int c = 0; c < 2; ++c)
+      for (int i = 0; i < 4; ++i)
+        for (int k = 0; k < 4; ++k) {
+          const int j = q2_weight(g, c, k, i), q = (in[g][c][4 * r + i] >> (2 * k)) & 3;
+          qs[32 * (j / 128) + j % 32] = uint8_t(qs[32 * (j / 128) + j % 32] | (q << (2 * ((j / 32) % 4))));
+        }
+}
+
+void pack_q2k_row(const BlockQ2_K& b, BlockQ2_Kx16& p, int r) {
+  p.d[r] = b.d;
+  p.dmin[r] = b.dmin;
+  for (int j = 0; j < 16; ++j) p.sc[j][r] = b.scales[j];
+  pack_q2_bits(b.qs, p.qs, r);
+}
+
+void unpack_q2k_row(const BlockQ2_Kx16& p, int r, BlockQ2_K& b) {
+  b.d = p.d[r];
+  b.dmin = p.dmin[r];
+  for (int j = 0; j < 16; ++j) b.scales[j] = p.sc[j][r];
+  unpack_q2_bits(p.qs, r, b.qs);
+}
+
+void pack_q3k_row(const BlockQ3_K& b, BlockQ3_Kx16& p, int r) {
+  p.d[r] = b.d;
+  for (int j = 0; j < 16; ++j) p.sc[j][r] = int8_t(q3k_scale(b, j) - 32);
+  pack_q2_bits(b.qs, p.qs, r);
+  for (int g = 0; g < 8; ++g)
+    for (int i = 0; i < 4; ++i) {
+      int h = 0;
+      for (int c = 0; c < 2; ++c)
+        for (int k = 0; k < 4; ++k) h |= q3k_hbit(b, q2_weight(g, c, k, i)) << (4 * c + k);
+      p.hm[g][4 * r + i] = uint8_t(h);
+    }
+}
+
+void unpack_q3k_row(const BlockQ3_Kx16& p, int r, BlockQ3_K& b) {
+  b.d = p.d[r];
+  int s[16];
+  for (int j = 0; j < 16; ++j) s[j] = p.sc[j][r] + 32;
+  for (int j = 0; j < 4; ++j) {  // the inverse of q3k_scale
+    b.scales[j] = uint8_t((s[j] & 0xF) | ((s[8 + j] & 0xF) << 4));
+    b.scales[4 + j] = uint8_t((s[4 + j] & 0xF) | ((s[12 + j] & 0xF) << 4));
+    b.scales[8 + j] = uint8_t((s[j] >> 4) | ((s[4 + j] >> 4) << 2) | ((s[8 + j] >> 4) << 4) | ((s[12 + j] >> 4) << 6));
+  }
+  unpack_q2_bits(p.qs, r, b.qs);
+  std::memset(b.hmask, 0, sizeof(b.hmask));
+  for (int g = 0; g < 8; ++g)
+    for (int i = 0; i < 4; ++i)
+      for (int c = 0; c < 2; ++c)
+        for (int k = 0; k < 4; ++k) {
+          const int j = q2_weight(g, c, k, i);
+          b.hmask[j % 32] = uint8_t(b.hmask[j % 32] | (((p.hm[g][4 * r + i] >> (4 * c + k)) & 1) << (j / 32)));
+        }
+}
+
+// iq4_xs: the nibbles stay in their bytes (chunk c byte i of group g is qs[16g + 4c + i]); the 6-bit scales are
+// unpacked (ls - 32).
+void pack_iq4xs_row(const BlockIQ4_XS& b, BlockIQ4_XSx16& p, int r) {
+  p.d[r] = b.d;
+  for (int g = 0; g < 8; ++g) p.sc[g][r] = int8_t(iq4_xs_scale(b, g) - 32);
+  for (int g = 0; g < 8; ++g)
+    for (int c = 0; c < 4; ++c) std::memcpy(&p.qs[g][c][4 * r], &b.qs[16 * g + 4 * c], 4);
+}
+
+void unpack_iq4xs_row(const BlockIQ4_XSx16& p, int r, BlockIQ4_XS& b) {
+  b.d = p.d[r];
+  b.scales_h = 0;
+  std::memset(b.scales_l, 0, sizeof(b.scales_l));
+  for (int g = 0; g < 8; ++g) {
+    const int ls = p.sc[g][r] + 32;
+    b.scales_l[g / 2] = uint8_t(b.scales_l[g / 2] | ((ls & 0xF) << (4 * (g % 2))));
+    b.scales_h = uint16_t(b.scales_h | ((ls >> 4) << (2 * g)));
+  }
+  for (int g = 0; g < 8; ++g)
+    for (int c = 0; c < 4; ++c) std::memcpy(&b.qs[16 * g + 4 * c], &p.qs[g][c][4 * r], 4);
+}
+
 template <class Plain, class Panel, class PackRow>
 void pack_k(const uint8_t* src, int64_t src_stride, int64_t N, int64_t K, uint8_t* dst, PackRow pack_row) {
   const int64_t nsb = K / kQK;
@@ -145,6 +241,9 @@ void pack_panels(DType plain, const uint8_t* src, int64_t src_stride, int64_t N,
     case DType::Q5_K:
       return pack_k<BlockQ5_K, BlockQ5_Kx16>(src, src_stride, N, K, dst, pack_k4_row<BlockQ5_K, BlockQ5_Kx16>);
     case DType::Q6_K: return pack_k<BlockQ6_K, BlockQ6_Kx16>(src, src_stride, N, K, dst, pack_q6k_row);
+    case DType::Q2_K: return pack_k<BlockQ2_K, BlockQ2_Kx16>(src, src_stride, N, K, dst, pack_q2k_row);
+    case DType::Q3_K: return pack_k<BlockQ3_K, BlockQ3_Kx16>(src, src_stride, N, K, dst, pack_q3k_row);
+    case DType::IQ4_XS: return pack_k<BlockIQ4_XS, BlockIQ4_XSx16>(src, src_stride, N, K, dst, pack_iq4xs_row);
     default: break;
   }
   const int64_t nb = K / kQBlock, qb = quant_bytes(plain), sb = scale_bytes(plain), bb = block_bytes(plain);
@@ -171,6 +270,9 @@ void unpack_panel_rows(DType panel, const uint8_t* src, int64_t K, int64_t r0, i
     case DType::Q5_K:
       return unpack_k<BlockQ5_K, BlockQ5_Kx16>(src, K, r0, r1, dst, unpack_k4_row<BlockQ5_K, BlockQ5_Kx16>);
     case DType::Q6_K: return unpack_k<BlockQ6_K, BlockQ6_Kx16>(src, K, r0, r1, dst, unpack_q6k_row);
+    case DType::Q2_K: return unpack_k<BlockQ2_K, BlockQ2_Kx16>(src, K, r0, r1, dst, unpack_q2k_row);
+    case DType::Q3_K: return unpack_k<BlockQ3_K, BlockQ3_Kx16>(src, K, r0, r1, dst, unpack_q3k_row);
+    case DType::IQ4_XS: return unpack_k<BlockIQ4_XS, BlockIQ4_XSx16>(src, K, r0, r1, dst, unpack_iq4xs_row);
     default: break;
   }
   const int64_t nb = K / kQBlock, qb = quant_bytes(plain), sb = scale_bytes(plain), bb = block_bytes(plain);

@@ -126,8 +126,8 @@ class DeviceWeightSource : public WeightSource {
 
 // What the loader does to the weights before the model sees them (LoadOptions), in one pass that gives every
 // rewritten or copied matrix its place in one buffer:
-//  - pack: q4_0 / q8_0 (and q4_K / q5_K / q6_K / mxfp4 where this CPU has their panel kernels) matrices -> 16-row
-//    panels (LoadOptions::pack_weights);
+//  - pack: q4_0 / q8_0 (and q2_K .. q6_K / iq4_xs / mxfp4 where this CPU has their panel kernels) matrices ->
+//    16-row panels (LoadOptions::pack_weights);
 //  - bf16dot: f16 / bf16 matrices -> bf16dot (LoadOptions::precision_fast): bf16 ones are the same bytes under the
 //    new dtype (then copied as below), f16 ones are rounded to bf16 (to nearest even);
 //  - copy: matrices (2-D, 3-D stacked experts, >= 1 MiB) still in the file mapping -> anonymous memory. Decode reads
@@ -148,7 +148,8 @@ struct RehomeOptions {
 bool rehome_dtype(const Tensor& t, const RehomeOptions& o, DType* to) {
   const DType d = t.dtype();
   if (!t.is_contiguous()) return false;
-  const bool k = d == DType::Q4_K || d == DType::Q5_K || d == DType::Q6_K;
+  const bool k = d == DType::Q2_K || d == DType::Q3_K || d == DType::Q4_K || d == DType::Q5_K || d == DType::Q6_K ||
+                 d == DType::IQ4_XS;
   if (o.pack && (d == DType::Q4_0 || d == DType::Q8_0 || (k && o.kquant)) && t.ndim() == 2 && t.dim(0) % kPanelRows == 0)
     *to = dtype_panel_of(d);
   else if (o.pack && o.mxfp4 && d == DType::MXFP4 && (t.ndim() == 2 || t.ndim() == 3) && t.dim(-2) % kPanelRows == 0)

@@ -1,12 +1,12 @@
-// Matmuls of llama.cpp's block formats (q4_K, q5_K, q6_K, iq4_xs with SIMD kernels; q2_K, q3_K, q4_1, q5_0, q5_1,
-// q8_K, iq4_nl on the reference's generic path) against BlockQ8Act activations:
+// Matmuls of llama.cpp's block formats (q4_K, q5_K, q6_K, iq4_xs with SIMD kernels, q2_K and q3_K as panels only;
+// q4_1, q5_0, q5_1, q8_K, iq4_nl on the reference's generic path) against BlockQ8Act activations:
 //  - ref against a double-precision sum over the dequantized weights (to_f32, bit-identical to ggml) times the
 //    dequantized activations: |y - y64| <= 1e-5 sum |w_k a_k| (f32 rounding of the partial sums, nothing more);
 //  - every ISA level equals ref bit for bit (the kernels do ref's per-group fused multiply-adds in ref's order, one
 //    f32 lane per output);
 //  - batch invariance: row m of an M-row matmul is bit-identical to the row computed alone, for every ISA level;
 //  - output rows outside [n0, n1) are untouched;
-//  - panels (q4_kx16, q5_kx16, q6_kx16, as the loader packs them): packing round-trips byte for byte, and every ISA
+//  - panels (q2_kx16 .. q6_kx16, iq4_xsx16, as the loader packs them): packing round-trips byte for byte, and every ISA
 //    level's panel kernel equals ref's plain kernel on the unpacked weights bit for bit, batch-invariantly.
 #include <cmath>
 
@@ -165,7 +165,7 @@ TEST_P(MatmulKQuant, RowsEqualSoloRows) {
   }
 }
 
-const DType kPanelTypes[] = {DType::Q4_K, DType::Q5_K, DType::Q6_K};
+const DType kPanelTypes[] = {DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q2_K, DType::Q3_K, DType::IQ4_XS};
 
 // c's weights packed into panels (c.N % 16 == 0), and y = fn on them over [n0, n1), like Case::run.
 struct Packed {
@@ -228,8 +228,10 @@ TEST_P(MatmulKQuant, PanelsEqualPlainRef) {
   }
 }
 
-// The int16 partial sums' worst cases (see matmul_kpanel_avx2.cpp): every quant byte 0xff or 0x00 (q4_K / q5_K
-// nibbles 15 / 31 or 0, q6_K q - 32 = 31 or -32), scale bytes kept random, activations all +127 or all -127.
+// The int16 partial sums' worst cases (see matmul_kpanel_avx2.h, matmul_kpanel_lowbit_avx2.h): every quant byte 0xff
+// or 0x00 (q4_K / q5_K nibbles 15 / 31 or 0, q6_K q - 32 = 31 or -32, q2_K q 3 or 0, q3_K q - 4 !hbit = 3 or -4,
+// iq4_xs 113 or -127),
+// scale bytes kept random, activations all +127 or all -127.
 TEST_P(MatmulKQuant, PanelsExtremeValuesExact) {
   uint32_t seed = 950;
   for (DType t : kPanelTypes) {
@@ -239,9 +241,14 @@ TEST_P(MatmulKQuant, PanelsExtremeValuesExact) {
       Case c(t, 3, 512, 32, seed++);
       const uint8_t fill = (pattern & 1) ? 0xff : 0x00;
       const int8_t av = (pattern & 2) ? 127 : -127;
-      // quant bytes: everything but the f16 / scale bytes at the front (q4_K / q5_K) or back (q6_K)
+      // quant bytes: everything but the f16 / scale bytes (q4_K / q5_K, iq4_xs: at the front; q6_K, q3_K: at the
+      // back; q2_K: 16 scale bytes, 64 quant bytes, d and dmin)
       const int64_t bb = dtype_info(t).block_bytes;
-      const int64_t q0 = t == DType::Q6_K ? 0 : 16, q1 = t == DType::Q6_K ? 192 : bb;
+      int64_t q0 = 16, q1 = bb;
+      if (t == DType::Q6_K) q0 = 0, q1 = 192;
+      if (t == DType::Q3_K) q0 = 0, q1 = 96;
+      if (t == DType::Q2_K) q0 = 16, q1 = 80;
+      if (t == DType::IQ4_XS) q0 = 8;
       for (int64_t off = 0; off < int64_t(c.w.size()); off += bb)
         std::memset(&c.w[size_t(off + q0)], fill, size_t(q1 - q0));
       for (auto& b : c.x) {

@@ -13,9 +13,13 @@
 //   q4_K / q5_K: acc = fma(isum, (d*sc) * da, acc); acc = fma(-(dmin*m), da * sum(a), acc)   (q unsigned)
 //   q6_K:        acc = fma(sc0 * isum0 + sc1 * isum1, d * da, acc)                            (q - 32 signed)
 //   iq4_xs:      acc = fma(isum, (d*(ls - 32)) * da, acc); iq4_nl: acc = fma(isum, d * da, acc)
-// q2_K, q3_K, q4_1, q5_0, q5_1 and q8_K take a generic path: each super-block is dequantized to f32 (the
-// function above) and dotted with the activation block in f32. No SIMD kernel exists for them: they are rare in
-// downloaded files (q2_K/q3_K only in the smallest mixes) and run at scalar speed.
+//   q2_K:        acc = fma(sc0 * isum0 + sc1 * isum1, d * da, acc);
+//                acc = fma(m0 * sum0(a) + m1 * sum1(a), -(dmin * da), acc)                     (q unsigned 0..3)
+//   q3_K:        acc = fma(sc0 * isum0 + sc1 * isum1, d * da, acc)                  (q - 4 * !hbit, sc - 32 signed)
+// (q2_K / q3_K: isum0 / isum1, sum0 / sum1 over the 16-weight halves of the block, each with its own scale.)
+// q4_1, q5_0, q5_1 and q8_K take a generic path: each block is dequantized to f32 (the function above) and dotted
+// with the activation block in f32. No SIMD kernel exists for them: they are rare in downloaded files and run at
+// scalar speed.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -680,7 +684,38 @@ int32_t dot_iq4_group(const uint8_t* qs, const BlockQ8Act& a) {
   return s;
 }
 
+// Group g (weights 32g + l, l < 32) is bits 2 (g % 4) of qs[32 (g / 4) + l] (core/dtype.h's q2k_quant, unrolled
+// over the group); q3_K's high bit is bit g of hmask[l].
+void dot_q2_k_halves(const BlockQ2_K& w, int g, const BlockQ8Act& a, int32_t out[2]) {
+  const uint8_t* q = w.qs + 32 * (g / 4);
+  const int shift = 2 * (g % 4);
+  for (int h = 0; h < 2; ++h) {  // two plain loops of 16 (vectorizable)
+    int32_t s = 0;
+    for (int l = 16 * h; l < 16 * h + 16; ++l) s += int32_t((q[l] >> shift) & 3) * int32_t(a.qs[l]);
+    out[h] = s;
+  }
+}
+
+void dot_q3_k_halves(const BlockQ3_K& w, int g, const BlockQ8Act& a, int32_t out[2]) {
+  const uint8_t* q = w.qs + 32 * (g / 4);
+  const int shift = 2 * (g % 4);
+  for (int h = 0; h < 2; ++h) {
+    int32_t s = 0;
+    for (int l = 16 * h; l < 16 * h + 16; ++l) {
+      const int v = ((q[l] >> shift) & 3) - (((w.hmask[l] >> g) & 1) ? 0 : 4);
+      s += int32_t(v) * int32_t(a.qs[l]);
+    }
+    out[h] = s;
+  }
+}
+
 namespace {
+
+// Sums of the activation block's two 16-value halves (q2_K's mins).
+void half_sums(const BlockQ8Act& a, int32_t out[2]) {
+  out[0] = out[1] = 0;
+  for (int l = 0; l < 32; ++l) out[l / 16] += a.qs[l];
+}
 
 // Q4_K and Q5_K: 8 groups of 32 with a 6-bit scale and min each; a group adds d sc (w . x) - dmin m x.d sum(x).
 template <class Block, int32_t (*kDotGroup)(const Block&, int, const BlockQ8Act&)>
@@ -747,11 +782,38 @@ void matmul_q5_0(const MatmulArgs& a, int64_t n0, int64_t n1) {
 void matmul_q5_1(const MatmulArgs& a, int64_t n0, int64_t n1) {
   matmul_dequant<kQBlock>(a, n0, n1, q5_1_to_f32, sizeof(BlockQ5_1));
 }
+// q2_K: 16 groups of 16 with a 4-bit scale and min each (scales[j] = scale | min << 4); a 32-block adds
+// d (sc0 w0 . x0 + sc1 w1 . x1) x.d - dmin (m0 sum x0 + m1 sum x1) x.d, both sums exact in int32.
 void matmul_q2_k(const MatmulArgs& a, int64_t n0, int64_t n1) {
-  matmul_dequant<kQK>(a, n0, n1, q2_k_to_f32, sizeof(BlockQ2_K));
+  matmul_super<BlockQ2_K>(a, n0, n1, [](const BlockQ2_K& w, const BlockQ8Act* x, float acc) {
+    const float d = f16_to_f32(w.d), dmin = f16_to_f32(w.dmin);
+    for (int g = 0; g < 8; ++g) {
+      int32_t dot[2], sum[2];
+      dot_q2_k_halves(w, g, x[g], dot);
+      half_sums(x[g], sum);
+      const int32_t s0 = w.scales[2 * g], s1 = w.scales[2 * g + 1];
+      const int32_t isum = (s0 & 0xF) * dot[0] + (s1 & 0xF) * dot[1];
+      const int32_t msum = (s0 >> 4) * sum[0] + (s1 >> 4) * sum[1];
+      acc = std::fma(float(isum), d * x[g].d, acc);
+      acc = std::fma(float(msum), -(dmin * x[g].d), acc);
+    }
+    return acc;
+  });
 }
+
+// q3_K: 16 groups of 16 with a signed 6-bit scale each, q signed; a 32-block adds d (sc0 w0 . x0 + sc1 w1 . x1) x.d.
 void matmul_q3_k(const MatmulArgs& a, int64_t n0, int64_t n1) {
-  matmul_dequant<kQK>(a, n0, n1, q3_k_to_f32, sizeof(BlockQ3_K));
+  matmul_super<BlockQ3_K>(a, n0, n1, [](const BlockQ3_K& w, const BlockQ8Act* x, float acc) {
+    const float d = f16_to_f32(w.d);
+    int8_t sc[16];
+    q3_k_scales(w, sc);
+    for (int g = 0; g < 8; ++g) {
+      int32_t dot[2];
+      dot_q3_k_halves(w, g, x[g], dot);
+      acc = std::fma(float(int32_t(sc[2 * g]) * dot[0] + int32_t(sc[2 * g + 1]) * dot[1]), d * x[g].d, acc);
+    }
+    return acc;
+  });
 }
 void matmul_q8_k(const MatmulArgs& a, int64_t n0, int64_t n1) {
   matmul_dequant<kQK>(a, n0, n1, q8_k_to_f32, sizeof(BlockQ8_K));
@@ -759,7 +821,7 @@ void matmul_q8_k(const MatmulArgs& a, int64_t n0, int64_t n1) {
 
 namespace {
 
-// K-quant panels (q4_kx16, q5_kx16, q6_kx16): row n is unpacked from its panel to plain blocks (a byte permutation,
+// K-quant panels (q2_kx16 .. q6_kx16): row n is unpacked from its panel to plain blocks (a byte permutation,
 // core/panels.h), then run through the plain matmul above, so a panel gives the plain type's results bit for bit.
 // n0, n1 need not be multiples of 16 here.
 void matmul_k_panel(const MatmulArgs& a, int64_t n0, int64_t n1, DType panel, MatmulFn plain) {
@@ -786,6 +848,15 @@ void matmul_q5_kx16(const MatmulArgs& a, int64_t n0, int64_t n1) {
 void matmul_q6_kx16(const MatmulArgs& a, int64_t n0, int64_t n1) {
   matmul_k_panel(a, n0, n1, DType::Q6_KX16, matmul_q6_k);
 }
+void matmul_q2_kx16(const MatmulArgs& a, int64_t n0, int64_t n1) {
+  matmul_k_panel(a, n0, n1, DType::Q2_KX16, matmul_q2_k);
+}
+void matmul_q3_kx16(const MatmulArgs& a, int64_t n0, int64_t n1) {
+  matmul_k_panel(a, n0, n1, DType::Q3_KX16, matmul_q3_k);
+}
+void matmul_iq4_xsx16(const MatmulArgs& a, int64_t n0, int64_t n1) {
+  matmul_k_panel(a, n0, n1, DType::IQ4_XSX16, matmul_iq4_xs);
+}
 
 void fill_kquants(Kernels& k) {
   struct Entry {
@@ -810,6 +881,9 @@ void fill_kquants(Kernels& k) {
   k.matmul[int(DType::Q4_KX16)] = matmul_q4_kx16;
   k.matmul[int(DType::Q5_KX16)] = matmul_q5_kx16;
   k.matmul[int(DType::Q6_KX16)] = matmul_q6_kx16;
+  k.matmul[int(DType::Q2_KX16)] = matmul_q2_kx16;
+  k.matmul[int(DType::Q3_KX16)] = matmul_q3_kx16;
+  k.matmul[int(DType::IQ4_XSX16)] = matmul_iq4_xsx16;
   for (const Entry& e : entries) {
     k.matmul[int(e.t)] = e.mm;
     k.to_f32[int(e.t)] = e.to;

@@ -84,12 +84,19 @@ void matmul_iq4_nl(const MatmulArgs& a, int64_t n0, int64_t n1);
 void matmul_q4_kx16(const MatmulArgs& a, int64_t n0, int64_t n1);
 void matmul_q5_kx16(const MatmulArgs& a, int64_t n0, int64_t n1);
 void matmul_q6_kx16(const MatmulArgs& a, int64_t n0, int64_t n1);
+void matmul_q2_kx16(const MatmulArgs& a, int64_t n0, int64_t n1);
+void matmul_q3_kx16(const MatmulArgs& a, int64_t n0, int64_t n1);
+void matmul_iq4_xsx16(const MatmulArgs& a, int64_t n0, int64_t n1);
 // Exact integer dot of group g (32 weights) of a super-block with one activation block (q6_K: the two 16-weight
 // halves times their int8 scales, summed; q4_K/q5_K: unsigned q, no min).
 int32_t dot_q4_k_group(const BlockQ4_K& w, int g, const BlockQ8Act& a);
 int32_t dot_q5_k_group(const BlockQ5_K& w, int g, const BlockQ8Act& a);
 int32_t dot_q6_k_group(const BlockQ6_K& w, int g, const BlockQ8Act& a);
 int32_t dot_iq4_group(const uint8_t* qs16, const BlockQ8Act& a);
+// q2_K / q3_K: the exact integer dots of the two 16-weight halves of group g (weights 32g..) with one activation
+// block, unscaled (q2_K: q unsigned 0..3; q3_K: q - 4 * !hbit, -4..3).
+void dot_q2_k_halves(const BlockQ2_K& w, int g, const BlockQ8Act& a, int32_t out[2]);
+void dot_q3_k_halves(const BlockQ3_K& w, int g, const BlockQ8Act& a, int32_t out[2]);
 void fill_kquants(Kernels& k);
 
 void fill(Kernels& k);  // the whole reference table

@@ -19,6 +19,9 @@ void fill(Kernels& k) {
   k.matmul[int(DType::Q4_KX16)] = matmul_q4_kx16;
   k.matmul[int(DType::Q5_KX16)] = matmul_q5_kx16;
   k.matmul[int(DType::Q6_KX16)] = matmul_q6_kx16;
+  k.matmul[int(DType::Q2_KX16)] = matmul_q2_kx16;
+  k.matmul[int(DType::Q3_KX16)] = matmul_q3_kx16;
+  k.matmul[int(DType::IQ4_XSX16)] = matmul_iq4_xsx16;
   k.pack_quant = true;
   k.pack_mxfp4 = true;
   k.pack_kquant = true;
