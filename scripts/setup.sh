@@ -7,6 +7,7 @@ PKGS=(
   build-essential g++ clang-14 lld-14 libclang-rt-14-dev cmake ninja-build ccache pkg-config git
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcpp-httplib-dev libpcre2-dev libutf8proc-dev libstb-dev libjpeg62-turbo-dev
+  libsndfile1-dev libsoxr-dev libavformat-dev libavcodec-dev libswscale-dev libavutil-dev
   g++-aarch64-linux-gnu qemu-user
   ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd
   python3 python3-dev python3-pybind11 python3-numpy python3-torch python3-pil python3-jinja2 python3-jsonschema
