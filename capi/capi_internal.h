@@ -45,8 +45,10 @@ struct pipit_session {
   std::vector<pipit::EncodedImage> images;
   // Videos (models with video input): attached frame lists not yet used, and the encoded ones in placeholder order
   struct PendingVideo {
-    std::vector<std::string> frames;
+    std::vector<std::string> frames;  // decoded frames at fps, or
     double fps;
+    std::string source;               // a video file path or data: URL, or
+    std::vector<uint8_t> bytes;       // a video file's bytes
   };
   std::vector<PendingVideo> pending_videos;
   std::vector<pipit::EncodedVideo> videos;

@@ -9,6 +9,7 @@
 
 #include "backends/device.h"
 #include "models/vision/image.h"
+#include "models/vision/video_file.h"
 #include "models/vision/vision_model.h"
 #include "runtime/grammar.h"
 #include "runtime/json_schema.h"
@@ -364,8 +365,18 @@ pipit_status pipit_session_generate(pipit_session* session, const char* prompt, 
         if (!vpp) return to_status(vpp.status());
         auto vproc = pipit::video_processor_for(*lm.model, *vpp);
         if (!vproc) return to_status(vproc.status());
-        for (const auto& pv : pending_v) {  // only the sampled frames are decoded
-          auto e = pipit::encode_video_files(*lm.model, *vproc, pv.frames, pv.fps, session->s->pool());
+        for (size_t k = 0; k < pending_v.size(); ++k) {  // only the sampled frames are decoded
+          const auto& pv = pending_v[k];
+          pipit::Result<pipit::EncodedVideo> e = pipit::Error::internal("no video");
+          if (!pv.frames.empty()) {
+            e = pipit::encode_video_files(*lm.model, *vproc, pv.frames, pv.fps, session->s->pool());
+          } else if (!pv.source.empty()) {
+            e = pipit::encode_video_source(*lm.model, *vproc, pv.source, session->s->pool());
+          } else {
+            auto file = pipit::VideoFile::open_bytes(pv.bytes, "video bytes #" + std::to_string(k + 1));
+            if (!file) return to_status(file.status());
+            e = pipit::encode_video_file(*lm.model, *vproc, **file, session->s->pool());
+          }
           if (!e) return to_status(e.status());
           videos.push_back(std::move(e).value());
         }
@@ -663,6 +674,40 @@ pipit_status pipit_session_attach_video_frames(pipit_session* session, const cha
     session->pending_videos.push_back(std::move(v));
     return PIPIT_OK;
   });
+}
+
+namespace {
+
+pipit_status attach_video(pipit_session* session, const char* fn, pipit_session::PendingVideo v) {
+  return guard([&] {
+    const pipit::Model& m = *session->model->lm.model;
+    if (!m.vision() || m.vision()->vision_tokens().video_token_id < 0)
+      return fail(PIPIT_ERR_UNSUPPORTED, "model '" + m.info().arch + "' does not take video input");
+    if (!pipit::video_files_supported())
+      return fail(PIPIT_ERR_UNSUPPORTED, std::string(fn) + ": this build of pipit decodes no video files (built "
+                                         "without FFmpeg's libraries); attach the frames instead");
+    session->pending_videos.push_back(std::move(v));
+    return PIPIT_OK;
+  });
+}
+
+}  // namespace
+
+pipit_status pipit_session_attach_video(pipit_session* session, const char* source) {
+  if (!session || !source || !*source)
+    return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_attach_video: NULL session or source");
+  return attach_video(session, "pipit_session_attach_video", {{}, 0.0, source, {}});
+}
+
+pipit_status pipit_session_attach_video_bytes(pipit_session* session, const void* data, size_t size) {
+  if (!session || !data || size == 0)
+    return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_attach_video_bytes: NULL argument or no bytes");
+  constexpr size_t kMaxBytes = size_t(4) << 30;  // a copy is kept until the generation
+  if (size > kMaxBytes)
+    return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_attach_video_bytes: " + std::to_string(size) +
+                                                " bytes, more than 4 GiB");
+  const auto* b = static_cast<const uint8_t*>(data);
+  return attach_video(session, "pipit_session_attach_video_bytes", {{}, 0.0, {}, std::vector<uint8_t>(b, b + size)});
 }
 
 pipit_status pipit_session_cancel(pipit_session* session) {

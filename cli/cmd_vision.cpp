@@ -4,6 +4,7 @@
 // pixel_values is the global view and pixel_values_crops the tiles of crop mode (--image-mode). With --stages, also
 // every named intermediate of the tower (vision.patch_embed, vision.pos_embed, vision.block.N, ...; DeepSeek-OCR:
 // vision.sam.*, vision.clip.* of the global view), images concatenated along rows. For parity checks against transformers and for timing the tower.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -43,17 +44,60 @@ Tensor concat(const std::vector<Tensor>& parts, bool stack) {
   return out;
 }
 
+// --video: what HF's video processor and the tower give (pixel_values_videos, video_grid_thw, video_embeds), the
+// sampled frame indices and timestamps, and with --stages the tower's intermediates as video_vision.*.
+int write_video(const Args& a, const LoadedModel& lm, const SessionOptions& so) {
+  if (!lm.model->vision() || lm.model->vision()->vision_tokens().video_token_id < 0)
+    return fail(a, fmt("--video: model type '{}' does not take video input", lm.model->info().arch));
+  auto fps = a.get_float("--video-fps");
+  if (!fps) return fail(a, fps.status().message());
+  ThreadPool pool(so.n_threads > 0 ? so.n_threads : ThreadPool::default_threads());
+  std::vector<std::pair<std::string, Tensor>> stages;
+  TensorHook hook;
+  if (a.has("--stages"))
+    hook = [&](const std::string& name, int layer, const Tensor& t) {
+      Tensor c = Tensor::empty(DType::F32, t.shape());
+      std::memcpy(c.data(), t.data(), c.nbytes());
+      stages.push_back({"video_" + (layer >= 0 ? name + "." + std::to_string(layer) : name), c});
+    };
+  auto t0 = std::chrono::steady_clock::now();
+  auto v = encode_video_frames(lm, a.get("--video"), *fps, pool, hook);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (!v) return fail(a, v.status().message());
+  const ProcessedVideo& pv = v->processed;
+  Tensor grid = Tensor::empty(DType::I32, {1, 3});
+  std::memcpy(grid.data(), pv.patches.grid_thw.data(), 12);
+  Tensor idx = Tensor::empty(DType::I32, {int64_t(pv.frame_indices.size())});
+  std::memcpy(idx.data(), pv.frame_indices.data(), idx.nbytes());
+  Tensor ts = Tensor::empty(DType::F32, {int64_t(pv.timestamps.size())});
+  for (size_t i = 0; i < pv.timestamps.size(); ++i) ts.ptr<float>()[i] = float(pv.timestamps[i]);
+  std::vector<std::pair<std::string, Tensor>> out = {{"pixel_values_videos", pv.patches.pixel_values},
+                                                     {"video_grid_thw", grid},
+                                                     {"video_embeds", v->features},
+                                                     {"video_frame_indices", idx},
+                                                     {"video_timestamps", ts}};
+  for (auto& s : stages)
+    if (std::none_of(out.begin(), out.end(), [&](const auto& o) { return o.first == s.first; })) out.push_back(s);
+  if (auto st = write_safetensors(a.get("-o"), out); !st) return fail(a, st.message());
+  std::fprintf(stderr, "[pipit] video: %zu frames sampled, %lld video tokens, decode + vision encode %.1f ms, threads %d\n",
+               pv.frame_indices.size(), static_cast<long long>(v->features.dim(0)), ms, pool.size());
+  return 0;
+}
+
 int cmd_vision(Args& a) {
   add_model_options(a);
   add_image_options(a);
   a.option({"-o", "--output"}, "safetensors to write pixel_values, image_grid_thw, vision_embeds, deepstack_embeds.K");
+  add_video_options(a);
   a.flag({"--stages"}, "also write the tower's intermediates (vision.patch_embed, vision.block.N, ...)");
   if (auto st = a.parse(); !st) return fail(a, st.message());
-  if (a.help() || !a.has("-m") || !has_images(a) || !a.has("-o")) {
-    std::printf("usage: pipit vision -m MODEL --image IMG [--image IMG2 ...] --output OUT.safetensors\n%s",
+  if (a.help() || !a.has("-m") || !(has_images(a) || has_video(a)) || !a.has("-o")) {
+    std::printf("usage: pipit vision -m MODEL --image IMG [--image IMG2 ...] --output OUT.safetensors\n"
+                "       pipit vision -m MODEL --video CLIP --output OUT.safetensors\n%s",
                 a.usage().c_str());
     return a.help() ? 0 : 1;
   }
+  if (has_images(a) && has_video(a)) return fail(a, "give --image or --video, not both");
   auto so = session_options(a);
   if (!so) return fail(a, so.status().message());
   auto opt = image_options(a);
@@ -63,6 +107,7 @@ int cmd_vision(Args& a) {
   auto lm = load_model(a.get("-m"), *lo);
   if (!lm) return fail(a, lm.status().message());
   if (auto st = check_kv_type(*lm->model, so->kv_dtype); !st) return fail(a, st.message());
+  if (has_video(a)) return write_video(a, *lm, *so);
   auto pp = preprocessor_config_of(*lm);
   if (!pp) return fail(a, pp.status().message());
   auto proc = image_processor_for(*lm->model, *pp, *opt);

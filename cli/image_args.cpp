@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
+#include "models/vision/video_file.h"
 #include "models/vision/vision_model.h"
 #include "runtime/multimodal_video.h"
 
@@ -37,9 +39,10 @@ Result<MultimodalPrompt> image_prompt(const Args& a, const LoadedModel& lm, std:
 }
 
 void add_video_options(Args& a) {
-  a.option({"--video"}, "video frames (PNG/JPEG) in order: a directory (sorted by name) or a comma-separated list; "
-                        "models with video input (Qwen3.5). Video files are not decoded: extract frames first");
-  a.option({"--video-fps"}, "frame rate of the --video frames", "2");
+  a.option({"--video"}, "a video file (MP4, WebM, MKV, MOV, AVI, ...; decoded with FFmpeg) or its frames (PNG/JPEG) "
+                        "in order: a directory (sorted by name) or a comma-separated list; models with video input "
+                        "(Qwen3.5)");
+  a.option({"--video-fps"}, "frame rate of --video frames given as images (a video file has its own)", "2");
 }
 
 bool has_video(const Args& a) { return a.has("--video"); }
@@ -66,10 +69,7 @@ Result<std::vector<std::string>> video_frame_files(const std::string& spec) {
       b = e + 1;
     }
     if (files.size() == 1 && !fs::is_regular_file(files[0], ec))
-      return Error::invalid_argument("--video {}: not a directory of frames nor a frame file", spec);
-    if (files.size() == 1)
-      return Error::unsupported("--video {}: video files are not decoded (no FFmpeg in this build); give the frames "
-                                "as a directory of PNG/JPEG files or a comma-separated list", spec);
+      return Error::invalid_argument("--video {}: not a video file, a directory of frames nor a frame file", spec);
   }
   if (files.empty()) return Error::invalid_argument("--video {}: no PNG/JPEG frames", spec);
   constexpr size_t kMaxFrames = 1000000;  // only the sampled ones are decoded: a bound on the list of names
@@ -80,11 +80,36 @@ Result<std::vector<std::string>> video_frame_files(const std::string& spec) {
 
 }  // namespace
 
-Result<EncodedVideo> encode_video_frames(const LoadedModel& lm, const std::string& spec, double fps, ThreadPool& pool) {
+namespace {
+
+// A single file that is not a PNG/JPEG frame (by its first bytes), or a data:video URL: a video file.
+bool is_video_file(const std::string& spec) {
+  if (is_video_data_url(spec)) return true;
+  std::error_code ec;
+  if (spec.find(',') != std::string::npos || !std::filesystem::is_regular_file(spec, ec)) return false;
+  unsigned char head[8] = {};
+  FILE* f = std::fopen(spec.c_str(), "rb");
+  if (!f) return false;
+  const size_t n = std::fread(head, 1, sizeof(head), f);
+  std::fclose(f);
+  const bool png = n >= 8 && std::memcmp(head, "\x89PNG\r\n\x1a\n", 8) == 0;
+  const bool jpeg = n >= 3 && head[0] == 0xFF && head[1] == 0xD8 && head[2] == 0xFF;
+  return !png && !jpeg;
+}
+
+}  // namespace
+
+Result<EncodedVideo> encode_video_frames(const LoadedModel& lm, const std::string& spec, double fps, ThreadPool& pool,
+                                         const TensorHook& on_tensor) {
   PIPIT_ASSIGN_OR_RETURN(nlohmann::json vpp, video_preprocessor_config_of(lm));
   PIPIT_ASSIGN_OR_RETURN(VideoProcessorConfig vproc, video_processor_for(*lm.model, vpp));
+  if (is_video_file(spec)) {
+    auto e = encode_video_source(*lm.model, vproc, spec, pool, on_tensor);
+    if (!e.is_ok()) return e.status().with_context("--video");
+    return e;
+  }
   PIPIT_ASSIGN_OR_RETURN(std::vector<std::string> files, video_frame_files(spec));
-  auto e = encode_video_files(*lm.model, vproc, files, fps, pool);  // decodes the sampled frames only
+  auto e = encode_video_files(*lm.model, vproc, files, fps, pool, on_tensor);  // decodes the sampled frames only
   if (!e.is_ok()) return e.status().with_context("--video");
   return e;
 }

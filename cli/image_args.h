@@ -30,8 +30,10 @@ bool has_video(const Args& a);
 // (video timestamps tokenized with `tok`).
 Result<MultimodalPrompt> media_prompt(const Args& a, const LoadedModel& lm, const Tokenizer& tok,
                                       std::span<const int32_t> tokens, ThreadPool& pool);
-// The clip of a --video value (a frames directory or list) at `fps`, decoded, processed and encoded.
-Result<EncodedVideo> encode_video_frames(const LoadedModel& lm, const std::string& spec, double fps, ThreadPool& pool);
+// The clip of a --video value (a video file or data URL at its own frame rate, or a frames directory or list at
+// `fps`), decoded as sampled, processed and encoded.
+Result<EncodedVideo> encode_video_frames(const LoadedModel& lm, const std::string& spec, double fps, ThreadPool& pool,
+                                         const TensorHook& on_tensor = {});
 // Raw mode: a prompt without a video placeholder gets one at its start (after BOS, before image placeholders).
 std::vector<int32_t> with_video_placeholder(const Model& m, std::span<const int32_t> ids);
 

@@ -7,6 +7,7 @@
 
 #include "core/json_depth.h"
 #include "core/storage.h"
+#include "models/vision/video_file.h"
 #include "models/vision/vision_model.h"
 #include "runtime/loader.h"
 
@@ -56,13 +57,27 @@ Result<EncodedVideo> encode_video(const Model& m, const VideoProcessorConfig& pr
 }
 
 Result<EncodedVideo> encode_video_files(const Model& m, const VideoProcessorConfig& proc,
-                                        const std::vector<std::string>& frames, double fps, ThreadPool& pool) {
+                                        const std::vector<std::string>& frames, double fps, ThreadPool& pool,
+                                        const TensorHook& on_tensor) {
   const FrameSource get = [&frames](int32_t i) -> Result<Image> {
     auto img = load_image(frames[size_t(i)]);
     if (!img.is_ok()) return img.status().with_context("[video] frame " + std::to_string(i));
     return img;
   };
-  return encode_video(m, proc, int64_t(frames.size()), get, fps, pool);
+  return encode_video(m, proc, int64_t(frames.size()), get, fps, pool, on_tensor);
+}
+
+Result<EncodedVideo> encode_video_source(const Model& m, const VideoProcessorConfig& proc, const std::string& source,
+                                         ThreadPool& pool, const TensorHook& on_tensor) {
+  PIPIT_TRY(video_model(m).status());  // a model without video input: no decoding
+  PIPIT_ASSIGN_OR_RETURN(std::unique_ptr<VideoFile> file, open_video(source));
+  return encode_video_file(m, proc, *file, pool, on_tensor);
+}
+
+Result<EncodedVideo> encode_video_file(const Model& m, const VideoProcessorConfig& proc, VideoFile& file,
+                                       ThreadPool& pool, const TensorHook& on_tensor) {
+  const FrameSource get = [&file](int32_t i) { return file.frame(i); };
+  return encode_video(m, proc, file.n_frames(), get, file.fps(), pool, on_tensor);
 }
 
 Result<EncodedVideo> encode_video(const Model& m, const VideoProcessorConfig& proc, int64_t n_frames,

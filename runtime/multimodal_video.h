@@ -3,7 +3,7 @@
 // placeholder expanded as HF's Qwen3VLProcessor does: per temporal patch, its timestamp as text ("<0.2 seconds>"),
 // <|vision_start|>, h * w / merge^2 <|video_pad|>, <|vision_end|>. Each temporal patch then sits in the prompt as a
 // (1, h, w) image would (HF's get_rope_index splits a video's grid so), so build_multimodal_prompt places it.
-// Not here: video files (the caller decodes frames), front-end options.
+// Video files and data URLs are decoded with FFmpeg's libraries (models/vision/video_file.h) where the build has them.
 #pragma once
 
 #include <functional>
@@ -38,7 +38,18 @@ Result<EncodedVideo> encode_video(const Model& m, const VideoProcessorConfig& pr
                                   const TensorHook& on_tensor = {});
 // A clip as image files / data URLs, decoded as sampled (at most max_frames of them).
 Result<EncodedVideo> encode_video_files(const Model& m, const VideoProcessorConfig& proc,
-                                        const std::vector<std::string>& frames, double fps, ThreadPool& pool);
+                                        const std::vector<std::string>& frames, double fps, ThreadPool& pool,
+                                        const TensorHook& on_tensor = {});
+
+// A video file (MP4, WebM, MKV, ...) or a data:video/...;base64 URL, decoded as sampled at the file's own frame
+// rate (only the sampled frames are converted). An error naming the source for files FFmpeg cannot read, and in
+// builds without FFmpeg.
+Result<EncodedVideo> encode_video_source(const Model& m, const VideoProcessorConfig& proc, const std::string& source,
+                                         ThreadPool& pool, const TensorHook& on_tensor = {});
+class VideoFile;
+// The same for an opened file (models/vision/video_file.h; e.g. bytes in memory).
+Result<EncodedVideo> encode_video_file(const Model& m, const VideoProcessorConfig& proc, VideoFile& file,
+                                       ThreadPool& pool, const TensorHook& on_tensor = {});
 
 // Tokenizes a timestamp's text ("<0.2 seconds>").
 using TextEncoder = std::function<Result<std::vector<int32_t>>(const std::string& text)>;

@@ -10,7 +10,7 @@ PKGS=(
   libsndfile1-dev libsoxr-dev libavformat-dev libavcodec-dev libswscale-dev libavutil-dev
   g++-aarch64-linux-gnu qemu-user
   ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd
-  python3 python3-dev python3-pybind11 python3-numpy python3-torch python3-pil python3-jinja2 python3-jsonschema
+  python3 python3-dev python3-pybind11 python3-numpy python3-torch python3-pil python3-jinja2 python3-jsonschema python3-av
   openjdk-17-jdk-headless
   curl nodejs chromium
 )

@@ -242,10 +242,16 @@ pipit_status pipit_session_attach_image_bytes(pipit_session* session, const void
  * copied before the call returns) for the next generation of a model with video input (Qwen3.5). It fills the next
  * video placeholder of the conversation (use_chat_template = 1: a {"type": "video"} content part; raw prompts: one
  * is put before the new text); frames are sampled, processed and encoded at that generation as HF's video processor
- * does (at most its max_frames, 768 by default, are kept). Video files are not decoded: pass frames.
- * PIPIT_ERR_UNSUPPORTED for models without video input. */
+ * does (at most its max_frames, 768 by default, are kept). PIPIT_ERR_UNSUPPORTED for models without video input. */
 pipit_status pipit_session_attach_video_frames(pipit_session* session, const char* const* frames, int32_t n_frames,
                                                double fps);
+/* The same for a video file (MP4, MOV, WebM, MKV, AVI, ...: a path, or a data:video/...;base64 URL), decoded with
+ * FFmpeg's libraries at the file's own frame rate; only the sampled frames are converted, a distant one reached by a
+ * keyframe seek. Clips longer than 1 hour are refused at the generation. PIPIT_ERR_UNSUPPORTED for models without
+ * video input and for builds without FFmpeg (pass frames there). */
+pipit_status pipit_session_attach_video(pipit_session* session, const char* source);
+/* The same for a video file's bytes in memory, copied before the call returns. */
+pipit_status pipit_session_attach_video_bytes(pipit_session* session, const void* data, size_t size);
 
 /* ---- the OpenAI-compatible server inside the process (as `pipit serve`, sharing the loaded model) ----
  * An app runs the engine in its own process and talks to it over loopback HTTP from any UI (WebView, React Native,

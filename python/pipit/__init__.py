@@ -54,12 +54,21 @@ def _image_source(part):
 
 
 def _videos(videos):
-    """Videos as (frame paths, fps) pairs: each given as such a pair or as {"frames": [...], "fps": F}."""
+    """Videos as (frame paths, fps) pairs, fps 0 for a video file: each given as a video file path or data URL
+    (decoded at its own frame rate), as {"video": FILE}, as (frame paths, fps) or as {"frames": [...], "fps": F}."""
     out = []
     for v in videos or ():
+        if isinstance(v, str):
+            out.append(([v], 0.0))
+            continue
         frames, fps = (v.get("frames", v.get("video")), v.get("fps", 2.0)) if isinstance(v, dict) else v
+        if isinstance(frames, str) and frames:
+            out.append(([frames], 0.0))  # a video file: its own frame rate
+            continue
         if isinstance(frames, str) or not frames:
-            raise ValueError("a video is a list of frame files (video files are not decoded), with its fps")
+            raise ValueError("a video is a video file (path or data URL) or a list of frame files with their fps")
+        if not float(fps) > 0:
+            raise ValueError("the fps of a video's frames must be > 0")
         out.append((list(frames), float(fps)))
     return out
 
@@ -172,8 +181,8 @@ class Model:
         """A reply to a conversation, through the model's chat template.
 
         messages: a list of {"role", "content"} dicts (content a string or a list of parts, where
-        {"type": "image", "image": "photo.png"} places an image and {"type": "video", "video": [frame files],
-        "fps": F} a video), or one string (a user message). images: image files for a string message, placed before
+        {"type": "image", "image": "photo.png"} places an image and {"type": "video", "video": "clip.mp4"} or
+        {"type": "video", "video": [frame files], "fps": F} a video), or one string (a user message). images: image files for a string message, placed before
         its text. Other arguments as in generate()."""
         if isinstance(messages, str):
             parts = [{"type": "image", "image": p} for p in (images or [])]

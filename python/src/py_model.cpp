@@ -113,7 +113,8 @@ std::unique_ptr<Session> new_session(PyModel& m, int n_ctx, int n_batch, const s
 
 py::array_t<float> logits_array(const Tensor& t) { return to_numpy(t); }
 
-// A video as its decoded frames (paths or data URLs, in order) and their frame rate.
+// A video as its decoded frames (paths or data URLs, in order) and their frame rate, or a video file (one path or
+// data URL, frame rate 0: the file's own).
 using Videos = std::vector<std::pair<std::vector<std::string>, double>>;
 
 // The prompt with its images and videos (null without either): decoded, preprocessed, encoded, placeholders
@@ -135,7 +136,9 @@ std::optional<MultimodalPrompt> image_prompt(PyModel& m, const std::vector<int32
   const VideoProcessorConfig vproc = unwrap(video_processor_for(*m.lm.model, unwrap(video_preprocessor_config_of(m.lm))));
   std::vector<EncodedVideo> enc_videos;
   for (const auto& [files, fps] : videos)  // only the sampled frames are decoded
-    enc_videos.push_back(unwrap(encode_video_files(*m.lm.model, vproc, files, fps, *m.pool)));
+    enc_videos.push_back(unwrap(fps == 0 && files.size() == 1
+                                    ? encode_video_source(*m.lm.model, vproc, files[0], *m.pool)
+                                    : encode_video_files(*m.lm.model, vproc, files, fps, *m.pool)));
   const Tokenizer& tok = *m.lm.tokenizer;
   return unwrap(build_multimodal_prompt(*m.lm.model, ids, enc_images, enc_videos,
                                         [&tok](const std::string& t) { return tok.encode(t, false); }));

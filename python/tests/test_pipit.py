@@ -373,8 +373,40 @@ class ChatWithVideo(unittest.TestCase):
             out = json.loads(cli.stdout)
             self.assertEqual(out["tokens"], c.tokens)
             self.assertEqual(out["timings"]["prompt_tokens"], c.n_prompt)
-            with self.assertRaises(ValueError):  # a video file, not frames
-                m.chat([{"role": "user", "content": [{"type": "video", "video": "clip.mp4"}]}], max_tokens=2)
+            # the same frames as a lossless video file (FFV1 in AVI at 4 fps, written with PyAV): decoded by FFmpeg's
+            # libraries at the file's own frame rate, the same tokens from Python and the CLI
+            clip = os.path.join(d, "clip.avi")
+            write_lossless_clip(frames, 4, clip)
+            cv = m.chat([{"role": "user", "content": [{"type": "video", "video": clip},
+                                                      {"type": "text", "text": "What happens?"}]}],
+                        max_tokens=6, temperature=0, ignore_eos=True)
+            self.assertEqual(cv.tokens, c.tokens)
+            cli = subprocess.run([PIPIT, "run", "-m", d, "-t", "2", "--video", clip, "-p", "What happens?", "-n", "6",
+                                  "--temp", "0", "--ignore-eos", "--json"], check=True, capture_output=True)
+            self.assertEqual(json.loads(cli.stdout)["tokens"], c.tokens)
+            with self.assertRaises(pipit.Error):  # no such file
+                m.chat([{"role": "user", "content": [{"type": "video", "video": os.path.join(d, "none.mp4")}]}],
+                       max_tokens=2)
+            with self.assertRaises(ValueError):  # frames without a frame rate
+                m.chat([{"role": "user", "content": [{"type": "video", "video": frames, "fps": 0}]}], max_tokens=2)
+
+
+def write_lossless_clip(frames, fps, path):
+    """PNG frames -> an FFV1 video in AVI (lossless RGB), with PyAV (Debian's python3-av; test fixtures only)."""
+    import av
+    import numpy as np
+    from PIL import Image
+    with av.open(path, "w") as c:
+        s = c.add_stream("ffv1", rate=fps)
+        with Image.open(frames[0]) as first:
+            s.width, s.height, s.pix_fmt = first.width, first.height, "bgr0"
+        for f in frames:
+            with Image.open(f) as im:
+                rgb = np.asarray(im.convert("RGB"))
+            for p in s.encode(av.VideoFrame.from_ndarray(rgb, format="rgb24")):
+                c.mux(p)
+        for p in s.encode():
+            c.mux(p)
 
 
 if __name__ == "__main__":
