@@ -6,7 +6,9 @@
 // still waiting for its first --keepalive is cancelled by the handler itself.
 #include <chrono>
 
+#include "models/vision/video_file.h"
 #include "runtime/multimodal.h"
+#include "runtime/multimodal_video.h"
 #include "server/connection.h"
 #include "server/handlers.h"
 #include "server/local_files.h"
@@ -137,12 +139,12 @@ struct ImageWork {
   ~ImageWork() { --n; }
 };
 
-// The request's images decoded, preprocessed and encoded by the vision tower, and the prompt's image
-// placeholders expanded to one token per feature. One image at a time per server (the tower uses every encode
-// thread: Engine::encode), taken in turns per image, so a request with many images does not hold the others for all of them; the
-// work stops between images when the client has left. Every failure here comes from the request's images.
-Result<MultimodalPrompt> encode_images(ServerState& st, std::span<const int32_t> ids,
-                                       const std::vector<std::string>& sources) {
+// The request's images decoded, preprocessed and encoded by the vision tower. One image at a time per server (the
+// tower uses every encode thread: Engine::encode), taken in turns per image, so a request with many images does not
+// hold the others for all of them; the work stops between images when the client has left. Every failure here
+// comes from the request's images.
+Result<std::vector<EncodedImage>> encode_image_list(ServerState& st, const std::vector<std::string>& sources) {
+  if (sources.empty()) return std::vector<EncodedImage>{};
   if (!st.image_proc) return Error::invalid_argument("[image] {}", st.image_proc_error);
   ImageWork counted(st.image_requests);
   std::vector<EncodedImage> images;
@@ -170,7 +172,41 @@ Result<MultimodalPrompt> encode_images(ServerState& st, std::span<const int32_t>
     images.push_back(std::move(e).value());
     ++st.images_encoded;
   }
-  return build_multimodal_prompt(*st.lm.model, ids, images);
+  return images;
+}
+
+// The request's images, then its videos (each a data URL or a local path under --allow-local-files) decoded as
+// sampled and encoded the same way (in turns with other requests' media), and the prompt's placeholders expanded.
+Result<MultimodalPrompt> encode_media(ServerState& st, std::span<const int32_t> ids,
+                                      const std::vector<std::string>& image_sources,
+                                      const std::vector<std::string>& video_sources) {
+  PIPIT_ASSIGN_OR_RETURN(std::vector<EncodedImage> images, encode_image_list(st, image_sources));
+  if (video_sources.empty()) return build_multimodal_prompt(*st.lm.model, ids, images);
+  if (!st.video_proc || !st.lm.tokenizer) return Error::invalid_argument("[video] this server takes no videos");
+  ImageWork counted(st.image_requests);
+  std::vector<EncodedVideo> videos;
+  for (size_t i = 0; i < video_sources.size(); ++i) {
+    const std::string& src = video_sources[i];
+    if (GuardedHttpServer::client_gone() || st.stopping) return Error::cancelled("[video] the client has left");
+    std::lock_guard<FairTurns> turn(st.image_turns);
+    if (GuardedHttpServer::client_gone() || st.stopping) return Error::cancelled("[video] the client has left");
+    Result<std::unique_ptr<VideoFile>> file = Error::internal("unset");
+    if (src.rfind("data:", 0) == 0) {
+      file = open_video(src);
+    } else {  // a local path (--allow-local-files DIR): every failure to read it is the one refusal message
+      auto bytes = read_shared_file(st.opt.local_files_dir, src, st.opt.max_body);
+      if (bytes.is_ok()) file = VideoFile::open_bytes(std::vector<uint8_t>(bytes->begin(), bytes->end()), "video");
+      if (!bytes.is_ok() || !file.is_ok()) return Error::invalid_argument("{}", kLocalVideoRefused);
+    }
+    if (!file.is_ok()) return file.status();
+    auto e = st.engine.encode(
+        [&](ThreadPool& pool) { return encode_video_file(*st.lm.model, *st.video_proc, **file, pool); });
+    if (!e.is_ok()) return e.status().with_context(fmt("[video] video {}", i + 1));
+    videos.push_back(std::move(e).value());
+  }
+  const Tokenizer& tok = *st.lm.tokenizer;
+  const TextEncoder encode = [&tok](const std::string& text) { return tok.encode(text, false); };
+  return build_multimodal_prompt(*st.lm.model, ids, images, videos, encode);
 }
 
 // The log-probabilities of one streamed chunk, in the endpoint's shape; null when not asked for.
@@ -413,8 +449,8 @@ void handle_generate(ServerState& st, const std::string& text, httplib::Response
   std::vector<int32_t> ids;
   if (auto e = tokenize_prompt(st, pr, ids)) return send_error(res, *e);
   std::shared_ptr<const MultimodalPrompt> images;
-  if (!pr.images.empty()) {  // parse_chat_request lets images through only for vision models
-    auto mm = encode_images(st, ids, pr.images);
+  if (!pr.images.empty() || !pr.videos.empty()) {  // parse_chat_request lets them through only for models taking them
+    auto mm = encode_media(st, ids, pr.images, pr.videos);
     if (!mm.is_ok()) {
       if (mm.status().code() == Code::kCancelled) GuardedHttpServer::close_after_response();
       return send_error(res, bad_request(mm.status().message(), "messages"));

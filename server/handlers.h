@@ -11,6 +11,7 @@
 
 #include "core/threads.h"
 #include "models/vision/image_processor.h"
+#include "models/vision/video_processor.h"
 #include "runtime/engine.h"
 #include "runtime/loader.h"
 #include "runtime/session.h"
@@ -63,6 +64,7 @@ struct ServerState {
   FairTurns image_turns;
   std::optional<ImageProcessorConfig> image_proc;
   std::string image_proc_error;  // why image_proc is empty
+  std::optional<VideoProcessorConfig> video_proc;  // models with video input, builds with FFmpeg
   std::atomic<int> image_requests{0};       // requests decoding or encoding images now
   std::atomic<uint64_t> images_encoded{0};  // since start
   // /v1/embeddings: the checkpoint's pooling, and a session made at the first request (one at a time)

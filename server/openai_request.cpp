@@ -21,6 +21,7 @@ constexpr size_t kMaxParts = 256;
 constexpr size_t kMaxStops = 16;
 constexpr size_t kMaxStopBytes = 256;
 constexpr size_t kMaxImages = 16;
+constexpr size_t kMaxVideos = 4;  // each up to the video processor's max_frames
 constexpr int64_t kMaxChoices = 16;   // n: each choice is an engine request, and the queue holds 64
 constexpr int64_t kMaxTopLogprobs = 20;  // OpenAI's limit
 
@@ -117,36 +118,40 @@ bool is_base64(std::string_view s) {
   return n > 0 && n % 4 != 1 && pad <= 2;
 }
 
-// An image_url as the runtime's image source: a data URL (checked to be base64 image data; decoding happens when
-// the image is loaded) or, with --allow-local-files, a path. Remote URLs are never fetched.
-std::optional<ApiError> image_source(const std::string& url, const std::string& param, const RequestPolicy& policy,
-                                     std::string& source) {
+// An image_url or video_url as the runtime's media source: a data URL (checked to be base64 data of that kind;
+// decoding happens when the media is loaded) or, with --allow-local-files, a path. Remote URLs are never fetched.
+// kind: "image" or "video".
+std::optional<ApiError> media_source(const std::string& url, const std::string& param, const RequestPolicy& policy,
+                                     const std::string& kind, std::string& source) {
+  const std::string example = kind == "image" ? "data:image/png;base64,..." : "data:video/mp4;base64,...";
   if (url.rfind("data:", 0) == 0) {
     const size_t comma = url.find(',');
     if (comma == std::string::npos)
-      return bad_request("the image is not a valid data URL (expected data:image/png;base64,...)", param);
+      return bad_request(fmt("the {} is not a valid data URL (expected {})", kind, example), param);
     const std::string header = url.substr(5, comma - 5);
     const std::string kB64 = ";base64";
     if (header.size() < kB64.size() || header.compare(header.size() - kB64.size(), kB64.size(), kB64) != 0)
-      return bad_request("the image data URL must be base64-encoded (data:image/png;base64,...)", param);
+      return bad_request(fmt("the {} data URL must be base64-encoded ({})", kind, example), param);
     const std::string media = header.substr(0, header.size() - kB64.size());
-    if (!media.empty() && media.rfind("image/", 0) != 0)
-      return bad_request(fmt("the data URL has media type '{}', expected an image", media.substr(0, 40)), param);
+    if (kind == "image" ? !media.empty() && media.rfind("image/", 0) != 0 : media.rfind("video/", 0) != 0)
+      return bad_request(fmt("the data URL has media type '{}', expected {} ({})", media.substr(0, 40),
+                             kind == "image" ? "an image" : "a video", example), param);
     if (!is_base64(std::string_view(url).substr(comma + 1)))
-      return bad_request("the image data URL holds invalid base64", param);
+      return bad_request(fmt("the {} data URL holds invalid base64", kind), param);
     source = url;
     return std::nullopt;
   }
   if (url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0)
-    return bad_request("remote image URLs are not fetched; send the image as a data URL (data:image/png;base64,...)",
+    return bad_request(fmt("remote {} URLs are not fetched; send the {} as a data URL ({})", kind, kind, example),
                        param);
   if (policy.local_files_dir.empty())
-    return bad_request("image_url must be a data URL (data:image/png;base64,...); local files are only read when "
-                       "the server runs with --allow-local-files DIR", param);
+    return bad_request(fmt("{}_url must be a data URL ({}); local files are only read when the server runs with "
+                           "--allow-local-files DIR", kind, example), param);
   source = url.rfind("file://", 0) == 0 ? url.substr(7) : url;
   // Every refusal of a local path gets this one message, here and when the file is read (server/local_files.cpp),
   // so that answers tell nothing about what exists outside the shared directory.
-  if (source.empty() || source.find('\0') != std::string::npos) return bad_request(kLocalFileRefused, param);
+  if (source.empty() || source.find('\0') != std::string::npos)
+    return bad_request(kind == "image" ? kLocalFileRefused : kLocalVideoRefused, param);
   return std::nullopt;
 }
 
@@ -192,18 +197,32 @@ std::optional<ApiError> parse_content(const json& msg, const std::string& param,
         return bad_request(fmt("{}.image_url must be {{\"url\": \"data:image/...;base64,...\"}}", pp),
                            pp + ".image_url");
       std::string source;
-      PIPIT_API_TRY(image_source(url->get<std::string>(), pp + ".image_url", policy, source));
+      PIPIT_API_TRY(media_source(url->get<std::string>(), pp + ".image_url", policy, "image", source));
       if (!policy.accepts_images) return bad_request("this model does not accept images" + policy.no_images_note, pp);
       if (out.images.size() >= kMaxImages)
         return bad_request(fmt("more than {} images in one request", kMaxImages), pp);
       out.images.push_back(std::move(source));
       parts.push_back({{"type", "image"}});
       has_image = true;
+    } else if (type == "video_url") {  // vLLM's part: {"type": "video_url", "video_url": {"url": ...}}
+      const json* vu = field(part, "video_url");
+      const json* url = vu && vu->is_object() ? field(*vu, "url") : vu;
+      if (!url || !url->is_string())
+        return bad_request(fmt("{}.video_url must be {{\"url\": \"data:video/...;base64,...\"}}", pp),
+                           pp + ".video_url");
+      std::string source;
+      PIPIT_API_TRY(media_source(url->get<std::string>(), pp + ".video_url", policy, "video", source));
+      if (!policy.accepts_videos) return bad_request("this model does not accept videos" + policy.no_videos_note, pp);
+      if (out.videos.size() >= kMaxVideos)
+        return bad_request(fmt("more than {} videos in one request", kMaxVideos), pp);
+      out.videos.push_back(std::move(source));
+      parts.push_back({{"type", "video"}});
+      has_image = true;
     } else if (type.empty()) {
       return bad_request(fmt("{} has no 'type'", pp), pp + ".type");
     } else {
-      return bad_request(fmt("{}.type '{}' is not supported (expected text or image_url)", pp, type.substr(0, 40)),
-                         pp + ".type");
+      return bad_request(fmt("{}.type '{}' is not supported (expected text, image_url or video_url)", pp,
+                             type.substr(0, 40)), pp + ".type");
     }
   }
   if (has_image) content = std::move(parts);

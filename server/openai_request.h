@@ -30,9 +30,16 @@ inline constexpr const char* kLocalFileRefused =
     "image_url names no readable PNG or JPEG file in the directory this server shares (--allow-local-files DIR); "
     "send the image as a data URL instead";
 
+// The same for a refused local video path.
+inline constexpr const char* kLocalVideoRefused =
+    "video_url names no readable video file in the directory this server shares (--allow-local-files DIR); send the "
+    "video as a data URL instead";
+
 struct RequestPolicy {
   bool accepts_images = false;     // the model has a vision tower
   std::string no_images_note;      // appended to the refusal when it has none (models/media_note.h)
+  bool accepts_videos = false;     // the model has video input (Qwen3.5) and this build decodes video files
+  std::string no_videos_note;      // why not, appended to the refusal
   std::string local_files_dir;     // image_url may name a file under this directory ("" : no local files)
   int n_ctx = 0;                   // per-sequence context: max_tokens above it is an error
   int n_vocab = 0;                 // token ids in a completion prompt must be below it
@@ -47,6 +54,7 @@ struct ParsedRequest {
   std::string prompt;                 // completions: text prompt
   std::vector<int32_t> prompt_ids;    // completions: token-id prompt (then `prompt` is empty)
   std::vector<std::string> images;    // chat: data URLs or local paths, in prompt order
+  std::vector<std::string> videos;    // chat: video files as data URLs or local paths, in prompt order
   GenerateParams params;
   bool max_tokens_given = false;
   bool stream = false;

@@ -11,7 +11,10 @@
 #include <new>
 
 #include "models/media_note.h"
+#include "models/vision/video_file.h"
+#include "models/vision/vision_model.h"
 #include "runtime/multimodal.h"
+#include "runtime/multimodal_video.h"
 #include "server/connection.h"
 #include "server/handlers.h"
 #include "server/openai_response.h"
@@ -233,6 +236,7 @@ json Server::Impl::models_json() const {
             {"meta", {{"n_ctx", st.engine.n_ctx()}, {"n_ctx_train", st.lm.model->info().max_ctx},
                       {"n_vocab", st.policy.n_vocab}, {"n_embd", st.lm.model->info().n_embd},
                       {"parallel", st.engine.n_slots()}, {"vision", st.policy.accepts_images},
+                      {"video", st.policy.accepts_videos},
                       {"embeddings", st.pooling.mode != PoolingConfig::Mode::kNone},
                       {"pooling", pooling_name(st.pooling.mode)}}}};
   return {{"object", "list"}, {"data", json::array({m})}};
@@ -414,6 +418,17 @@ Server::Server(const LoadedModel& lm, Engine& engine, ServerOptions opt)
     auto proc = pp.is_ok() ? image_processor_for(*lm.model, *pp) : Result<ImageProcessorConfig>(pp.status());
     if (proc.is_ok()) st.image_proc = std::move(proc).value();
     else st.image_proc_error = proc.status().message();
+  }
+  // videos: a model with video input (Qwen3.5), a build with FFmpeg, and its video processor
+  if (lm.model->vision() && lm.model->vision()->vision_tokens().video_token_id >= 0) {
+    auto vpp = video_preprocessor_config_of(lm);
+    auto vproc = vpp.is_ok() ? video_processor_for(*lm.model, *vpp) : Result<VideoProcessorConfig>(vpp.status());
+    if (!video_files_supported()) st.policy.no_videos_note = " (this build of pipit decodes no video files)";
+    else if (!vproc.is_ok()) st.policy.no_videos_note = " (" + vproc.status().message() + ")";
+    else st.video_proc = std::move(vproc).value();
+    st.policy.accepts_videos = st.video_proc.has_value();
+  } else {
+    st.policy.no_videos_note = fmt(" (model type '{}' takes no video input)", lm.model->info().arch);
   }
   impl_->setup();
 }

@@ -339,28 +339,8 @@ class ChatWithVideo(unittest.TestCase):
 
     def test_chat_video_equals_cli(self):
         src = os.path.join(MODELS, "qwen3_5_vl")
-        with tempfile.TemporaryDirectory() as d:
-            for f in ("config.json", "generation_config.json", "preprocessor_config.json",
-                      "video_preprocessor_config.json", "model.safetensors"):
-                os.symlink(os.path.join(src, f), os.path.join(d, f))
-            with open(os.path.join(MODELS, "stories260k", "tokenizer.json")) as f:
-                tok = json.load(f)
-            vocab, gone = tok["model"]["vocab"], set()
-            for i, c in [(480, "<|endoftext|>"), (481, "<|im_start|>"), (482, "<|im_end|>"), (489, "<|vision_start|>"),
-                         (490, "<|vision_end|>"), (492, "<|image_pad|>"), (493, "<|video_pad|>")]:
-                k = next(k for k, v in vocab.items() if v == i)
-                gone.add(k)
-                del vocab[k]
-                vocab[c] = i
-                tok["added_tokens"].append({"id": i, "content": c, "single_word": False, "lstrip": False,
-                                            "rstrip": False, "normalized": False, "special": True})
-            tok["model"]["merges"] = [m for m in tok["model"]["merges"] if not set(m.split(" ", 1)) & gone]
-            with open(os.path.join(d, "tokenizer.json"), "w") as f:
-                json.dump(tok, f)
-            with open(os.path.join(HERE, "..", "..", "tests", "data", "vl_tokenizer", "tokenizer_config.json")) as f:
-                template = json.load(f)["chat_template"]
-            with open(os.path.join(d, "tokenizer_config.json"), "w") as f:
-                json.dump({"bos_token": None, "eos_token": "<|im_end|>", "chat_template": template}, f)
+        d = os.path.join(SERVER_MODELS, "qwen3_5_vl_chat")  # made by tests/e2e/make_server_models.py
+        with tempfile.TemporaryDirectory() as tmp:
             frames = [os.path.join(src, "video_frame%02d.png" % i) for i in range(8)]
             m = pipit.Model(d, n_threads=2)
             c = m.chat([{"role": "user", "content": [{"type": "video", "video": frames, "fps": 4},
@@ -375,7 +355,7 @@ class ChatWithVideo(unittest.TestCase):
             self.assertEqual(out["timings"]["prompt_tokens"], c.n_prompt)
             # the same frames as a lossless video file (FFV1 in AVI at 4 fps, written with PyAV): decoded by FFmpeg's
             # libraries at the file's own frame rate, the same tokens from Python and the CLI
-            clip = os.path.join(d, "clip.avi")
+            clip = os.path.join(tmp, "clip.avi")
             write_lossless_clip(frames, 4, clip)
             cv = m.chat([{"role": "user", "content": [{"type": "video", "video": clip},
                                                       {"type": "text", "text": "What happens?"}]}],
@@ -385,7 +365,7 @@ class ChatWithVideo(unittest.TestCase):
                                   "--temp", "0", "--ignore-eos", "--json"], check=True, capture_output=True)
             self.assertEqual(json.loads(cli.stdout)["tokens"], c.tokens)
             with self.assertRaises(pipit.Error):  # no such file
-                m.chat([{"role": "user", "content": [{"type": "video", "video": os.path.join(d, "none.mp4")}]}],
+                m.chat([{"role": "user", "content": [{"type": "video", "video": os.path.join(tmp, "none.mp4")}]}],
                        max_tokens=2)
             with self.assertRaises(ValueError):  # frames without a frame rate
                 m.chat([{"role": "user", "content": [{"type": "video", "video": frames, "fps": 0}]}], max_tokens=2)

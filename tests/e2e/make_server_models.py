@@ -8,6 +8,8 @@ through the real chat template and tokenizer while a forward pass stays cheap.
                  width 32), the Qwen2-VL chat template and image processor, image tokens at the real Qwen ids.
   qwen3_vl_chat/ testdata/models/qwen3_vl (the shared tiny Qwen3-VL: DeepStack tower, vocab 1024) with the toy
                  tokenizer of tests/data/vl_tokenizer (Qwen's special tokens at the checkpoint's ids, Qwen-VL template).
+  qwen3_5_vl_chat/ testdata/models/qwen3_5_vl (tiny Qwen3.5 with images and video, vocab 512) with stories260k's
+                 tokenizer, Qwen's special tokens at the checkpoint's ids, and the Qwen-VL chat template.
 
 Usage: make_server_models.py OUT_DIR TESTDATA_DIR
 Deterministic (fixed seeds); needs only numpy. Writes each folder atomically (a temp folder, then rename), so
@@ -169,6 +171,34 @@ def make_qwen3_vl_chat(out, testdata):
         shutil.copy(os.path.join(tok, f), os.path.join(out, f))
 
 
+def make_qwen3_5_vl_chat(out, testdata):
+    src = os.path.join(testdata, "models", "qwen3_5_vl")
+    for f in ("config.json", "generation_config.json", "preprocessor_config.json", "video_preprocessor_config.json",
+              "model.safetensors"):
+        shutil.copy(os.path.join(src, f), os.path.join(out, f))
+    # HF gives an added token the vocab's id for its content: the special tokens take the places of the vocab pieces
+    # at those ids (single characters, which then fall back to bytes); merges using those pieces are dropped
+    with open(os.path.join(testdata, "models", "stories260k", "tokenizer.json")) as f:
+        tok = json.load(f)
+    vocab, gone = tok["model"]["vocab"], set()
+    for i, c in [(480, "<|endoftext|>"), (481, "<|im_start|>"), (482, "<|im_end|>"), (489, "<|vision_start|>"),
+                 (490, "<|vision_end|>"), (492, "<|image_pad|>"), (493, "<|video_pad|>")]:
+        k = next(k for k, v in vocab.items() if v == i)
+        gone.add(k)
+        del vocab[k]
+        vocab[c] = i
+        tok["added_tokens"].append({"id": i, "content": c, "single_word": False, "lstrip": False, "rstrip": False,
+                                    "normalized": False, "special": True})
+    tok["model"]["merges"] = [m for m in tok["model"]["merges"] if not set(m.split(" ", 1)) & gone]
+    with open(os.path.join(out, "tokenizer.json"), "w") as f:
+        json.dump(tok, f)
+    vl = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "vl_tokenizer")
+    with open(os.path.join(vl, "tokenizer_config.json")) as f:
+        template = json.load(f)["chat_template"]
+    with open(os.path.join(out, "tokenizer_config.json"), "w") as f:
+        json.dump({"bos_token": None, "eos_token": "<|im_end|>", "chat_template": template}, f)
+
+
 def build(out_root, name, fn, testdata):
     final = os.path.join(out_root, name)
     stamp = os.path.join(final, "STAMP")
@@ -193,6 +223,7 @@ def main():
     build(out_root, "qwen3_chat", make_qwen3_chat, testdata)
     build(out_root, "qwen2_vl_chat", make_qwen2_vl_chat, testdata)
     build(out_root, "qwen3_vl_chat", make_qwen3_vl_chat, testdata)
+    build(out_root, "qwen3_5_vl_chat", make_qwen3_5_vl_chat, testdata)
     print(f"[make_server_models] models in {out_root}")
 
 
