@@ -18,7 +18,9 @@
 #include "runtime/loader.h"
 #include "runtime/multimodal.h"
 #include "runtime/multimodal_video.h"
+#include "models/vision/video_file.h"
 #include "tests/test_util.h"
+#include "tests/test_video_util.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -185,6 +187,64 @@ TEST_F(CapiQwen35Image, VideoFramesMatchTheRuntime) {
   EXPECT_EQ(pipit_session_attach_video_frames(ts, paths.data(), 8, 4.0), PIPIT_ERR_UNSUPPORTED);
   pipit_session_destroy(ts);
   pipit_model_destroy(text);
+}
+
+// A video file (the golden's frames as a lossless clip at 4 fps, decoded by FFmpeg's libraries at its own frame
+// rate): the tokens of its frames, from a path, a data URL and bytes in memory; bad files fail at the generation.
+TEST_F(CapiQwen35Image, VideoFileMatchesItsFrames) {
+  if (!video_files_supported()) GTEST_SKIP() << "built without FFmpeg";
+  std::vector<std::string> files;
+  std::vector<Image> frames;
+  for (int i = 0; i < 8; ++i) {
+    files.push_back(test::model_dir("qwen3_5_vl") + "/video_frame0" + std::to_string(i) + ".png");
+    frames.push_back(*load_image(files.back()));
+  }
+  const std::string clip = (dir_ / "clip.avi").string();
+  ASSERT_TRUE(test::write_lossless_clip(clip, frames, 4));
+  std::vector<const char*> paths;
+  for (const auto& f : files) paths.push_back(f.c_str());
+  const std::string turn = R"([{"role": "user", "content": [{"type": "video"}, {"type": "text", "text": "What?"}]}])";
+  ASSERT_EQ(pipit_session_attach_video_frames(session_, paths.data(), int32_t(paths.size()), 4.0), PIPIT_OK);
+  const auto want = capi_generate(turn, 1);
+  ASSERT_EQ(want.size(), size_t(opt_.max_tokens));
+  std::ifstream in(clip, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GT(bytes.size(), 0u);
+  for (int how = 0; how < 3; ++how) {
+    pipit_session_reset(session_);
+    if (how == 0) {
+      ASSERT_EQ(pipit_session_attach_video(session_, clip.c_str()), PIPIT_OK) << pipit_last_error();
+    } else if (how == 1) {
+      static const char* kB64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+      std::string url = "data:video/x-msvideo;base64,";
+      for (size_t i = 0; i < bytes.size(); i += 3) {
+        const uint32_t v = uint32_t(uint8_t(bytes[i])) << 16 |
+                           (i + 1 < bytes.size() ? uint32_t(uint8_t(bytes[i + 1])) << 8 : 0) |
+                           (i + 2 < bytes.size() ? uint32_t(uint8_t(bytes[i + 2])) : 0);
+        url += kB64[v >> 18 & 63];
+        url += kB64[v >> 12 & 63];
+        url += i + 1 < bytes.size() ? kB64[v >> 6 & 63] : '=';
+        url += i + 2 < bytes.size() ? kB64[v & 63] : '=';
+      }
+      ASSERT_EQ(pipit_session_attach_video(session_, url.c_str()), PIPIT_OK) << pipit_last_error();
+    } else {
+      ASSERT_EQ(pipit_session_attach_video_bytes(session_, bytes.data(), bytes.size()), PIPIT_OK);
+    }
+    EXPECT_EQ(capi_generate(turn, 1), want) << "attach " << how;
+  }
+  // bad input: at attach (no bytes), at the generation (not a video; its error names it), and no video input
+  EXPECT_EQ(pipit_session_attach_video_bytes(session_, bytes.data(), 0), PIPIT_ERR_INVALID_ARGUMENT);
+  pipit_session_reset(session_);
+  ASSERT_EQ(pipit_session_attach_video_bytes(session_, bytes.data(), bytes.size() / 40), PIPIT_OK);
+  EXPECT_EQ(pipit_session_generate(session_, turn.c_str(), 1, &opt_, nullptr, nullptr), PIPIT_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(pipit_last_error()).find("[video]"), std::string::npos) << pipit_last_error();
+  pipit_model* tm = nullptr;
+  ASSERT_EQ(pipit_model_load(test::model_dir("stories260k").c_str(), nullptr, &tm), PIPIT_OK);
+  pipit_session* ts = nullptr;
+  ASSERT_EQ(pipit_session_create(tm, nullptr, &ts), PIPIT_OK);
+  EXPECT_EQ(pipit_session_attach_video(ts, clip.c_str()), PIPIT_ERR_UNSUPPORTED);
+  pipit_session_destroy(ts);
+  pipit_model_destroy(tm);
 }
 
 }  // namespace
