@@ -131,6 +131,19 @@ struct Chat {
     return Status::ok();
   }
 
+  // A video (a file, or its frames at `fps`), encoded now and placed before the next message's text.
+  Status attach_video(const std::string& spec, double fps) {
+    const VisionLanguageModel* v = lm.model->vision();
+    if (!v || v->vision_tokens().video_token_id < 0)
+      return Error::unsupported("model type '{}' does not take video input", lm.model->info().arch);
+    PIPIT_ASSIGN_OR_RETURN(EncodedVideo video, encode_video_frames(lm, spec, fps, session.pool()));
+    std::fprintf(stderr, "[video: %zu frames sampled, %d tokens, attached to your next message]\n",
+                 video.processed.frame_indices.size(), int(video.features.dim(0)));
+    videos.push_back(std::move(video));
+    ++videos_pending;
+    return Status::ok();
+  }
+
   // One user turn: renders, evaluates what is new, streams the answer. On failure the turn is forgotten.
   Result<GenerateResult> turn(const std::string& text) {
     const size_t n_messages = messages.size(), n_images = images.size(), n_pending_videos = videos_pending;
@@ -240,7 +253,8 @@ struct Chat {
 };
 
 const char* kHelp =
-    "commands: /clear (forget the conversation), /image PATH (attach an image to your next message), /exit\n"
+    "commands: /clear (forget the conversation), /image PATH (attach an image to your next message), /video FILE\n"
+    "(attach a video: Qwen3.5), /exit\n"
     "Ctrl-C stops an answer; Ctrl-D or /exit quits; end a line with \\ to continue it on the next.\n";
 
 int cmd_chat(Args& a) {
@@ -295,19 +309,10 @@ int cmd_chat(Args& a) {
   chat.template_extra = *template_extra;
   for (const auto& path : a.get_all("--image"))
     if (auto st = chat.attach(path); !st) return fail(a, st.message());
-  if (has_video(a)) {  // attached to the first message
-    const VisionLanguageModel* v = lm->model->vision();
-    if (!v || v->vision_tokens().video_token_id < 0)
-      return fail(a, fmt("--video: model type '{}' does not take video input", lm->model->info().arch));
-    auto fps = a.get_float("--video-fps");
-    if (!fps) return fail(a, fps.status().message());
-    auto video = encode_video_frames(*lm, a.get("--video"), *fps, chat.session.pool());
-    if (!video) return fail(a, video.status().message());
-    std::fprintf(stderr, "[video: %zu frames sampled, %d tokens, attached to your next message]\n",
-                 video->processed.frame_indices.size(), int(video->features.dim(0)));
-    chat.videos.push_back(std::move(video).value());
-    chat.videos_pending = 1;
-  }
+  auto video_fps = a.get_float("--video-fps");
+  if (!video_fps) return fail(a, video_fps.status().message());
+  if (has_video(a))  // attached to the first message
+    if (auto st = chat.attach_video(a.get("--video"), *video_fps); !st) return fail(a, "--video: " + st.message());
 
   struct sigaction sa = {};
   sa.sa_handler = on_sigint;
@@ -345,6 +350,12 @@ int cmd_chat(Args& a) {
       std::string path = typed_path(line.substr(6));
       if (path.empty()) std::fputs("usage: /image PATH\n", stdout);
       else if (auto st = chat.attach(path); !st) std::fprintf(stdout, "error: %s\n", st.message().c_str());
+      continue;
+    }
+    if (line == "/video" || line.rfind("/video ", 0) == 0) {
+      std::string path = typed_path(line.substr(6));
+      if (path.empty()) std::fputs("usage: /video FILE (or a directory of frames, at --video-fps)\n", stdout);
+      else if (auto st = chat.attach_video(path, *video_fps); !st) std::fprintf(stdout, "error: %s\n", st.message().c_str());
       continue;
     }
     if (line[0] == '/') {

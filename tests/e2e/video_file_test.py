@@ -267,6 +267,20 @@ class ServerVideo(unittest.TestCase):
                 self.assertTrue(srv.alive())
             finally:
                 self.assertEqual(srv.stop(), 0)
+        # `pipit chat`: /video FILE attaches the clip to the next message, as `pipit run --video` does
+        with tempfile.TemporaryDirectory() as d:
+            clip = os.path.join(d, "clip.avi")
+            write_clip(clip, golden_frames(), 4, "ffv1", "bgr0")
+            run = subprocess.run([PIPIT, "run", "-m", model, "-t", "1", "--video", clip, "-p", "What happens?", "-n",
+                                  "6", "--temp", "0", "--ignore-eos"], check=True, capture_output=True, text=True)
+            r = subprocess.run([PIPIT, "chat", "-m", model, "-t", "1", "--temp", "0", "-n", "6", "--ignore-eos"],
+                               input="/video %s\nWhat happens?\n/video %s\n" % (clip, os.path.join(d, "none.mp4")),
+                               capture_output=True, text=True, timeout=300)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("[video: 4 frames sampled, 12 tokens, attached to your next message]", r.stderr)
+            turns = r.stdout.split("> ")
+            self.assertEqual(turns[2].rstrip("\n"), run.stdout.rstrip("\n"))
+            self.assertTrue(turns[3].startswith("error:") and "none.mp4" in turns[3], turns[3])
         text_model = Server(PIPIT, os.path.join(SERVER_MODELS, "qwen3_chat"))
         try:
             status, r = text_model.post("/v1/chat/completions", {"messages": [{"role": "user", "content": [
