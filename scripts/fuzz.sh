@@ -2,27 +2,28 @@
 # Builds the file-parser fuzz targets (tests/fuzz/fuzz_*.cpp) with clang-14 libFuzzer + ASan + UBSan and runs each
 # for a fixed budget from small valid seeds (tests/fuzz/make_seeds.py). Any crash, sanitizer report or leak fails.
 # usage: scripts/fuzz.sh [SECONDS_PER_TARGET=60] [OUT_DIR=build-fuzz] [TARGETS...]
-#   e.g. scripts/fuzz.sh 60            all five targets, 60 s each
+#   e.g. scripts/fuzz.sh 60            all six targets, 60 s each
 #        scripts/fuzz.sh 300 build-fuzz gguf pickle
 # Needs clang-14 and libclang-rt-14-dev (scripts/setup.sh installs both); python3 (+ python3-torch for pickle seeds);
-# libjpeg-turbo and stb for the image target.
+# libjpeg-turbo and stb for the image target; FFmpeg's libraries (+ python3-av for seeds) for the video target.
 set -euo pipefail
 BUDGET=${1:-60}
 OUT=${2:-build-fuzz}
 shift $(( $# > 2 ? 2 : $# ))
-TARGETS=${*:-pipit safetensors gguf pickle image}
+TARGETS=${*:-pipit safetensors gguf pickle image video}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 
 CXX=${CXX:-clang++-14}
 FLAGS=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-       -I"$ROOT" -I"$ROOT/include" -I/usr/include/stb -DPIPIT_VERSION=\"fuzz\" -DPIPIT_WITH_LIBJPEG=1)
+       -I"$ROOT" -I"$ROOT/include" -I/usr/include/stb -DPIPIT_VERSION=\"fuzz\" -DPIPIT_WITH_LIBJPEG=1 -DPIPIT_WITH_FFMPEG=1)
 # the parsers and what they use; nothing else of the library is linked
-LIB=(core/dtype.cpp core/storage.cpp core/tensor.cpp format/safetensors.cpp format/pipit_format.cpp format/gguf.cpp
+LIB=(core/dtype.cpp core/storage.cpp core/tensor.cpp core/output_file.cpp core/limits.cpp format/safetensors.cpp format/pipit_format.cpp format/gguf.cpp
      convert/pickle.cpp convert/zip_reader.cpp convert/torch_checkpoint.cpp convert/gguf_import.cpp
      convert/gguf_tokenizer.cpp
-     models/vision/image.cpp models/vision/jpeg_decode.cpp models/vision/resample.cpp models/vision/image_processor.cpp)
+     models/vision/image.cpp models/vision/jpeg_decode.cpp models/vision/resample.cpp models/vision/image_processor.cpp
+     models/vision/video_file.cpp)
 
 echo "[fuzz] building with $CXX into $OUT"
 objs=()
@@ -39,7 +40,7 @@ done
 
 status=0
 for t in $TARGETS; do
-  "$CXX" "${FLAGS[@]}" "$ROOT/tests/fuzz/fuzz_$t.cpp" "${objs[@]}" -ljpeg -o "$OUT/fuzz_$t"
+  "$CXX" "${FLAGS[@]}" "$ROOT/tests/fuzz/fuzz_$t.cpp" "${objs[@]}" -ljpeg -lavformat -lavcodec -lswscale -lavutil -o "$OUT/fuzz_$t"
   corpus="$OUT/corpus_$t"
   mkdir -p "$corpus"
   echo "[fuzz] fuzz_$t: ${BUDGET}s"

@@ -8,6 +8,8 @@ gguf/         GGUF v3 files: llama metadata + a SentencePiece vocab + F32/Q8_0 t
               and a gpt2-style vocab with merges
 pickle/       data.pkl of a torch.save state dict and the whole zip (needs python3-torch; skipped without it)
 image/        the committed test images under 4 KB (tests/data/jpeg, tests/data/resize): JPEG and PNG
+video/        tiny clips (H.264 in MP4, VP9 in WebM, FFV1 in MKV, MPEG-4 in AVI) written with PyAV (python3-av;
+              skipped without it)
 """
 import glob
 import json
@@ -142,9 +144,32 @@ def pickle_seeds(out):
         open(os.path.join(out, "data.pkl"), "wb").write(z.read(pkl))
 
 
+def video_seeds(out):
+    try:
+        import av
+        import numpy as np
+    except ImportError:
+        return
+    for name, codec, pix in [("h264.mp4", "libx264", "yuv420p"), ("vp9.webm", "libvpx-vp9", "yuv420p"),
+                             ("ffv1.mkv", "ffv1", "bgr0"), ("mpeg4.avi", "mpeg4", "yuv420p")]:
+        try:
+            with av.open(os.path.join(out, name), "w") as c:
+                s = c.add_stream(codec, rate=5)
+                s.width, s.height, s.pix_fmt, s.gop_size = 16, 16, pix, 3
+                for i in range(8):
+                    a = np.full((16, 16, 3), i * 30, np.uint8)
+                    for p in s.encode(av.VideoFrame.from_ndarray(a, format="rgb24")):
+                        c.mux(p)
+                for p in s.encode():
+                    c.mux(p)
+        except Exception:  # an encoder this FFmpeg lacks
+            if os.path.exists(os.path.join(out, name)):
+                os.remove(os.path.join(out, name))
+
+
 def main():
     out = sys.argv[1]
-    for d in ("pipit", "safetensors", "gguf", "pickle", "image"):
+    for d in ("pipit", "safetensors", "gguf", "pickle", "image", "video"):
         os.makedirs(os.path.join(out, d), exist_ok=True)
     open(os.path.join(out, "pipit", "small.pipit"), "wb").write(pipit_seed())
     open(os.path.join(out, "safetensors", "small.safetensors"), "wb").write(safetensors_seed())
@@ -155,6 +180,7 @@ def main():
     for f in glob.glob(os.path.join(data, "jpeg", "*.jpg")) + glob.glob(os.path.join(data, "resize", "*.png")):
         if os.path.getsize(f) < 4096:
             shutil.copy(f, os.path.join(out, "image", os.path.basename(f)))
+    video_seeds(os.path.join(out, "video"))
 
 
 if __name__ == "__main__":
