@@ -1,0 +1,236 @@
+// Gemma 4 with an image against the goldens of ../shared/testdata/models/gemma4 (reference/gemma4_vision.py): the
+// image processor's pixel_values and patch positions, the vision tower's stages (position table, patch embedding,
+// each encoder layer, the 3x3 pooler, the projector), the prompt as HF's processor lays it out (<|image> + one
+// <|image|> per soft token + <image|>), inputs_embeds, prefill logits and the greedy continuation with the KV cache;
+// a prompt already expanded by HF's processor; a broken image file.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/multimodal.h"
+#include "runtime/sampler.h"
+#include "tests/models/model_test_util.h"
+
+namespace pipit {
+namespace {
+
+constexpr double kTol = 1e-3;        // logits (issue 32: <= 1e-3 with f32 KV)
+constexpr double kTowerTol = 1e-4;   // tower stages, relative to the stage's largest |value| (measured ~1e-7)
+
+class Gemma4Vision : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto m = load_model(test::model_dir("gemma4"));
+    ASSERT_TRUE(m.is_ok()) << m.status().message();
+    lm_ = new LoadedModel(std::move(m).value());
+    auto g = SafetensorsFile::open(test::model_dir("gemma4") + "/golden.safetensors");
+    ASSERT_TRUE(g.is_ok()) << g.status().message();
+    g_ = new SafetensorsFile(std::move(g).value());
+  }
+  static void TearDownTestSuite() {
+    delete lm_;
+    delete g_;
+    lm_ = nullptr;
+    g_ = nullptr;
+  }
+  static Tensor get(const std::string& name) {
+    auto t = g_->get(name);
+    EXPECT_TRUE(t.is_ok()) << name << ": " << t.status().message();
+    return t.is_ok() ? *t : Tensor();
+  }
+  static std::vector<int32_t> ids(const std::string& name) {
+    Tensor t = get(name);
+    return {t.ptr<int32_t>(), t.ptr<int32_t>() + t.numel()};
+  }
+  // prompts.json: the image case's ids with one <|image|> placeholder (what a chat template writes)
+  static std::vector<int32_t> unexpanded() {
+    std::ifstream in(test::model_dir("gemma4") + "/prompts.json");
+    return nlohmann::json::parse(in)["image"]["input_ids_unexpanded"].get<std::vector<int32_t>>();
+  }
+  static std::string image() { return test::model_dir("gemma4") + "/img_200x150.png"; }
+  static ImageProcessorConfig processor() {
+    auto pp = preprocessor_config_of(*lm_);
+    EXPECT_TRUE(pp.is_ok()) << pp.status().message();
+    auto p = image_processor_for(*lm_->model, pp.is_ok() ? *pp : nlohmann::json());
+    EXPECT_TRUE(p.is_ok()) << p.status().message();
+    return p.is_ok() ? *p : ImageProcessorConfig{};
+  }
+  static EncodedImage encode(std::map<std::string, std::vector<float>>* trace = nullptr) {
+    ThreadPool pool(2);
+    TensorHook hook;
+    if (trace)
+      hook = [trace](const std::string& n, int layer, const Tensor& t) {
+        auto& v = (*trace)[layer >= 0 ? n + "." + std::to_string(layer) : n];
+        v.assign(t.ptr<float>(), t.ptr<float>() + t.numel());
+      };
+    auto img = load_image(image());
+    EXPECT_TRUE(img.is_ok()) << img.status().message();
+    auto e = encode_image(*lm_->model, processor(), *img, pool, hook);
+    EXPECT_TRUE(e.is_ok()) << e.status().message();
+    return e.is_ok() ? std::move(e).value() : EncodedImage{};
+  }
+  int64_t V() const { return lm_->model->info().n_vocab; }
+
+  static LoadedModel* lm_;
+  static SafetensorsFile* g_;
+};
+LoadedModel* Gemma4Vision::lm_ = nullptr;
+SafetensorsFile* Gemma4Vision::g_ = nullptr;
+
+// Pillow-exact bicubic resize (200x150 -> 432x336), float64 rescale, (py, px, c) patches, 63 zero rows of padding:
+// bit-identical. The positions (x, y) row-major with (-1, -1) padding follow from the grid.
+TEST_F(Gemma4Vision, PixelValuesAndPositions) {
+  const EncodedImage e = encode();
+  const Tensor& pv = e.processed.pixel_values;
+  Tensor want = get("image.pixel_values");
+  ASSERT_EQ(pv.numel(), want.numel());
+  EXPECT_EQ(pv.shape(), std::vector<int64_t>({630, 768}));
+  auto d = test::max_abs_diff(pv.ptr<float>(), want.ptr<float>(), want.numel());
+  std::printf("[ measure  ] pixel_values max |diff| %.3g\n", d.max_abs);
+  EXPECT_EQ(d.max_abs, 0.0) << "worst at element " << d.worst;
+  EXPECT_EQ(e.processed.resized_height, 336);
+  EXPECT_EQ(e.processed.resized_width, 432);
+  const int32_t gh = e.processed.grid_thw[1], gw = e.processed.grid_thw[2];
+  std::vector<int32_t> pos;
+  for (int32_t i = 0; i < 630; ++i) {
+    const bool real = i < gh * gw;
+    pos.push_back(real ? i % gw : -1);
+    pos.push_back(real ? i / gw : -1);
+  }
+  EXPECT_EQ(pos, ids("image.image_position_ids"));
+  EXPECT_EQ(lm_->model->vision()->n_image_tokens(e.processed), 63);
+}
+
+TEST_F(Gemma4Vision, TowerStagesAndProjector) {
+  std::map<std::string, std::vector<float>> trace;
+  const EncodedImage e = encode(&trace);
+  const std::vector<std::pair<std::string, std::string>> stages = {
+      {"vision.pos_embed", "vision.pos_embed"}, {"vision.patch_embed", "vision.patch_embed"},
+      {"vision.layer.0", "vision.layer.0"},     {"vision.layer.1", "vision.layer.1"},
+      {"vision.pooled", "vision.pooled"},       {"vision_embeds", "vision_embeds"}};
+  for (const auto& [ours, key] : stages) {  // in order: the first that differs says where
+    Tensor want = get("image." + key);
+    ASSERT_TRUE(trace.count(ours)) << "no intermediate named " << ours;
+    ASSERT_EQ(int64_t(trace[ours].size()), want.numel()) << ours;
+    double scale = 0;
+    for (int64_t i = 0; i < want.numel(); ++i) scale = std::max(scale, std::fabs(double(want.ptr<float>()[i])));
+    auto d = test::max_abs_diff(trace[ours].data(), want.ptr<float>(), want.numel());
+    std::printf("[ measure  ] %s max |diff| %.3g (relative to max |value| %.3g: %.3g)\n", key.c_str(), d.max_abs,
+                scale, d.max_abs / scale);
+    ASSERT_LE(d.max_abs, kTowerTol * scale) << "first difference at " << key << " element " << d.worst;
+  }
+  Tensor want = get("image.vision_embeds");
+  ASSERT_EQ(e.features.numel(), want.numel());
+  EXPECT_LE(test::max_abs_diff(e.features.ptr<float>(), want.ptr<float>(), want.numel()).max_abs, 1e-5);
+}
+
+// The whole path: one placeholder becomes <|image> + 63 x <|image|> + <image|> (HF's input_ids), the soft tokens are
+// spliced in (inputs_embeds), prefill logits, then 32 greedy steps with the KV cache.
+TEST_F(Gemma4Vision, PromptLogitsAndGreedy) {
+  ThreadPool pool(2);
+  auto p = prepare_multimodal_prompt(*lm_, unexpanded(), {image()}, {}, pool);
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  EXPECT_EQ(p->tokens, ids("image.input_ids"));
+  Session s(*lm_->model, SessionOptions{.n_threads = 2, .kv_dtype = DType::F32});
+  std::vector<float> embd;
+  s.ctx().on_tensor = [&](const std::string& name, int, const Tensor& t) {
+    if (name == "embd") embd.assign(t.ptr<float>(), t.ptr<float>() + t.numel());
+  };
+  auto r = s.eval(*p, /*all_logits=*/true);
+  s.ctx().on_tensor = nullptr;
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  Tensor want_e = get("image.inputs_embeds"), want = get("image.logits");
+  ASSERT_EQ(int64_t(embd.size()), want_e.numel());
+  const double de = test::max_abs_diff(embd.data(), want_e.ptr<float>(), want_e.numel()).max_abs;
+  ASSERT_EQ(r->numel(), want.numel());
+  auto d = test::max_abs_diff(r->ptr<float>(), want.ptr<float>(), want.numel());
+  EXPECT_LE(de, 1e-5);
+  EXPECT_LE(d.max_abs, kTol) << "worst at position " << d.worst / V();
+
+  const int64_t T = int64_t(p->tokens.size());
+  std::vector<float> last(r->ptr<float>() + (T - 1) * V(), r->ptr<float>() + T * V());
+  const std::vector<int32_t> want_ids = ids("image.greedy_ids");
+  Tensor want_g = get("image.greedy_logits");
+  std::vector<int32_t> got;
+  double worst = 0;
+  for (size_t step = 0; step < want_ids.size(); ++step) {
+    worst = std::max(worst, test::max_abs_diff(last.data(), want_g.ptr<float>() + step * V(), V()).max_abs);
+    const int32_t next = argmax(std::span<const float>(last));
+    got.push_back(next);
+    if (next != want_ids[step]) break;
+    auto rs = s.eval(std::span<const int32_t>(&next, 1));
+    ASSERT_TRUE(rs.is_ok()) << rs.status().message();
+    last.assign(rs->ptr<float>(), rs->ptr<float>() + V());
+  }
+  std::printf("[ measure  ] image: inputs_embeds max abs %.3g, logits %.3g, greedy logits %.3g\n", de, d.max_abs,
+              worst);
+  EXPECT_EQ(got, want_ids);
+  EXPECT_LE(worst, kTol);
+}
+
+// HF's processor output (boi + 63 image tokens + eoi already in the ids) is taken as it is.
+TEST_F(Gemma4Vision, AlreadyExpandedPrompt) {
+  ThreadPool pool(2);
+  auto p = prepare_multimodal_prompt(*lm_, ids("image.input_ids"), {image()}, {}, pool);
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  EXPECT_EQ(p->tokens, ids("image.input_ids"));
+  int64_t n_rows = 0;
+  for (int32_t r : p->embd_row) n_rows += r >= 0;
+  EXPECT_EQ(n_rows, 63);
+  // a placeholder count that fits neither form is an error, not a guess
+  std::vector<int32_t> two = unexpanded();
+  two.push_back(502);
+  auto bad = prepare_multimodal_prompt(*lm_, two, {image()}, {}, pool);
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("image tokens"), std::string::npos) << bad.status().message();
+}
+
+TEST_F(Gemma4Vision, BrokenImageIsAClearError) {
+  const auto dir = std::filesystem::temp_directory_path() / ("pipit_g4v_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ifstream src(image(), std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(src)), std::istreambuf_iterator<char>());
+  const std::string cut = (dir / "cut.png").string();
+  std::ofstream(cut, std::ios::binary) << bytes.substr(0, bytes.size() / 3);
+  ThreadPool pool(1);
+  auto p = prepare_multimodal_prompt(*lm_, unexpanded(), {cut}, {}, pool);
+  std::filesystem::remove_all(dir);
+  ASSERT_FALSE(p.is_ok());
+  EXPECT_NE(p.status().message().find("cut.png"), std::string::npos) << p.status().message();
+}
+
+// Sizes of the processor on shapes the golden does not hold (HF's get_aspect_ratio_preserving_size): a square, a
+// thin strip (a side rounds to 0 blocks) and an image too elongated for the 64-row position table of this tower.
+TEST_F(Gemma4Vision, ProcessorSizesAndLimits) {
+  ImageProcessorConfig c = processor();
+  auto make = [](int w, int h) {
+    Image im;
+    im.width = w;
+    im.height = h;
+    im.rgb.assign(size_t(w) * size_t(h) * 3, 128);
+    return im;
+  };
+  auto sq = preprocess_image(make(500, 500), c);  // 70 tokens * 9 patches * 256 px: sqrt -> 401.6 -> 384 = 8 blocks
+  ASSERT_TRUE(sq.is_ok()) << sq.status().message();
+  EXPECT_EQ(sq->resized_height, 384);
+  EXPECT_EQ(sq->resized_width, 384);
+  auto strip = preprocess_image(make(2000, 20), c);  // height -> 0 blocks: one block high, 100 blocks capped at 70
+  ASSERT_TRUE(strip.is_ok()) << strip.status().message();
+  EXPECT_EQ(strip->resized_height, 48);
+  EXPECT_EQ(strip->resized_width, 70 * 48);
+  ThreadPool pool(1);
+  auto e = encode_image(*lm_->model, c, make(2000, 20), pool);  // 210 patches wide: past the position table
+  ASSERT_FALSE(e.is_ok());
+  EXPECT_NE(e.status().message().find("position table"), std::string::npos) << e.status().message();
+  ImageProcessorConfig bad = c;
+  bad.max_soft_tokens = 100;
+  EXPECT_FALSE(lm_->model->vision()->check_processor(bad).is_ok());
+}
+
+}  // namespace
+}  // namespace pipit
