@@ -32,7 +32,8 @@ Result<float> bound(const WeightSource& w, const std::string& name) {
 
 Result<std::unique_ptr<Gemma4Vision>> Gemma4Vision::load(const HfConfig& top, const WeightSource& w, int64_t out_dim,
                                                          int64_t n_vocab) {
-  if (!top.has("vision_config") || !w.has(std::string(kTower) + "patch_embedder.input_proj.weight")) return nullptr;
+  if (!top.has("vision_config") || !w.has(std::string(kTower) + "patch_embedder.input_proj.weight"))
+    return std::unique_ptr<Gemma4Vision>();
   const HfConfig v = top.sub("vision_config");
   auto t = std::make_unique<Gemma4Vision>();
   // Gemma4VisionConfig defaults where a field is missing

@@ -61,7 +61,7 @@ TEST(PatchOps, RopePartsIsHfMultidimensionalRope) {
   OpEnv e;
   Rng rng(12);
   const int64_t n_head = 3, hd = 16, n_part = 2, half = hd / n_part / 2;
-  std::vector<float> inv(size_t(half));
+  std::vector<float> inv(static_cast<size_t>(half));
   for (int64_t i = 0; i < half; ++i) inv[size_t(i)] = 1.0f / std::pow(100.0f, float(2 * i) / float(hd / 2));
   for (int64_t n : kRows) {
     Tensor x = filled({n, n_head, hd}, rng, -2, 2);

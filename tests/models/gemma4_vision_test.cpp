@@ -12,9 +12,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "format/safetensors.h"
+#include "models/vision/vision_model.h"
+#include "runtime/loader.h"
 #include "runtime/multimodal.h"
 #include "runtime/sampler.h"
+#include "runtime/session.h"
 #include "tests/models/model_test_util.h"
+#include "tests/test_util.h"
 
 namespace pipit {
 namespace {
