@@ -32,19 +32,6 @@ TEMPLATE = (
 )
 
 
-def bytes_to_unicode():
-    # GPT-2's byte -> printable character table (the byte-level pre-tokenizer's alphabet)
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return {b: chr(c) for b, c in zip(bs, cs)}
-
-
 def main():
     with open(PROMPTS, encoding="utf-8") as f:
         prompts = json.load(f)
@@ -54,13 +41,14 @@ def main():
             if isinstance(item, dict) and "text" in item:
                 assert pieces.get(item["text"], item["id"]) == item["id"]
                 pieces[item["text"]] = item["id"]
-    b2u = bytes_to_unicode()
+    # the vocab holds every id; an added token takes the id of the vocab entry with its exact content (HF's rule),
+    # so the pieces are stored as they are, not in the byte-level alphabet
     names = {i: "<unused_%d>" % i for i in range(N_VOCAB)}
     for t, i in SPECIAL.items():
         names[i] = t
     for t, i in pieces.items():
         assert i not in SPECIAL.values()
-        names[i] = "".join(b2u[b] for b in t.encode("utf-8"))
+        names[i] = t
     vocab = {name: i for i, name in names.items()}
     added = [{"id": i, "content": t, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False,
               "special": True} for t, i in SPECIAL.items()]
