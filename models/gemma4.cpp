@@ -122,7 +122,8 @@ class Gemma4Model : public Model {
         return Error::invalid_argument("[gemma4] top_k_experts {} must be in [1, num_experts {}] and "
                                        "moe_intermediate_size {} positive", n_expert_used_, n_expert_, n_ff_exp_);
     }
-    // "vision" (31B / 26B-A4B) makes image tokens attend to each other: no images here, so text is causal as HF;
+    // "vision" (31B / 26B-A4B) makes image tokens attend to each other: text is causal as HF, images are refused
+    // (models/vision/gemma4_vision.cpp);
     // "all" (embedding models) is not causal at all
     const char* bidi = "use_bidirectional_attention";
     if (cfg.get_string_or(bidi, "") == "all" || cfg.get_bool_or(bidi, false))

@@ -50,6 +50,9 @@ Result<std::unique_ptr<Gemma4Vision>> Gemma4Vision::load(const HfConfig& top, co
   t->eps_ = float(v.get_float_or("rms_norm_eps", 1e-6));
   t->clip_ = v.get_bool_or("use_clipped_linears", false);
   t->out_dim_ = out_dim;
+  // 31B / 26B-A4B: image tokens attend to each other in the decoder (a mask the decoder does not build yet)
+  const HfConfig tc = top.sub("text_config");
+  t->bidi_images_ = tc.json().is_object() && tc.get_string_or("use_bidirectional_attention", "") == "vision";
   const int64_t E = t->n_embd_, hd = t->head_dim_;
   if (E < 1 || E > (1 << 16) || t->n_head_ < 1 || t->n_head_kv_ < 1 || t->n_head_ % t->n_head_kv_ || hd < 4 ||
       hd % 4 || hd > 1024 || t->n_ff_ < 1 || t->n_ff_ > (1 << 18) || n_layer < 1 || n_layer > 256 || t->patch_ < 1 ||
@@ -146,6 +149,9 @@ ImageProcessorConfig Gemma4Vision::default_processor() const {
 }
 
 Status Gemma4Vision::check_processor(const ImageProcessorConfig& p) const {
+  if (bidi_images_)
+    return Error::unsupported("[gemma4] images with use_bidirectional_attention = vision (31B / 26B-A4B: image tokens "
+                              "attend to each other) are not supported yet");
   if (p.kind != ImageProcessorConfig::Kind::kGemma4)
     return Error::invalid_argument("[gemma4] the image processor must be Gemma 4's");
   if (p.patch_size != patch_ || p.pooling_kernel_size != pool_)

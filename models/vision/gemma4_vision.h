@@ -47,6 +47,7 @@ class Gemma4Vision : public VisionLanguageModel {
   int patch_ = 16, pool_ = 3, default_soft_tokens_ = 280;
   float eps_ = 1e-6f;
   bool clip_ = false;
+  bool bidi_images_ = false;  // text_config.use_bidirectional_attention == "vision": images refused
   std::vector<float> inv_freq_;  // head_dim / 4 frequencies of each spatial half (theta ^ (-2i / (head_dim / 2)))
   Tensor patch_w_;               // input_proj [n_embd, 3 * patch * patch], columns (py, px, c)
   Tensor pos_table_;             // position_embedding_table [2, n_pos, n_embd]: x rows, then y rows

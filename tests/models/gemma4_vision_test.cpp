@@ -240,6 +240,31 @@ TEST_F(Gemma4Vision, ProcessorSizesAndLimits) {
   EXPECT_FALSE(lm_->model->vision()->check_processor(bad).is_ok());
 }
 
+// The image_audio case holds the same image: its vision part (pixel values, soft tokens) is the image case's.
+TEST_F(Gemma4Vision, ImageAudioCaseVisionPart) {
+  const EncodedImage e = encode();
+  for (const char* key : {"pixel_values", "vision_embeds"}) {
+    Tensor want = get(std::string("image_audio.") + key);
+    const Tensor& got = std::string(key) == "pixel_values" ? e.processed.pixel_values : e.features;
+    ASSERT_EQ(got.numel(), want.numel()) << key;
+    EXPECT_LE(test::max_abs_diff(got.ptr<float>(), want.ptr<float>(), want.numel()).max_abs, 1e-5) << key;
+  }
+}
+
+// A config whose decoder lets image tokens attend to each other (31B / 26B-A4B) loads for text but refuses images
+// (the decoder builds no such mask).
+TEST_F(Gemma4Vision, BidirectionalImageConfigsRefuseImages) {
+  test::EditedCheckpoint ckpt("gemma4", [](nlohmann::json& j) {
+    j["text_config"]["use_bidirectional_attention"] = "vision";
+  });
+  auto m = load_model(ckpt.dir());
+  ASSERT_TRUE(m.is_ok()) << m.status().message();
+  ASSERT_NE(m->model->vision(), nullptr);
+  auto p = image_processor_for(*m->model, nlohmann::json());
+  ASSERT_FALSE(p.is_ok());
+  EXPECT_NE(p.status().message().find("use_bidirectional_attention"), std::string::npos) << p.status().message();
+}
+
 // The whole model (tower, projector, decoder) from q8 / q4 .pipit files against the f32 goldens: relative RMS of the
 // soft tokens and of the prefill logits, and (q8) the last position's argmax. The default recipe keeps the tower's
 // and projector's matrices at q8_0 under q4 (convert/recipe.h rule 6a), the 3-D position table and the clip bounds
