@@ -238,6 +238,18 @@ TEST_F(Gemma4Vision, ProcessorSizesAndLimits) {
   ImageProcessorConfig bad = c;
   bad.max_soft_tokens = 100;
   EXPECT_FALSE(lm_->model->vision()->check_processor(bad).is_ok());
+  // preprocessor_config.json values: an unsupported budget, and a patch size the tower was not trained with
+  auto p = parse_image_processor({{"max_soft_tokens", 100}}, c);
+  ASSERT_FALSE(p.is_ok());
+  EXPECT_NE(p.status().message().find("max_soft_tokens"), std::string::npos) << p.status().message();
+  auto q = image_processor_for(*lm_->model, {{"patch_size", 14}});
+  ASSERT_FALSE(q.is_ok());
+  EXPECT_NE(q.status().message().find("patch"), std::string::npos) << q.status().message();
+  auto big = image_processor_for(*lm_->model, {{"max_soft_tokens", 280}});  // a larger budget: more tokens
+  ASSERT_TRUE(big.is_ok()) << big.status().message();
+  auto pi = preprocess_image(make(200, 150), *big);
+  ASSERT_TRUE(pi.is_ok()) << pi.status().message();
+  EXPECT_EQ(lm_->model->vision()->n_image_tokens(*pi), 266);  // 672 x 912 -> 42 x 57 patches -> 14 x 19
 }
 
 // The image_audio case holds the same image: its vision part (pixel values, soft tokens) is the image case's.
