@@ -286,26 +286,28 @@ Result<ProcessedImage> preprocess_gemma4(const Image& img, const ImageProcessorC
                                    "{} patches (do_resize is off)", tw, th, p * k, max_patches);
   }
   const Image resized = (th == img.height && tw == img.width) ? img : resize_image(img, int(tw), int(th), c.resample);
-  std::vector<float> chw(size_t(3 * th * tw));
-  rescale_normalize(resized, c, chw.data());
   const int64_t gh = th / p, gw = tw / p, cols = 3 * p * p;
   ProcessedImage out;
   out.grid_thw = {1, int32_t(gh), int32_t(gw)};
   out.resized_height = int(th);
   out.resized_width = int(tw);
-  // patches row-major over the grid, columns (py, px, c); rows past the image's patches stay zero (HF's padding)
+  // patches row-major over the grid, columns (py, px, c): a patch row of p pixels is p * 3 consecutive bytes of
+  // the image, rescaled (and normalized) as rescale_normalize does; rows past the image's patches are zero (HF's
+  // padding)
   out.pixel_values = Tensor::empty(DType::F32, {max_patches, cols});
   float* dst = out.pixel_values.ptr<float>();
-  std::fill(dst, dst + max_patches * cols, 0.0f);
-  const size_t plane = size_t(th * tw);
   for (int64_t gy = 0; gy < gh; ++gy)
-    for (int64_t gx = 0; gx < gw; ++gx) {
-      float* r = dst + (gy * gw + gx) * cols;
-      for (int64_t py = 0; py < p; ++py)
-        for (int64_t px = 0; px < p; ++px)
-          for (int64_t ch = 0; ch < 3; ++ch)
-            r[(py * p + px) * 3 + ch] = chw[size_t(ch) * plane + size_t((gy * p + py) * tw + gx * p + px)];
-    }
+    for (int64_t gx = 0; gx < gw; ++gx)
+      for (int64_t py = 0; py < p; ++py) {
+        const uint8_t* src = resized.px(int(gx * p), int(gy * p + py));
+        float* r = dst + (gy * gw + gx) * cols + py * p * 3;
+        for (int64_t i = 0; i < p * 3; ++i) {
+          float v = c.do_rescale ? float(double(src[i]) * c.rescale_factor) : float(src[i]);
+          if (c.do_normalize) v = (v - c.mean[size_t(i % 3)]) / c.std[size_t(i % 3)];
+          r[i] = v;
+        }
+      }
+  std::fill(dst + gh * gw * cols, dst + max_patches * cols, 0.0f);
   return out;
 }
 
