@@ -15,6 +15,9 @@
 //   6. Gated DeltaNet gate projections (*linear_attn.in_proj_a/in_proj_b.weight, Qwen3.5) -> 16-bit under q8/q4:
 //      one row per value head that sets every token's decay and write strength, whose error the recurrent state
 //      carries along the sequence (A_log, dt_bias and conv1d.weight are not 2-D: f32 by rule 1 and the fallback)
+//   6a. Gemma 4's vision tower and projector matrices (model.vision_tower.*, model.embed_vision.*) -> q8_0 under q4:
+//      every soft token carries their error (q4: relative RMS 0.25 on the test checkpoint's soft tokens, q8 0.018)
+//      for a few % of the model's weights
 //   7. everything else                                  -> the requested type
 // The K-quant mixes (--quant q4_k_m / q4_k (= q4_k_m) / q4_k_s / q5_k_m / q5_k (= q5_k_m) / q5_k_s / q6_k) follow
 // llama-quantize's defaults (llama_tensor_get_type, no imatrix) so a converted file and a downloaded one get the same

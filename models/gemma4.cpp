@@ -5,8 +5,9 @@
 // soft-cap, tied embeddings. Also, without goldens (equivalence / invariance tests only): attention_k_eq_v full
 // layers (31B / 26B-A4B: values from the k projection, their own KV head count) and the MoE block (26B-A4B: routed
 // experts beside the dense MLP). reference: HF modeling_gemma4.py (Gemma4TextModel,
-// Gemma4TextDecoderLayer, Gemma4TextAttention, Gemma4TextMLP) and ../shared/testdata/reference/gemma4.py; the vision
-// and audio towers are not implemented: their tensors are left unread (front ends refuse images: models/media_note.h).
+// Gemma4TextDecoderLayer, Gemma4TextAttention, Gemma4TextMLP) and ../shared/testdata/reference/gemma4.py. Images: the
+// vision tower and projector in models/vision/gemma4_vision.cpp (vision() returns it). The audio tower is not
+// implemented: its tensors are left unread (front ends refuse audio: models/media_note.h).
 #include <algorithm>
 #include <cmath>
 
@@ -14,6 +15,7 @@
 #include "models/moe.h"
 #include "models/media_note.h"
 #include "models/mapped_weights.h"
+#include "models/vision/gemma4_vision.h"
 
 namespace pipit {
 
@@ -120,7 +122,8 @@ class Gemma4Model : public Model {
         return Error::invalid_argument("[gemma4] top_k_experts {} must be in [1, num_experts {}] and "
                                        "moe_intermediate_size {} positive", n_expert_used_, n_expert_, n_ff_exp_);
     }
-    // "vision" (31B / 26B-A4B) makes image tokens attend to each other: no images here, so text is causal as HF;
+    // "vision" (31B / 26B-A4B) makes image tokens attend to each other: text is causal as HF, images are refused
+    // (models/vision/gemma4_vision.cpp);
     // "all" (embedding models) is not causal at all
     const char* bidi = "use_bidirectional_attention";
     if (cfg.get_string_or(bidi, "") == "all" || cfg.get_bool_or(bidi, false))
@@ -240,6 +243,9 @@ class Gemma4Model : public Model {
         info_.eos_ids.push_back(int32_t(id));
     info_.n_vocab = n_vocab;
     info_.n_embd = n_embd_;
+    if (nested) {  // null without the tower's tensors (a text-only export)
+      PIPIT_ASSIGN_OR_RETURN(vision_, Gemma4Vision::load(top, w, n_embd_, n_vocab));
+    }
     info_.n_layer = n_layer;
     // one cache layer per non-shared layer, each row as wide as the widest (a layer with a narrower one uses the
     // first bytes: cache_view); sliding layers get a ring. With one KV head count: [n_head_kv, widest head_dim]
@@ -252,6 +258,8 @@ class Gemma4Model : public Model {
     }
     return Status::ok();
   }
+
+  const VisionLanguageModel* vision() const override { return vision_.get(); }
 
   Status forward(Ctx& ctx, const Batch& batch, KvCache& kv, Tensor* logits) override {
     PIPIT_TRY(check_batch_fits(kArch, batch, kv));
@@ -418,6 +426,7 @@ class Gemma4Model : public Model {
   Tensor ple_model_proj_;  // per_layer_model_projection [n_layer * n_ple, n_embd]
   Tensor ple_proj_norm_;   // per_layer_projection_norm [n_ple]
   std::vector<Gemma4Layer> layers_;
+  std::unique_ptr<Gemma4Vision> vision_;  // null without vision tower tensors
 };
 
 Result<std::unique_ptr<Model>> make_gemma4(const HfConfig& cfg, const WeightSource& w) {
@@ -429,10 +438,9 @@ Result<std::unique_ptr<Model>> make_gemma4(const HfConfig& cfg, const WeightSour
 }  // namespace
 
 PIPIT_REGISTER_MODEL("gemma4", make_gemma4);
-static MediaNoteRegistrar kGemma4Media("gemma4", "Gemma 4 vision/audio input is not implemented yet");
-// the PLE table is read by rows; the towers are not read yet
-static MappedWeightsRegistrar kGemma4Mapped("gemma4", {"*embed_tokens_per_layer.weight", "model.vision_tower.*",
-                                                       "model.audio_tower.*", "model.embed_vision.*",
+static MediaNoteRegistrar kGemma4Media("gemma4", "Gemma 4 audio input is not implemented yet");
+// the PLE table is read by rows; the audio tower is not read yet
+static MappedWeightsRegistrar kGemma4Mapped("gemma4", {"*embed_tokens_per_layer.weight", "model.audio_tower.*",
                                                        "model.embed_audio.*"});
 static MappedWeightsRegistrar kGemma4TextMapped("gemma4_text", {"*embed_tokens_per_layer.weight"});
 PIPIT_REGISTER_MODEL("gemma4_text", make_gemma4);

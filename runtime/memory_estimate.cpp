@@ -90,6 +90,10 @@ double tower_activation_bytes(const LoadedModel& lm) {
       pixels = double(pc.base_size) * pc.base_size * 3;
       patches = pixels / 3 / 256;  // patch 16, the global view (tiles are encoded one at a time)
       break;
+    case ImageProcessorConfig::Kind::kGemma4:  // max_soft_tokens pooled blocks of pooling^2 patches, padded rows
+      patches = double(pc.max_soft_tokens) * pc.pooling_kernel_size * pc.pooling_kernel_size;
+      pixels = patches * pc.patch_size * pc.patch_size * 3;
+      break;
   }
   const HfConfig vc = lm.config.sub("vision_config");
   const double hidden = double(vc.get_int_or("hidden_size", vc.get_int_or("embed_dim", 1024)));

@@ -1,5 +1,6 @@
 // Multimodal prompts: processor selection, image encoding, placeholder expansion and get_rope_index.
-// reference: HF processing_qwen2_vl.py / processing_llava.py (placeholder expansion), modeling_qwen2_vl.py
+// reference: HF processing_qwen2_vl.py / processing_llava.py / processing_gemma4.py (placeholder expansion),
+// modeling_qwen2_vl.py
 // (Qwen2VLModel.get_rope_index).
 #include "runtime/multimodal.h"
 
@@ -111,7 +112,7 @@ Result<MultimodalPrompt> build_multimodal_prompt(const Model& m, std::span<const
       continue;
     }
     const EncodedImage& im = images[image];
-    const int64_t n = im.features.dim(0), begin = int64_t(p.tokens.size());
+    const int64_t n = im.features.dim(0);
     if (expanded)
       for (int64_t j = 0; j < n; ++j)
         if (i + size_t(j) >= tokens.size() || tokens[i + size_t(j)] != vt.image_token_id)
@@ -119,6 +120,16 @@ Result<MultimodalPrompt> build_multimodal_prompt(const Model& m, std::span<const
                                          image + 1, n, i, j);
     int64_t first_row = 0;
     for (size_t k = 0; k < image; ++k) first_row += images[k].features.dim(0);
+    // Gemma 4: the processor wraps the run in <|image> ... <image|> (an expanded prompt has them already)
+    auto wrap = [&](int32_t id) {
+      if (expanded || id < 0) return;
+      p.tokens.push_back(id);
+      p.embd_row.push_back(-1);
+      for (auto& s : pos) s.push_back(next);
+      ++next;
+    };
+    wrap(vt.image_begin_id);
+    const int64_t begin = int64_t(p.tokens.size());
     for (int64_t j = 0; j < n; ++j) {
       p.tokens.push_back(vt.image_token_id);
       p.embd_row.push_back(int32_t(first_row + j));
@@ -143,6 +154,7 @@ Result<MultimodalPrompt> build_multimodal_prompt(const Model& m, std::span<const
     }
     const int64_t end = int64_t(p.tokens.size());
     p.image_spans.push_back({begin, end, int32_t(next - end)});
+    wrap(vt.image_end_id);
     i += expanded ? size_t(n) : 1;
     ++image;
   }

@@ -5,7 +5,10 @@
 //  - CLIPImageProcessor (LLaVA): shortest edge to `size`, PIL resize, center crop, rescale, normalize;
 //  - DeepSeek-OCR (the remote code's infer(), no HF processor class): a global view (ImageOps.pad to base_size, or a
 //    plain resize for image_size <= 640 without crop mode) and, in crop mode ("Gundam"), 640x640 tiles of the image
-//    resized to the grid dynamic_preprocess picks; ToTensor + Normalize(0.5, 0.5).
+//    resized to the grid dynamic_preprocess picks; ToTensor + Normalize(0.5, 0.5);
+//  - Gemma4ImageProcessor (Gemma 4; the PIL backend): an aspect-preserving resize to multiples of pooling * patch
+//    within max_soft_tokens * pooling^2 patches, rescale to [0, 1] (no normalize), patches in row-major grid order
+//    with (py, px, c) columns, zero rows up to max_soft_tokens * pooling^2.
 // Numerics as HF: uint8 resize, x * rescale_factor in double cast to float, (x - mean) / std in float.
 #pragma once
 
@@ -22,7 +25,7 @@
 namespace pipit {
 
 struct ImageProcessorConfig {
-  enum class Kind { kQwen2VL, kClip, kDeepseekOcr };
+  enum class Kind { kQwen2VL, kClip, kDeepseekOcr, kGemma4 };
   Kind kind = Kind::kQwen2VL;
   ResampleFilter resample = ResampleFilter::kBicubic;
   bool do_resize = true, do_rescale = true, do_normalize = true, do_center_crop = true;
@@ -37,11 +40,16 @@ struct ImageProcessorConfig {
   // DeepSeek-OCR: infer(base_size, image_size, crop_mode); the default is infer()'s own (Gundam)
   int base_size = 1024, image_size = 640;
   bool crop_mode = true;
+  // Gemma 4 (patch_size above): soft tokens per image at most (70, 140, 280, 560 or 1120), pooled k x k patches each
+  int max_soft_tokens = 280, pooling_kernel_size = 3;
 };
 
 // DeepSeek-OCR's named modes (README of deepseek-ai/DeepSeek-OCR): tiny 512/512, small 640/640, base 1024/1024,
 // large 1280/1280 without crops; gundam 1024 global + 640 tiles. Errors for any other name.
 Status apply_deepseek_ocr_mode(ImageProcessorConfig& c, const std::string& mode);
+
+// Gemma 4's soft-token budgets (Gemma4ImageProcessor's supported max_soft_tokens): an error for any other.
+Status check_gemma4_soft_tokens(int64_t n);
 
 // Fields of a preprocessor_config.json over `base` (the model's defaults). Unknown fields are ignored; wrong types
 // and impossible values are errors.
@@ -49,12 +57,13 @@ Result<ImageProcessorConfig> parse_image_processor(const nlohmann::json& pp, Ima
 
 struct ProcessedImage {
   // Qwen: [grid_t * grid_h * grid_w, 3 * temporal_patch * patch * patch]; CLIP: [3, crop_height, crop_width];
-  // DeepSeek-OCR: the global view [3, S, S].
+  // DeepSeek-OCR: the global view [3, S, S]; Gemma 4: [max_soft_tokens * pooling^2, 3 * patch * patch], the first
+  // grid_h * grid_w rows the patches (row-major), the rest zero.
   Tensor pixel_values;
   // DeepSeek-OCR crop mode: the tiles [crop_rows * crop_cols, 3, 640, 640], row-major (undefined: no tiles).
   Tensor crops;
   int crop_cols = 1, crop_rows = 1;
-  std::array<int32_t, 3> grid_thw{};  // Qwen: (t, h, w) in patches. CLIP: (1, H / patch, W / patch)
+  std::array<int32_t, 3> grid_thw{};  // Qwen: (t, h, w) in patches. CLIP, Gemma 4: (1, H / patch, W / patch)
   int resized_height = 0, resized_width = 0;  // after resize (before the CLIP crop)
 };
 

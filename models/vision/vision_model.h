@@ -19,6 +19,9 @@ struct VisionTokens {
   int32_t image_token_id = -1;   // the placeholder the processor repeats once per image token (<|image_pad|>, <image>)
   int32_t vision_start_id = -1;  // Qwen: <|vision_start|> before each image (-1: none)
   int32_t vision_end_id = -1;    // Qwen: <|vision_end|> after it
+  // Gemma 4: <|image> / <image|>, which the processor (not the chat template) puts around each image's expanded run
+  // of image tokens (-1: none)
+  int32_t image_begin_id = -1, image_end_id = -1;
   int32_t video_token_id = -1;   // Qwen3.5: <|video_pad|>, repeated per video token (-1: the model takes no video)
   bool mrope = false;            // Qwen: positions by get_rope_index (3 streams), else plain positions
   int merge_size = 1;            // Qwen: spatial merge; the LM sees an image as a (t, h/m, w/m) grid

@@ -1,5 +1,5 @@
 // libFuzzer target: image decoding (PNG/JPEG headers, EXIF, stb for PNG, libjpeg-turbo for JPEG) on arbitrary
-// bytes; decoded images go through the PIL resampler and both HF processors at small sizes.
+// bytes; decoded images go through the PIL resampler and the Qwen, CLIP and Gemma 4 processors at small sizes.
 // build and run: scripts/fuzz.sh 300 build-fuzz image
 #include <cstddef>
 #include <cstdint>
@@ -20,5 +20,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   c.crop_height = 19;
   c.crop_width = 13;
   (void)pipit::preprocess_image(*img, c);
+  pipit::ImageProcessorConfig g;  // Gemma 4: aspect-preserving resize within 70 x 9 patches of 16
+  g.kind = pipit::ImageProcessorConfig::Kind::kGemma4;
+  g.do_normalize = false;
+  g.patch_size = 16;
+  g.max_soft_tokens = 70;
+  (void)pipit::preprocess_image(*img, g);
   return 0;
 }

@@ -34,6 +34,12 @@ void gelu_tanh(float* x, int64_t n);
 void quick_gelu(float* x, int64_t n);
 void layer_norm(const float* x, const float* w, const float* b, float* y, int64_t n, float eps);
 
+// patch-grid ops (patch_ref.cpp, ops_patch.h)
+void clamp(float* x, int64_t n, float lo, float hi);
+void shift_scale(float* x, int64_t n, float shift, float scale);
+void rope_parts(float* v, int64_t head_dim, int64_t n_part, const float* cs);
+void pool_block(const float* x, int64_t grid_w, int64_t d, int64_t k, float w, float* y);
+
 void f32_to_f32(const void* src, float* dst, int64_t n);
 void f16_to_f32_row(const void* src, float* dst, int64_t n);
 void bf16_to_f32_row(const void* src, float* dst, int64_t n);
