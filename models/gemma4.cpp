@@ -5,8 +5,9 @@
 // soft-cap, tied embeddings. Also, without goldens (equivalence / invariance tests only): attention_k_eq_v full
 // layers (31B / 26B-A4B: values from the k projection, their own KV head count) and the MoE block (26B-A4B: routed
 // experts beside the dense MLP). reference: HF modeling_gemma4.py (Gemma4TextModel,
-// Gemma4TextDecoderLayer, Gemma4TextAttention, Gemma4TextMLP) and ../shared/testdata/reference/gemma4.py; the vision
-// and audio towers are not implemented: their tensors are left unread (front ends refuse images: models/media_note.h).
+// Gemma4TextDecoderLayer, Gemma4TextAttention, Gemma4TextMLP) and ../shared/testdata/reference/gemma4.py. The audio
+// tower is models/audio/gemma4_audio.cpp (its soft tokens arrive as Batch embedding rows); the vision tower is not
+// implemented: its tensors are left unread (front ends refuse images: models/media_note.h).
 #include <algorithm>
 #include <cmath>
 
@@ -429,8 +430,9 @@ Result<std::unique_ptr<Model>> make_gemma4(const HfConfig& cfg, const WeightSour
 }  // namespace
 
 PIPIT_REGISTER_MODEL("gemma4", make_gemma4);
-static MediaNoteRegistrar kGemma4Media("gemma4", "Gemma 4 vision/audio input is not implemented yet");
-// the PLE table is read by rows; the towers are not read yet
+static MediaNoteRegistrar kGemma4Media("gemma4", "Gemma 4 image input is not implemented yet; audio is");
+// the PLE table is read by rows; the vision tower is not read yet; the audio tower is read in place by
+// models/audio/gemma4_audio.cpp (bf16 / f32 matrices straight from the mapping, no panels)
 static MappedWeightsRegistrar kGemma4Mapped("gemma4", {"*embed_tokens_per_layer.weight", "model.vision_tower.*",
                                                        "model.audio_tower.*", "model.embed_vision.*",
                                                        "model.embed_audio.*"});

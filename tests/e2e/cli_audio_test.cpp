@@ -63,6 +63,20 @@ TEST_F(CliAudio, ChatTemplateAndRawPlaceholder) {
   EXPECT_NE(two.out.find("\"prompt_tokens\":77"), std::string::npos) << two.out;
 }
 
+// `pipit chat`: /audio attaches a clip to the next message (a bad one is refused at once, the chat goes on).
+TEST_F(CliAudio, ChatAudioCommand) {
+  const std::string truncated = dir_.path("cut.wav");
+  const std::string good = test::read_bytes(wav());
+  std::ofstream(truncated, std::ios::binary).write(good.data(), std::streamsize(good.size() / 2));
+  const std::string in = "/audio " + wav() + "\nTranscribe this audio.\n/audio " + truncated +
+                         "\nTranscribe this audio.\n";
+  auto r = test::run_sh("printf '" + in + "' | " + test::pipit_binary() + " chat -m " + m_ + " --temp 0 -n 3");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("[audio " + wav() + ": 1.2 s, attached to your next message]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("error: [audio] " + truncated + ": the file is truncated"), std::string::npos) << r.out;
+  EXPECT_EQ(ids_in(r.out).size(), 6u) << r.out;  // two answers of 3 tokens
+}
+
 TEST_F(CliAudio, BadAudioGivesOneClearError) {
   const std::string good = test::read_bytes(wav());
   auto put = [&](const std::string& name, const std::string& bytes) {
