@@ -34,6 +34,7 @@ struct RequestPolicy {
   bool accepts_images = false;     // the model has a vision tower
   std::string no_images_note;      // appended to the refusal when it has none (models/media_note.h)
   std::string local_files_dir;     // image_url may name a file under this directory ("" : no local files)
+  bool accepts_audio = false;      // the model has an audio tower (input_audio parts)
   int n_ctx = 0;                   // per-sequence context: max_tokens above it is an error
   int n_vocab = 0;                 // token ids in a completion prompt must be below it
   SamplerParams defaults;          // sampling when the request does not say
@@ -47,6 +48,11 @@ struct ParsedRequest {
   std::string prompt;                 // completions: text prompt
   std::vector<int32_t> prompt_ids;    // completions: token-id prompt (then `prompt` is empty)
   std::vector<std::string> images;    // chat: data URLs or local paths, in prompt order
+  struct Audio {
+    std::vector<uint8_t> bytes;       // input_audio.data, base64-decoded
+    std::string format;               // input_audio.format ("wav", "mp3", ...)
+  };
+  std::vector<Audio> audios;          // chat: input_audio parts, in prompt order
   GenerateParams params;
   bool max_tokens_given = false;
   bool stream = false;
