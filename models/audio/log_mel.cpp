@@ -101,9 +101,9 @@ Result<LogMelConfig> parse_log_mel_config(const nlohmann::json& j0) {
       (int64_t(fft_len) & (int64_t(fft_len) - 1)) != 0 || c.min_frequency < 0 || c.max_frequency <= c.min_frequency ||
       c.max_frequency > sr / 2 || !(c.mel_floor > 0))
     return Error::invalid_argument("[audio] feature extractor sizes out of range: feature_size {}, frame_length {}, "
-                                   "hop_length {}, fft_length {} (a power of two >= frame_length), frequencies "
-                                   "[{}, {}], mel_floor {}", fs, fl, hl, fft_len, c.min_frequency, c.max_frequency,
-                                   c.mel_floor);
+                                   "hop_length {}, fft_length {} (a power of two >= frame_length), min_frequency "
+                                   "{} / max_frequency {} (up to sampling_rate / 2), mel_floor {}", fs, fl, hl,
+                                   fft_len, c.min_frequency, c.max_frequency, c.mel_floor);
   c.sampling_rate = int(sr);
   c.feature_size = int(fs);
   c.frame_length = int(fl);
