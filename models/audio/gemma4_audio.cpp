@@ -35,7 +35,7 @@ struct AudioLayer {
   } ffn1, ffn2;
   Tensor norm_pre_attn, norm_post_attn, norm_out;
   ClipLinear q, k, v, post;
-  std::vector<float> q_scale;  // per dim: hd^-0.5 / ln 2 * softplus(per_dim_scale)
+  std::vector<float> q_scale;  // per dim: softplus(per_dim_scale) (times the encoder's hd^-0.5 / ln 2)
   Tensor rel_k;                // [window, n_head, hd] f32: relative_k_proj of the position embedding, by distance
   Tensor lconv_pre_norm, conv_norm;
   ClipLinear lin_start, lin_end;  // [2H, H], [H, H]
@@ -92,6 +92,7 @@ class Gemma4AudioEncoder : public AudioEncoder {
                                 left, right);
     window_ = int(left - 1);
     const int64_t hd = H_ / n_head_;
+    q_scale_ = float(std::pow(double(hd), -0.5) / std::log(2.0));  // then * softplus(per_dim_scale) per dim
     const int64_t n_freq = 128;  // the mel bins after two stride-2 convs: 128 -> 64 -> 32
     PIPIT_ASSIGN_OR_RETURN(mel_, parse_log_mel_config(processor));
     if (mel_.feature_size != n_freq)
@@ -178,12 +179,10 @@ class Gemma4AudioEncoder : public AudioEncoder {
       PIPIT_ASSIGN_OR_RETURN(Tensor pds, w.get(p + "self_attn.per_dim_scale", {hd}));
       std::vector<float> pd(static_cast<size_t>(hd));
       ref_kernels().to_f32[int(pds.dtype())](pds.data(), pd.data(), hd);
-      const float q_scale = float(std::pow(double(hd), -0.5) / std::log(2.0));
       for (int64_t d = 0; d < hd; ++d) {  // torch softplus (beta 1, threshold 20)
         const float x = pd[size_t(d)];
         L.q_scale.push_back(x > 20.0f ? x : std::log1p(std::exp(x)));
       }
-      q_scale_ = q_scale;
       PIPIT_ASSIGN_OR_RETURN(Tensor rkw, w.get(p + "self_attn.relative_k_proj.weight", {H_, H_}));
       {  // relative keys by distance: row d = relative_k_proj(pos_emb row of distance d)
         ArenaScope scope(arena);
