@@ -4,10 +4,12 @@
 // model without audio input says so.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 
+#include "format/safetensors.h"
 #include "models/audio/audio_decode.h"
 #include "tests/e2e/cli_run_util.h"
 #include "tests/test_util.h"
@@ -46,6 +48,32 @@ TEST_F(CliAudio, RawGoldenPromptGivesTheGoldenGreedyIds) {
   const std::vector<int> want = {490, 210, 210, 210, 210, 210, 210, 210, 210, 210, 210, 210, 210, 239, 94, 291,
                                  234, 210, 210, 210, 210, 239, 66,  309, 255, 392, 66,  66,  66,  66,  66,  66};
   EXPECT_EQ(ids_in(r.out), want) << r.out;  // golden audio.greedy_ids
+}
+
+// `pipit logits --audio` (no tokenizer involved): the audio case's unexpanded ids in, the golden expanded input_ids
+// and prefill logits out.
+TEST_F(CliAudio, LogitsWithAudioFillsThePlaceholder) {
+  std::vector<int32_t> ids = {2, 105, 135, 423, 503, 82, 406, 463, 298, 106, 423, 105, 405, 423, 364, 478, 149};
+  const std::string in = dir_.path("in.safetensors"), out = dir_.path("out.safetensors");
+  ASSERT_TRUE(write_safetensors(in, {{"input_ids", Tensor::from_data(DType::I32, {1, int64_t(ids.size())},
+                                                                     ids.data(), nullptr)}}).is_ok());
+  auto r = test::run_cli("logits -m " + test::model_dir("gemma4") + " -t 2 --kv-type f32 --input " + in +
+                         " --output " + out + " --audio " + wav());
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto got = SafetensorsFile::open(out);
+  auto golden = SafetensorsFile::open(test::model_dir("gemma4") + "/golden.safetensors");
+  ASSERT_TRUE(got.is_ok() && golden.is_ok());
+  Tensor gi = *got->get("input_ids"), wi = *golden->get("audio.input_ids");
+  ASSERT_EQ(gi.numel(), wi.numel());
+  EXPECT_EQ(std::vector<int32_t>(gi.ptr<int32_t>(), gi.ptr<int32_t>() + gi.numel()),
+            std::vector<int32_t>(wi.ptr<int32_t>(), wi.ptr<int32_t>() + wi.numel()));
+  Tensor gl = *got->get("logits"), wl = *golden->get("audio.logits");
+  ASSERT_EQ(gl.numel(), wl.numel());
+  double worst = 0;
+  for (int64_t i = 0; i < gl.numel(); ++i)
+    worst = std::max(worst, std::fabs(double(gl.ptr<float>()[i]) - double(wl.ptr<float>()[i])));
+  std::printf("[ measure  ] pipit logits --audio: max abs vs golden %.3g\n", worst);
+  EXPECT_LE(worst, 1e-3);
 }
 
 TEST_F(CliAudio, ChatTemplateAndRawPlaceholder) {
