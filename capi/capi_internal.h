@@ -15,6 +15,7 @@
 #include "core/limits.h"
 #include "core/status.h"
 #include "runtime/file_watch.h"
+#include "runtime/audio_input.h"
 #include "runtime/generator.h"
 #include "runtime/loader.h"
 #include "runtime/multimodal.h"
@@ -52,6 +53,11 @@ struct pipit_session {
   };
   std::vector<PendingVideo> pending_videos;
   std::vector<pipit::EncodedVideo> videos;
+  // Audio clips (models with audio input): decoded at attach (16 kHz PCM) and not yet used, and the encoded soft
+  // tokens of the conversation's clips in placeholder order
+  std::vector<pipit::AudioSource> pending_audio;
+  std::vector<pipit::Tensor> audio_clips;
+  std::shared_ptr<const pipit::AudioEncoder> audio_enc;  // built at the first attach
   std::vector<int32_t> unexpanded;
   // the last generation: why it ended ("" after an error) and its prompt's counts
   std::string finish_reason;

@@ -233,6 +233,8 @@ pipit_status pipit_session_reset(pipit_session* session) {
     session->images.clear();
     session->pending_videos.clear();
     session->videos.clear();
+    session->pending_audio.clear();
+    session->audio_clips.clear();
     session->unexpanded.clear();
     return PIPIT_OK;
   });
@@ -267,7 +269,8 @@ pipit_status pipit_session_generate(pipit_session* session, const char* prompt, 
 
     std::vector<int32_t> full;  // the whole token sequence this call wants in the context (placeholders unexpanded)
     const bool with_images = !session->images.empty() || !session->pending_images.empty() ||
-                             !session->videos.empty() || !session->pending_videos.empty();
+                             !session->videos.empty() || !session->pending_videos.empty() ||
+                             !session->audio_clips.empty() || !session->pending_audio.empty();
     if (use_chat_template) {
       auto j = nlohmann::json::parse(prompt, nullptr, false);
       if (j.is_discarded() || !j.is_array())
@@ -293,6 +296,13 @@ pipit_status pipit_session_generate(pipit_session* session, const char* prompt, 
           for (size_t k = 0; k < session->pending_videos.size(); ++k)
             with_video.insert(with_video.begin() + (bos ? 1 : 0), {vt.vision_start_id, vt.video_token_id,
                                                                    vt.vision_end_id});
+        }
+      }
+      if (!session->pending_audio.empty()) {  // and one audio placeholder per new clip, unless the text has them
+        const int32_t mark = session->audio_enc->tokens().audio_token_id;
+        if (std::find(with_video.begin(), with_video.end(), mark) == with_video.end()) {
+          const bool bos = !with_video.empty() && with_video[0] == session->model->lm.model->info().bos_id;
+          with_video.insert(with_video.begin() + (bos ? 1 : 0), session->pending_audio.size(), mark);
         }
       }
       full.insert(full.end(), with_video.begin(), with_video.end());
@@ -341,14 +351,14 @@ pipit_status pipit_session_generate(pipit_session* session, const char* prompt, 
       // images: encode the new ones, expand every placeholder of the conversation and evaluate it from the start
       // (its image features are not part of the token prefix the text path compares)
       const pipit::LoadedModel& lm = session->model->lm;
-      auto pp = pipit::preprocessor_config_of(lm);
-      if (!pp) return to_status(pp.status());
-      auto proc = pipit::image_processor_for(*lm.model, *pp);
-      if (!proc) return to_status(proc.status());
       std::vector<pipit::EncodedImage> images = session->images;
       const std::vector<pipit_session::PendingImage> pending = std::move(session->pending_images);
       session->pending_images.clear();  // an image that fails here is dropped, with the error naming it
-      for (size_t k = 0; k < pending.size(); ++k) {
+      for (size_t k = 0; k < pending.size(); ++k) {  // (attach_image refuses images for models without vision)
+        auto pp = pipit::preprocessor_config_of(lm);
+        if (!pp) return to_status(pp.status());
+        auto proc = pipit::image_processor_for(*lm.model, *pp);
+        if (!proc) return to_status(proc.status());
         const auto& p = pending[k];
         const std::string what = p.bytes.empty() ? p.path : "image bytes #" + std::to_string(k + 1);
         auto img = p.bytes.empty() ? pipit::load_image(p.path) : pipit::decode_image(p.bytes, what);
@@ -382,14 +392,26 @@ pipit_status pipit_session_generate(pipit_session* session, const char* prompt, 
         }
       }
       const pipit::TextEncoder encode = [&tok](const std::string& text) { return tok.encode(text, false); };
-      auto mm = pipit::build_multimodal_prompt(*lm.model, full, images, videos, encode);
+      auto mm = lm.model->vision() ? pipit::build_multimodal_prompt(*lm.model, full, images, videos, encode)
+                                   : pipit::Result<pipit::MultimodalPrompt>(pipit::text_prompt(full));
       if (!mm) return to_status(mm.status());
+      std::vector<pipit::Tensor> clips = session->audio_clips;
+      const std::vector<pipit::AudioSource> pending_a = std::move(session->pending_audio);
+      session->pending_audio.clear();  // as images: a clip that fails here is dropped
+      for (const auto& a : pending_a) {
+        auto e = pipit::encode_audio(*session->audio_enc, a.pcm, session->s->pool());
+        if (!e) return to_status(e.status().with_context("[audio] " + a.what));
+        clips.push_back(std::move(e).value());
+      }
+      if (!clips.empty())
+        if (auto st = pipit::splice_audio(*mm, session->audio_enc->tokens(), clips); !st) return to_status(st);
       if (int64_t(mm->tokens.size()) >= session->s->n_ctx())
         return fail(PIPIT_ERR_OUT_OF_RANGE, "the conversation has " + std::to_string(mm->tokens.size()) +
                                                 " tokens with its images, which does not fit the context of " +
                                                 std::to_string(session->s->n_ctx()));
       session->images = std::move(images);
       session->videos = std::move(videos);
+      session->audio_clips = std::move(clips);
       session->s->reset();
       session->history.clear();
       session->n_reused = 0;
@@ -414,6 +436,7 @@ pipit_status pipit_session_generate(pipit_session* session, const char* prompt, 
       session->unexpanded.clear();
       session->images.clear();
       session->videos.clear();
+      session->audio_clips.clear();
       if (cancelled) {  // a conversation with images is evaluated from its start at the next generation anyway
         session->finish_reason = "cancelled";
         return PIPIT_OK;
@@ -521,8 +544,8 @@ pipit_status pipit_session_eval(pipit_session* session, const int32_t* ids, size
         return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_eval: id " + std::to_string(ids[i]) +
                                                     " outside the vocabulary [0, " + std::to_string(V) + ")");
     if (!session->images.empty() || !session->pending_images.empty() || !session->videos.empty() ||
-        !session->pending_videos.empty())
-      return fail(PIPIT_ERR_UNSUPPORTED, "pipit_session_eval: the conversation has images; use "
+        !session->pending_videos.empty() || !session->audio_clips.empty() || !session->pending_audio.empty())
+      return fail(PIPIT_ERR_UNSUPPORTED, "pipit_session_eval: the conversation has images or audio; use "
                                          "pipit_session_generate (or reset the session)");
     if (int64_t(session->history.size() + n_ids) > session->s->n_ctx())
       return fail(PIPIT_ERR_OUT_OF_RANGE, "pipit_session_eval: " + std::to_string(n_ids) + " tokens after " +
@@ -573,6 +596,8 @@ pipit_status pipit_embed(pipit_session* session, const char* text, size_t text_l
     session->pending_images.clear();
     session->videos.clear();
     session->pending_videos.clear();
+    session->audio_clips.clear();
+    session->pending_audio.clear();
     auto v = pipit::embed_tokens(*session->s, *ids, cfg);
     if (!v) return to_status(v.status());
     std::copy(v->begin(), v->end(), out);
@@ -650,6 +675,73 @@ pipit_status pipit_session_attach_image_bytes(pipit_session* session, const void
     const auto* b = static_cast<const uint8_t*>(data);
     session->pending_images.push_back({"", std::vector<uint8_t>(b, b + size)});
     return PIPIT_OK;
+  });
+}
+
+namespace {
+
+// The three audio attach functions: the model's audio tower (built once per session), then the clip decoded and
+// checked now, so a bad one is an error here.
+pipit_status attach_audio(pipit_session* session, pipit::AudioSource src, const char* fn) {
+  const pipit::LoadedModel& lm = session->model->lm;
+  if (!pipit::takes_audio(lm.config.model_type()))
+    return fail(PIPIT_ERR_UNSUPPORTED, std::string(fn) + ": model '" + lm.model->info().arch +
+                                           "' does not take audio input");
+  if (!session->audio_enc) {
+    auto enc = pipit::audio_encoder_of(lm);
+    if (!enc) return to_status(enc.status());
+    session->audio_enc = std::shared_ptr<const pipit::AudioEncoder>(std::move(enc).value());
+  }
+  auto pcm = pipit::load_audio(src, session->audio_enc->max_seconds());
+  if (!pcm) return to_status(pcm.status());
+  pipit::AudioSource decoded;
+  decoded.what = src.what;
+  decoded.pcm = std::move(pcm).value();
+  session->pending_audio.push_back(std::move(decoded));
+  return PIPIT_OK;
+}
+
+}  // namespace
+
+pipit_status pipit_session_attach_audio(pipit_session* session, const char* path) {
+  return guard([&] {
+    if (!session || !path) return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_attach_audio: NULL argument");
+    pipit::AudioSource src;
+    src.path = src.what = path;
+    return attach_audio(session, std::move(src), "pipit_session_attach_audio");
+  });
+}
+
+pipit_status pipit_session_attach_audio_bytes(pipit_session* session, const void* data, size_t size) {
+  return guard([&] {
+    if (!session || !data || size == 0)
+      return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_attach_audio_bytes: NULL session or no bytes");
+    constexpr size_t kMaxBytes = size_t(256) << 20;  // 30 s of 8-channel 192 kHz float is 184 MB
+    if (size > kMaxBytes)
+      return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_attach_audio_bytes: " + pipit::format_bytes(size) +
+                                                  " is over the limit of " + pipit::format_bytes(kMaxBytes));
+    pipit::AudioSource src;
+    const auto* b = static_cast<const uint8_t*>(data);
+    src.bytes.assign(b, b + size);
+    src.what = "audio bytes #" + std::to_string(session->pending_audio.size() + session->audio_clips.size() + 1);
+    return attach_audio(session, std::move(src), "pipit_session_attach_audio_bytes");
+  });
+}
+
+pipit_status pipit_session_attach_audio_pcm(pipit_session* session, const float* samples, size_t n_samples) {
+  return guard([&] {
+    if (!session || (!samples && n_samples))
+      return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_attach_audio_pcm: NULL argument");
+    constexpr size_t kMaxSamples = size_t(16000) * 3600;  // refused before the copy; the model's cap is far lower
+    if (n_samples > kMaxSamples)
+      return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_attach_audio_pcm: " + std::to_string(n_samples) +
+                                                  " samples, more than an hour at 16 kHz");
+    pipit::AudioSource src;
+    src.pcm.assign(samples, samples + n_samples);
+    src.what = "audio PCM #" + std::to_string(session->pending_audio.size() + session->audio_clips.size() + 1);
+    if (src.pcm.empty())
+      return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_attach_audio_pcm: " + src.what + " has 0 samples");
+    return attach_audio(session, std::move(src), "pipit_session_attach_audio_pcm");
   });
 }
 

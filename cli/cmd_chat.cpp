@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/audio_args.h"
 #include "cli/command.h"
 #include "cli/common.h"
 #include "cli/image_args.h"
@@ -107,6 +108,9 @@ struct Chat {
   size_t images_held = 0;            // how many of `images` it holds
   std::vector<EncodedVideo> videos;  // --video (Qwen3.5): encoded, in conversation order; the first pending
   size_t videos_held = 0, videos_pending = 0;
+  std::vector<AudioSource> audios;         // every clip of the conversation (decoded at attach), in order
+  std::vector<AudioSource> audio_pending;  // attached to the next user message
+  size_t audios_held = 0;                  // how many of `audios` the session holds
   int reused = 0;                    // last turn: tokens of the cache kept from before
 
   void clear() {
@@ -116,6 +120,8 @@ struct Chat {
     pending.clear();
     held.clear();
     images_held = 0;
+    audios.clear();
+    audios_held = 0;
     videos_held = 0;
     videos.erase(videos.begin(), videos.end() - long(videos_pending));  // an attached video stays attached
     held_ids.clear();
@@ -144,15 +150,33 @@ struct Chat {
     return Status::ok();
   }
 
+  // /audio, --audio: decoded now (a bad file is refused at once), encoded with the message.
+  Status attach_audio(const std::string& path) {
+    PIPIT_TRY(check_takes_audio(lm));
+    PIPIT_ASSIGN_OR_RETURN(auto enc, audio_encoder_of(lm));
+    AudioSource src;
+    src.what = path;
+    PIPIT_ASSIGN_OR_RETURN(AudioClip clip, decode_audio_file(path, enc->max_seconds()));
+    src.pcm = std::move(clip.samples);
+    std::fprintf(stderr, "[audio %s: %.1f s, attached to your next message]\n", path.c_str(),
+                 double(src.pcm.size()) / kAudioSampleRate);
+    audio_pending.push_back(std::move(src));
+    return Status::ok();
+  }
+
   // One user turn: renders, evaluates what is new, streams the answer. On failure the turn is forgotten.
   Result<GenerateResult> turn(const std::string& text) {
     const size_t n_messages = messages.size(), n_images = images.size(), n_pending_videos = videos_pending;
     const std::vector<std::string> attached = pending;
+    const size_t n_audios = audios.size();
+    const std::vector<AudioSource> attached_audio = audio_pending;
     Result<GenerateResult> r = answer(text);
     if (!r.is_ok()) {
       messages.erase(messages.begin() + long(n_messages), messages.end());
       images.resize(n_images);
       pending = attached;
+      audios.resize(n_audios);
+      audio_pending = attached_audio;
       videos_pending = n_pending_videos;
     }
     return r;
@@ -160,11 +184,14 @@ struct Chat {
 
   Result<GenerateResult> answer(const std::string& text) {
     nlohmann::json content = text;
-    if (!pending.empty() || videos_pending > 0) {
+    if (!pending.empty() || videos_pending > 0 || !audio_pending.empty()) {
       content = nlohmann::json::array();
       for (size_t i = 0; i < videos_pending; ++i) content.push_back({{"type", "video"}});
       videos_pending = 0;
       for (size_t i = 0; i < pending.size(); ++i) content.push_back({{"type", "image"}});
+      for (size_t i = 0; i < audio_pending.size(); ++i) content.push_back({{"type", "audio"}});
+      audios.insert(audios.end(), audio_pending.begin(), audio_pending.end());
+      audio_pending.clear();
       content.push_back({{"type", "text"}, {"text", text}});
       images.insert(images.end(), pending.begin(), pending.end());
       pending.clear();
@@ -178,6 +205,7 @@ struct Chat {
       held_ids.clear();
       images_held = 0;
       videos_held = 0;
+      audios_held = 0;
     }
     PIPIT_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tok.encode(full.substr(held.size()), false));
     reused = session.n_past();
@@ -187,6 +215,7 @@ struct Chat {
       held_ids.clear();
       images_held = 0;
       videos_held = 0;
+      audios_held = 0;
       PIPIT_ASSIGN_OR_RETURN(ids, tok.encode(full, false));
       reused = 0;
     }
@@ -197,12 +226,15 @@ struct Chat {
     };
     const std::vector<std::string> new_images(images.begin() + long(images_held), images.end());
     const std::vector<EncodedVideo> new_videos(videos.begin() + long(videos_held), videos.end());
+    const std::vector<AudioSource> new_audios(audios.begin() + long(audios_held), audios.end());
     Result<GenerateResult> res = Error::internal("unset");
     if (int64_t(held_ids.size()) != session.n_past()) held_ids.clear();  // not known (images): no context to search
     params.spec.context = held_ids;
-    if (!new_images.empty() || !new_videos.empty()) {
+    if (!new_images.empty() || !new_videos.empty() || !new_audios.empty()) {
       MultimodalPrompt mm;
-      if (new_videos.empty()) {
+      if (new_images.empty() && new_videos.empty()) {
+        mm = text_prompt(ids);
+      } else if (new_videos.empty()) {
         PIPIT_ASSIGN_OR_RETURN(mm, prepare_multimodal_prompt(lm, ids, new_images, image_opt, session.pool()));
       } else {  // the images encoded here, beside the videos encoded at attach time
         PIPIT_ASSIGN_OR_RETURN(nlohmann::json pp, preprocessor_config_of(lm));
@@ -216,6 +248,7 @@ struct Chat {
         const TextEncoder encode = [this](const std::string& t) { return tok.encode(t, false); };
         PIPIT_ASSIGN_OR_RETURN(mm, build_multimodal_prompt(*lm.model, ids, encoded, new_videos, encode));
       }
+      if (!new_audios.empty()) PIPIT_TRY(add_audio(lm, mm, new_audios, session.pool()));
       if (session.n_past() + int64_t(mm.tokens.size()) >= session.n_ctx())
         return Error::out_of_range("the conversation ({} tokens) does not fit the context of {}; /clear starts over",
                                    session.n_past() + mm.tokens.size(), session.n_ctx());
@@ -233,12 +266,14 @@ struct Chat {
       held_ids.clear();
       images_held = 0;
       videos_held = 0;
+      audios_held = 0;
       return res;
     }
     held_ids.insert(held_ids.end(), ids.begin(), ids.end());
     held_ids.insert(held_ids.end(), res->tokens.begin(), res->tokens.end());
     images_held = images.size();
     videos_held = videos.size();
+    audios_held = audios.size();
     held = full;
     // The last sampled token is not in the cache yet (EOS never is: the template writes its own end of turn).
     if (res->reason != StopReason::kEos && !res->tokens.empty()) {
@@ -253,8 +288,8 @@ struct Chat {
 };
 
 const char* kHelp =
-    "commands: /clear (forget the conversation), /image PATH (attach an image to your next message), /video FILE\n"
-    "(attach a video: Qwen3.5), /exit\n"
+    "commands: /clear (forget the conversation), /image PATH (attach an image to your next message),\n"
+    "          /audio PATH (attach an audio clip: WAV, FLAC, OGG, MP3), /video FILE (attach a video: Qwen3.5), /exit\n"
     "Ctrl-C stops an answer; Ctrl-D or /exit quits; end a line with \\ to continue it on the next.\n";
 
 int cmd_chat(Args& a) {
@@ -262,6 +297,7 @@ int cmd_chat(Args& a) {
   add_sampling_options(a);
   add_image_options(a);
   add_video_options(a);
+  add_audio_options(a);
   add_speculative_options(a);
   add_structured_options(a);
   a.option({"-s", "--system"}, "system message");
@@ -269,7 +305,7 @@ int cmd_chat(Args& a) {
   add_template_options(a);
   if (auto st = a.parse(); !st) return fail(a, st.message());
   if (a.help() || !a.has("-m")) {
-    std::printf("usage: pipit chat -m MODEL [-s SYSTEM] [--image PATH] [--video FRAMES] [options]\n%s",
+    std::printf("usage: pipit chat -m MODEL [-s SYSTEM] [--image PATH] [--audio PATH] [--video FRAMES] [options]\n%s",
                 a.usage().c_str());
     return a.help() ? 0 : 1;
   }
@@ -309,6 +345,8 @@ int cmd_chat(Args& a) {
   chat.template_extra = *template_extra;
   for (const auto& path : a.get_all("--image"))
     if (auto st = chat.attach(path); !st) return fail(a, st.message());
+  for (const auto& path : a.get_all("--audio"))
+    if (auto st = chat.attach_audio(path); !st) return fail(a, st.message());
   auto video_fps = a.get_float("--video-fps");
   if (!video_fps) return fail(a, video_fps.status().message());
   if (has_video(a))  // attached to the first message
@@ -356,6 +394,12 @@ int cmd_chat(Args& a) {
       std::string path = typed_path(line.substr(6));
       if (path.empty()) std::fputs("usage: /video FILE (or a directory of frames, at --video-fps)\n", stdout);
       else if (auto st = chat.attach_video(path, *video_fps); !st) std::fprintf(stdout, "error: %s\n", st.message().c_str());
+      continue;
+    }
+    if (line == "/audio" || line.rfind("/audio ", 0) == 0) {
+      std::string path = typed_path(line.substr(6));
+      if (path.empty()) std::fputs("usage: /audio PATH\n", stdout);
+      else if (auto st = chat.attach_audio(path); !st) std::fprintf(stdout, "error: %s\n", st.message().c_str());
       continue;
     }
     if (line[0] == '/') {

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <optional>
 
+#include "cli/audio_args.h"
 #include "cli/command.h"
 #include "cli/common.h"
 #include "cli/image_args.h"
@@ -15,11 +16,12 @@ namespace {
 int cmd_logits(Args& a) {
   add_model_options(a);
   add_image_options(a);
+  add_audio_options(a);
   a.option({"--input"}, "safetensors with I32 input_ids [1, T]");
   a.option({"--output"}, "safetensors to write F32 logits [1, T, n_vocab]");
   if (auto st = a.parse(); !st) return fail(a, st.message());
   if (a.help() || !a.has("-m") || !a.has("--input") || !a.has("--output")) {
-    std::printf("usage: pipit logits -m MODEL --input IN.safetensors --output OUT.safetensors [--image IMG ...]\n%s",
+    std::printf("usage: pipit logits -m MODEL --input IN.safetensors --output OUT.safetensors [--image IMG ...] [--audio FILE ...]\n%s",
                 a.usage().c_str());
     return a.help() ? 0 : 1;
   }
@@ -45,6 +47,11 @@ int cmd_logits(Args& a) {
     auto p = image_prompt(a, *lm, ids, *pool);
     if (!p) return fail(a, p.status().message());
     mm = std::move(p).value();
+  }
+  if (has_audio(a)) {  // --audio fills the audio tokens of input_ids (one <|audio|> per clip, or expanded)
+    if (auto st = check_takes_audio(*lm); !st) return fail(a, st.message());
+    if (!mm) mm = text_prompt(ids);
+    if (auto st = audio_prompt(a, *lm, *mm, *pool); !st) return fail(a, st.message());
   }
   const int64_t T = mm ? int64_t(mm->tokens.size()) : int64_t(ids.size());
   if (so->n_ctx == 0) so->n_ctx = int(std::max<int64_t>(T, default_ctx(*lm->model, 0)));

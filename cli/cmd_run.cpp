@@ -8,6 +8,7 @@
 
 #include "cli/command.h"
 #include "cli/common.h"
+#include "cli/audio_args.h"
 #include "cli/image_args.h"
 #include "cli/structured_args.h"
 #include "models/media_note.h"
@@ -63,6 +64,7 @@ int cmd_run(Args& a) {
   add_sampling_options(a);
   add_image_options(a);
   add_video_options(a);
+  add_audio_options(a);
   add_speculative_options(a);
   add_structured_options(a);
   a.option({"-p", "--prompt"}, "prompt text");
@@ -104,6 +106,8 @@ int cmd_run(Args& a) {
   if (has_images(a) && !lm->model->vision())
     return fail(a, fmt("--image: {} is a text-only model (model type '{}'), it does not take images{}", a.get("-m"),
                        lm->model->info().arch, media_note_suffix(lm->model->info().arch)));
+  if (has_audio(a))
+    if (auto st = check_takes_audio(*lm); !st) return fail(a, st.message());
   if (has_video(a) && (!lm->model->vision() || lm->model->vision()->vision_tokens().video_token_id < 0))
     return fail(a, fmt("--video: {} (model type '{}') does not take video input", a.get("-m"),
                        lm->model->info().arch));
@@ -125,10 +129,12 @@ int cmd_run(Args& a) {
   if (use_template) {
     nlohmann::json msgs = nlohmann::json::array();
     if (a.has("-s")) msgs.push_back({{"role", "system"}, {"content", a.get("-s")}});
-    if (has_images(a) || has_video(a)) {  // the template puts each image where its {"type": "image"} item is
+    // the template puts each image (clip) where its {"type": "image"} ({"type": "audio"}) item is
+    if (has_images(a) || has_video(a) || has_audio(a)) {
       nlohmann::json content = nlohmann::json::array();
       if (has_video(a)) content.push_back({{"type", "video"}});
       for (size_t i = 0; i < a.get_all("--image").size(); ++i) content.push_back({{"type", "image"}});
+      for (size_t i = 0; i < a.get_all("--audio").size(); ++i) content.push_back({{"type", "audio"}});
       content.push_back({{"type", "text"}, {"text", prompt}});
       msgs.push_back({{"role", "user"}, {"content", content}});
     } else {
@@ -143,6 +149,11 @@ int cmd_run(Args& a) {
   if (!ids) return fail(a, ids.status().message());
   if (ids->empty()) return fail(a, "the prompt is empty after tokenization");
 
+  if (has_audio(a)) {  // raw mode: one audio placeholder per clip after BOS unless the prompt has them
+    auto marked = with_audio_placeholders(*lm, *ids, a.get_all("--audio").size());
+    if (!marked) return fail(a, marked.status().message());
+    ids = std::move(marked).value();
+  }
   std::optional<MultimodalPrompt> mm;  // --image: features for the image placeholders of the prompt
   if (has_images(a) || has_video(a)) {
     std::vector<int32_t> marked = with_image_placeholders(*lm->model, *ids, a.get_all("--image").size());
@@ -150,6 +161,10 @@ int cmd_run(Args& a) {
     auto p = media_prompt(a, *lm, tok, marked, *pool);
     if (!p) return fail(a, p.status().message());
     mm = std::move(p).value();
+  }
+  if (has_audio(a)) {  // --audio: the clips' soft tokens at the audio placeholders (beside any images)
+    if (!mm) mm = text_prompt(*ids);
+    if (auto st = audio_prompt(a, *lm, *mm, *pool); !st) return fail(a, st.message());
   }
   const size_t n_prompt = mm ? mm->tokens.size() : ids->size();
   if (int64_t(n_prompt) >= s.n_ctx())

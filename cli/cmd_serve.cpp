@@ -15,6 +15,7 @@
 
 #include "cli/command.h"
 #include "cli/common.h"
+#include "models/audio/audio_model.h"
 #include "runtime/engine.h"
 #include "server/local_files.h"
 #include "server/origin_policy.h"
@@ -206,7 +207,9 @@ int cmd_serve(Args& a) {
   });
   std::fprintf(stderr, "pipit serve: %s on http://%s:%d (%d slots x %d tokens, %s)%s\n", opt.model_name.c_str(),
                opt.host.c_str(), srv.port(), engine.n_slots(), engine.n_ctx(),
-               lm->model->vision() ? "text + images" : "text", opt.api_key.empty() ? "" : ", API key required");
+               (std::string("text") + (lm->model->vision() ? " + images" : "") +
+                (takes_audio(lm->config.model_type()) ? " + audio" : "")).c_str(),
+               opt.api_key.empty() ? "" : ", API key required");
   if (std::count(opt.cors_origins.begin(), opt.cors_origins.end(), "*") && opt.api_key.empty())
     std::fprintf(stderr, "pipit serve: warning: --cors * with no API key: any web page you visit can use this "
                  "server; set --api-key (or PIPIT_API_KEY)\n");

@@ -6,14 +6,13 @@
 // layers (31B / 26B-A4B: values from the k projection, their own KV head count) and the MoE block (26B-A4B: routed
 // experts beside the dense MLP). reference: HF modeling_gemma4.py (Gemma4TextModel,
 // Gemma4TextDecoderLayer, Gemma4TextAttention, Gemma4TextMLP) and ../shared/testdata/reference/gemma4.py. Images: the
-// vision tower and projector in models/vision/gemma4_vision.cpp (vision() returns it). The audio tower is not
-// implemented: its tensors are left unread (front ends refuse audio: models/media_note.h).
+// vision tower and projector in models/vision/gemma4_vision.cpp (vision() returns it). Audio: the audio tower is
+// models/audio/gemma4_audio.cpp (its soft tokens arrive as Batch embedding rows).
 #include <algorithm>
 #include <cmath>
 
 #include "models/blocks.h"
 #include "models/moe.h"
-#include "models/media_note.h"
 #include "models/mapped_weights.h"
 #include "models/vision/gemma4_vision.h"
 
@@ -438,8 +437,8 @@ Result<std::unique_ptr<Model>> make_gemma4(const HfConfig& cfg, const WeightSour
 }  // namespace
 
 PIPIT_REGISTER_MODEL("gemma4", make_gemma4);
-static MediaNoteRegistrar kGemma4Media("gemma4", "Gemma 4 audio input is not implemented yet");
-// the PLE table is read by rows; the audio tower is not read yet
+// the PLE table is read by rows; the audio tower is read in place by models/audio/gemma4_audio.cpp (bf16 / f32
+// matrices straight from the mapping, no panels)
 static MappedWeightsRegistrar kGemma4Mapped("gemma4", {"*embed_tokens_per_layer.weight", "model.audio_tower.*",
                                                        "model.embed_audio.*"});
 static MappedWeightsRegistrar kGemma4TextMapped("gemma4_text", {"*embed_tokens_per_layer.weight"});

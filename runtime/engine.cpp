@@ -11,6 +11,7 @@
 #include <new>
 #include <limits>
 
+#include "models/audio/audio_model.h"
 #include "runtime/multimodal.h"
 #include "runtime/sequence.h"
 #include "runtime/speculative.h"
@@ -57,7 +58,7 @@ Engine::Engine(Model& model, const Tokenizer* tok, const EngineOptions& opt)
   ctx_.pool = pool_.get();
   ctx_.k = &kernels();
   if (opt.cache_bytes > 0) cache_ = std::make_unique<PromptCache>(opt.cache_bytes);
-  if (model.vision()) {
+  if (model.vision() || takes_audio(model.info().arch)) {  // a tower beside the decoder: images, audio clips
     const int n = pool_->size();
     const int n_enc = opt.n_encode_threads > 0 ? opt.n_encode_threads : std::max(1, n / 2);
     encode_pool_ = std::make_unique<ThreadPool>(n_enc);

@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "models/vision/video_file.h"
+#include "runtime/audio_input.h"
 #include "runtime/multimodal.h"
 #include "runtime/multimodal_video.h"
 #include "server/connection.h"
@@ -207,6 +208,25 @@ Result<MultimodalPrompt> encode_media(ServerState& st, std::span<const int32_t> 
   const Tokenizer& tok = *st.lm.tokenizer;
   const TextEncoder encode = [&tok](const std::string& text) { return tok.encode(text, false); };
   return build_multimodal_prompt(*st.lm.model, ids, images, videos, encode);
+}
+
+// The request's audio clips decoded (libsndfile, resampled to 16 kHz), encoded by the audio tower in the images'
+// turns, and spliced into `p` (a text prompt or one with images). Every failure here comes from the request's audio.
+Status encode_audios(ServerState& st, MultimodalPrompt& p, const std::vector<ParsedRequest::Audio>& clips) {
+  ImageWork counted(st.image_requests);
+  std::vector<Tensor> soft;
+  for (size_t i = 0; i < clips.size(); ++i) {
+    if (GuardedHttpServer::client_gone() || st.stopping) return Error::cancelled("[audio] the client has left");
+    const std::string what = fmt("input_audio {}", i + 1);
+    auto clip = decode_audio_bytes(clips[i].bytes, clips[i].format, st.audio_enc->max_seconds(), what);
+    if (!clip.is_ok()) return clip.status();
+    std::lock_guard<FairTurns> turn(st.image_turns);
+    if (GuardedHttpServer::client_gone() || st.stopping) return Error::cancelled("[audio] the client has left");
+    auto e = st.engine.encode([&](ThreadPool& pool) { return encode_audio(*st.audio_enc, clip->samples, pool); });
+    if (!e.is_ok()) return e.status().with_context("[audio] " + what);
+    soft.push_back(std::move(e).value());
+  }
+  return splice_audio(p, st.audio_enc->tokens(), soft);
 }
 
 // The log-probabilities of one streamed chunk, in the endpoint's shape; null when not asked for.
@@ -457,6 +477,15 @@ void handle_generate(ServerState& st, const std::string& text, httplib::Response
     }
     ids = mm->tokens;
     images = std::make_shared<const MultimodalPrompt>(std::move(mm).value());
+  }
+  if (!pr.audios.empty()) {  // parse_chat_request lets audio through only for models with an audio tower
+    MultimodalPrompt mm = images ? *images : text_prompt(ids);
+    if (auto s = encode_audios(st, mm, pr.audios); !s.is_ok()) {
+      if (s.code() == Code::kCancelled) GuardedHttpServer::close_after_response();
+      return send_error(res, bad_request(s.message(), "messages"));
+    }
+    ids = mm.tokens;
+    images = std::make_shared<const MultimodalPrompt>(std::move(mm));
   }
   if (int64_t(ids.size()) > st.prompt_limit)  // with its images expanded
     return send_error(res, prompt_too_long(st, pr, fmt("{} tokens", ids.size())));

@@ -10,6 +10,7 @@
 #include <httplib.h>
 
 #include "core/threads.h"
+#include "models/audio/audio_model.h"
 #include "models/vision/image_processor.h"
 #include "models/vision/video_processor.h"
 #include "runtime/engine.h"
@@ -67,6 +68,9 @@ struct ServerState {
   std::optional<VideoProcessorConfig> video_proc;  // models with video input, builds with FFmpeg
   std::atomic<int> image_requests{0};       // requests decoding or encoding images now
   std::atomic<uint64_t> images_encoded{0};  // since start
+  // Audio (input_audio parts): the model's audio tower, built at start (null when it takes no audio); clips are
+  // encoded in the same turns as images.
+  std::shared_ptr<const AudioEncoder> audio_enc;
   // /v1/embeddings: the checkpoint's pooling, and a session made at the first request (one at a time)
   PoolingConfig pooling;
   // the model's mapped files, checked before each generation and embedding (runtime/file_watch.h)

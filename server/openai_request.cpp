@@ -2,12 +2,14 @@
 // messages: a deeply nested value is described by its type, never dumped (dump() recurses).
 #include "server/openai_request.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
 #include <random>
 
 #include "core/limits.h"
+#include "models/vision/image.h"  // decode_base64
 
 namespace pipit::server {
 
@@ -22,6 +24,9 @@ constexpr size_t kMaxStops = 16;
 constexpr size_t kMaxStopBytes = 256;
 constexpr size_t kMaxImages = 16;
 constexpr size_t kMaxVideos = 4;  // each up to the video processor's max_frames
+constexpr size_t kMaxAudios = 16;
+// input_audio.format values: what libsndfile reads (OpenAI names wav and mp3; the rest are common containers)
+constexpr const char* kAudioFormats[] = {"wav", "mp3", "flac", "ogg", "opus", "aiff", "aif", "au", "caf", "w64"};
 constexpr int64_t kMaxChoices = 16;   // n: each choice is an engine request, and the queue holds 64
 constexpr int64_t kMaxTopLogprobs = 20;  // OpenAI's limit
 
@@ -155,9 +160,10 @@ std::optional<ApiError> media_source(const std::string& url, const std::string& 
   return std::nullopt;
 }
 
-// One message's content: a string, null (assistant turns with tool calls) or a list of text / image_url parts.
-// Without images the text parts are joined into one string (text-only chat templates expect a string); with
-// images it stays a list of {"type": "image"} and {"type": "text", "text"} parts, as VL templates expect.
+// One message's content: a string, null (assistant turns with tool calls) or a list of text / image_url /
+// input_audio parts. Without media the text parts are joined into one string (text-only chat templates expect a
+// string); with images or audio it stays a list of {"type": "image"}, {"type": "audio"} and {"type": "text",
+// "text"} parts, as multimodal templates expect.
 std::optional<ApiError> parse_content(const json& msg, const std::string& param, const RequestPolicy& policy,
                                       ParsedRequest& out, ojson& content) {
   auto it = msg.find("content");
@@ -177,7 +183,7 @@ std::optional<ApiError> parse_content(const json& msg, const std::string& param,
   if (c.size() > kMaxParts) return bad_request(fmt("{}.content has more than {} parts", param, kMaxParts), param);
   ojson parts = ojson::array();
   std::string joined;
-  bool has_image = false;
+  bool has_media = false;
   for (size_t k = 0; k < c.size(); ++k) {
     const std::string pp = fmt("{}.content[{}]", param, k);
     const json& part = c[k];
@@ -203,7 +209,7 @@ std::optional<ApiError> parse_content(const json& msg, const std::string& param,
         return bad_request(fmt("more than {} images in one request", kMaxImages), pp);
       out.images.push_back(std::move(source));
       parts.push_back({{"type", "image"}});
-      has_image = true;
+      has_media = true;
     } else if (type == "video_url") {  // vLLM's part: {"type": "video_url", "video_url": {"url": ...}}
       const json* vu = field(part, "video_url");
       const json* url = vu && vu->is_object() ? field(*vu, "url") : vu;
@@ -217,15 +223,36 @@ std::optional<ApiError> parse_content(const json& msg, const std::string& param,
         return bad_request(fmt("more than {} videos in one request", kMaxVideos), pp);
       out.videos.push_back(std::move(source));
       parts.push_back({{"type", "video"}});
-      has_image = true;
+      has_media = true;
+    } else if (type == "input_audio") {  // OpenAI: {"input_audio": {"data": BASE64, "format": "wav" | "mp3"}}
+      const json* ia = field(part, "input_audio");
+      const json* data = ia && ia->is_object() ? field(*ia, "data") : nullptr;
+      const json* format = ia && ia->is_object() ? field(*ia, "format") : nullptr;
+      if (!data || !data->is_string() || !format || !format->is_string())
+        return bad_request(fmt("{}.input_audio must be {{\"data\": BASE64, \"format\": \"wav\" | \"mp3\" | ...}}",
+                               pp), pp + ".input_audio");
+      const std::string f = format->get<std::string>();
+      if (std::find(std::begin(kAudioFormats), std::end(kAudioFormats), f) == std::end(kAudioFormats))
+        return bad_request(fmt("{}.input_audio.format '{}' is not supported (wav, mp3, flac, ogg, opus, aiff, au, "
+                               "caf, w64)", pp, f.substr(0, 40)), pp + ".input_audio.format");
+      if (!policy.accepts_audio) return bad_request("this model does not accept audio", pp);
+      if (out.audios.size() >= kMaxAudios)
+        return bad_request(fmt("more than {} audio clips in one request", kMaxAudios), pp);
+      auto bytes = decode_base64(data->get<std::string>());
+      if (!bytes.is_ok() || bytes->empty())
+        return bad_request(fmt("{}.input_audio.data is not base64 audio data", pp), pp + ".input_audio.data");
+      out.audios.push_back({std::move(bytes).value(), f});
+      parts.push_back({{"type", "audio"}});
+      has_media = true;
     } else if (type.empty()) {
       return bad_request(fmt("{} has no 'type'", pp), pp + ".type");
     } else {
-      return bad_request(fmt("{}.type '{}' is not supported (expected text, image_url or video_url)", pp,
-                             type.substr(0, 40)), pp + ".type");
+      return bad_request(fmt("{}.type '{}' is not supported (expected text, image_url, video_url or input_audio)",
+                             pp, type.substr(0, 40)),
+                         pp + ".type");
     }
   }
-  if (has_image) content = std::move(parts);
+  if (has_media) content = std::move(parts);
   else content = std::move(joined);
   return std::nullopt;
 }

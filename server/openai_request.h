@@ -41,6 +41,7 @@ struct RequestPolicy {
   bool accepts_videos = false;     // the model has video input (Qwen3.5) and this build decodes video files
   std::string no_videos_note;      // why not, appended to the refusal
   std::string local_files_dir;     // image_url may name a file under this directory ("" : no local files)
+  bool accepts_audio = false;      // the model has an audio tower (input_audio parts)
   int n_ctx = 0;                   // per-sequence context: max_tokens above it is an error
   int n_vocab = 0;                 // token ids in a completion prompt must be below it
   SamplerParams defaults;          // sampling when the request does not say
@@ -55,6 +56,11 @@ struct ParsedRequest {
   std::vector<int32_t> prompt_ids;    // completions: token-id prompt (then `prompt` is empty)
   std::vector<std::string> images;    // chat: data URLs or local paths, in prompt order
   std::vector<std::string> videos;    // chat: video files as data URLs or local paths, in prompt order
+  struct Audio {
+    std::vector<uint8_t> bytes;       // input_audio.data, base64-decoded
+    std::string format;               // input_audio.format ("wav", "mp3", ...)
+  };
+  std::vector<Audio> audios;          // chat: input_audio parts, in prompt order
   GenerateParams params;
   bool max_tokens_given = false;
   bool stream = false;

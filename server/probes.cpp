@@ -26,7 +26,7 @@ json props_json(const ServerState& st) {
           {"total_slots", st.engine.n_slots()},
           {"model_alias", st.opt.model_name},
           {"chat_template", tmpl},
-          {"modalities", {{"vision", st.policy.accepts_images}, {"video", st.policy.accepts_videos}, {"audio", false}}},
+          {"modalities", {{"vision", st.policy.accepts_images}, {"video", st.policy.accepts_videos}, {"audio", st.policy.accepts_audio}}},
           {"reasoning_format", reasoning_name(st.opt.reasoning_format)},
           {"build_info", "pipit-" PIPIT_VERSION}};
 }

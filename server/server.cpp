@@ -13,6 +13,7 @@
 #include "models/media_note.h"
 #include "models/vision/video_file.h"
 #include "models/vision/vision_model.h"
+#include "runtime/audio_input.h"
 #include "runtime/multimodal.h"
 #include "runtime/multimodal_video.h"
 #include "server/connection.h"
@@ -394,6 +395,12 @@ Server::Server(const LoadedModel& lm, Engine& engine, ServerOptions opt)
   st.origin.cors_origins = st.opt.cors_origins;
   st.policy.accepts_images = lm.model->vision() != nullptr;
   st.policy.no_images_note = media_note_suffix(lm.model->info().arch);
+  if (takes_audio(lm.config.model_type())) {  // a tower that cannot be built is an error at start, not per request
+    auto enc = audio_encoder_of(lm);
+    if (enc.is_ok()) st.audio_enc = std::shared_ptr<const AudioEncoder>(std::move(enc).value());
+    else std::fprintf(stderr, "[pipit] audio input off: %s\n", enc.status().message().c_str());
+  }
+  st.policy.accepts_audio = st.audio_enc != nullptr;
   st.policy.local_files_dir = st.opt.local_files_dir;
   st.policy.n_ctx = engine.n_ctx();
   st.policy.n_vocab = int(lm.model->info().n_vocab);

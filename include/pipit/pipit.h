@@ -21,8 +21,9 @@ extern "C" {
 #endif
 
 /* The API this header describes. 2: options structs carry struct_size (below), generation can be cancelled from
- * another thread, the OpenAI server runs inside the process, memory is estimated before loading. */
-#define PIPIT_API_VERSION 2
+ * another thread, the OpenAI server runs inside the process, memory is estimated before loading. 3: audio input
+ * (pipit_session_attach_audio, _audio_bytes, _audio_pcm). */
+#define PIPIT_API_VERSION 3
 
 typedef enum pipit_status {
   PIPIT_OK = 0,
@@ -252,6 +253,20 @@ pipit_status pipit_session_attach_video_frames(pipit_session* session, const cha
 pipit_status pipit_session_attach_video(pipit_session* session, const char* source);
 /* The same for a video file's bytes in memory, copied before the call returns. */
 pipit_status pipit_session_attach_video_bytes(pipit_session* session, const void* data, size_t size);
+
+/* Attaches an audio clip for the next generation of a model with audio input (Gemma 4); it fills the next audio
+ * placeholder of the conversation (use_chat_template = 1: a {"type": "audio"} content part; raw prompts: a
+ * placeholder is put before the new text), which becomes <|audio>, one <|audio|> per 40 ms, <audio|> as HF's
+ * processor writes it. A file (WAV, FLAC, OGG, MP3, ...: libsndfile; resampled to 16 kHz mono with libsoxr) is
+ * decoded here, so a bad one is an error at once (truncated, 0 samples, not audio, longer than the model takes:
+ * 30 s for Gemma 4); the clip is encoded at the next generation. A conversation with audio is evaluated from its
+ * start at each generation, as one with images. PIPIT_ERR_UNSUPPORTED for models without audio input, and for files
+ * when the library was built without libsndfile / libsoxr (the PCM form still works). Since API version 3. */
+pipit_status pipit_session_attach_audio(pipit_session* session, const char* path);
+/* The same for an audio file in memory (its bytes, copied before the call returns). */
+pipit_status pipit_session_attach_audio_bytes(pipit_session* session, const void* data, size_t size);
+/* The same for raw PCM: n_samples mono float samples at 16 kHz in [-1, 1] (copied; finite values only). */
+pipit_status pipit_session_attach_audio_pcm(pipit_session* session, const float* samples, size_t n_samples);
 
 /* ---- the OpenAI-compatible server inside the process (as `pipit serve`, sharing the loaded model) ----
  * An app runs the engine in its own process and talks to it over loopback HTTP from any UI (WebView, React Native,

@@ -5,6 +5,8 @@
     print(m.generate("Once upon a time", max_tokens=32, temperature=0,
                      on_text=lambda piece, tok: print(piece, end="", flush=True)))
     logits = m.logits(m.tokenize("Hello"))              # numpy [n_tokens, n_vocab]
+    g = pipit.Model("gemma-4-E2B-it")                   # audio in: a file, its bytes, or 16 kHz float PCM
+    print(g.chat("Transcribe this.", audio=["clip.wav"], max_tokens=64))
 
 pipit.ops runs the engine's kernels eagerly on numpy arrays (matmul with quantized pipit.Tensor weights, rms_norm,
 rope, attention, softmax, silu, ...), so a new model can be written op by op in Python; see README.md.
@@ -53,6 +55,19 @@ def _image_source(part):
     return None
 
 
+def _audio_source(part):
+    """The clip of an audio content part: {"type": "audio", "audio": PATH | bytes | samples} (samples: 16 kHz mono
+    float), or OpenAI's {"type": "input_audio", "input_audio": {"data": BASE64, "format": "wav"}}."""
+    if part.get("type") == "input_audio":
+        import base64
+        a = part.get("input_audio") or {}
+        return base64.b64decode(a.get("data", "")) if isinstance(a, dict) else None
+    for key in ("audio", "path", "url"):
+        if part.get(key) is not None:
+            return part[key]
+    return None
+
+
 def _videos(videos):
     """Videos as (frame paths, fps) pairs, fps 0 for a video file: each given as a video file path or data URL
     (decoded at its own frame rate), as {"video": FILE}, as (frame paths, fps) or as {"frames": [...], "fps": F}."""
@@ -95,15 +110,15 @@ class Session:
         """Forget positions from n on (the session may keep fewer: check n_past)."""
         self._s.truncate(n)
 
-    def eval(self, ids, all_logits=False, images=(), videos=()):
-        """Appends ids; returns float32 logits [1, n_vocab] for the last one, or [len(ids), n_vocab]. videos: see
-        Model.generate."""
-        return self._s.eval(ids, list(images), all_logits, _videos(videos))
+    def eval(self, ids, all_logits=False, images=(), videos=(), audio=()):
+        """Appends ids; returns float32 logits [1, n_vocab] for the last one, or [len(ids), n_vocab]. videos, audio:
+        see Model.generate."""
+        return self._s.eval(ids, list(images), all_logits, _videos(videos), list(audio))
 
-    def generate(self, prompt, on_text=None, images=(), videos=(), **options):
+    def generate(self, prompt, on_text=None, images=(), videos=(), audio=(), **options):
         """Continues the session with prompt (text, or token ids) and samples a reply; see Model.generate."""
         ids = self.model.tokenize(prompt, add_special=self.n_past == 0) if isinstance(prompt, str) else prompt
-        return self._s.generate(ids, list(images), _options(**options), on_text, _videos(videos))
+        return self._s.generate(ids, list(images), _options(**options), on_text, _videos(videos), list(audio))
 
 
 class Model:
@@ -126,6 +141,7 @@ class Model:
     bos_id = property(lambda self: self._m.bos_id)
     eos_ids = property(lambda self: self._m.eos_ids)
     has_vision = property(lambda self: self._m.has_vision)
+    has_audio = property(lambda self: self._m.has_audio)
     has_tokenizer = property(lambda self: self._m.has_tokenizer)
 
     @property
@@ -157,37 +173,63 @@ class Model:
     def _fit_session(self, n_tokens, n_ctx):
         return Session(self, n_ctx or max(n_tokens, min(self.max_ctx or 4096, 4096)))
 
-    def logits(self, ids, images=(), videos=()):
+    def logits(self, ids, images=(), videos=(), audio=()):
         """One forward pass over ids (from position 0): float32 logits [len(ids), n_vocab] (numpy). With images, ids
-        hold one image placeholder per image (or runs already expanded), as `pipit logits --image` takes them."""
+        hold one image placeholder per image (or runs already expanded), as `pipit logits --image` takes them;
+        the same for audio clips and their placeholder."""
         ids = list(ids)
-        return self._fit_session(len(ids), 0).eval(ids, all_logits=True, images=images, videos=videos)
+        return self._fit_session(len(ids), 0).eval(ids, all_logits=True, images=images, videos=videos, audio=audio)
 
-    def generate(self, prompt, on_text=None, images=(), n_ctx=0, videos=(), **options):
+    def generate(self, prompt, on_text=None, images=(), n_ctx=0, videos=(), audio=(), **options):
         """Samples a continuation of prompt (text, or token ids; text gets the tokenizer's BOS).
 
-        images / videos fill the prompt's placeholders in order; a video (models with video input: Qwen3.5) is its
-        decoded frames and their frame rate, (["f0.png", "f1.png", ...], fps) or {"frames": [...], "fps": fps}.
+        images / videos / audio fill the prompt's placeholders in order; a video (models with video input: Qwen3.5)
+        is its decoded frames and their frame rate, (["f0.png", "f1.png", ...], fps) or {"frames": [...], "fps":
+        fps}; an audio clip (models with audio input: Gemma 4) is a file path (WAV, FLAC, OGG, MP3; resampled to
+        16 kHz mono), the file's bytes, or a 1-D array of 16 kHz mono float samples. A prompt with no audio
+        placeholder gets one per clip after BOS (as `pipit run --audio`).
 
         on_text(piece, token) is called for each piece of text as it is generated (valid UTF-8; a stop string is
         never shown); returning False stops. options: max_tokens=256, temperature=0.8 (0: greedy), top_k=40,
         top_p=0.95, min_p=0.05, repeat_penalty=1.0, presence_penalty=0, frequency_penalty=0, seed, stop (strings),
         ignore_eos=False. Returns a Completion (str() gives its text)."""
         ids = self.tokenize(prompt) if isinstance(prompt, str) else list(prompt)
+        if audio and self._m.audio_token_id not in ids:  # one placeholder per clip after BOS
+            at = 1 if ids and ids[0] == self.bos_id else 0
+            ids[at:at] = [self._m.audio_token_id] * len(audio)
         s = self._fit_session(len(ids) + options.get("max_tokens", 256), n_ctx)
-        return s.generate(ids, on_text=on_text, images=images, videos=videos, **options)
+        return s.generate(ids, on_text=on_text, images=images, videos=videos, audio=audio, **options)
 
-    def chat(self, messages, on_text=None, images=None, n_ctx=0, **options):
+    def chat(self, messages, on_text=None, images=None, n_ctx=0, audio=None, **options):
         """A reply to a conversation, through the model's chat template.
 
         messages: a list of {"role", "content"} dicts (content a string or a list of parts, where
-        {"type": "image", "image": "photo.png"} places an image and {"type": "video", "video": "clip.mp4"} or
-        {"type": "video", "video": [frame files], "fps": F} a video), or one string (a user message). images: image files for a string message, placed before
-        its text. Other arguments as in generate()."""
+        {"type": "image", "image": "photo.png"} places an image, {"type": "audio", "audio": "clip.wav"} an audio clip
+        (or OpenAI's input_audio part) and {"type": "video", "video": "clip.mp4"} or {"type": "video", "video":
+        [frame files], "fps": F} a video), or one string (a user message). images / audio: image files / audio clips
+        for a string message, placed before its text. Other arguments as in generate()."""
         if isinstance(messages, str):
             parts = [{"type": "image", "image": p} for p in (images or [])]
+            parts += [{"type": "audio", "audio": a} for a in (audio or [])]
             messages = [{"role": "user", "content": parts + [{"type": "text", "text": messages}] if parts else messages}]
-            images = None
+            images = audio = None
+        if audio is None:  # the audio parts of the conversation, in order; the template sees {"type": "audio"}
+            audio, msgs = [], []
+            for msg in messages:
+                if isinstance(msg.get("content"), list):
+                    content = []
+                    for p in msg["content"]:
+                        if isinstance(p, dict) and p.get("type") in ("audio", "input_audio"):
+                            a = _audio_source(p)
+                            if a is None:
+                                raise ValueError("an audio part names no clip (expected {'type': 'audio', "
+                                                 "'audio': PATH})")
+                            audio.append(a)
+                            p = {"type": "audio"}
+                        content.append(p)
+                    msg = dict(msg, content=content)
+                msgs.append(msg)
+            messages = msgs
         if images is None:  # the image parts of the conversation, in order
             images = [_image_source(p) for msg in messages if isinstance(msg.get("content"), list)
                       for p in msg["content"] if isinstance(p, dict) and p.get("type") in ("image", "image_url")]
@@ -198,7 +240,7 @@ class Model:
         text = self.apply_chat_template(messages, add_generation_prompt=True)
         ids = self.tokenize(text, add_special=False)
         s = self._fit_session(len(ids) + options.get("max_tokens", 256), n_ctx)
-        return s.generate(ids, on_text=on_text, images=images, videos=videos, **options)
+        return s.generate(ids, on_text=on_text, images=images, videos=videos, audio=audio, **options)
 
 
 def rope_freqs(config, head_dim):

@@ -1,5 +1,5 @@
 // Models and sessions for Python: load (.pipit, HF directory, .gguf), tokenize, logits as numpy arrays, generation
-// with a streaming callback, prompts with images. The GIL is released while the engine runs and taken back for each
+// with a streaming callback, prompts with images and audio clips. The GIL is released while the engine runs and taken back for each
 // callback; an exception raised by a callback (or Ctrl-C) stops the generation and is re-raised to the caller.
 #include <optional>
 #include <tuple>
@@ -9,6 +9,7 @@
 #include "core/limits.h"
 #include "models/vision/vision_model.h"
 #include "python/src/py_common.h"
+#include "runtime/audio_input.h"
 #include "runtime/generator.h"
 #include "runtime/grammar.h"
 #include "runtime/json_schema.h"
@@ -117,10 +118,52 @@ py::array_t<float> logits_array(const Tensor& t) { return to_numpy(t); }
 // data URL, frame rate 0: the file's own).
 using Videos = std::vector<std::pair<std::vector<std::string>, double>>;
 
+// Audio clips from Python, in prompt order: a file path (str), a file's bytes (bytes), or 16 kHz mono float PCM
+// (anything numpy turns into a 1-D float32 array).
+std::vector<AudioSource> audio_sources(const py::list& audio) {
+  std::vector<AudioSource> out;
+  for (size_t i = 0; i < audio.size(); ++i) {
+    const py::handle a = audio[i];
+    AudioSource s;
+    s.what = fmt("audio {}", i + 1);
+    if (py::isinstance<py::str>(a)) {
+      s.path = s.what = a.cast<std::string>();
+    } else if (py::isinstance<py::bytes>(a)) {
+      const std::string b = a.cast<std::string>();
+      s.bytes.assign(b.begin(), b.end());
+    } else {
+      auto arr = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(a);
+      if (!arr || arr.ndim() != 1)
+        bad_arg("audio {}: expected a file path, the file's bytes, or a 1-D array of 16 kHz mono samples", i + 1);
+      s.pcm.assign(arr.data(), arr.data() + arr.size());
+      if (s.pcm.empty()) bad_arg("audio {}: the clip has 0 samples", i + 1);
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::optional<MultimodalPrompt> image_prompt(PyModel& m, const std::vector<int32_t>& ids,
+                                             const std::vector<std::string>& images, const Videos& videos = {});
+
+// The prompt with its images, videos and audio clips (null without any): the image prompt, then the clips decoded,
+// encoded by the audio tower and spliced in at their placeholders.
+std::optional<MultimodalPrompt> media_prompt(PyModel& m, const std::vector<int32_t>& ids,
+                                             const std::vector<std::string>& images, const Videos& videos,
+                                             const std::vector<AudioSource>& audio) {
+  std::optional<MultimodalPrompt> mm = image_prompt(m, ids, images, videos);
+  if (audio.empty()) return mm;
+  if (!takes_audio(m.lm.config.model_type()))
+    throw PipitError("model '" + m.lm.model->info().arch + "' does not take audio input");
+  MultimodalPrompt p = mm ? std::move(*mm) : text_prompt(ids);
+  check(add_audio(m.lm, p, audio, *m.pool));
+  return p;
+}
+
 // The prompt with its images and videos (null without either): decoded, preprocessed, encoded, placeholders
 // expanded (video timestamps tokenized with the model's tokenizer).
 std::optional<MultimodalPrompt> image_prompt(PyModel& m, const std::vector<int32_t>& ids,
-                                             const std::vector<std::string>& images, const Videos& videos = {}) {
+                                             const std::vector<std::string>& images, const Videos& videos) {
   if (images.empty() && videos.empty()) return std::nullopt;
   if (!m.lm.model->vision())
     throw PipitError("model '" + m.lm.model->info().arch + "' has no vision tower; images are not supported");
@@ -147,7 +190,8 @@ std::optional<MultimodalPrompt> image_prompt(PyModel& m, const std::vector<int32
 // Runs generate() without the GIL; on_text (a Python callable or None) gets (piece, token) with the GIL and may
 // return False to stop. A Python exception inside it, or a pending signal (Ctrl-C), stops the run and is raised.
 Completion run_generate(PySession& ps, const std::vector<int32_t>& ids, const std::vector<std::string>& images,
-                        const Videos& videos, const GenOptions& o, const py::object& on_text) {
+                        const Videos& videos, const GenOptions& o, const py::object& on_text,
+                        const std::vector<AudioSource>& audio = {}) {
   GenerateParams gp = gen_params(o);
   const Tokenizer* tok = ps.m->lm.tokenizer.get();
   if (ids.empty()) bad_arg("the prompt is empty");
@@ -169,7 +213,7 @@ Completion run_generate(PySession& ps, const std::vector<int32_t>& ids, const st
       return false;
     }
   };
-  std::optional<MultimodalPrompt> mm = image_prompt(*ps.m, ids, images, videos);
+  std::optional<MultimodalPrompt> mm = media_prompt(*ps.m, ids, images, videos, audio);
   Result<GenerateResult> r = Status::ok();
   {
     py::gil_scoped_release nogil;
@@ -184,12 +228,12 @@ Completion run_generate(PySession& ps, const std::vector<int32_t>& ids, const st
 }
 
 py::array_t<float> session_eval(PySession& ps, const std::vector<int32_t>& ids, const std::vector<std::string>& images,
-                                const Videos& videos, bool all_logits) {
+                                const Videos& videos, bool all_logits, const std::vector<AudioSource>& audio = {}) {
   if (ids.empty()) bad_arg("eval: no tokens");
   const int64_t V = ps.m->lm.model->info().n_vocab;
   for (int32_t id : ids)
     if (id < 0 || id >= V) bad_arg("token id {} outside the vocabulary of {}", id, V);
-  std::optional<MultimodalPrompt> mm = image_prompt(*ps.m, ids, images, videos);
+  std::optional<MultimodalPrompt> mm = media_prompt(*ps.m, ids, images, videos, audio);
   Result<Tensor> r = Status::ok();
   {
     py::gil_scoped_release nogil;
@@ -254,14 +298,15 @@ void bind_model(py::module_& m) {
 
   py::class_<PySession>(m, "Session")
       .def("eval", [](PySession& s, const py::handle& ids, const std::vector<std::string>& images, bool all_logits,
-                      const Videos& videos) {
-        return session_eval(s, to_ids(ids, "ids"), images, videos, all_logits);
+                      const Videos& videos, const py::list& audio) {
+        return session_eval(s, to_ids(ids, "ids"), images, videos, all_logits, audio_sources(audio));
       }, py::arg("ids"), py::arg("images") = std::vector<std::string>{}, py::arg("all_logits") = false,
-         py::arg("videos") = Videos{})
+         py::arg("videos") = Videos{}, py::arg("audio") = py::list())
       .def("generate", [](PySession& s, const py::handle& ids, const std::vector<std::string>& images,
-                          const GenOptions& o, const py::object& on_text, const Videos& videos) {
-        return run_generate(s, to_ids(ids, "ids"), images, videos, o, on_text);
-      }, py::arg("ids"), py::arg("images"), py::arg("options"), py::arg("on_text"), py::arg("videos") = Videos{})
+                          const GenOptions& o, const py::object& on_text, const Videos& videos, const py::list& audio) {
+        return run_generate(s, to_ids(ids, "ids"), images, videos, o, on_text, audio_sources(audio));
+      }, py::arg("ids"), py::arg("images"), py::arg("options"), py::arg("on_text"), py::arg("videos") = Videos{},
+         py::arg("audio") = py::list())
       .def("reset", [](PySession& s) { s.s->reset(); })
       .def("truncate", [](PySession& s, int n) {
         if (n < 0 || n > s.s->n_past()) bad_arg("truncate({}): the session holds {} positions", n, s.s->n_past());
@@ -282,6 +327,10 @@ void bind_model(py::module_& m) {
       .def_property_readonly("eos_ids", [](const PyModel& pm) { return pm.lm.model->info().eos_ids; })
       .def_property_readonly("has_tokenizer", [](const PyModel& pm) { return bool(pm.lm.tokenizer); })
       .def_property_readonly("has_vision", [](const PyModel& pm) { return pm.lm.model->vision() != nullptr; })
+      .def_property_readonly("has_audio", [](const PyModel& pm) { return takes_audio(pm.lm.config.model_type()); })
+      .def_property_readonly("audio_token_id", [](const PyModel& pm) {  // the <|audio|> placeholder, -1 without audio
+        return takes_audio(pm.lm.config.model_type()) ? int32_t(pm.lm.config.get_int_or("audio_token_id", -1)) : -1;
+      })
       .def_property_readonly("config_json", [](const PyModel& pm) { return pm.lm.config.json().dump(); })
       .def_property_readonly("path", [](const PyModel& pm) { return pm.lm.path; })
       .def("tokenize", [](const PyModel& pm, const std::string& text, bool add_special) {

@@ -2,7 +2,8 @@
 """Tests of the pipit Python package (ctest python_api): generation equals the goldens, numpy logits equal the C++
 path (`pipit logits`), a Qwen3 written with pipit.ops in Python reproduces the golden logits, the streaming callback
 sees every piece in order, chat with images equals `pipit run --image` (and Qwen3.5 with a video `pipit run
---video`), and bad input raises Python exceptions.
+--video`), Gemma 4 audio from a file, bytes or samples gives the golden ids, and bad input raises Python
+exceptions.
 
 Usage: test_pipit.py PIPIT_BIN TESTDATA_DIR SERVER_MODELS_DIR    (PYTHONPATH must hold build/python)
 """
@@ -387,6 +388,67 @@ def write_lossless_clip(frames, fps, path):
                 c.mux(p)
         for p in s.encode():
             c.mux(p)
+
+
+class Audio(unittest.TestCase):
+    """Gemma 4 audio (the tiny checkpoint with the toy tokenizer of tests/data/gemma4_tokenizer): the golden audio
+    prompt gives the golden greedy ids from the wav file, its bytes and its samples; chat with an audio part equals
+    `pipit run --audio`; bad clips raise."""
+
+    GOLDEN = [490, 210, 210, 210, 210, 210, 210, 210, 210, 210, 210, 210, 210, 239, 94, 291,
+              234, 210, 210, 210, 210, 239, 66, 309, 255, 392, 66, 66, 66, 66, 66, 66]
+    RAW = "<bos><|turn>user\n<|audio|>Transcribe this audio.<turn|>\n<|turn>model\nSure, here"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        src = os.path.join(MODELS, "gemma4")
+        for f in ("config.json", "generation_config.json", "preprocessor_config.json", "processor_config.json",
+                  "model.safetensors"):
+            os.symlink(os.path.join(src, f), os.path.join(cls.tmp.name, f))
+        for f in ("tokenizer.json", "tokenizer_config.json"):
+            with open(os.path.join(HERE, "..", "..", "tests", "data", "gemma4_tokenizer", f), "rb") as i, \
+                    open(os.path.join(cls.tmp.name, f), "wb") as o:
+                o.write(i.read())
+        cls.wav = os.path.join(src, "tone_1200ms.wav")
+        cls.m = pipit.Model(cls.tmp.name, n_threads=2, kv_type="f32")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_golden_ids_from_file_bytes_and_pcm(self):
+        self.assertTrue(self.m.has_audio)
+        with open(self.wav, "rb") as f:
+            data = f.read()
+        pcm = golden("gemma4")["audio.audio.waveform"]
+        for clip in (self.wav, data, pcm):
+            c = self.m.generate(self.m.tokenize(self.RAW, add_special=False), audio=[clip], max_tokens=32,
+                                temperature=0, ignore_eos=True)
+            self.assertEqual(c.tokens, self.GOLDEN)
+
+    def test_chat_equals_cli(self):
+        c = self.m.chat("Transcribe this audio.", audio=[self.wav], max_tokens=6, temperature=0, ignore_eos=True)
+        cli = subprocess.run([PIPIT, "run", "-m", self.tmp.name, "-t", "2", "--audio", self.wav, "-p",
+                              "Transcribe this audio.", "-n", "6", "--temp", "0", "--ignore-eos", "--json"],
+                             check=True, capture_output=True)
+        out = json.loads(cli.stdout)
+        self.assertEqual(out["tokens"], c.tokens)
+        self.assertEqual(out["timings"]["prompt_tokens"], c.n_prompt)
+        c2 = self.m.chat([{"role": "user", "content": [{"type": "audio", "audio": self.wav},
+                                                       {"type": "text", "text": "Transcribe this audio."}]}],
+                         max_tokens=6, temperature=0, ignore_eos=True)
+        self.assertEqual(c2.tokens, c.tokens)
+
+    def test_bad_clips_raise(self):
+        with open(self.wav, "rb") as f:
+            data = f.read()
+        with self.assertRaisesRegex(pipit.Error, "truncated"):
+            self.m.generate("<bos>Transcribe", audio=[data[: len(data) // 2]], max_tokens=2)
+        with self.assertRaisesRegex(pipit.Error, "at most 30.0 s"):
+            self.m.generate("<bos>Transcribe", audio=[np.zeros(16000 * 31, np.float32)], max_tokens=2)
+        with self.assertRaises(ValueError):
+            self.m.generate("<bos>Transcribe", audio=[np.zeros((2, 100), np.float32)], max_tokens=2)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The standing hostile-input suite: bad checkpoints, bad files, bad images and absurd numbers through the real CLI.
+"""The standing hostile-input suite: bad checkpoints, bad files, bad images, bad audio and absurd numbers through the
+real CLI.
 
 usage: hostile_test.py PIPIT TESTDATA [--sanitized] [--json OUT] [--only CLASS] [-j N]
 
@@ -418,6 +419,77 @@ def image_cases(s):
               needle=k)
 
 
+def wav_bytes(n_frames, rate=16000, channels=1, bits=16, data=None, declared=None):
+    """A PCM WAV: header declaring `declared` data bytes (default: what n_frames need) and `data` (default zeros)."""
+    size = n_frames * channels * bits // 8
+    data = b"\0" * size if data is None else data
+    d = size if declared is None else declared
+    fmt = struct.pack("<HHIIHH", 1, channels, rate & 0xFFFFFFFF, (rate * channels * bits // 8) & 0xFFFFFFFF,
+                      channels * bits // 8, bits)
+    return b"RIFF" + struct.pack("<I", (36 + d) & 0xFFFFFFFF) + b"WAVEfmt " + struct.pack("<I", 16) + fmt + \
+        b"data" + struct.pack("<I", d & 0xFFFFFFFF) + data
+
+
+def audio_cases(s):
+    """Bad audio through `pipit run --audio` on the tiny Gemma 4 (with the toy tokenizer of tests/data), and bad
+    processor_config.json audio settings. A clip's cost is bounded before it is read: the 10-hour file (sparse) must
+    be refused from its header within the time and RSS bounds."""
+    m = s.copy_model("gemma4")
+    for f in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(os.path.join(HERE, "..", "data", "gemma4_tokenizer", f), os.path.join(m, f))
+    d = s.fresh("audio")
+    good = read(os.path.join(s.model("gemma4"), "tone_1200ms.wav"))
+    run = lambda path: ["run", "-m", m, "-p", "Transcribe", "-n", "1", "-t", "1", "--audio", path]  # noqa: E731
+    clips = [("empty file", b"", "cannot read it as audio"),
+             ("random bytes", bytes((i * 37 + 11) % 256 for i in range(3000)), "cannot read it as audio"),
+             ("text as wav", b"hello, not audio\n", "cannot read it as audio"),
+             ("wav 0 samples", wav_bytes(0), "0 samples"),
+             ("wav header 10 hours, 1.2 s of data", good[:40] + struct.pack("<I", 16000 * 2 * 36000) + good[44:],
+              "truncated"),
+             ("wav header 4 GB data", good[:40] + struct.pack("<I", 0xFFFFFFFF) + good[44:], "truncated"),
+             ("wav 31 s", wav_bytes(16000 * 31), "at most 30.0 s"),
+             ("wav 0 channels", wav_bytes(100, channels=0, data=b"\0" * 200), None),
+             ("wav 100 channels", wav_bytes(100, channels=100), None),
+             ("wav rate 0", wav_bytes(100, rate=0), None),
+             ("wav rate 2^31", wav_bytes(100, rate=2 ** 31 - 1), None),
+             ("wav rate 100 Hz", wav_bytes(100, rate=100), "sample rate"),
+             ("wav 8 samples (too short for a frame)", wav_bytes(8), "too short"),
+             ("flac header only", b"fLaC" + b"\0" * 40, None),
+             ("ogg header only", b"OggS" + b"\0" * 60, None),
+             ("mp3 id3 only", b"ID3\x04\0\0\0\0\0\0", None)]
+    for frac in [1, 2, 3, 5, 7]:
+        clips.append(("wav cut at %d/8" % frac, good[:len(good) * frac // 8], "truncated"))
+    for name, data, needle in clips:
+        p = write(os.path.join(d, re.sub(r"[^a-z0-9]+", "_", name) + ".wav"), data)
+        s.add("audio", name, run(p), needle=needle)
+    big = write(os.path.join(d, "ten_hours.wav"), wav_bytes(0, declared=16000 * 2 * 36000)[:44])
+    os.truncate(big, 44 + 16000 * 2 * 36000)  # sparse: 1.15 GB that take no space
+    s.add("audio", "wav 10 hours (sparse file)", run(big), needle="at most 30.0 s")
+    for name, path in [("directory", d), ("/dev/zero", "/dev/zero"), ("missing", os.path.join(d, "nope.wav"))]:
+        s.add("audio", name, run(path))
+    s.add("audio", "audio on a text model", ["run", "-m", s.model("stories260k"), "-p", "x", "--audio",
+                                              os.path.join(s.model("gemma4"), "tone_1200ms.wav")], needle="audio")
+    # processor_config.json audio settings
+    pc = json.loads(read(os.path.join(s.model("gemma4"), "processor_config.json")))
+    wav = os.path.join(s.model("gemma4"), "tone_1200ms.wav")
+    for k, v in [("audio_seq_length", 0), ("audio_seq_length", -5), ("audio_ms_per_token", 10 ** 12),
+                 ("feature_extractor.feature_size", 0), ("feature_extractor.feature_size", 64),
+                 ("feature_extractor.fft_length", 7), ("feature_extractor.frame_length", 10 ** 9),
+                 ("feature_extractor.hop_length", 0), ("feature_extractor.sampling_rate", 8000),
+                 ("feature_extractor.mel_floor", 0), ("feature_extractor.max_frequency", 1e9),
+                 ("feature_extractor.preemphasis", 0.97), ("feature_extractor.per_bin_mean", [0.0]),
+                 ("feature_extractor.dither", "x")]:
+        q = json.loads(json.dumps(pc))
+        o, key = (q["feature_extractor"], k.split(".")[1]) if "." in k else (q, k)
+        o[key] = v
+        mm = s.copy_model("gemma4", skip=("processor_config.json",))
+        for f in ("tokenizer.json", "tokenizer_config.json"):
+            shutil.copy(os.path.join(HERE, "..", "data", "gemma4_tokenizer", f), os.path.join(mm, f))
+        write(os.path.join(mm, "processor_config.json"), json.dumps(q))
+        s.add("audio", "processor_config %s=%s" % (k, json.dumps(v)),
+              ["run", "-m", mm, "-p", "Transcribe", "-n", "1", "-t", "1", "--audio", wav], needle=key)
+
+
 def prompt_cases(s):
     """Prompt files and model paths a user could plausibly get wrong."""
     st = s.model("stories260k")
@@ -639,6 +711,7 @@ def main():
         tensor_cases(s, inp)
         truncation_cases(s, inp)
         image_cases(s)
+        audio_cases(s)
         prompt_cases(s)
         cli_cases(s)
         sweep3_cases.add_all(s, inp)

@@ -409,6 +409,34 @@ JNIEXPORT void JNICALL JNI_FN(sessionAttachImageBytes)(JNIEnv* env, jclass cls, 
   (*env)->ReleaseByteArrayElements(env, data, b, JNI_ABORT);
 }
 
+JNIEXPORT void JNICALL JNI_FN(sessionAttachAudio)(JNIEnv* env, jclass cls, jlong session, jstring path) {
+  (void)cls;
+  char* p = utf8_of(env, path, NULL);
+  if (!p) return;
+  check(env, pipit_session_attach_audio((pipit_session*)(intptr_t)session, p));
+  free(p);
+}
+
+JNIEXPORT void JNICALL JNI_FN(sessionAttachAudioBytes)(JNIEnv* env, jclass cls, jlong session, jbyteArray data) {
+  (void)cls;
+  if (!data) return throw_status(env, PIPIT_ERR_INVALID_ARGUMENT, "attachAudio: data is null");
+  jsize n = (*env)->GetArrayLength(env, data);
+  jbyte* b = (*env)->GetByteArrayElements(env, data, NULL);
+  if (!b) return;
+  check(env, pipit_session_attach_audio_bytes((pipit_session*)(intptr_t)session, b, (size_t)n));
+  (*env)->ReleaseByteArrayElements(env, data, b, JNI_ABORT);
+}
+
+JNIEXPORT void JNICALL JNI_FN(sessionAttachAudioPcm)(JNIEnv* env, jclass cls, jlong session, jfloatArray samples) {
+  (void)cls;
+  if (!samples) return throw_status(env, PIPIT_ERR_INVALID_ARGUMENT, "attachAudio: samples is null");
+  jsize n = (*env)->GetArrayLength(env, samples);
+  jfloat* f = (*env)->GetFloatArrayElements(env, samples, NULL);
+  if (!f) return;
+  check(env, pipit_session_attach_audio_pcm((pipit_session*)(intptr_t)session, f, (size_t)n));
+  (*env)->ReleaseFloatArrayElements(env, samples, f, JNI_ABORT);
+}
+
 /* ---- the in-process server ---- */
 
 JNIEXPORT jlong JNICALL JNI_FN(serverStart)(JNIEnv* env, jclass cls, jlong model, jstring host, jint port,

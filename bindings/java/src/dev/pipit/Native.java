@@ -38,6 +38,9 @@ final class Native {
   static native float[] embed(long session, String text);
   static native void sessionAttachImage(long session, String path);
   static native void sessionAttachImageBytes(long session, byte[] data);
+  static native void sessionAttachAudio(long session, String path);
+  static native void sessionAttachAudioBytes(long session, byte[] data);
+  static native void sessionAttachAudioPcm(long session, float[] samples);
 
   static native long serverStart(long model, String host, int port, int nParallel, int nCtx, int nThreads,
       String apiKey, String modelName);

@@ -141,6 +141,24 @@ public final class Session implements AutoCloseable {
     Native.sessionAttachImageBytes(handle(), data);
   }
 
+  /**
+   * An audio file (WAV, FLAC, OGG, MP3, ...) for the next generation of a model with audio input (Gemma 4): a
+   * {"type": "audio"} content part, or a placeholder before a raw prompt's text. Decoded here (a bad file throws).
+   */
+  public synchronized void attachAudio(String path) {
+    Native.sessionAttachAudio(handle(), path);
+  }
+
+  /** An audio file's bytes, as {@link #attachAudio(String)}. */
+  public synchronized void attachAudio(byte[] data) {
+    Native.sessionAttachAudioBytes(handle(), data);
+  }
+
+  /** Mono float samples at 16 kHz in [-1, 1], as {@link #attachAudio(String)}. */
+  public synchronized void attachAudio(float[] samples16k) {
+    Native.sessionAttachAudioPcm(handle(), samples16k);
+  }
+
   @Override
   public synchronized void close() {
     if (handle != 0) {

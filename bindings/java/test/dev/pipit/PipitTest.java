@@ -193,6 +193,12 @@ public final class PipitTest {
         check(e.status() == PipitException.UNSUPPORTED, "image on a text model: " + e.getMessage());
       }
       try {
+        s.attachAudio(new float[] {0.0f, 0.1f});
+        check(false, "audio for a model without audio input throws");
+      } catch (PipitException e) {
+        check(e.status() == PipitException.UNSUPPORTED, "audio on a text model: " + e.getMessage());
+      }
+      try {
         s.embed("hello");
         check(false, "embed without a pooling config throws");
       } catch (PipitException e) {

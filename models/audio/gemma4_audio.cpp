@@ -1,0 +1,369 @@
+// Gemma 4 audio tower (HF Gemma4AudioModel, a USM-style conformer) and its projector (embed_audio), on the log-mel
+// features of models/audio/log_mel.h: subsampling (2 x [Conv2d 3x3 stride 2 -> LayerNorm over channels -> ReLU],
+// the time mask applied before each conv and halved after, flatten (freq, channel), input_proj_linear), then per
+// conformer layer: half-step FFN, chunked local self-attention (relative positions, per-dim query scale, logit
+// soft-cap), light conv (GLU, causal depthwise conv), half-step FFN, RMSNorm; output_proj; embed_audio (weightless
+// RMSNorm -> Linear into the decoder's embedding space). Every linear but the convs, relative_k_proj and the two
+// projections is a Gemma4ClippableLinear (input and output clamped to stored bounds).
+// reference: HF modeling_gemma4.py (Gemma4AudioSubSampleConvProjection, Gemma4AudioRelPositionalEncoding,
+// Gemma4AudioAttention, Gemma4AudioFeedForward, Gemma4AudioLightConv1d, Gemma4AudioLayer, Gemma4AudioModel,
+// Gemma4MultimodalEmbedder), processing_gemma4.py (token count), ../shared/testdata/reference/gemma4_audio.py.
+//
+// Only the frames of real audio are run through the conformer: the frame mask is a prefix, and a valid frame
+// never reads a later one (attention sees the 11 previous frames and itself, the depthwise conv is causal), so
+// dropping the padded tail after subsampling gives HF's valid rows exactly.
+#include <cmath>
+
+#include "backends/cpu/ops_audio.h"
+#include "models/audio/audio_model.h"
+#include "models/audio/log_mel.h"
+
+namespace pipit {
+
+namespace {
+
+// Gemma4ClippableLinear: clamp(input) -> linear (no bias) -> clamp(output); bounds absent = no clamp.
+struct ClipLinear {
+  Tensor w;
+  float in_lo = -INFINITY, in_hi = INFINITY, out_lo = -INFINITY, out_hi = INFINITY;
+};
+
+struct AudioLayer {
+  struct Ffn {
+    Tensor pre_norm, post_norm;
+    ClipLinear up, down;  // ffw_layer_1 [4H, H], ffw_layer_2 [H, 4H]
+  } ffn1, ffn2;
+  Tensor norm_pre_attn, norm_post_attn, norm_out;
+  ClipLinear q, k, v, post;
+  std::vector<float> q_scale;  // per dim: softplus(per_dim_scale) (times the encoder's hd^-0.5 / ln 2)
+  Tensor rel_k;                // [window, n_head, hd] f32: relative_k_proj of the position embedding, by distance
+  Tensor lconv_pre_norm, conv_norm;
+  ClipLinear lin_start, lin_end;  // [2H, H], [H, H]
+  Tensor dw;                      // depthwise conv [H, K] f32
+};
+
+float scalar_value(const Tensor& t) {
+  float v = 0.0f;
+  ref_kernels().to_f32[int(t.dtype())](t.data(), &v, 1);
+  return v;
+}
+
+Tensor to_heap_f32(const Tensor& t, const std::vector<int64_t>& shape) {
+  Tensor out = Tensor::empty(DType::F32, shape);
+  ref_kernels().to_f32[int(t.dtype())](t.data(), out.ptr<float>(), t.numel());
+  return out;
+}
+
+class Gemma4AudioEncoder : public AudioEncoder {
+ public:
+  Status load(const HfConfig& top, const WeightSource& w, const nlohmann::json& processor) {
+    if (!top.has("audio_config")) return Error::invalid_argument("[gemma4 audio] config.json has no audio_config");
+    const HfConfig ac = top.sub("audio_config");
+    const HfConfig tc = top.sub("text_config");
+    PIPIT_ASSIGN_OR_RETURN(H_, ac.get_int("hidden_size"));
+    PIPIT_ASSIGN_OR_RETURN(n_head_, ac.get_int("num_attention_heads"));
+    PIPIT_ASSIGN_OR_RETURN(int64_t n_layer, ac.get_int("num_hidden_layers"));
+    PIPIT_ASSIGN_OR_RETURN(n_embd_, tc.get_int("hidden_size"));
+    const auto ch = ac.get_int_list("subsampling_conv_channels");
+    if (ch.size() != 2)
+      return Error::invalid_argument("[gemma4 audio] subsampling_conv_channels must list 2 channel counts");
+    c0_ = ch[0], c1_ = ch[1];
+    const int64_t K = ac.get_int_or("conv_kernel_size", 5);
+    out_dim_ = ac.get_int_or("output_proj_dims", 1536);
+    const int64_t chunk = ac.get_int_or("attention_chunk_size", 12), left = ac.get_int_or("attention_context_left", 13);
+    const int64_t right = ac.get_int_or("attention_context_right", 0);
+    softcap_ = float(ac.get_float_or("attention_logit_cap", 50.0));
+    eps_ = float(ac.get_float_or("rms_norm_eps", 1e-6));
+    gclip_ = float(ac.get_float_or("gradient_clipping", 1e10));
+    residual_weight_ = float(ac.get_float_or("residual_weight", 0.5));
+    const bool clipped = ac.get_bool_or("use_clipped_linears", true);
+    if (H_ <= 0 || H_ > 65536 || n_head_ <= 0 || H_ % n_head_ || n_layer <= 0 || n_layer > 256 || c0_ <= 0 ||
+        c1_ <= 0 || c0_ > 4096 || c1_ > 4096 || K <= 0 || K > 64 || out_dim_ <= 0 || out_dim_ > 65536 || chunk <= 0 ||
+        left <= 1 || left > 1024)
+      return Error::invalid_argument("[gemma4 audio] audio_config sizes out of range (hidden {}, heads {}, layers {}, "
+                                     "channels {}/{}, kernel {}, output_proj_dims {}, chunk {}, context_left {})", H_,
+                                     n_head_, n_layer, c0_, c1_, K, out_dim_, chunk, left);
+    // HF's blocked attention with its rel-shift equals "query i sees keys i - (left - 2) .. i with relative
+    // embedding of distance i - j" when the past context equals half the block context (E2B / E4B: chunk 12,
+    // left 13, right 0); other shapes are refused rather than computed differently
+    if (right != 0 || chunk != left - 1)
+      return Error::unsupported("[gemma4 audio] attention_chunk_size {} / attention_context_left {} / right {} (only "
+                                "chunk = left - 1, right = 0 is supported, as in every released Gemma 4)", chunk,
+                                left, right);
+    window_ = int(left - 1);
+    const int64_t hd = H_ / n_head_;
+    q_scale_ = float(std::pow(double(hd), -0.5) / std::log(2.0));  // then * softplus(per_dim_scale) per dim
+    const int64_t n_freq = 128;  // the mel bins after two stride-2 convs: 128 -> 64 -> 32
+    PIPIT_ASSIGN_OR_RETURN(mel_, parse_log_mel_config(processor));
+    if (mel_.feature_size != n_freq)
+      return Error::unsupported("[gemma4 audio] feature_size {} (the tower takes 128 mel bins)", mel_.feature_size);
+    const int64_t seq_len = processor.is_object() && processor.contains("audio_seq_length") &&
+                                    processor["audio_seq_length"].is_number_integer()
+                                ? processor["audio_seq_length"].get<int64_t>() : 750;
+    const int64_t ms_per_token = processor.is_object() && processor.contains("audio_ms_per_token") &&
+                                         processor["audio_ms_per_token"].is_number_integer()
+                                     ? processor["audio_ms_per_token"].get<int64_t>() : 40;
+    if (seq_len <= 0 || seq_len > 100000 || ms_per_token <= 0 || ms_per_token > 1000)
+      return Error::invalid_argument("[gemma4 audio] audio_seq_length {} / audio_ms_per_token {} out of range",
+                                     seq_len, ms_per_token);
+    max_seconds_ = double(seq_len * ms_per_token) / 1000.0;  // 750 x 40 ms = 30 s: at most 750 soft tokens
+    tokens_.audio_token_id = int32_t(top.get_int_or("audio_token_id", -1));
+    tokens_.boa_id = int32_t(top.get_int_or("boa_token_id", -1));
+    tokens_.eoa_id = int32_t(top.get_int_or("eoa_token_id", top.get_int_or("eoa_token_index", -1)));
+    if (tokens_.audio_token_id < 0 || tokens_.boa_id < 0 || tokens_.eoa_id < 0)
+      return Error::invalid_argument("[gemma4 audio] config.json lacks audio_token_id / boa_token_id / eoa_token_id");
+
+    const std::string P = "model.audio_tower.", S = P + "subsample_conv_projection.";
+    PIPIT_ASSIGN_OR_RETURN(Tensor w0, w.get(S + "layer0.conv.weight", {c0_, 1, 3, 3}));
+    PIPIT_ASSIGN_OR_RETURN(Tensor w1, w.get(S + "layer1.conv.weight", {c1_, c0_, 3, 3}));
+    conv0_ = w0.reshape({c0_, 9});
+    conv1_ = w1.reshape({c1_, c0_ * 9});
+    PIPIT_ASSIGN_OR_RETURN(norm0_, w.get(S + "layer0.norm.weight", {c0_}));
+    PIPIT_ASSIGN_OR_RETURN(norm1_, w.get(S + "layer1.norm.weight", {c1_}));
+    // HF sizes input_proj_linear as (channels0 // 4) * channels1, which is the flattened (freq, channel) width
+    // only when channels0 = 128 (= the mel bins); a checkpoint where they differ could not run in HF either
+    if ((c0_ / 4) * c1_ != (n_freq / 4) * c1_)
+      return Error::unsupported("[gemma4 audio] subsampling_conv_channels[0] = {} (HF's input_proj_linear needs 128)",
+                                c0_);
+    PIPIT_ASSIGN_OR_RETURN(in_proj_, w.get(S + "input_proj_linear.weight", {H_, (n_freq / 4) * c1_}));
+    zeros0_ = Tensor::empty(DType::F32, {c0_});
+    zeros1_ = Tensor::empty(DType::F32, {c1_});
+    std::fill(zeros0_.ptr<float>(), zeros0_.ptr<float>() + c0_, 0.0f);
+    std::fill(zeros1_.ptr<float>(), zeros1_.ptr<float>() + c1_, 0.0f);
+
+    auto clip_linear = [&](const std::string& p, int64_t n_out, int64_t n_in) -> Result<ClipLinear> {
+      ClipLinear L;
+      PIPIT_ASSIGN_OR_RETURN(L.w, w.get(p + ".linear.weight", {n_out, n_in}));
+      if (!clipped) return L;
+      float* dst[4] = {&L.in_lo, &L.in_hi, &L.out_lo, &L.out_hi};
+      const char* names[4] = {".input_min", ".input_max", ".output_min", ".output_max"};
+      for (int i = 0; i < 4; ++i) {
+        if (!w.has(p + names[i])) continue;  // HF keeps +-inf when a bound was never calibrated
+        PIPIT_ASSIGN_OR_RETURN(Tensor b, w.find(p + names[i]));
+        if (b.numel() != 1) return Error::format("[gemma4 audio] {}{}: {} (a scalar)", p, names[i], b.describe());
+        *dst[i] = scalar_value(b);
+      }
+      return L;
+    };
+    // Gemma4AudioRelPositionalEncoding: distances context/2 .. 0, [sin | cos] over H/2 timescales (float32)
+    const int64_t n_ts = H_ / 2, n_pos = window_ + 1;
+    Tensor pos_emb = Tensor::empty(DType::F32, {n_pos, H_});
+    const float inc = float(std::log(10000.0) / double(std::max<int64_t>(n_ts - 1, 1)));
+    for (int64_t r = 0; r < n_pos; ++r) {
+      const float dist = float(window_ - r);
+      for (int64_t i = 0; i < n_ts; ++i) {
+        const float st = dist * std::exp(float(i) * -inc);
+        pos_emb.ptr<float>()[r * H_ + i] = std::sin(st);
+        pos_emb.ptr<float>()[r * H_ + n_ts + i] = std::cos(st);
+      }
+    }
+    Arena arena(size_t(1) << 20);
+    ThreadPool pool(1);
+    Ctx ctx{&arena, &pool, &kernels(), {}};
+    for (int64_t il = 0; il < n_layer; ++il) {
+      const std::string p = P + "layers." + std::to_string(il) + ".";
+      AudioLayer L;
+      for (auto [ff, name] : {std::pair{&L.ffn1, "feed_forward1."}, std::pair{&L.ffn2, "feed_forward2."}}) {
+        PIPIT_ASSIGN_OR_RETURN(ff->pre_norm, w.get(p + name + "pre_layer_norm.weight", {H_}));
+        PIPIT_ASSIGN_OR_RETURN(ff->post_norm, w.get(p + name + "post_layer_norm.weight", {H_}));
+        PIPIT_ASSIGN_OR_RETURN(ff->up, clip_linear(p + name + "ffw_layer_1", 4 * H_, H_));
+        PIPIT_ASSIGN_OR_RETURN(ff->down, clip_linear(p + name + "ffw_layer_2", H_, 4 * H_));
+      }
+      PIPIT_ASSIGN_OR_RETURN(L.norm_pre_attn, w.get(p + "norm_pre_attn.weight", {H_}));
+      PIPIT_ASSIGN_OR_RETURN(L.norm_post_attn, w.get(p + "norm_post_attn.weight", {H_}));
+      PIPIT_ASSIGN_OR_RETURN(L.norm_out, w.get(p + "norm_out.weight", {H_}));
+      PIPIT_ASSIGN_OR_RETURN(L.q, clip_linear(p + "self_attn.q_proj", H_, H_));
+      PIPIT_ASSIGN_OR_RETURN(L.k, clip_linear(p + "self_attn.k_proj", H_, H_));
+      PIPIT_ASSIGN_OR_RETURN(L.v, clip_linear(p + "self_attn.v_proj", H_, H_));
+      PIPIT_ASSIGN_OR_RETURN(L.post, clip_linear(p + "self_attn.post", H_, H_));
+      PIPIT_ASSIGN_OR_RETURN(Tensor pds, w.get(p + "self_attn.per_dim_scale", {hd}));
+      std::vector<float> pd(static_cast<size_t>(hd));
+      ref_kernels().to_f32[int(pds.dtype())](pds.data(), pd.data(), hd);
+      for (int64_t d = 0; d < hd; ++d) {  // torch softplus (beta 1, threshold 20)
+        const float x = pd[size_t(d)];
+        L.q_scale.push_back(x > 20.0f ? x : std::log1p(std::exp(x)));
+      }
+      PIPIT_ASSIGN_OR_RETURN(Tensor rkw, w.get(p + "self_attn.relative_k_proj.weight", {H_, H_}));
+      {  // relative keys by distance: row d = relative_k_proj(pos_emb row of distance d)
+        ArenaScope scope(arena);
+        Tensor rk = linear(ctx, pos_emb, rkw);  // [n_pos, H], row r = distance window - r
+        L.rel_k = Tensor::empty(DType::F32, {window_, n_head_, hd});
+        for (int64_t d = 0; d < window_; ++d)
+          std::copy(rk.ptr<float>() + (window_ - d) * H_, rk.ptr<float>() + (window_ - d + 1) * H_,
+                    L.rel_k.ptr<float>() + d * H_);
+      }
+      PIPIT_ASSIGN_OR_RETURN(L.lconv_pre_norm, w.get(p + "lconv1d.pre_layer_norm.weight", {H_}));
+      PIPIT_ASSIGN_OR_RETURN(L.conv_norm, w.get(p + "lconv1d.conv_norm.weight", {H_}));
+      PIPIT_ASSIGN_OR_RETURN(L.lin_start, clip_linear(p + "lconv1d.linear_start", 2 * H_, H_));
+      PIPIT_ASSIGN_OR_RETURN(L.lin_end, clip_linear(p + "lconv1d.linear_end", H_, H_));
+      PIPIT_ASSIGN_OR_RETURN(Tensor dw, w.get(p + "lconv1d.depthwise_conv1d.weight", {H_, 1, K}));
+      L.dw = to_heap_f32(dw, {H_, K});
+      layers_.push_back(std::move(L));
+    }
+    PIPIT_ASSIGN_OR_RETURN(out_proj_, w.get(P + "output_proj.weight", {out_dim_, H_}));
+    PIPIT_ASSIGN_OR_RETURN(out_bias_, w.get(P + "output_proj.bias", {out_dim_}));
+    PIPIT_ASSIGN_OR_RETURN(embed_proj_, w.get("model.embed_audio.embedding_projection.weight", {n_embd_, out_dim_}));
+    ones_out_ = Tensor::empty(DType::F32, {out_dim_});
+    std::fill(ones_out_.ptr<float>(), ones_out_.ptr<float>() + out_dim_, 1.0f);
+    return Status::ok();
+  }
+
+  Result<int64_t> n_audio_tokens(int64_t n_samples) const override {
+    if (n_samples <= 0) return Error::invalid_argument("[audio] the clip has 0 samples");
+    if (double(n_samples) / kSampleRate > max_seconds_ + 1e-9)
+      return Error::invalid_argument("[audio] the clip is {} samples; at most {} s ({} samples) are taken", n_samples,
+                                     max_seconds_, int64_t(max_seconds_ * kSampleRate));
+    // frames (log_mel.h) whose last sample is real audio, then the mask halved twice ([::2])
+    const int64_t n_pad = (n_samples + mel_.pad_to_multiple_of - 1) / mel_.pad_to_multiple_of * mel_.pad_to_multiple_of;
+    const int64_t size = mel_.frame_length + 1, left = mel_.frame_length / 2;
+    if (n_pad + left < size)
+      return Error::invalid_argument("[audio] the clip has {} samples: too short for one audio frame", n_samples);
+    const int64_t n_frames = (n_pad + left - size) / mel_.hop_length + 1;
+    int64_t valid = 0;
+    for (int64_t f = 0; f < n_frames; ++f) valid += f * mel_.hop_length + size - 1 - left < n_samples;
+    const int64_t n_tok = ((valid + 1) / 2 + 1) / 2;  // the valid frames are a prefix: ceil(ceil(v / 2) / 2)
+    if (n_tok == 0)
+      return Error::invalid_argument("[audio] the clip has {} samples: too short to give one audio token", n_samples);
+    return n_tok;
+  }
+
+  Result<Tensor> encode(Ctx& ctx, std::span<const float> samples) const override {
+    PIPIT_ASSIGN_OR_RETURN(int64_t n_tok, n_audio_tokens(int64_t(samples.size())));
+    PIPIT_ASSIGN_OR_RETURN(LogMelFeatures mel, log_mel_features(mel_, samples));
+    const int64_t T = mel.n_frames, F = mel_.feature_size;
+    Tensor feat = Tensor::from_data(DType::F32, {T, F}, mel.features.data(), nullptr);
+    ctx.name(feat, "audio.input_features");
+    // subsampling: [T, F, 1] -> [T1, F/2, c0] -> [T2, F/4, c1]; the mask zeroes time rows before each conv
+    std::vector<uint8_t> m = mel.mask;
+    Tensor h = Tensor::from_data(DType::F32, {T, F, 1}, mel.features.data(), nullptr);
+    for (int li = 0; li < 2; ++li) {
+      const int64_t rows = h.dim(0), row = h.dim(1) * h.dim(2);
+      for (int64_t t = 0; t < rows; ++t)
+        if (!m[size_t(t)]) std::fill(h.ptr<float>() + t * row, h.ptr<float>() + (t + 1) * row, 0.0f);
+      Tensor y = conv2d_3x3_s2(ctx, h, li == 0 ? conv0_ : conv1_);  // heap
+      const int64_t C = y.dim(2);
+      Tensor n = layer_norm(ctx, y.reshape({y.dim(0) * y.dim(1), C}), li == 0 ? norm0_ : norm1_,
+                            li == 0 ? zeros0_ : zeros1_, eps_);
+      clamp_(ctx, n, 0.0f, INFINITY);  // ReLU
+      h = Tensor::empty(DType::F32, y.shape());
+      std::copy(n.ptr<float>(), n.ptr<float>() + n.numel(), h.ptr<float>());
+      std::vector<uint8_t> half;
+      for (size_t t = 0; t < m.size(); t += 2) half.push_back(m[t]);
+      m = std::move(half);
+    }
+    int64_t valid = 0;
+    for (uint8_t v : m) valid += v;
+    if (valid != n_tok)
+      return Error::internal("[gemma4 audio] {} valid encoder frames, the processor counts {}", valid, n_tok);
+    // valid rows only (see the top of the file); heap copies from here, the arena holds one layer's activations
+    Tensor flat = h.slice(0, 0, n_tok).reshape({n_tok, h.dim(1) * h.dim(2)});
+    Tensor x = keep(linear(ctx, flat, in_proj_));
+    ctx.name(x, "audio.subsample");
+    for (size_t il = 0; il < layers_.size(); ++il) {
+      ArenaScope scope(*ctx.arena);
+      const AudioLayer& L = layers_[il];
+      x = ffn(ctx, x, L.ffn1);
+      Tensor a = to_f32(ctx, x);
+      clamp_(ctx, a, -gclip_, gclip_);
+      a = rms_norm(ctx, a, L.norm_pre_attn, eps_);
+      a = attention(ctx, a, L);
+      clamp_(ctx, a, -gclip_, gclip_);
+      a = rms_norm(ctx, a, L.norm_post_attn, eps_);
+      add_(ctx, a, x);
+      x = light_conv(ctx, a, L);
+      x = ffn(ctx, x, L.ffn2);
+      clamp_(ctx, x, -gclip_, gclip_);
+      x = keep(rms_norm(ctx, x, L.norm_out, eps_));
+      ctx.name(x, "audio.layer", int(il));
+    }
+    ArenaScope scope(*ctx.arena);
+    Tensor enc = ctx.name(linear(ctx, x, out_proj_, out_bias_), "audio.encoder_out");
+    Tensor e = rms_norm(ctx, enc, ones_out_, eps_);
+    return keep(ctx.name(linear(ctx, e, embed_proj_), "audio_embeds"));
+  }
+
+ private:
+  static constexpr int kSampleRate = 16000;
+
+  static Tensor keep(const Tensor& t) {  // a heap copy, so the arena can be rewound
+    Tensor out = Tensor::empty(DType::F32, t.shape());
+    std::copy(t.ptr<float>(), t.ptr<float>() + t.numel(), out.ptr<float>());
+    return out;
+  }
+
+  static Tensor clip_linear(Ctx& ctx, const Tensor& x, const ClipLinear& L) {
+    Tensor in = x;
+    if (std::isfinite(L.in_lo) || std::isfinite(L.in_hi)) {
+      in = to_f32(ctx, x);
+      clamp_(ctx, in, L.in_lo, L.in_hi);
+    }
+    Tensor y = linear(ctx, in, L.w);
+    if (std::isfinite(L.out_lo) || std::isfinite(L.out_hi)) clamp_(ctx, y, L.out_lo, L.out_hi);
+    return y;
+  }
+
+  // Gemma4AudioFeedForward: clamp -> RMSNorm -> ffw_layer_1 -> SiLU -> ffw_layer_2 -> clamp -> RMSNorm, then
+  // residual + residual_weight * that.
+  Tensor ffn(Ctx& ctx, const Tensor& x, const AudioLayer::Ffn& f) const {
+    Tensor h = to_f32(ctx, x);
+    clamp_(ctx, h, -gclip_, gclip_);
+    h = rms_norm(ctx, h, f.pre_norm, eps_);
+    h = clip_linear(ctx, h, f.up);
+    silu_(ctx, h);
+    h = clip_linear(ctx, h, f.down);
+    clamp_(ctx, h, -gclip_, gclip_);
+    h = rms_norm(ctx, h, f.post_norm, eps_);
+    scale_(ctx, h, residual_weight_);
+    add_(ctx, h, x);
+    return h;
+  }
+
+  // Gemma4AudioAttention: q scaled per dim, k by ln(1 + e) / ln 2, local attention with relative keys and soft-cap.
+  Tensor attention(Ctx& ctx, const Tensor& x, const AudioLayer& L) const {
+    const int64_t n = x.dim(0), hd = H_ / n_head_;
+    Tensor q = clip_linear(ctx, x, L.q), k = clip_linear(ctx, x, L.k), v = clip_linear(ctx, x, L.v);
+    const float k_scale = float(std::log(1.0 + M_E) / std::log(2.0));
+    float* qp = q.ptr<float>();
+    for (int64_t i = 0; i < n * n_head_; ++i)
+      for (int64_t d = 0; d < hd; ++d) qp[i * hd + d] = qp[i * hd + d] * q_scale_ * L.q_scale[size_t(d)];
+    scale_(ctx, k, k_scale);
+    Tensor o = local_rel_attention(ctx, q.reshape({n, n_head_, hd}), k.reshape({n, n_head_, hd}),
+                                   v.reshape({n, n_head_, hd}), L.rel_k, window_, softcap_);
+    return clip_linear(ctx, o.reshape({n, H_}), L.post);
+  }
+
+  // Gemma4AudioLightConv1d: RMSNorm -> linear_start -> GLU -> causal depthwise conv -> clamp -> RMSNorm -> SiLU ->
+  // linear_end, plus the residual.
+  Tensor light_conv(Ctx& ctx, const Tensor& x, const AudioLayer& L) const {
+    Tensor h = rms_norm(ctx, x, L.lconv_pre_norm, eps_);
+    h = glu(ctx, clip_linear(ctx, h, L.lin_start));
+    h = depthwise_conv1d_causal(ctx, h, L.dw);
+    clamp_(ctx, h, -gclip_, gclip_);
+    h = rms_norm(ctx, h, L.conv_norm, eps_);
+    silu_(ctx, h);
+    h = clip_linear(ctx, h, L.lin_end);
+    add_(ctx, h, x);
+    return h;
+  }
+
+  int64_t H_ = 0, n_head_ = 0, n_embd_ = 0, c0_ = 0, c1_ = 0, out_dim_ = 0;
+  int window_ = 12;
+  float softcap_ = 50.0f, eps_ = 1e-6f, gclip_ = 1e10f, residual_weight_ = 0.5f, q_scale_ = 1.0f;
+  LogMelConfig mel_;
+  Tensor conv0_, conv1_, norm0_, norm1_, zeros0_, zeros1_, in_proj_;
+  std::vector<AudioLayer> layers_;
+  Tensor out_proj_, out_bias_, embed_proj_, ones_out_;
+};
+
+Result<std::unique_ptr<AudioEncoder>> make_gemma4_audio(const HfConfig& cfg, const WeightSource& w,
+                                                        const nlohmann::json& processor) {
+  auto e = std::make_unique<Gemma4AudioEncoder>();
+  PIPIT_TRY(e->load(cfg, w, processor));
+  return std::unique_ptr<AudioEncoder>(std::move(e));
+}
+
+}  // namespace
+
+static AudioEncoderRegistrar kGemma4Audio("gemma4", make_gemma4_audio);
+
+}  // namespace pipit
