@@ -292,8 +292,15 @@ Result<ProcessedImage> preprocess_gemma4(const Image& img, const ImageProcessorC
   out.resized_height = int(th);
   out.resized_width = int(tw);
   // patches row-major over the grid, columns (py, px, c): a patch row of p pixels is p * 3 consecutive bytes of
-  // the image, rescaled (and normalized) as rescale_normalize does; rows past the image's patches are zero (HF's
-  // padding)
+  // the image, each mapped as rescale_normalize maps it (a table per channel: the value depends on the byte alone);
+  // rows past the image's patches are zero (HF's padding)
+  float lut[3][256];
+  for (int ch = 0; ch < 3; ++ch)
+    for (int u = 0; u < 256; ++u) {
+      float v = c.do_rescale ? float(double(u) * c.rescale_factor) : float(u);
+      if (c.do_normalize) v = (v - c.mean[size_t(ch)]) / c.std[size_t(ch)];
+      lut[ch][u] = v;
+    }
   out.pixel_values = Tensor::empty(DType::F32, {max_patches, cols});
   float* dst = out.pixel_values.ptr<float>();
   for (int64_t gy = 0; gy < gh; ++gy)
@@ -301,11 +308,8 @@ Result<ProcessedImage> preprocess_gemma4(const Image& img, const ImageProcessorC
       for (int64_t py = 0; py < p; ++py) {
         const uint8_t* src = resized.px(int(gx * p), int(gy * p + py));
         float* r = dst + (gy * gw + gx) * cols + py * p * 3;
-        for (int64_t i = 0; i < p * 3; ++i) {
-          float v = c.do_rescale ? float(double(src[i]) * c.rescale_factor) : float(src[i]);
-          if (c.do_normalize) v = (v - c.mean[size_t(i % 3)]) / c.std[size_t(i % 3)];
-          r[i] = v;
-        }
+        for (int64_t x = 0; x < p; ++x)
+          for (int ch = 0; ch < 3; ++ch) r[x * 3 + ch] = lut[ch][src[x * 3 + ch]];
       }
   std::fill(dst + gh * gw * cols, dst + max_patches * cols, 0.0f);
   return out;

@@ -334,6 +334,42 @@ class ChatWithImages(unittest.TestCase):
             m.chat([{"role": "user", "content": "no placeholder"}], images=[img], max_tokens=2)
 
 
+class Gemma4Images(unittest.TestCase):
+    """Gemma 4 with an image (the tiny checkpoint with the toy tokenizer of tests/data/gemma4_tokenizer): logits of
+    the golden image prompt (one <|image|> placeholder -> <|image> + 63 soft tokens + <image|>) and the greedy
+    continuation equal the goldens; chat through the template equals `pipit run --image`."""
+
+    def test_golden_logits_greedy_and_chat(self):
+        src = os.path.join(MODELS, "gemma4")
+        img = os.path.join(src, "img_200x150.png")
+        with tempfile.TemporaryDirectory() as d:
+            for f in ("config.json", "generation_config.json", "preprocessor_config.json", "model.safetensors"):
+                os.symlink(os.path.join(src, f), os.path.join(d, f))
+            for f in ("tokenizer.json", "tokenizer_config.json"):
+                with open(os.path.join(HERE, "..", "..", "tests", "data", "gemma4_tokenizer", f)) as fi, \
+                        open(os.path.join(d, f), "w") as fo:
+                    fo.write(fi.read())
+            g = golden("gemma4")
+            with open(os.path.join(src, "prompts.json")) as f:
+                ids = json.load(f)["image"]["input_ids_unexpanded"]
+            m = pipit.Model(d, n_threads=2, kv_type="f32")  # the f32 cache the goldens were made for
+            self.assertTrue(m.has_vision)
+            logits = m.logits(ids, images=[img])
+            self.assertEqual(logits.shape, g["image.logits"].shape[1:])
+            self.assertLess(float(np.abs(logits - g["image.logits"][0]).max()), 1e-3)
+            r = m.generate("<|turn>user\n<|image|>Describe this image.<turn|>\n<|turn>model\nSure, here",
+                           images=[img], max_tokens=32, temperature=0, ignore_eos=True)
+            self.assertEqual(r.tokens, g["image.greedy_ids"][0].tolist())
+            c = m.chat("Describe this image.", images=[img], max_tokens=6, temperature=0, ignore_eos=True)
+            cli = subprocess.run([PIPIT, "run", "-m", d, "-t", "2", "--image", img, "-p", "Describe this image.",
+                                  "-n", "6", "--temp", "0", "--ignore-eos", "--kv-type", "f32", "--json"], check=True,
+                                 capture_output=True)
+            out = json.loads(cli.stdout)
+            self.assertEqual(out["tokens"], c.tokens)
+            self.assertEqual(out["timings"]["prompt_tokens"], c.n_prompt)
+            self.assertEqual(c.n_prompt, 78)
+
+
 class ChatWithVideo(unittest.TestCase):
     """Qwen3.5 with a video given as frames equals `pipit run --video` (the tiny qwen3_5_vl checkpoint with
     stories260k's tokenizer, the Qwen special tokens at the checkpoint's ids, and the Qwen-VL chat template)."""

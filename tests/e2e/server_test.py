@@ -8,14 +8,17 @@ streams that give what each gives alone.
   server_test.py PIPIT_BINARY MODELS_DIR TESTDATA_DIR [unittest options]
 
 MODELS_DIR: what tests/e2e/make_server_models.py makes: qwen3_chat (text) and qwen2_vl_chat (text + images), both
-with the real Qwen tokenizer and chat templates, and qwen3_vl_chat (the tiny Qwen3-VL with a toy tokenizer). TESTDATA_DIR: the shared test data (images).
+with the real Qwen tokenizer and chat templates, and qwen3_vl_chat (the tiny Qwen3-VL with a toy tokenizer). TESTDATA_DIR: the shared test data (images; the
+gemma4 checkpoint, which VisionGemma4 pairs with tests/data/gemma4_tokenizer).
 """
 import base64
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import unittest
@@ -665,6 +668,51 @@ class VisionQwen3(ServerCase):
             self.assertEqual(r["choices"][0]["message"]["content"], run.stdout[:-1], image)
             answers.append(run.stdout)
         self.assertNotEqual(answers[0], answers[1])
+
+
+class VisionGemma4(ServerCase):
+    """Gemma 4 (an image becomes <|image> + soft tokens + <image|>) through the Engine: the tiny checkpoint of
+    TESTDATA/models/gemma4 with the toy tokenizer of tests/data/gemma4_tokenizer; an image_url part gives what
+    `pipit run --image` gives (78 prompt tokens, the same greedy text), streamed or not."""
+
+    QUESTION = "Describe this image."
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="pipit_srv_gemma4_")
+        cls.model = os.path.join(cls.tmp, "gemma4")
+        shutil.copytree(os.path.join(TESTDATA, "models", "gemma4"), cls.model)
+        tok = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "gemma4_tokenizer")
+        for f in ("tokenizer.json", "tokenizer_config.json"):
+            shutil.copy(os.path.join(tok, f), cls.model)
+        cls.srv = Server(PIPIT, cls.model, "--parallel", "2", "--ctx", "512")
+        cls.image = os.path.join(TESTDATA, "models", "gemma4", "img_200x150.png")
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            super().tearDownClass()
+        finally:
+            shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def test_image_answer_matches_pipit_run(self):
+        with open(self.image, "rb") as f:
+            url = "data:image/png;base64," + base64.b64encode(f.read()).decode()
+        body = {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}},
+                                                          {"type": "text", "text": self.QUESTION}]}],
+                "max_tokens": 12, "temperature": 0, "ignore_eos": True}
+        status, r = self.srv.post("/v1/chat/completions", body)
+        self.assertEqual(status, 200, r)
+        self.assertEqual(r["usage"]["prompt_tokens"], 78)  # 14 template tokens, the placeholder -> 1 + 63 + 1
+        run = subprocess.run([PIPIT, "run", "-m", self.model, "-p", self.QUESTION, "--image", self.image, "-n", "12",
+                              "--temp", "0", "--ignore-eos", "-t", "1"], capture_output=True, text=True, timeout=300)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertIn("prompt 78 tokens", run.stderr)
+        self.assertEqual(r["usage"]["completion_tokens"], 12)
+        self.assertEqual(r["choices"][0]["message"]["content"], run.stdout[:-1])
+        status, events, done, _ = self.srv.stream("/v1/chat/completions", dict(body, stream=True))
+        self.assertTrue(done)
+        self.assertEqual(deltas(events), r["choices"][0]["message"]["content"])
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 // image processor's pixel_values and patch positions, the vision tower's stages (position table, patch embedding,
 // each encoder layer, the 3x3 pooler, the projector), the prompt as HF's processor lays it out (<|image> + one
 // <|image|> per soft token + <image|>), inputs_embeds, prefill logits and the greedy continuation with the KV cache;
-// a prompt already expanded by HF's processor; a broken image file; q8 / q4 .pipit files of the whole model.
+// prefill in chunks that cut the image == one pass; a prompt already expanded by HF's processor; a broken image file;
+// q8 / q4 .pipit files of the whole model.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -179,6 +180,26 @@ TEST_F(Gemma4Vision, PromptLogitsAndGreedy) {
               worst);
   EXPECT_EQ(got, want_ids);
   EXPECT_LE(worst, kTol);
+}
+
+// Prefill in chunks of 7 tokens (the 63 soft tokens cut across 10 chunks, the 16-token sliding window's ring
+// reused) gives the one-pass logits of every position.
+TEST_F(Gemma4Vision, ChunkedPrefillEqualsOnePass) {
+  ThreadPool pool(2);
+  auto p = prepare_multimodal_prompt(*lm_, unexpanded(), {image()}, {}, pool);
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  Session one(*lm_->model, SessionOptions{.n_threads = 2, .kv_dtype = DType::F32});
+  Session chunked(*lm_->model, SessionOptions{.n_threads = 2, .n_batch = 7, .kv_dtype = DType::F32});
+  auto a = one.eval(*p, /*all_logits=*/true);
+  auto b = chunked.eval(*p, /*all_logits=*/true);
+  ASSERT_TRUE(a.is_ok()) << a.status().message();
+  ASSERT_TRUE(b.is_ok()) << b.status().message();
+  ASSERT_EQ(a->numel(), b->numel());
+  const double d = test::max_abs_diff(a->ptr<float>(), b->ptr<float>(), a->numel()).max_abs;
+  std::printf("[ measure  ] chunks of 7 vs one pass: logits max |diff| %.3g\n", d);
+  EXPECT_LE(d, 1e-4);
+  Tensor want = get("image.logits");
+  EXPECT_LE(test::max_abs_diff(b->ptr<float>(), want.ptr<float>(), want.numel()).max_abs, kTol);
 }
 
 // HF's processor output (boi + 63 image tokens + eoi already in the ids) is taken as it is.

@@ -1,7 +1,8 @@
 // Images through the C API (pipit_session_attach_image) on the tiny Qwen3-VL with the toy tokenizer of
 // tests/data/vl_tokenizer: the greedy tokens equal those of the C++ path (chat template -> placeholders expanded
 // with the encoded image -> Session), over two turns that keep the first turn's image, in raw mode, and with two
-// images; plus the errors (text-only model, more placeholders than images).
+// images; plus the errors (text-only model, more placeholders than images). DeepSeek-OCR and Gemma 4 raw prompts give
+// their goldens' tokens.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -175,6 +176,49 @@ TEST(CapiImageDeepseekOcr, RawPromptGivesTheGoldenTokens) {
     return 1;
   };
   EXPECT_EQ(pipit_session_generate(session, "\nFree OCR.", 0, &opt, cb, &got), PIPIT_OK) << pipit_last_error();
+  EXPECT_EQ(got, want);
+  pipit_session_destroy(session);
+  pipit_model_destroy(model);
+  fs::remove_all(m);
+}
+
+// Gemma 4 through the C API: the tiny checkpoint with the toy tokenizer of tests/data/gemma4_tokenizer; the golden
+// image prompt as raw text (its <|image|> placeholder takes the attached image: <|image> + 63 soft tokens +
+// <image|>) gives the golden 32 greedy ids.
+TEST(CapiImageGemma4, RawPromptGivesTheGoldenTokens) {
+  const fs::path m = fs::temp_directory_path() / ("pipit_capi_gemma4_" + std::to_string(::getpid()));
+  fs::remove_all(m);
+  fs::create_directories(m);
+  for (const char* f : {"config.json", "generation_config.json", "preprocessor_config.json", "model.safetensors"})
+    fs::create_symlink(test::model_dir("gemma4") + "/" + f, m / f);
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
+    fs::copy_file(std::string(PIPIT_SOURCE_DIR) + "/tests/data/gemma4_tokenizer/" + f, m / f);
+  auto g = SafetensorsFile::open(test::model_dir("gemma4") + "/golden.safetensors");
+  ASSERT_TRUE(g.is_ok());
+  Tensor gi = *g->get("image.greedy_ids");
+  const std::vector<int32_t> want(gi.ptr<int32_t>(), gi.ptr<int32_t>() + gi.numel());
+
+  pipit_model* model = nullptr;
+  pipit_session* session = nullptr;
+  ASSERT_EQ(pipit_model_load(m.c_str(), nullptr, &model), PIPIT_OK) << pipit_last_error();
+  pipit_session_options so;  // the f32 cache the goldens were made for
+  pipit_session_options_default(&so);
+  so.n_threads = 2;
+  so.kv_type = PIPIT_KV_F32;
+  ASSERT_EQ(pipit_session_create(model, &so, &session), PIPIT_OK) << pipit_last_error();
+  pipit_generate_options opt;
+  pipit_generate_options_default(&opt);
+  opt.temperature = 0.0f;
+  opt.max_tokens = int32_t(want.size());
+  ASSERT_EQ(pipit_session_attach_image(session, (test::model_dir("gemma4") + "/img_200x150.png").c_str()), PIPIT_OK)
+      << pipit_last_error();
+  std::vector<int32_t> got;
+  auto cb = [](const char*, size_t, int32_t token, void* user) -> int32_t {
+    static_cast<std::vector<int32_t>*>(user)->push_back(token);
+    return 1;
+  };
+  EXPECT_EQ(pipit_session_generate(session, "<|turn>user\n<|image|>Describe this image.<turn|>\n<|turn>model\nSure, here",
+                                   0, &opt, cb, &got), PIPIT_OK) << pipit_last_error();
   EXPECT_EQ(got, want);
   pipit_session_destroy(session);
   pipit_model_destroy(model);
