@@ -52,11 +52,11 @@ class CliGemma4Vision : public ::testing::Test {
   std::unique_ptr<SafetensorsFile> golden_;
 };
 
-// prompts.json's image case, written as text: <bos> (the post-processor) <|turn>user\n<|image|>Describe this
-// image.<turn|>\n<|turn>model\nSure, here
+// prompts.json's image case, written as text (the toy tokenizer adds no BOS of its own: tests/data/
+// make_gemma4_tokenizer.py): <bos><|turn>user\n<|image|>Describe this image.<turn|>\n<|turn>model\nSure, here
 TEST_F(CliGemma4Vision, RunWithImageGivesTheGoldenGreedyIds) {
   const fs::path prompt = dir_ / "prompt.txt";
-  std::ofstream(prompt) << "<|turn>user\n<|image|>Describe this image.<turn|>\n<|turn>model\nSure, here";
+  std::ofstream(prompt) << "<bos><|turn>user\n<|image|>Describe this image.<turn|>\n<|turn>model\nSure, here";
   auto r = run_cli("run -t 2 -m " + model_.string() + " --image " + image() + " --no-template -f " +
                    prompt.string() + " -n 32 --temp 0 --ignore-eos --kv-type f32 --json", /*with_stderr=*/false);
   ASSERT_EQ(r.code, 0) << r.out;
