@@ -357,7 +357,7 @@ class Gemma4Images(unittest.TestCase):
             logits = m.logits(ids, images=[img])
             self.assertEqual(logits.shape, g["image.logits"].shape[1:])
             self.assertLess(float(np.abs(logits - g["image.logits"][0]).max()), 1e-3)
-            r = m.generate("<|turn>user\n<|image|>Describe this image.<turn|>\n<|turn>model\nSure, here",
+            r = m.generate("<bos><|turn>user\n<|image|>Describe this image.<turn|>\n<|turn>model\nSure, here",
                            images=[img], max_tokens=32, temperature=0, ignore_eos=True)
             self.assertEqual(r.tokens, g["image.greedy_ids"][0].tolist())
             c = m.chat("Describe this image.", images=[img], max_tokens=6, temperature=0, ignore_eos=True)

@@ -183,7 +183,7 @@ TEST(CapiImageDeepseekOcr, RawPromptGivesTheGoldenTokens) {
 }
 
 // Gemma 4 through the C API: the tiny checkpoint with the toy tokenizer of tests/data/gemma4_tokenizer; the golden
-// image prompt as raw text (its <|image|> placeholder takes the attached image: <|image> + 63 soft tokens +
+// image prompt as raw text with its <bos> (the toy tokenizer adds none; its <|image|> placeholder takes the attached image: <|image> + 63 soft tokens +
 // <image|>) gives the golden 32 greedy ids.
 TEST(CapiImageGemma4, RawPromptGivesTheGoldenTokens) {
   const fs::path m = fs::temp_directory_path() / ("pipit_capi_gemma4_" + std::to_string(::getpid()));
@@ -217,7 +217,7 @@ TEST(CapiImageGemma4, RawPromptGivesTheGoldenTokens) {
     static_cast<std::vector<int32_t>*>(user)->push_back(token);
     return 1;
   };
-  EXPECT_EQ(pipit_session_generate(session, "<|turn>user\n<|image|>Describe this image.<turn|>\n<|turn>model\nSure, here",
+  EXPECT_EQ(pipit_session_generate(session, "<bos><|turn>user\n<|image|>Describe this image.<turn|>\n<|turn>model\nSure, here",
                                    0, &opt, cb, &got), PIPIT_OK) << pipit_last_error();
   EXPECT_EQ(got, want);
   pipit_session_destroy(session);
