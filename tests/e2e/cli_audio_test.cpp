@@ -76,6 +76,41 @@ TEST_F(CliAudio, LogitsWithAudioFillsThePlaceholder) {
   EXPECT_LE(worst, 1e-3);
 }
 
+// Both towers in one prompt (the image_audio case): `pipit logits --image --audio` fills the image placeholder with
+// <|image> + soft tokens + <image|> and the audio one with <|audio> + soft tokens + <audio|>, from the files, and
+// `pipit run` with both gives the golden greedy ids.
+TEST_F(CliAudio, ImageAndAudioInOnePrompt) {
+  std::vector<int32_t> ids = {2, 105, 135, 423, 502, 503, 336, 140, 231, 203, 140, 296, 298, 106, 423, 105, 405, 423};
+  const std::string in = dir_.path("ia_in.safetensors"), out = dir_.path("ia_out.safetensors");
+  ASSERT_TRUE(write_safetensors(in, {{"input_ids", Tensor::from_data(DType::I32, {1, int64_t(ids.size())},
+                                                                     ids.data(), nullptr)}}).is_ok());
+  const std::string img = test::model_dir("gemma4") + "/img_200x150.png";
+  auto r = test::run_cli("logits -m " + test::model_dir("gemma4") + " -t 2 --kv-type f32 --input " + in +
+                         " --output " + out + " --image " + img + " --audio " + wav());
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto got = SafetensorsFile::open(out);
+  auto golden = SafetensorsFile::open(test::model_dir("gemma4") + "/golden.safetensors");
+  ASSERT_TRUE(got.is_ok() && golden.is_ok());
+  Tensor gi = *got->get("input_ids"), wi = *golden->get("image_audio.input_ids");
+  EXPECT_EQ(std::vector<int32_t>(gi.ptr<int32_t>(), gi.ptr<int32_t>() + gi.numel()),
+            std::vector<int32_t>(wi.ptr<int32_t>(), wi.ptr<int32_t>() + wi.numel()));
+  Tensor gl = *got->get("logits"), wl = *golden->get("image_audio.logits");
+  ASSERT_EQ(gl.numel(), wl.numel());
+  double worst = 0;
+  for (int64_t i = 0; i < gl.numel(); ++i)
+    worst = std::max(worst, std::fabs(double(gl.ptr<float>()[i]) - double(wl.ptr<float>()[i])));
+  std::printf("[ measure  ] pipit logits --image --audio: max abs vs golden %.3g\n", worst);
+  EXPECT_LE(worst, 1e-3);
+  const std::string prompt =
+      "'<bos><|turn>user\n<|image|><|audio|>Describe the image and the sound.<turn|>\n<|turn>model\n'";
+  auto g = test::run_cli("run -m " + m_ + " --no-template --no-echo -q --temp 0 -n 16 --kv-type f32 -p " + prompt +
+                         " --image " + img + " --audio " + wav(), /*with_stderr=*/false);
+  ASSERT_EQ(g.code, 0) << g.out;
+  Tensor wg = *golden->get("image_audio.greedy_ids");
+  std::vector<int> want(wg.ptr<int32_t>(), wg.ptr<int32_t>() + std::min<int64_t>(16, wg.numel()));
+  EXPECT_EQ(ids_in(g.out), want) << g.out;
+}
+
 TEST_F(CliAudio, ChatTemplateAndRawPlaceholder) {
   // the template writes <|audio|> for the audio item; raw mode without one gets it after BOS
   auto t = test::run_cli("run -m " + m_ + " -q --temp 0 -n 4 -p 'Transcribe this audio.' --audio " + wav());
