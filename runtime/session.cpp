@@ -6,6 +6,7 @@
 #include <new>
 
 #include "backends/device.h"
+#include "models/mtp.h"
 #include "runtime/memory_plan.h"
 #include "runtime/multimodal.h"
 #include "runtime/prompt_cache.h"
@@ -124,7 +125,13 @@ Result<Tensor> Session::eval_chunks(std::span<const int32_t> tokens, bool all_lo
                                            : n_past_ + int32_t(i) + rope_delta_;
     }
     try {
-      PIPIT_TRY(model_.forward(ctx_, batch, kv_, &logits));
+      if (mtp_) {
+        Tensor hidden;
+        PIPIT_TRY(mtp_->forward_hidden(ctx_, batch, kv_, &logits, &hidden));
+        hidden_sink_(batch, hidden);
+      } else {
+        PIPIT_TRY(model_.forward(ctx_, batch, kv_, &logits));
+      }
       PIPIT_TRY(logits_to_host(ctx_, &logits));
     } catch (const std::bad_alloc&) {  // activations (the arena grows on a first long chunk), model scratch
       return Error::unavailable("[eval] out of memory running a chunk of {} tokens ({} available now; a smaller "
