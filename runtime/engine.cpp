@@ -16,6 +16,7 @@
 #include "runtime/multimodal.h"
 #include "runtime/sequence.h"
 #include "runtime/speculative.h"
+#include "runtime/state_copy.h"
 
 namespace pipit {
 
@@ -375,7 +376,8 @@ bool Engine::step() {
       // slots are cut back to the accepted guesses: not with a recurrent state.
       const int k = std::min({s.req.params.spec.n_draft, 16, s.req.params.max_tokens - int(s.seq->result().tokens.size()) - 1,
                               n_ctx_ - int(p.lag) - int(s.n_done), int(std::max<int64_t>(budget - p.lag, 0))});
-      if (k > 0 && (mtp_ || !kv_.has_state())) {
+      // (a request catching up after a rejection rewound its recurrent state guesses again at its next step)
+      if (k > 0 && p.lag == 1 && (mtp_ || !kv_.has_state())) {
         if (mtp_ || draft_) p.n_guess = k;  // the head / the draft model makes them (mtp_guesses, draft_guesses)
         else p.drafts = lookup_draft(s.seq->history(), k, s.req.params.spec.ngram_min, s.req.params.spec.ngram_max);
         p.n += mtp_ || draft_ ? k : int64_t(p.drafts.size());  // at most k: the batch budget holds them
@@ -406,7 +408,7 @@ bool Engine::step() {
     p.wants_logits = s.n_done + p.n == int64_t(s.seq->history().size()) + int64_t(p.drafts.size());
     if (p.wants_logits)  // the last row; with guesses every row (row i: the token after guess i)
       for (int64_t i = p.drafts.empty() ? p.n - 1 : p.lag - 1; i < p.n; ++i) b.logits_rows.push_back(bs.begin + i);
-    if (!p.drafts.empty() && kv_.has_state()) s.spec_state = kv_.save_state(s.slot);
+    if (!p.drafts.empty() && kv_.has_state()) save_state_into(kv_, model_.info().kv, s.slot, s.spec_state);
     b.seqs.push_back(bs);
   }
   {

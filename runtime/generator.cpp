@@ -111,16 +111,17 @@ Result<GenerateResult> generate_impl(Session& s, const Tokenizer* tok, std::span
   if (p.spec.n_draft > 0) spec.emplace(p.spec, n_base);
   bool ended = seq.emit(std::span<const float>(r->ptr<float>(), size_t(V)));
   while (!ended) {
-    // The context holds the history but its last token, which goes in now with the guesses; after a rejection that
-    // took a recurrent state back to its checkpoint, also the tokens accepted before it (`lag` in all: they ride in
-    // this pass instead of a pass of their own). At most what max_tokens and the context leave room for is guessed
-    // (the token after the last guess needs no row).
+    // The context holds the history but its last token, which goes in now with the guesses. After a rejection that
+    // took a recurrent state back to its checkpoint it lacks the tokens accepted before it too (`lag` in all): they
+    // go in with the last one in a pass without guesses (a guess there would rewind the state to before them again),
+    // which costs about one decode pass and emits a token, where evaluating them on their own would emit none. At
+    // most what max_tokens and the context leave room for is guessed (the token after the last guess needs no row).
     const auto& h = seq.history();
     const int in_ctx = s.n_past() - n_base, lag = int(h.size()) - in_ctx;
     if (in_ctx < int(prompt.size()) || lag < 1)
       return Error::internal("[speculative] the context holds {} of the generation's {} tokens", in_ctx, h.size());
     std::vector<int32_t> guesses;
-    if (spec) {
+    if (spec && lag == 1) {
       const int k = std::min({p.spec.n_draft, p.max_tokens - int(res.tokens.size()) - 1,
                               s.n_ctx() - s.n_past() - lag, 16});
       PIPIT_ASSIGN_OR_RETURN(guesses, spec->propose(h, std::max(0, k)));

@@ -16,8 +16,9 @@
 // Rejected guesses leave rows in the KV cache: the session is cut back to the accepted ones (Session::truncate;
 // rings keep their window since a verification adds at most n_batch rows). A recurrent state (Qwen3.5) cannot be
 // cut back: the session snapshots it before each verification and, after a rejection, goes back to the snapshot;
-// generate() feeds the a + 1 accepted tokens again at the head of the next verification pass (no pass of their own:
-// decode passes cost about the same for a few more rows).
+// generate() and the Engine feed the a + 1 accepted tokens again with the next sampled token, in a pass without
+// guesses that emits that token (a pass of their own would emit none; decode passes cost about the same for a few
+// more rows).
 #pragma once
 
 #include <cstdint>
