@@ -2,12 +2,14 @@
 """Writes a random-weight HF checkpoint shaped like the text model of Qwen3.5-0.8B (bf16, ~1.5 GB) for the speed
 benchmarks: `pipit bench` on it, or llama.cpp on its GGUF conversion (arch qwen35).
 
-usage: make_qwen3_5_shape.py OUT_DIR [--layers N]
+usage: make_qwen3_5_shape.py OUT_DIR [--layers N] [--mtp]
 
 Qwen/Qwen3.5-0.8B's text_config: hidden 1024, 24 layers (3 Gated DeltaNet : 1 gated full attention), full
 attention 8 query / 2 key-value heads of head_dim 256 (q_proj also gives the output gate), partial rotary 0.25,
 linear attention 16 key / 16 value heads of 128 dims, conv kernel 4, intermediate 3584, vocab 248320, tied
-embeddings. Written as Qwen3_5ForCausalLM (model_type qwen3_5_text, tensors model.*; no vision tower, no MTP head).
+embeddings. Written as Qwen3_5ForCausalLM (model_type qwen3_5_text, tensors model.*; no vision tower; --mtp adds the
+multi-token-prediction head as the Hub files carry it: mtp.fc [1024, 2048], mtp.pre_fc_norm_{embedding,hidden},
+mtp.norm and one full-attention layer mtp.layers.0.*, mtp_num_hidden_layers 1).
 Weights ~ N(0, 0.02), 1-D tensors 1 (norm weights; A_log = 1 and dt_bias = 1 give every head the same moderate
 decay). Needs only numpy (and make_qwen3_shape.py beside it). Do not write it into the repo.
 """
@@ -27,11 +29,15 @@ def layer_types(n):
     return ["full_attention" if (i + 1) % 4 == 0 else "linear_attention" for i in range(n)]
 
 
-def shapes(n_layers):
+def shapes(n_layers, mtp=False):
     s = {"model.embed_tokens.weight": (VOCAB, HIDDEN), "model.norm.weight": (HIDDEN,)}
     conv_dim = 2 * LK_HEADS * LK_DIM + LV_HEADS * LV_DIM
-    for i, kind in enumerate(layer_types(n_layers)):
-        p = f"model.layers.{i}."
+    layers = [(f"model.layers.{i}.", kind) for i, kind in enumerate(layer_types(n_layers))]
+    if mtp:
+        layers.append(("mtp.layers.0.", "full_attention"))
+        s.update({"mtp.fc.weight": (HIDDEN, 2 * HIDDEN), "mtp.pre_fc_norm_embedding.weight": (HIDDEN,),
+                  "mtp.pre_fc_norm_hidden.weight": (HIDDEN,), "mtp.norm.weight": (HIDDEN,)})
+    for p, kind in layers:
         s.update({
             p + "input_layernorm.weight": (HIDDEN,),
             p + "post_attention_layernorm.weight": (HIDDEN,),
@@ -68,6 +74,7 @@ def shapes(n_layers):
 def main():
     out = sys.argv[1]
     n_layers = int(sys.argv[sys.argv.index("--layers") + 1]) if "--layers" in sys.argv else LAYERS
+    mtp = "--mtp" in sys.argv
     os.makedirs(out, exist_ok=True)
     cfg = {
         "architectures": ["Qwen3_5ForCausalLM"], "model_type": "qwen3_5_text", "hidden_size": HIDDEN,
@@ -81,9 +88,11 @@ def main():
                             "rope_theta": 10000000.0, "partial_rotary_factor": 0.25},
         "dtype": "bfloat16", "bos_token_id": 248044, "eos_token_id": 248044,
     }
+    if mtp:
+        cfg.update(mtp_num_hidden_layers=1, mtp_use_dedicated_embeddings=False)
     json.dump(cfg, open(os.path.join(out, "config.json"), "w"), indent=2)
     json.dump({"bos_token_id": 248044, "eos_token_id": 248044}, open(os.path.join(out, "generation_config.json"), "w"))
-    sh = shapes(n_layers)
+    sh = shapes(n_layers, mtp)
     size = write_random_safetensors(os.path.join(out, "model.safetensors"), sh)
     print(f"wrote {out}/model.safetensors: {len(sh)} tensors, {size / 1e9:.2f} GB (numpy {np.__version__})")
 

@@ -18,6 +18,7 @@
 #include "runtime/audio_input.h"
 #include "runtime/generator.h"
 #include "runtime/loader.h"
+#include "runtime/mtp_draft.h"
 #include "runtime/multimodal.h"
 #include "runtime/multimodal_video.h"
 #include "runtime/prompt_cache.h"
@@ -67,6 +68,10 @@ struct pipit_session {
   std::unique_ptr<pipit::Session> draft_session;
   pipit::Draft draft{nullptr, {}};
   pipit::SpecStats spec;
+  // pipit_session_options.mtp: guesses per pass from the model's MTP head, which follows `s` (declared after it:
+  // destroyed first)
+  int32_t n_mtp = 0;
+  std::unique_ptr<pipit::MtpDraft> mtp;
   // structured output and log-probabilities for the next generations (pipit_session_set_grammar / _logprobs), and
   // the last generation's records
   std::shared_ptr<const pipit::Grammar> grammar;

@@ -115,7 +115,7 @@ void pipit_model_options_init(pipit_model_options* o, size_t size) {
 }
 
 void pipit_session_options_init(pipit_session_options* o, size_t size) {
-  init_options(o, size, pipit_session_options{uint32_t(sizeof(pipit_session_options)), 0, 0, PIPIT_KV_DEFAULT});
+  init_options(o, size, pipit_session_options{uint32_t(sizeof(pipit_session_options)), 0, 0, PIPIT_KV_DEFAULT, 0});
 }
 
 pipit_status pipit_model_load(const char* path, const pipit_model_options* options, pipit_model** out) {
@@ -214,10 +214,19 @@ pipit_status pipit_session_create(pipit_model* model, const pipit_session_option
     auto kv = kv_dtype_of(opt.kv_type, *model->lm.model, "pipit_session_create");
     if (!kv) return to_status(kv.status());
     so.kv_dtype = *kv;
+    if (opt.mtp < 0 || opt.mtp > 16)
+      return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_create: mtp must be in [0, 16], got " +
+                                                  std::to_string(opt.mtp));
     auto session = pipit::Session::create(*model->lm.model, so, nullptr, "n_ctx");
     if (!session) return to_status(session.status());
-    auto* s = new pipit_session{model, std::move(session).value()};
-    *out = s;
+    auto s = std::unique_ptr<pipit_session>(new pipit_session{model, std::move(session).value()});
+    if (opt.mtp > 0) {
+      auto d = pipit::MtpDraft::create(*s->s);
+      if (!d) return to_status(d.status().with_context("pipit_session_create: mtp"));
+      s->mtp = std::move(d).value();
+      s->n_mtp = opt.mtp;
+    }
+    *out = s.release();
     return PIPIT_OK;
   });
 }
@@ -316,6 +325,10 @@ pipit_status pipit_session_generate(pipit_session* session, const char* prompt, 
     if (session->n_draft > 0) {
       gp.spec.n_draft = session->n_draft;
       gp.spec.draft = session->draft_session ? &session->draft : nullptr;
+    }
+    if (session->mtp) {  // the model's MTP head (pipit_session_options.mtp) takes precedence
+      gp.spec.n_draft = session->n_mtp;
+      gp.spec.mtp = session->mtp.get();
     }
     auto on_text = [&](const std::string& piece, int32_t token) {
       if (session->cancel.load(std::memory_order_relaxed)) return false;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -29,6 +30,7 @@
 #include "cli/image_args.h"
 #include "models/media_note.h"
 #include "runtime/multimodal.h"
+#include "runtime/sampler.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pipit::cli {
@@ -105,6 +107,48 @@ double read_bandwidth(ThreadPool& pool, std::vector<uint64_t>& buf) {
 // One repetition of a test after `depth` positions already in the context (llama-bench -d): the depth is
 // evaluated once, untimed, and each repetition cuts the context back to it (a recurrent state goes back to its
 // snapshot at the depth, taken at the end of that prefill), so only the test's own tokens are timed.
+// --mtp: the pieces of a speculative step on the bench prompt, median ms over n steps of greedy decoding: a plain
+// decode step, a verification of [last token, guess] (the recurrent state's checkpoint, the 2-row pass, the rewind),
+// and one MTP guess (the head over the newest pair and the shared lm_head).
+Result<std::array<double, 3>> mtp_costs(Session& s, SpecSetup& setup, const std::vector<int32_t>& prompt, int n) {
+  s.reset();
+  PIPIT_TRY(setup.attach(s));
+  struct Detach {
+    SpecSetup& d;
+    ~Detach() { d.detach(); }
+  } detach{setup};
+  PIPIT_ASSIGN_OR_RETURN(Tensor r, s.eval(prompt));
+  const int64_t V = s.model().info().n_vocab;
+  std::vector<int32_t> hist = prompt;
+  hist.push_back(argmax(std::span<const float>(r.ptr<float>(), size_t(V))));
+  PIPIT_TRY(setup.mtp_draft->propose(hist, 0, 1).status());  // the prompt's pairs, not timed
+  std::vector<double> step, verify, guess;
+  auto ms = [](Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); };
+  for (int i = 0; i < n && s.n_past() + 3 < s.n_ctx(); ++i) {
+    auto t0 = Clock::now();
+    PIPIT_ASSIGN_OR_RETURN(std::vector<int32_t> g, setup.mtp_draft->propose(hist, 0, 1));
+    guess.push_back(ms(t0));
+    const int n0 = s.n_past();
+    const int32_t pair[2] = {hist.back(), g.empty() ? hist.back() : g[0]};
+    t0 = Clock::now();
+    s.checkpoint();
+    PIPIT_TRY(s.eval(pair, /*all_logits=*/true).status());
+    s.truncate(n0);
+    verify.push_back(ms(t0));
+    if (s.n_past() != n0) return Error::internal("[bench] the state did not go back to {}", n0);
+    t0 = Clock::now();
+    PIPIT_ASSIGN_OR_RETURN(Tensor l, s.eval(std::span<const int32_t>(&hist.back(), 1)));
+    step.push_back(ms(t0));
+    hist.push_back(argmax(std::span<const float>(l.ptr<float>(), size_t(V))));
+  }
+  auto median = [](std::vector<double> v) {
+    if (v.empty()) return 0.0;
+    std::nth_element(v.begin(), v.begin() + long(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  return std::array<double, 3>{median(step), median(verify), median(guess)};
+}
+
 Result<double> run_once(Session& s, bool prompt, int n, std::mt19937& rng, int64_t n_vocab, int depth = 0) {
   std::uniform_int_distribution<int32_t> tok(0, int32_t(n_vocab - 1));
   s.truncate(depth);
@@ -236,7 +280,7 @@ int cmd_bench(Args& a) {
   if (!kvt) return fail(a, kvt.status().message());
   so.kv_dtype = *kvt;
 
-  const bool with_spec = a.has("--draft") || a.get_flag("--lookup");
+  const bool with_spec = a.has("--draft") || a.get_flag("--lookup") || a.get_flag("--mtp");
   auto lor = load_options(a);
   if (!lor) return fail(a, lor.status().message());
   LoadOptions lo = *lor;
@@ -246,7 +290,7 @@ int cmd_bench(Args& a) {
   // --draft / --lookup: greedy generation of -n tokens after a prompt, plain then speculative, same tokens
   std::vector<int32_t> spec_prompt;
   if (with_spec) {
-    if (*n_gen < 2) return fail(a, "--draft / --lookup: -n must be >= 2");
+    if (*n_gen < 2) return fail(a, "--draft / --lookup / --mtp: -n must be >= 2");
     if (a.has("-f")) {
       auto text = read_prompt_file(a.get("-f"));
       if (!text) return fail(a, text.status().message());
@@ -265,6 +309,7 @@ int cmd_bench(Args& a) {
     double plain_ts, spec_ts, acceptance;
     int64_t drafted, accepted;
     bool same;
+    double step_ms = 0, verify_ms = 0, mtp_ms = 0;  // --mtp: the pieces of a step (mtp_costs)
   };
   std::vector<SpecRow> spec_rows;
   if (auto st = check_kv_type(*lm->model, so.kv_dtype); !st) return fail(a, st.message());
@@ -354,8 +399,13 @@ int cmd_bench(Args& a) {
       for (int i = 0; i <= *reps; ++i) {  // the first run of each warms up
         for (int with = 0; with < 2; ++with) {
           s.reset();
+          // --mtp: the head follows the session in the speculative runs only (plain ones compute no hidden states)
+          if (with) {
+            if (auto st = (*setup)->attach(s); !st) return fail(a, st.message());
+          }
           gp.spec = with ? (*setup)->params : SpecParams{};
           auto res = generate(s, nullptr, spec_prompt, gp);
+          (*setup)->detach();
           if (!res) return fail(a, res.status().message());
           const double ts = res->gen_ms > 0 ? double(res->tokens.size() - 1) * 1000.0 / res->gen_ms : 0;
           if (with == 0) plain_tokens = res->tokens;
@@ -366,6 +416,11 @@ int cmd_bench(Args& a) {
         }
       }
       row.acceptance = row.drafted ? double(row.accepted) / double(row.drafted) : 0;
+      if (a.get_flag("--mtp")) {
+        auto c = mtp_costs(s, **setup, spec_prompt, int(std::max<int64_t>(*reps, 3) * 4));
+        if (!c) return fail(a, c.status().message());
+        row.step_ms = (*c)[0], row.verify_ms = (*c)[1], row.mtp_ms = (*c)[2];
+      }
       spec_rows.push_back(row);
     }
   }
@@ -383,7 +438,7 @@ int cmd_bench(Args& a) {
       j["tests"].push_back({{"test", r.name}, {"threads", r.threads}, {"n_tokens", r.n_tokens}, {"avg_ts", r.mean()},
                             {"stddev_ts", r.stddev()}, {"samples_ts", r.tps}});
     for (const auto& r : spec_rows)
-      j["speculative"].push_back({{"threads", r.threads}, {"kind", a.has("--draft") ? "draft" : "lookup"},
+      j["speculative"].push_back({{"threads", r.threads}, {"kind", a.get_flag("--mtp") ? "mtp" : a.has("--draft") ? "draft" : "lookup"},
                                   {"n_gen", *n_gen}, {"n_prompt", spec_prompt.size()}, {"plain_ts", r.plain_ts},
                                   {"spec_ts", r.spec_ts}, {"speedup", r.plain_ts > 0 ? r.spec_ts / r.plain_ts : 0},
                                   {"acceptance", r.acceptance}, {"drafted", r.drafted}, {"accepted", r.accepted},
@@ -407,10 +462,22 @@ int cmd_bench(Args& a) {
   for (const auto& r : spec_rows)
     std::printf("speculative (%s, %d guesses) %d threads, tg%lld after %zu prompt tokens: plain %.2f t/s, speculative "
                 "%.2f t/s (x%.2f), acceptance %.1f%% (%lld of %lld), greedy tokens %s\n",
-                a.has("--draft") ? ("draft " + a.get("--draft")).c_str() : "prompt lookup",
-                a.has("--draft") || a.get_flag("--lookup") ? int(*a.get_int("--draft-max")) : 0, r.threads,
+                a.get_flag("--mtp") ? "MTP head" : a.has("--draft") ? ("draft " + a.get("--draft")).c_str() : "prompt lookup",
+                a.get_flag("--mtp") ? int(*a.get_int("--mtp-n")) : int(*a.get_int("--draft-max")), r.threads,
                 (long long)*n_gen, spec_prompt.size(), r.plain_ts, r.spec_ts, r.plain_ts > 0 ? r.spec_ts / r.plain_ts : 0,
                 100 * r.acceptance, (long long)r.accepted, (long long)r.drafted, r.same ? "identical" : "DIFFER");
+  for (const auto& r : spec_rows) {
+    if (r.step_ms <= 0) continue;
+    // a verification cycle emits 2 tokens either way (accepted: the guess and the next; rejected: the next, then
+    // the catch-up pass's token) and costs a verification + a guess, plus a catch-up pass when rejected
+    std::printf("MTP costs %d threads (median of steps): decode step %.2f ms, 2-row verification with the state "
+                "checkpoint and rewind %.2f ms, one MTP guess %.2f ms (%.2f of a step); predicted speed-up at "
+                "acceptance 0.5 / 0.7 / 0.8 / 0.9:", r.threads, r.step_ms, r.verify_ms, r.mtp_ms,
+                r.mtp_ms / r.step_ms);
+    for (double acc : {0.5, 0.7, 0.8, 0.9})
+      std::printf(" x%.2f", 2 * r.step_ms / (r.verify_ms + r.mtp_ms + (1 - acc) * r.step_ms));
+    std::printf("\n");
+  }
   for (const auto& [nt, gbs] : bandwidth)
     std::printf("read bandwidth %d threads: %.1f GB/s -> decode roofline %.1f tok/s (%.0f MB of weights per token)\n",
                 nt, gbs, gbs * 1e9 / double(bytes), double(bytes) / 1e6);

@@ -339,6 +339,7 @@ int cmd_chat(Args& a) {
   if (!session) return fail(a, session.status().message());
   auto spec = speculative_setup(a, *lm->model, *so, pool);
   if (!spec) return fail(a, spec.status().message());
+  if (auto st = (*spec)->attach(**session); !st) return fail(a, st.message());
   gp->spec = (*spec)->params;
   Chat chat{*lm, *lm->tokenizer, **session, *gp, *io, a.get("-s")};
   chat.clear();

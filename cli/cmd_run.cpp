@@ -119,6 +119,7 @@ int cmd_run(Args& a) {
   Session& s = **sp;
   auto spec = speculative_setup(a, *lm->model, *so, pool);
   if (!spec) return fail(a, spec.status().message());
+  if (auto st = (*spec)->attach(s); !st) return fail(a, st.message());
   gp->spec = (*spec)->params;
   const Tokenizer& tok = *lm->tokenizer;
   const double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -203,7 +204,7 @@ int cmd_run(Args& a) {
   if (quiet) return 0;
   if (gp->spec.n_draft > 0)
     std::fprintf(stderr, "[pipit] speculative (%s): %lld of %lld guesses accepted (%.1f%%) in %lld verification passes\n",
-                 gp->spec.draft ? "draft model" : "prompt lookup", (long long)res->spec.accepted,
+                 gp->spec.mtp ? "MTP head" : gp->spec.draft ? "draft model" : "prompt lookup", (long long)res->spec.accepted,
                  (long long)res->spec.drafted, 100.0 * res->spec.acceptance(), (long long)res->spec.steps);
   if (res->reason == StopReason::kContext)
     std::fprintf(stderr, "\n[pipit] the context is full (%d tokens): the answer stops here; raise -c for longer ones\n",

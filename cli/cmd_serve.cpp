@@ -16,6 +16,7 @@
 #include "cli/command.h"
 #include "cli/common.h"
 #include "models/audio/audio_model.h"
+#include "models/mtp.h"
 #include "runtime/engine.h"
 #include "server/local_files.h"
 #include "server/origin_policy.h"
@@ -52,6 +53,9 @@ int cmd_serve(Args& a) {
            "family): its greedy guesses are checked in the decode steps (same tokens, greedy or sampled; not for "
            "recurrent models)");
   a.option({"--draft-max"}, "with --lookup or --draft: guesses per step", "8");
+  a.flag({"--mtp"}, "speculative decoding with the model's own multi-token-prediction head (Qwen3.5's mtp.* layer): "
+         "its guesses are checked in the decode steps (same tokens, greedy or sampled)");
+  a.option({"--mtp-n"}, "with --mtp: guesses per step (the head is trained for 1)", "1");
   a.option({"--api-key"}, "require 'Authorization: Bearer KEY' (default: the PIPIT_API_KEY variable, else none)");
   a.multi({"--allow-host"}, "with a loopback --host: another Host name to answer (repeatable or a comma list; * "
           "for any); by default only localhost names are answered, against DNS rebinding");
@@ -155,6 +159,12 @@ int cmd_serve(Args& a) {
   }
   opt.log_requests = a.get_flag("--log");
   if (a.get_flag("--lookup") && a.has("--draft")) return fail(a, "--draft and --lookup: choose one");
+  if (a.get_flag("--mtp")) {
+    if (a.get_flag("--lookup") || a.has("--draft")) return fail(a, "--mtp with --draft or --lookup: choose one");
+    auto k = num("--mtp-n", 1, 16);
+    if (!k) return fail(a, k.status().message());
+    opt.n_draft = int(*k);
+  }
   if (a.get_flag("--lookup") || a.has("--draft")) {
     auto k = num("--draft-max", 1, 16);
     if (!k) return fail(a, k.status().message());
@@ -175,6 +185,11 @@ int cmd_serve(Args& a) {
   auto lm = load_model(a.get("-m"), *lo);
   if (!lm) return fail(a, lm.status().message());
   if (auto st = check_kv_type(*lm->model, so->kv_dtype); !st) return fail(a, st.message());
+  if (a.get_flag("--mtp")) {
+    if (auto h = mtp_of(*lm->model); !h) return fail(a, fmt("--mtp: {}", h.status().message()));
+    if (lm->model->info().device) return fail(a, "--mtp: the MTP head runs on the CPU only");
+    eo.mtp = true;
+  }
   std::optional<LoadedModel> draft;
   if (a.has("--draft")) {
     auto dm = load_model(a.get("--draft"));

@@ -2,6 +2,7 @@
 #include "cli/common.h"
 
 #include "backends/device.h"
+#include "models/mtp.h"
 
 #include <unistd.h>
 
@@ -141,11 +142,38 @@ void add_speculative_options(Args& a) {
   a.option({"--draft"}, "speculative decoding with this draft model (same vocabulary, e.g. a small Qwen3 for a big one)");
   a.flag({"--lookup"}, "speculative decoding with prompt lookup: guesses copied from earlier text (no extra model)");
   a.option({"--draft-max"}, "speculative decoding: tokens guessed per verification pass", "8");
+  a.flag({"--mtp"}, "speculative decoding with the model's own multi-token-prediction head (Qwen3.5's mtp.* layer; "
+                    "no extra model)");
+  a.option({"--mtp-n"}, "with --mtp: tokens guessed per verification pass (the head is trained for 1; more chain "
+                        "its own guesses)", "1");
+}
+
+Status SpecSetup::attach(Session& target) {
+  if (!mtp) return Status::ok();
+  detach();
+  PIPIT_ASSIGN_OR_RETURN(mtp_draft, MtpDraft::create(target));
+  params.mtp = mtp_draft.get();
+  return Status::ok();
+}
+
+void SpecSetup::detach() {
+  params.mtp = nullptr;
+  mtp_draft.reset();
 }
 
 Result<std::unique_ptr<SpecSetup>> speculative_setup(const Args& a, const Model& target, const SessionOptions& so,
                                                      std::shared_ptr<ThreadPool> pool) {
   auto out = std::make_unique<SpecSetup>();
+  if (a.get_flag("--mtp")) {
+    if (a.has("--draft") || a.get_flag("--lookup")) return Error::invalid_argument("--mtp with --draft or --lookup: choose one");
+    PIPIT_ASSIGN_OR_RETURN(int64_t k, a.get_int("--mtp-n"));
+    if (k < 1 || k > 16) return Error::invalid_argument("--mtp-n {}: expected a value in [1, 16]", k);
+    if (auto h = mtp_of(const_cast<Model&>(target)); !h) return h.status().with_context("--mtp");
+    if (target.info().device) return Error::unsupported("--mtp: the MTP head runs on the CPU only");
+    out->params.n_draft = int(k);
+    out->mtp = true;
+    return out;
+  }
   if (!a.has("--draft") && !a.get_flag("--lookup")) return out;
   if (a.has("--draft") && a.get_flag("--lookup")) return Error::invalid_argument("--draft and --lookup: choose one");
   PIPIT_ASSIGN_OR_RETURN(int64_t k, a.get_int("--draft-max"));

@@ -9,6 +9,7 @@
 #include "core/limits.h"
 #include "runtime/generator.h"
 #include "runtime/loader.h"
+#include "runtime/mtp_draft.h"
 #include "runtime/session.h"
 
 namespace pipit::cli {
@@ -25,13 +26,18 @@ Status check_kv_type(const Model& m, DType kv);       // q8 needs head_dim % 32 
 Result<GenerateParams> generate_params(const Args& a);
 
 // Speculative decoding (runtime/speculative.h): --draft MODEL (a draft model sharing the vocabulary), --lookup
-// (prompt lookup, no extra model), --draft-max N (guesses per verification).
+// (prompt lookup, no extra model), --draft-max N (guesses per verification); --mtp (the model's own multi-token-
+// prediction head, runtime/mtp_draft.h) with --mtp-n N guesses.
 void add_speculative_options(Args& a);
 struct SpecSetup {
   std::optional<LoadedModel> draft_model;
   std::unique_ptr<Session> draft_session;
   Draft draft{nullptr, {}};
-  SpecParams params;  // n_draft 0: neither option given
+  SpecParams params;  // n_draft 0: no option given
+  bool mtp = false;   // --mtp: attach() makes the head follow the target session
+  std::unique_ptr<MtpDraft> mtp_draft;
+  Status attach(Session& target);  // --mtp: params.mtp follows `target` from now on (no-op without --mtp)
+  void detach();                   // params.mtp null again
 };
 // Loads the draft model (its vocabulary size must be the target's) and its session with the target's options.
 Result<std::unique_ptr<SpecSetup>> speculative_setup(const Args& a, const Model& target, const SessionOptions& so,

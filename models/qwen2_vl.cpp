@@ -7,6 +7,7 @@
 #include "models/qwen2_vl.h"
 
 #include "models/llama.h"
+#include "models/mtp.h"
 #include "models/rope.h"
 #include "models/vision/vision_model.h"
 
@@ -27,7 +28,8 @@ HfConfig qwen3_vl_rope(const HfConfig& tc) {
   return HfConfig(std::move(j));
 }
 
-class Qwen2VLModel : public Model, public VisionLanguageModel {
+// MtpModel: the decoder's multi-token-prediction head, when it has one (Qwen3.5), passed through.
+class Qwen2VLModel : public Model, public VisionLanguageModel, public MtpModel {
  public:
   // decoder: null for the Llama-family decoder (Qwen2's, Qwen3's for Qwen3-VL) built here from text_config.
   Status load(const HfConfig& cfg, const WeightSource& base, QwenVisionTower::Kind kind,
@@ -83,6 +85,19 @@ class Qwen2VLModel : public Model, public VisionLanguageModel {
     return lm_->forward(ctx, batch, kv, logits);
   }
   const VisionLanguageModel* vision() const override { return this; }
+
+  std::string mtp_missing() const override {
+    const auto* h = dynamic_cast<const MtpModel*>(lm_.get());
+    return h ? h->mtp_missing() : fmt("{} has no multi-token-prediction head", info_.arch);
+  }
+  Status forward_hidden(Ctx& ctx, const Batch& batch, KvCache& kv, Tensor* logits, Tensor* hidden) override {
+    return dynamic_cast<MtpModel&>(*lm_).forward_hidden(ctx, batch, kv, logits, hidden);
+  }
+  KvCacheSpec mtp_kv_spec() const override { return dynamic_cast<const MtpModel&>(*lm_).mtp_kv_spec(); }
+  Status forward_mtp(Ctx& ctx, const Batch& batch, const Tensor& hidden, KvCache& kv, Tensor* logits,
+                     Tensor* out) override {
+    return dynamic_cast<MtpModel&>(*lm_).forward_mtp(ctx, batch, hidden, kv, logits, out);
+  }
 
   ImageProcessorConfig default_processor() const override {
     ImageProcessorConfig p;  // Qwen2VLImageProcessor defaults

@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "models/blocks.h"
+#include "models/mtp.h"
 #include "models/qwen2_vl.h"
 
 namespace pipit {
@@ -64,11 +65,21 @@ Tensor owned_f32(const Tensor& t, const std::vector<int64_t>& shape) {
   return o;
 }
 
-class Qwen35Model : public Model {
+// The multi-token-prediction head (mtp.*, vLLM Qwen3_5MultiTokenPredictor): pre-fc RMSNorms of the next token's
+// embedding and of the target's final-norm hidden state, fc over [embedding | hidden], one gated full-attention
+// decoder layer with its own KV cache, a final RMSNorm; the embedding and the lm_head are the target's.
+struct MtpWeights {
+  Tensor norm_embd, norm_hidden;  // [n_embd] (1 + w)
+  Tensor fc;                      // [n_embd, 2 n_embd]
+  Qwen35Layer layer;              // full attention
+  Tensor norm;                    // [n_embd] (1 + w)
+};
+
+class Qwen35Model : public Model, public MtpModel {
  public:
   Status load(const HfConfig& top, const WeightSource& w) {
     // Qwen3_5ForConditionalGeneration nests the text model's fields under text_config and its tensors under
-    // model.language_model. (the vision tower and MTP head are not used for text).
+    // model.language_model. (the vision tower is not used for text; the MTP head's mtp.* are top-level names).
     const HfConfig cfg = top.model_type() == "qwen3_5" ? top.sub("text_config") : top;
     const std::string pre = w.has("model.language_model.embed_tokens.weight") ? "model.language_model." : "model.";
     PIPIT_ASSIGN_OR_RETURN(int64_t n_embd, cfg.get_int("hidden_size"));
@@ -146,6 +157,7 @@ class Qwen35Model : public Model {
       PIPIT_ASSIGN_OR_RETURN(L.mlp, load_mlp(w, p + "mlp.", n_embd, n_ff));
       layers_.push_back(std::move(L));
     }
+    PIPIT_TRY(load_mtp(cfg, w, n_embd, n_ff, head_dim));
     fill_common_info(info_, cfg);
     if (top.has("eos_token_id")) {  // the multimodal config keeps the special ids at the top level
       info_.eos_ids.clear();
@@ -159,6 +171,49 @@ class Qwen35Model : public Model {
   }
 
   Status forward(Ctx& ctx, const Batch& batch, KvCache& kv, Tensor* logits) override {
+    return run(ctx, batch, kv, logits, nullptr);
+  }
+
+  // ---- MtpModel ----
+  std::string mtp_missing() const override { return mtp_missing_; }
+  Status forward_hidden(Ctx& ctx, const Batch& batch, KvCache& kv, Tensor* logits, Tensor* hidden) override {
+    return run(ctx, batch, kv, logits, hidden);
+  }
+  KvCacheSpec mtp_kv_spec() const override { return {1, int(attn_.n_head_kv), int(attn_.head_dim), {}, {}}; }
+
+  // vLLM Qwen3_5MultiTokenPredictor.forward (reference: testdata/reference/qwen3_5_mtp.py RefQwen35MTP.forward).
+  Status forward_mtp(Ctx& ctx, const Batch& batch, const Tensor& hidden, KvCache& kv, Tensor* logits,
+                     Tensor* out) override {
+    PIPIT_ASSERT(mtp_missing_.empty(), "forward_mtp without mtp.* weights");
+    PIPIT_TRY(check_batch_fits("qwen3_5 mtp", batch, kv));
+    const int64_t n = batch.n_tokens(), E = attn_.n_embd;
+    if (hidden.ndim() != 2 || hidden.dim(0) != n || hidden.dim(1) != E || hidden.dtype() != DType::F32)
+      return Error::invalid_argument("[qwen3_5 mtp] hidden {} for {} pairs of width {}", hidden.describe(), n, E);
+    Tensor e = ctx.name(rms_norm(ctx, input_embeddings(ctx, tok_embd_, batch), mtp_.norm_embd, eps_, kNormOffset),
+                        "mtp_norm_embd");
+    Tensor h = ctx.name(rms_norm(ctx, hidden, mtp_.norm_hidden, eps_, kNormOffset), "mtp_norm_hidden");
+    // concat([e, h], -1) as rows of a [2n, E] view of [n, 2E]: row 2i is e_i, row 2i + 1 is h_i (embedding first)
+    Tensor cat = ctx.alloc(DType::F32, {2 * n, E});
+    std::vector<int32_t> from_e(size_t(2 * n), -1), from_h(size_t(2 * n), -1);
+    for (int64_t i = 0; i < n; ++i) from_e[size_t(2 * i)] = int32_t(i), from_h[size_t(2 * i + 1)] = int32_t(i);
+    copy_rows_(ctx, cat, from_e, e);
+    copy_rows_(ctx, cat, from_h, h);
+    Tensor x = ctx.name(linear(ctx, cat.reshape({n, 2 * E}), mtp_.fc), "mtp_fc_out");
+    const Qwen35Layer& L = mtp_.layer;
+    Tensor a = gated_attention(ctx, rms_norm(ctx, x, L.attn_norm, eps_, kNormOffset), L.attn, batch, kv, 0);
+    add_(ctx, x, a);
+    Tensor m = gated_mlp(ctx, rms_norm(ctx, x, L.ffn_norm, eps_, kNormOffset), L.mlp, MlpAct::kSilu);
+    add_(ctx, x, m);
+    ctx.name(x, "mtp_layer_out");
+    Tensor hn = rms_norm(ctx, x, mtp_.norm, eps_, kNormOffset);
+    *logits = ctx.name(linear(ctx, gather_rows(ctx, hn, batch.logits_rows), output_), "mtp_logits");
+    if (out) *out = hn;
+    return Status::ok();
+  }
+
+ private:
+  // The decoder; with `hidden`, also every token's final-norm hidden state (the MTP head's input).
+  Status run(Ctx& ctx, const Batch& batch, KvCache& kv, Tensor* logits, Tensor* hidden) {
     PIPIT_TRY(check_batch_fits(kArch, batch, kv));
     PIPIT_TRY(kv.begin_state(kArch, batch));
     Tensor x = ctx.name(input_embeddings(ctx, tok_embd_, batch), "embd");
@@ -174,12 +229,51 @@ class Qwen35Model : public Model {
       add_(ctx, x, m);
       ctx.name(x, "l_out", il);
     }
+    // the logits exactly as without `hidden` (rms_norm works row by row: the same rows give the same values)
     *logits = ctx.name(output_logits(ctx, x, out_norm_, eps_, kNormOffset, output_, batch), "logits");
+    if (hidden) *hidden = ctx.name(rms_norm(ctx, x, out_norm_, eps_, kNormOffset), "hidden");
     kv.end_state(batch);
     return Status::ok();
   }
 
- private:
+  // mtp.* when the weights have them (mtp_num_hidden_layers = 1, shared embedding: the released checkpoints);
+  // otherwise mtp_missing_ says why there is no head. A head that is there but malformed is an error.
+  Status load_mtp(const HfConfig& cfg, const WeightSource& w, int64_t n_embd, int64_t n_ff, int64_t head_dim) {
+    if (!w.has("mtp.fc.weight")) {
+      mtp_missing_ = "the model file has no mtp.* tensors (the Hub's Qwen3.5 checkpoints have them; convert from "
+                     "those files: pipit convert keeps them)";
+      return Status::ok();
+    }
+    const int64_t n_mtp = cfg.get_int_or("mtp_num_hidden_layers", 1);
+    if (n_mtp != 1) {
+      mtp_missing_ = fmt("mtp_num_hidden_layers = {} (only 1 MTP layer is supported)", n_mtp);
+      return Status::ok();
+    }
+    if (cfg.get_bool_or("mtp_use_dedicated_embeddings", false)) {
+      mtp_missing_ = "mtp_use_dedicated_embeddings = true is not supported";
+      return Status::ok();
+    }
+    const std::string p = "mtp.";
+    PIPIT_ASSIGN_OR_RETURN(mtp_.norm_embd, w.get(p + "pre_fc_norm_embedding.weight", {n_embd}));
+    PIPIT_ASSIGN_OR_RETURN(mtp_.norm_hidden, w.get(p + "pre_fc_norm_hidden.weight", {n_embd}));
+    PIPIT_ASSIGN_OR_RETURN(mtp_.fc, w.get(p + "fc.weight", {n_embd, 2 * n_embd}));
+    PIPIT_ASSIGN_OR_RETURN(mtp_.norm, w.get(p + "norm.weight", {n_embd}));
+    const std::string l = p + "layers.0.", a = l + "self_attn.";
+    Qwen35Layer& L = mtp_.layer;
+    L.linear = false;
+    PIPIT_ASSIGN_OR_RETURN(L.attn_norm, w.get(l + "input_layernorm.weight", {n_embd}));
+    PIPIT_ASSIGN_OR_RETURN(L.ffn_norm, w.get(l + "post_attention_layernorm.weight", {n_embd}));
+    const int64_t nq = attn_.n_head * head_dim, nkv = attn_.n_head_kv * head_dim;
+    PIPIT_ASSIGN_OR_RETURN(L.attn.q, w.get(a + "q_proj.weight", {gate_ ? 2 * nq : nq, n_embd}));
+    PIPIT_ASSIGN_OR_RETURN(L.attn.k, w.get(a + "k_proj.weight", {nkv, n_embd}));
+    PIPIT_ASSIGN_OR_RETURN(L.attn.v, w.get(a + "v_proj.weight", {nkv, n_embd}));
+    PIPIT_ASSIGN_OR_RETURN(L.attn.o, w.get(a + "o_proj.weight", {n_embd, nq}));
+    PIPIT_ASSIGN_OR_RETURN(L.attn.q_norm, w.get(a + "q_norm.weight", {head_dim}));
+    PIPIT_ASSIGN_OR_RETURN(L.attn.k_norm, w.get(a + "k_norm.weight", {head_dim}));
+    PIPIT_ASSIGN_OR_RETURN(L.mlp, load_mlp(w, l + "mlp.", n_embd, n_ff));
+    return Status::ok();
+  }
+
   float eps_ = 1e-6f;
   bool gate_ = true;
   int64_t nk_ = 0, nv_ = 0, dk_ = 0, dv_ = 0, kconv_ = 0, conv_dim_ = 0;
@@ -187,6 +281,8 @@ class Qwen35Model : public Model {
   RopeSpec rope_spec_;
   Tensor tok_embd_, out_norm_, output_;
   std::vector<Qwen35Layer> layers_;
+  MtpWeights mtp_;
+  std::string mtp_missing_;  // empty: mtp_ is loaded
 
   // layer_types, or HF's default from full_attention_interval: layer i is full when (i + 1) % interval == 0.
   static Result<std::vector<bool>> layer_kinds(const HfConfig& cfg, int64_t n_layer) {
@@ -319,7 +415,8 @@ Result<std::unique_ptr<Model>> make_qwen3_5_text(const HfConfig& cfg, const Weig
 // Qwen3_5ForConditionalGeneration: Qwen3-VL's vision tower without DeepStack (Qwen3_5VisionConfig drops
 // deepstack_visual_indexes) in front of this decoder, through the Qwen VL family (models/qwen2_vl.cpp: image
 // features at the <|image_pad|> rows, get_rope_index positions). A checkpoint without the tower's tensors (a
-// text-only export) loads as the text model. The mtp.* tensors (multi-token prediction) are not read.
+// text-only export) loads as the text model. The mtp.* tensors (multi-token prediction) are read by the decoder
+// (MtpModel, models/mtp.h) and reached through the family's model.
 Result<std::unique_ptr<Model>> make_qwen3_5(const HfConfig& cfg, const WeightSource& w) {
   const bool tower = w.has("model.visual.patch_embed.proj.weight") || w.has("visual.patch_embed.proj.weight");
   if (cfg.model_type() != "qwen3_5" || !cfg.has("vision_config") || !tower) return make_qwen3_5_text(cfg, w);

@@ -12,9 +12,12 @@
 #include <limits>
 
 #include "models/audio/audio_model.h"
+#include "models/mtp.h"
+#include "runtime/mtp_draft.h"
 #include "runtime/multimodal.h"
 #include "runtime/sequence.h"
 #include "runtime/speculative.h"
+#include "runtime/state_copy.h"
 
 namespace pipit {
 
@@ -31,11 +34,15 @@ struct Engine::Seq {
   std::vector<uint64_t> prompt_key;   // PromptCache key of the prompt (with a cache)
   std::vector<StateSnapshot> states;  // recurrent state at the prompt's end (with a cache)
   int64_t draft_done = 0;             // EngineOptions::draft: tokens of history (+ guesses) in the draft's slot
+  StateSnapshot spec_state;           // recurrent state before a verification with guesses (back to it on a rejection)
 };
 
 struct Engine::Part {
   Seq* s;
   int64_t n = 0;  // rows in the batch
+  // decoding: history tokens fed (its last, and after a rejection that rewound a recurrent state the accepted ones
+  // before it), then the guesses
+  int64_t lag = 0;
   bool wants_logits = false;
   int n_guess = 0;              // a draft model's guesses to make (draft_guesses)
   std::vector<int32_t> drafts;  // the guesses after the decode token (rows 1 .. n - 1)
@@ -76,6 +83,11 @@ Engine::Engine(Model& model, const Tokenizer* tok, const EngineOptions& opt)
     draft_ctx_.arena = draft_arena_.get();
     draft_ctx_.k = &kernels();
   }
+  if (opt.mtp) {
+    auto d = MtpDraft::create(model, opt_.n_slots, n_ctx_, opt.kv_dtype);
+    PIPIT_ASSERT(d.is_ok(), "[engine] {}", d.status().message());
+    mtp_ = std::move(d).value();
+  }
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -98,6 +110,8 @@ Result<uint64_t> Engine::submit(EngineRequest r) {
   if (r.params.max_tokens < 1) return Error::invalid_argument("[engine] max_tokens must be >= 1");
   if (r.params.spec.draft)  // a Session-based draft (generate()); the Engine's draft model is EngineOptions::draft
     return Error::invalid_argument("[engine] GenerateParams::spec.draft is not served: see EngineOptions::draft");
+  if (r.params.spec.mtp)  // a Session's MTP head (generate())
+    return Error::invalid_argument("[engine] GenerateParams::spec.mtp is not served by the engine");
   const int64_t V = model_.info().n_vocab;
   for (int32_t t : r.prompt)
     if (t < 0 || t >= V) return Error::invalid_argument("[engine] token id {} outside the vocabulary [0, {})", t, V);
@@ -241,7 +255,10 @@ void Engine::iterate() {
     }
   }
   for (auto& up : active_)
-    if (!up->admitted) restore_prefix(*up);
+    if (!up->admitted) {
+      if (mtp_) mtp_->forget(up->slot);
+      restore_prefix(*up);
+    }
   for (auto& s : dropped) {
     s->finished = true;
     s->seq->result().reason = StopReason::kCallback;
@@ -353,16 +370,18 @@ bool Engine::step() {
     Seq& s = *up;
     Part p{&s};
     if (s.decoding) {
-      p.n = 1;
-      // Speculative decoding: guesses ride along as extra rows of this pass (not with a recurrent state, which
-      // cannot drop the rows of rejected guesses). At most: what the answer may still take after the decode token,
-      // what the context holds, what is left of the batch.
+      p.lag = p.n = int64_t(s.seq->history().size()) - s.n_done;
+      // Speculative decoding: guesses ride along as extra rows of this pass (a recurrent state goes back to its
+      // snapshot after a rejection, and the accepted tokens ride along with the next pass). At most: what the answer
+      // may still take after the decode token, what the context holds, what is left of the batch. A draft model's
+      // slots are cut back to the accepted guesses: not with a recurrent state.
       const int k = std::min({s.req.params.spec.n_draft, 16, s.req.params.max_tokens - int(s.seq->result().tokens.size()) - 1,
-                              n_ctx_ - 1 - int(s.n_done), int(std::max<int64_t>(budget - 1, 0))});
-      if (k > 0 && !kv_.has_state()) {
-        if (draft_) p.n_guess = k;  // the draft model makes exactly k (draft_guesses, below)
+                              n_ctx_ - int(p.lag) - int(s.n_done), int(std::max<int64_t>(budget - p.lag, 0))});
+      // (a request catching up after a rejection rewound its recurrent state guesses again at its next step)
+      if (k > 0 && p.lag == 1 && (mtp_ || !kv_.has_state())) {
+        if (mtp_ || draft_) p.n_guess = k;  // the head / the draft model makes them (mtp_guesses, draft_guesses)
         else p.drafts = lookup_draft(s.seq->history(), k, s.req.params.spec.ngram_min, s.req.params.spec.ngram_max);
-        p.n += draft_ ? k : int64_t(p.drafts.size());
+        p.n += mtp_ || draft_ ? k : int64_t(p.drafts.size());  // at most k: the batch budget holds them
       }
     } else {
       p.n = std::min<int64_t>({int64_t(s.seq->history().size()) - s.n_done, std::max<int64_t>(budget, 0), prefill_left});
@@ -376,18 +395,21 @@ bool Engine::step() {
   // an image encode runs beside us: step on the threads it left (row results do not depend on the thread count:
   // work is split by output rows and heads, never inside a reduction)
   ctx_.pool = narrow_pool_ && encoding_.load() > 0 ? narrow_pool_.get() : pool_.get();
-  if (draft_) draft_guesses(parts);
+  if (mtp_) mtp_guesses(parts);
+  else if (draft_) draft_guesses(parts);
   Batch b;
   for (Part& p : parts) {
     Seq& s = *p.s;
     Batch::Seq bs{s.slot, b.n_tokens(), p.n};
     for (int64_t i = 0; i < p.n; ++i) {
-      b.tokens.push_back(i == 0 || p.drafts.empty() ? s.seq->history()[size_t(s.n_done + i)] : p.drafts[size_t(i - 1)]);
+      b.tokens.push_back(i < p.lag || p.drafts.empty() ? s.seq->history()[size_t(s.n_done + i)]
+                                                       : p.drafts[size_t(i - p.lag)]);
       b.pos.push_back(int32_t(s.n_done + i));
     }
     p.wants_logits = s.n_done + p.n == int64_t(s.seq->history().size()) + int64_t(p.drafts.size());
     if (p.wants_logits)  // the last row; with guesses every row (row i: the token after guess i)
-      for (int64_t i = p.drafts.empty() ? p.n - 1 : 0; i < p.n; ++i) b.logits_rows.push_back(bs.begin + i);
+      for (int64_t i = p.drafts.empty() ? p.n - 1 : p.lag - 1; i < p.n; ++i) b.logits_rows.push_back(bs.begin + i);
+    if (!p.drafts.empty() && kv_.has_state()) save_state_into(kv_, model_.info().kv, s.slot, s.spec_state);
     b.seqs.push_back(bs);
   }
   {
@@ -398,7 +420,15 @@ bool Engine::step() {
 
   arena_.reset();
   Tensor logits;
-  Status st = model_.forward(ctx_, b, kv_, &logits);
+  Status st;
+  if (mtp_) {  // the final-norm hidden states of every row go to the head's store
+    Tensor hidden;
+    st = dynamic_cast<MtpModel&>(model_).forward_hidden(ctx_, b, kv_, &logits, &hidden);
+    if (st.is_ok())
+      for (size_t i = 0; i < parts.size(); ++i) mtp_->observe(parts[i].s->slot, b, b.seqs[i].begin, b.seqs[i].n, hidden);
+  } else {
+    st = model_.forward(ctx_, b, kv_, &logits);
+  }
   if (st.is_ok()) st = logits_to_host(ctx_, &logits);
   const int64_t V = model_.info().n_vocab;
   // The parts' tokens, in three passes: the prompt bookkeeping, then each part's sampling and verification
@@ -460,7 +490,7 @@ bool Engine::step() {
   for (Pending& q : pending) {
     Seq& s = *q.p->s;
     const int k = int(q.p->drafts.size());
-    const int64_t n0 = s.n_done - q.p->n;  // the decode token's position
+    const int64_t n0 = s.n_done - q.p->n;  // the first fed token's position
     {
       std::lock_guard<std::mutex> lk(mu_);
       stats_.tokens_generated += s.seq->result().tokens.size() - q.n_tokens0;
@@ -468,7 +498,11 @@ bool Engine::step() {
       stats_.spec_accepted += uint64_t(q.v.accepted);
     }
     if (k > 0) {
-      s.n_done = n0 + 1 + q.v.accepted;  // the rows of rejected guesses stay behind the slot's end and are overwritten
+      s.n_done = n0 + q.p->lag + q.v.accepted;  // the rows of rejected guesses stay behind the slot's end (overwritten)
+      if (q.v.accepted < k && kv_.has_state()) {  // the state has seen them: back to before this pass
+        kv_.restore_state(s.slot, s.spec_state);
+        s.n_done = n0;
+      }
       s.draft_done = std::min(s.draft_done, s.n_done);  // the draft's slot too (it never holds its last guess)
     }
     if (q.v.ended) finish(s, s.seq->result());
@@ -516,7 +550,7 @@ void Engine::draft_guesses(std::vector<Part>& parts) {
     if (!st.is_ok()) {
       for (Part* p : want) {
         p->drafts.clear();
-        p->n = 1;
+        p->n = p->lag;
         p->s->draft_done = 0;
       }
       return;
@@ -529,6 +563,22 @@ void Engine::draft_guesses(std::vector<Part>& parts) {
       const float* l = logits.ptr<float>() + row++ * V;
       p.drafts.push_back(int32_t(std::max_element(l, l + V) - l));
     }
+  }
+}
+
+// The MTP head's guesses for the parts that want them (Part::n_guess): per request, its pairs since the last pass
+// (the head's store holds the hidden states of every pass: step()), then the chained ones (MtpDraft::propose). A
+// failed head pass leaves the request without guesses for this step.
+void Engine::mtp_guesses(std::vector<Part>& parts) {
+  mtp_->set_pool(ctx_.pool);
+  for (Part& p : parts) {
+    if (p.n_guess <= 0) continue;
+    const MultimodalPrompt* mm = p.s->req.images.get();
+    const int32_t delta = mm && !mm->mrope_pos.empty() ? mm->rope_delta : 0;
+    auto g = mtp_->propose(p.s->slot, p.s->seq->history(), 0, p.n_guess, delta);
+    if (!g.is_ok()) continue;
+    p.drafts = std::move(g).value();
+    p.n = p.lag + int64_t(p.drafts.size());
   }
 }
 

@@ -46,9 +46,14 @@ struct EngineOptions {
   // (greedy, on KV slots of its own that follow the requests' accepted tokens) instead of prompt lookup. Null: prompt
   // lookup. It must pass Engine::check_draft and outlive the Engine.
   Model* draft = nullptr;
+  // Speculative decoding with the model's own multi-token-prediction head (models/mtp.h: Qwen3.5's mtp.*): requests'
+  // guesses come from it (fed with the target's hidden states of each pass, KV slots of its own) instead of prompt
+  // lookup or `draft`. The model must have the head (check with mtp_of()).
+  bool mtp = false;
 };
 
 struct MultimodalPrompt;  // runtime/multimodal.h
+class MtpDraft;           // runtime/mtp_draft.h
 
 struct EngineRequest {
   std::vector<int32_t> prompt;
@@ -148,6 +153,9 @@ class Engine {
   std::unique_ptr<KvCache> draft_kv_;
   Ctx draft_ctx_;
   void draft_guesses(std::vector<Part>& parts);  // fills the guesses of the parts that want them from draft_
+  // EngineOptions::mtp: the head's state per slot, and the guesses of the parts that want them
+  std::unique_ptr<MtpDraft> mtp_;
+  void mtp_guesses(std::vector<Part>& parts);
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -108,44 +108,50 @@ Result<GenerateResult> generate_impl(Session& s, const Tokenizer* tok, std::span
   auto t1 = Clock::now();
   if (p.max_tokens <= 0) return res;
   std::optional<Speculator> spec;
-  if (p.spec.n_draft > 0) spec.emplace(p.spec);
+  if (p.spec.n_draft > 0) spec.emplace(p.spec, n_base);
   bool ended = seq.emit(std::span<const float>(r->ptr<float>(), size_t(V)));
   while (!ended) {
-    // the context holds the history but its last token, which goes in now with the guesses (at most what
-    // max_tokens and the context leave room for: the token after the last guess needs no row)
+    // The context holds the history but its last token, which goes in now with the guesses. After a rejection that
+    // took a recurrent state back to its checkpoint it lacks the tokens accepted before it too (`lag` in all): they
+    // go in with the last one in a pass without guesses (a guess there would rewind the state to before them again),
+    // which costs about one decode pass and emits a token, where evaluating them on their own would emit none. At
+    // most what max_tokens and the context leave room for is guessed (the token after the last guess needs no row).
+    const auto& h = seq.history();
+    const int in_ctx = s.n_past() - n_base, lag = int(h.size()) - in_ctx;
+    if (in_ctx < int(prompt.size()) || lag < 1)
+      return Error::internal("[speculative] the context holds {} of the generation's {} tokens", in_ctx, h.size());
     std::vector<int32_t> guesses;
-    if (spec) {
-      const int k = std::min({p.spec.n_draft, p.max_tokens - int(res.tokens.size()) - 1, s.n_ctx() - s.n_past() - 1,
-                              16});
-      PIPIT_ASSIGN_OR_RETURN(guesses, spec->propose(seq.history(), std::max(0, k)));
+    if (spec && lag == 1) {
+      const int k = std::min({p.spec.n_draft, p.max_tokens - int(res.tokens.size()) - 1,
+                              s.n_ctx() - s.n_past() - lag, 16});
+      PIPIT_ASSIGN_OR_RETURN(guesses, spec->propose(h, std::max(0, k)));
     }
-    std::vector<int32_t> batch = {seq.history().back()};
+    std::vector<int32_t> batch(h.begin() + in_ctx, h.end());
     batch.insert(batch.end(), guesses.begin(), guesses.end());
     const int n0 = s.n_past();
     if (!guesses.empty()) s.checkpoint();  // a recurrent state comes back here after a rejection
-    r = s.eval(batch, /*all_logits=*/!guesses.empty());
+    const bool rows = lag > 1 || !guesses.empty();
+    r = s.eval(batch, /*all_logits=*/rows);
     if (!r.is_ok()) return r.status();
-    const Sequence::Verified v = seq.verify(r->ptr<float>(), V, guesses);
+    const Sequence::Verified v = seq.verify(r->ptr<float>() + (rows ? int64_t(lag - 1) * V : 0), V, guesses);
     ended = v.ended;
-    // keep the fed token and the accepted guesses; a recurrent state goes back to the checkpoint and evaluates
-    // them again (context position i holds history()[i - n_base])
-    const int keep = n0 + 1 + v.accepted;
-    if (s.n_past() > keep) {
-      s.truncate(keep);
-      if (s.n_past() < keep) {
-        if (s.n_past() < n_base + int(prompt.size()))
-          return Error::internal("[speculative] the context went back further than this generation");
-        const auto& h = seq.history();
-        auto rr = s.eval(std::span<const int32_t>(h.data() + (s.n_past() - n_base), size_t(keep - s.n_past())));
-        if (!rr.is_ok()) return rr.status();
-      }
-    }
+    // keep the fed tokens and the accepted guesses; a recurrent state goes back to the checkpoint (n0), and the
+    // next pass feeds them again (context position i holds history()[i - n_base])
+    const int keep = n0 + lag + v.accepted;
+    if (s.n_past() > keep) s.truncate(keep);
   }
   if (spec) {
     // accepted guesses after the last emitted token are not part of the answer: the context ends where it would
     // without guesses (the prompt, then every emitted token but the last, which is in only after an EOS)
-    const int want = n_base + int(prompt.size()) + int(res.tokens.size()) - (res.reason == StopReason::kEos ? 0 : 1);
-    if (s.n_past() > want) s.truncate(std::max(want, n_base + int(prompt.size())));
+    const int first = n_base + int(prompt.size());
+    const int want = first + int(res.tokens.size()) - (res.reason == StopReason::kEos ? 0 : 1);
+    if (s.n_past() > want) s.truncate(std::max(want, first));
+    if (s.n_past() < first) return Error::internal("[speculative] the context went back further than this generation");
+    if (s.n_past() < want) {  // a recurrent state rewound to a checkpoint: the tokens after it go in again
+      const auto& h = seq.history();
+      auto rr = s.eval(std::span<const int32_t>(h.data() + (s.n_past() - n_base), size_t(want - s.n_past())));
+      if (!rr.is_ok()) return rr.status();
+    }
   }
   res.gen_ms = ms_since(t1);
   return std::move(res);

@@ -37,8 +37,9 @@ struct GenerateParams {
   // grammar is complete. Needs a tokenizer.
   std::shared_ptr<const Grammar> grammar;
   // Speculative decoding (runtime/speculative.h), checked by one rule everywhere (Sequence::verify): the output is
-  // the plain one. generate() takes prompt lookup or a draft session (spec.draft); the Engine takes prompt lookup,
-  // or its EngineOptions::draft model (spec.draft must be null there), for models without a recurrent state.
+  // the plain one. generate() takes prompt lookup, a draft session (spec.draft) or the model's MTP head (spec.mtp);
+  // the Engine takes prompt lookup, or its EngineOptions::draft model (spec.draft and spec.mtp must be null there),
+  // for models without a recurrent state.
   SpecParams spec;
 };
 

@@ -3,14 +3,21 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <new>
 
 #include "backends/device.h"
+#include "models/mtp.h"
 #include "runtime/memory_plan.h"
 #include "runtime/multimodal.h"
 #include "runtime/prompt_cache.h"
+#include "runtime/state_copy.h"
 
 namespace pipit {
+
+namespace {
+constexpr int kSpare = std::numeric_limits<int>::max();  // a snapshot buffer kept for reuse, not a snapshot
+}  // namespace
 
 int default_ctx(const Model& model, int requested) {
   if (requested > 0) return requested;
@@ -78,7 +85,9 @@ void Session::truncate(int n) {
     n = best ? best->pos : 0;
     kv_.restore_state(0, best ? *best : StateSnapshot{});
   }
-  std::erase_if(snapshots_, [&](const StateSnapshot& sn) { return sn.pos > n; });
+  // snapshots after n are dropped; their buffers stay as spares (pos kSpare, after the others) for the next ones
+  for (auto& sn : snapshots_)
+    if (sn.pos > n) sn.pos = kSpare;
   n_past_ = n;
   while (!images_.empty() && images_.back().end > n_past_) images_.pop_back();
   rope_delta_ = images_.empty() ? 0 : images_.back().delta_after;
@@ -124,7 +133,13 @@ Result<Tensor> Session::eval_chunks(std::span<const int32_t> tokens, bool all_lo
                                            : n_past_ + int32_t(i) + rope_delta_;
     }
     try {
-      PIPIT_TRY(model_.forward(ctx_, batch, kv_, &logits));
+      if (mtp_) {
+        Tensor hidden;
+        PIPIT_TRY(mtp_->forward_hidden(ctx_, batch, kv_, &logits, &hidden));
+        hidden_sink_(batch, hidden);
+      } else {
+        PIPIT_TRY(model_.forward(ctx_, batch, kv_, &logits));
+      }
       PIPIT_TRY(logits_to_host(ctx_, &logits));
     } catch (const std::bad_alloc&) {  // activations (the arena grows on a first long chunk), model scratch
       return Error::unavailable("[eval] out of memory running a chunk of {} tokens ({} available now; a smaller "
@@ -145,9 +160,22 @@ Result<Tensor> Session::eval_chunks(std::span<const int32_t> tokens, bool all_lo
 
 void Session::snapshot_state() {
   if (!kv_.has_state() || opt_.n_state_snapshots <= 0) return;
-  if (!snapshots_.empty() && snapshots_.back().pos == n_past_) return;
-  if (int(snapshots_.size()) >= opt_.n_state_snapshots) snapshots_.erase(snapshots_.begin());
-  snapshots_.push_back(kv_.save_state(0));
+  // snapshots_: the kept ones oldest first, then spare buffers (pos kSpare); a new snapshot reuses a spare or the
+  // oldest one's buffer (speculative decoding takes one per step: no allocation, no page faults)
+  const auto first_spare = std::find_if(snapshots_.begin(), snapshots_.end(), [](auto& sn) { return sn.pos == kSpare; });
+  const int n_kept = int(first_spare - snapshots_.begin());
+  if (n_kept > 0 && snapshots_[size_t(n_kept - 1)].pos == n_past_) return;
+  StateSnapshot snap;
+  if (n_kept >= opt_.n_state_snapshots) {
+    snap = std::move(snapshots_.front());
+    snapshots_.erase(snapshots_.begin());
+  } else if (first_spare != snapshots_.end()) {
+    snap = std::move(snapshots_.back());
+    snapshots_.pop_back();
+  }
+  save_state_into(kv_, model_.info().kv, 0, snap);
+  const auto at = std::find_if(snapshots_.begin(), snapshots_.end(), [](auto& sn) { return sn.pos == kSpare; });
+  snapshots_.insert(at, std::move(snap));
 }
 
 void Session::save_to(PromptCache& cache, std::span<const uint64_t> key) {
@@ -155,7 +183,8 @@ void Session::save_to(PromptCache& cache, std::span<const uint64_t> key) {
   std::vector<StateSnapshot> states;
   if (kv_.has_state()) {
     if (kv_.state_pos(0) != n_past_) return;
-    states = snapshots_;
+    for (const auto& sn : snapshots_)
+      if (sn.pos != kSpare) states.push_back(sn);
     if (states.empty() || states.back().pos != n_past_) states.push_back(kv_.save_state(0));
   }
   cache.save(kv_, 0, key, std::move(states));
@@ -174,7 +203,8 @@ int Session::restore_from(PromptCache& cache, std::span<const uint64_t> key, int
 
 std::vector<int> Session::state_snapshots() const {
   std::vector<int> v;
-  for (const auto& sn : snapshots_) v.push_back(sn.pos);
+  for (const auto& sn : snapshots_)
+    if (sn.pos != kSpare) v.push_back(sn.pos);
   return v;
 }
 

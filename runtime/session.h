@@ -14,6 +14,7 @@
 namespace pipit {
 
 struct MultimodalPrompt;  // runtime/multimodal.h
+class MtpModel;           // models/mtp.h
 class PromptCache;        // runtime/prompt_cache.h
 
 struct SessionOptions {
@@ -63,6 +64,15 @@ class Session {
   // before each verification, to come back to after a rejection). No-op without a state.
   void checkpoint() { snapshot_state(); }
 
+  // Speculative decoding with the model's own MTP head (runtime/mtp_draft.h): every forward pass from now on also
+  // computes the final-norm hidden state of its tokens and hands it to `sink` with the batch ([n_tokens, n_embd]
+  // f32, valid during the call; the logits are unchanged). `head` is this session's model's head; null removes it.
+  using HiddenSink = std::function<void(const Batch& batch, const Tensor& hidden)>;
+  void set_hidden_sink(MtpModel* head, HiddenSink sink) {
+    mtp_ = sink ? head : nullptr;
+    hidden_sink_ = mtp_ ? std::move(sink) : nullptr;
+  }
+
   // M-RoPE: the next token's position is n_past() + rope_delta() (0 until an image shifts it).
   int32_t rope_delta() const { return rope_delta_; }
   int n_past() const { return n_past_; }
@@ -103,6 +113,8 @@ class Session {
   void snapshot_state();
   Progress progress_;
   int64_t n_evaluated_ = 0;
+  MtpModel* mtp_ = nullptr;
+  HiddenSink hidden_sink_;
 
   Result<Tensor> eval_chunks(std::span<const int32_t> tokens, bool all_logits, const MultimodalPrompt* mm);
 };

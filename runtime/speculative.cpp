@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "runtime/mtp_draft.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
 
@@ -24,6 +25,7 @@ std::vector<int32_t> lookup_draft(std::span<const int32_t> history, int k, int n
 
 Result<std::vector<int32_t>> Speculator::propose(std::span<const int32_t> tail, int k) {
   if (k <= 0) return std::vector<int32_t>{};
+  if (p_.mtp) return p_.mtp->propose(tail, n_base_, k);
   full_.assign(p_.context.begin(), p_.context.end());
   full_.insert(full_.end(), tail.begin(), tail.end());
   std::span<const int32_t> history = full_;

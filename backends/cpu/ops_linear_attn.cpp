@@ -58,6 +58,12 @@ void delta_gates_(Ctx& ctx, Tensor& a, Tensor& b, const Tensor& A_log, const Ten
   }
 }
 
+// Sequences of up to this many tokens go token by token, exactly as that many decode steps would: a speculative
+// verification pass (the last token and up to 16 guesses, a few re-fed ones) then leaves the state and outputs of
+// plain decoding bit for bit, so the speculative output is the plain one even at near-ties (the chunked form rounds
+// differently: ~1e-8 on lin_core, enough to flip an argmax tie after a few layers). Longer runs (prefill) go chunked.
+constexpr int64_t kDeltaStepMax = 32;
+
 void gated_delta_rule(Ctx& ctx, const Tensor& q, const Tensor& k, const Tensor& v, int64_t dk, int64_t dv,
                       const Tensor& g, const Tensor& beta, std::span<const DeltaSeq> seqs, Tensor& out) {
   PIPIT_ASSERT(q.ndim() == 2 && k.shape() == q.shape() && v.ndim() == 2 && out.shape() == v.shape() &&
@@ -96,7 +102,7 @@ void gated_delta_rule(Ctx& ctx, const Tensor& q, const Tensor& k, const Tensor& 
       a.n = s.n;
       a.dk = dk;
       a.dv = dv;
-      (s.n == 1 ? ctx.k->delta_step : ctx.k->delta_chunk)(a);
+      (s.n <= kDeltaStepMax ? ctx.k->delta_step : ctx.k->delta_chunk)(a);
     }
   });
 }

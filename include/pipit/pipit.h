@@ -113,6 +113,10 @@ typedef struct pipit_session_options {
   int32_t n_threads; /* 0: physical cores */
   int32_t kv_type;   /* KV cache dtype: PIPIT_KV_DEFAULT (0) = f16 as llama.cpp, PIPIT_KV_F32 (exact), PIPIT_KV_F16,
                         PIPIT_KV_Q8_0 (q8_0 blocks of 32: the model's head_dim a multiple of 32) */
+  int32_t mtp;       /* speculative decoding with the model's own multi-token-prediction head (Qwen3.5's mtp.*
+                        layer): guesses per verification pass, 0 (default) off, at most 16. The output is the same as
+                        without. A model without the head is PIPIT_ERR_UNSUPPORTED at session creation. It takes
+                        precedence over pipit_session_set_speculation. */
 } pipit_session_options;
 enum { PIPIT_KV_DEFAULT = 0, PIPIT_KV_F32 = 1, PIPIT_KV_F16 = 2, PIPIT_KV_Q8_0 = 3 };
 void pipit_session_options_init(pipit_session_options* o, size_t size);

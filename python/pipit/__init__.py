@@ -25,16 +25,18 @@ __all__ = ["Model", "Session", "Tensor", "Completion", "Error", "ops", "load_saf
 
 def _options(max_tokens=256, temperature=0.8, top_k=40, top_p=0.95, min_p=0.05, repeat_penalty=1.0,
              presence_penalty=0.0, frequency_penalty=0.0, seed=0xC0FFEE, stop=None, ignore_eos=False,
-             grammar=None, json_schema=None, logprobs=None, lookup=0, no_repeat_ngram_size=-1):
+             grammar=None, json_schema=None, logprobs=None, lookup=0, mtp=0, no_repeat_ngram_size=-1):
     """grammar: GBNF text; json_schema: a dict or its JSON text (the answer is JSON valid under it); logprobs: N to
     record each generated token's log-probability and its N most likely alternatives (Completion.logprobs);
     lookup: N guesses per step by prompt lookup (speculative decoding: the same tokens, fewer passes);
+    mtp: N guesses per step by the model's own multi-token-prediction head (Qwen3.5; the same tokens);
     no_repeat_ngram_size: HF generate()'s (-1: the model's default, 0: off)."""
     o = _pipit.GenerateOptions()
     o.grammar = grammar or ""
     o.json_schema = json.dumps(json_schema) if isinstance(json_schema, dict) else (json_schema or "")
     o.logprobs = -1 if logprobs is None else logprobs
     o.lookup = lookup
+    o.mtp = mtp
     o.no_repeat_ngram_size = no_repeat_ngram_size
     o.max_tokens, o.temperature, o.top_k, o.top_p, o.min_p = max_tokens, temperature, top_k, top_p, min_p
     o.repeat_penalty, o.presence_penalty, o.frequency_penalty = repeat_penalty, presence_penalty, frequency_penalty

@@ -15,6 +15,7 @@
 #include "runtime/json_schema.h"
 #include "runtime/loader.h"
 #include "runtime/multimodal.h"
+#include "runtime/mtp_draft.h"
 #include "runtime/multimodal_video.h"
 #include "runtime/session.h"
 #include "tokenizer/chat_template.h"
@@ -37,6 +38,7 @@ struct PyModel {
 struct PySession {
   std::shared_ptr<PyModel> m;
   std::unique_ptr<Session> s;
+  std::unique_ptr<MtpDraft> mtp;  // GenerateOptions.mtp: the model's MTP head following `s` (made at first use)
 };
 
 // Sampling and stopping, filled by pipit.GenerateOptions in __init__.py.
@@ -51,6 +53,7 @@ struct GenOptions {
   std::string grammar, json_schema;  // structured output (at most one): GBNF, or a JSON schema's text
   int logprobs = -1;                 // >= 0: each generated token's log-probability and this many top ones
   int lookup = 0;                    // > 0: speculative decoding by prompt lookup, this many guesses per step
+  int mtp = 0;                       // > 0: speculative decoding by the model's MTP head, this many guesses per step
   int no_repeat_ngram_size = -1;     // HF's; -1: the model's default, 0: off
 };
 
@@ -87,7 +90,9 @@ GenerateParams gen_params(const GenOptions& o) {
   if (o.logprobs < -1 || o.logprobs > 20) bad_arg("logprobs must be in [-1, 20], got {}", o.logprobs);
   p.logprobs = o.logprobs;
   if (o.lookup < 0 || o.lookup > 16) bad_arg("lookup must be in [0, 16], got {}", o.lookup);
-  p.spec.n_draft = o.lookup;
+  if (o.mtp < 0 || o.mtp > 16) bad_arg("mtp must be in [0, 16], got {}", o.mtp);
+  if (o.lookup > 0 && o.mtp > 0) bad_arg("lookup and mtp: choose one");
+  p.spec.n_draft = o.lookup + o.mtp;
   if (o.no_repeat_ngram_size < -1 || o.no_repeat_ngram_size > Limits::kMaxNoRepeatNgram)
     bad_arg("no_repeat_ngram_size must be in [-1, {}], got {}", Limits::kMaxNoRepeatNgram, o.no_repeat_ngram_size);
   p.no_repeat_ngram_size = o.no_repeat_ngram_size;
@@ -193,6 +198,10 @@ Completion run_generate(PySession& ps, const std::vector<int32_t>& ids, const st
                         const Videos& videos, const GenOptions& o, const py::object& on_text,
                         const std::vector<AudioSource>& audio = {}) {
   GenerateParams gp = gen_params(o);
+  if (o.mtp > 0) {  // the head follows the session from its first use on (earlier turns give it no pairs)
+    if (!ps.mtp) ps.mtp = unwrap(MtpDraft::create(*ps.s));
+    gp.spec.mtp = ps.mtp.get();
+  }
   const Tokenizer* tok = ps.m->lm.tokenizer.get();
   if (ids.empty()) bad_arg("the prompt is empty");
   std::optional<py::error_already_set> raised;
@@ -278,6 +287,7 @@ void bind_model(py::module_& m) {
       .def_readwrite("json_schema", &GenOptions::json_schema)
       .def_readwrite("logprobs", &GenOptions::logprobs)
       .def_readwrite("lookup", &GenOptions::lookup)
+      .def_readwrite("mtp", &GenOptions::mtp)
       .def_readwrite("no_repeat_ngram_size", &GenOptions::no_repeat_ngram_size);
 
   py::class_<Completion>(m, "Completion", "A generation's text, token ids and why it stopped.")
@@ -289,7 +299,7 @@ void bind_model(py::module_& m) {
       .def_readonly("gen_ms", &Completion::gen_ms)
       .def_readonly("logprobs", &Completion::logprobs,
                     "(token, logprob, [(token, logprob), ...]) per generated token, with logprobs=N (N top ones)")
-      .def_readonly("drafted", &Completion::drafted, "speculative guesses made (lookup=N)")
+      .def_readonly("drafted", &Completion::drafted, "speculative guesses made (lookup=N, mtp=N)")
       .def_readonly("accepted", &Completion::accepted, "of those, accepted")
       .def("__str__", [](const Completion& c) { return c.text; })
       .def("__repr__", [](const Completion& c) {

@@ -91,6 +91,31 @@ class Generation(unittest.TestCase):
                 accepted += spec.accepted
         self.assertGreater(accepted, 0)
 
+    def test_mtp_keeps_seeded_tokens(self):
+        # speculative decoding with the model's own MTP head (Qwen3.5's mtp.*): the tiny golden checkpoint with
+        # stories260k's tokenizer (the same 512-id vocabulary size) linked beside it
+        with tempfile.TemporaryDirectory() as d:
+            q, st = os.path.join(MODELS, "qwen3_5_vl"), os.path.join(MODELS, "stories260k")
+            for src, name in ((q, "config.json"), (q, "model.safetensors"), (st, "tokenizer.json")):
+                os.symlink(os.path.join(src, name), os.path.join(d, name))
+            m = pipit.Model(d, n_threads=2, kv_type="f32")
+            s_plain, s_mtp = m.session(), m.session()
+            for temp in (0.0, 0.8):
+                for k in (1, 3):
+                    plain = m.generate("Once upon a time", max_tokens=32, temperature=temp, seed=5)
+                    spec = m.generate("Once upon a time", max_tokens=32, temperature=temp, seed=5, mtp=k)
+                    self.assertEqual(spec.tokens, plain.tokens, (temp, k))
+                    self.assertGreater(spec.drafted, 0)
+                # a session over two turns: the head follows its context
+                a = s_plain.generate("Once upon a time", max_tokens=16, temperature=temp, seed=5).tokens
+                b = s_mtp.generate("Once upon a time", max_tokens=16, temperature=temp, seed=5, mtp=1).tokens
+                self.assertEqual(a, b)
+                a = s_plain.generate(" the dog", max_tokens=16, temperature=temp, seed=6).tokens
+                b = s_mtp.generate(" the dog", max_tokens=16, temperature=temp, seed=6, mtp=1).tokens
+                self.assertEqual(a, b)
+            with self.assertRaises(pipit.Error):
+                self.m.generate("x", max_tokens=4, mtp=1)  # stories260k has no MTP head
+
     def test_grammar_json_schema_and_logprobs(self):
         c = self.m.generate("Once upon a time", max_tokens=32, seed=3, grammar='root ::= "yes" | "no"')
         self.assertIn(c.text, ("yes", "no"))

@@ -557,6 +557,53 @@ class PromptCache(WaitsForHealth, ServerCase):
         self.assertEqual(deltas(events), r["choices"][0]["message"]["content"])
 
 
+class SpeculativeMtp(WaitsForHealth, ServerCase):
+    """--mtp: the model's own multi-token-prediction head in the Engine (Qwen3.5: the tiny qwen3_5_vl golden
+    checkpoint with stories260k's tokenizer, the same 512 ids, and a small chat template linked beside it). Greedy and
+    seeded answers equal a plain server's; guesses are reported; a model without the head is refused at start."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.TemporaryDirectory()
+        q, st = os.path.join(TESTDATA, "models", "qwen3_5_vl"), os.path.join(TESTDATA, "models", "stories260k")
+        for src, name in ((q, "config.json"), (q, "model.safetensors"), (st, "tokenizer.json")):
+            os.symlink(os.path.join(src, name), os.path.join(cls.dir.name, name))
+        with open(os.path.join(cls.dir.name, "tokenizer_config.json"), "w") as f:
+            json.dump({"bos_token": "<s>", "eos_token": "</s>", "chat_template": "{% for m in messages %}[{{ m.role }}] "
+                       "{{ m.content }}\n{% endfor %}{% if add_generation_prompt %}[assistant]{% endif %}"}, f)
+        cls.srv = Server(PIPIT, cls.dir.name, "--mtp", "--mtp-n", "2", "--kv-type", "f32")
+        cls.plain = Server(PIPIT, cls.dir.name, "--kv-type", "f32")
+
+    @classmethod
+    def tearDownClass(cls):
+        out, rc = cls.plain.output(), cls.plain.stop()
+        assert rc == 0, f"pipit serve exited with {rc}:\n{out}"
+        super().tearDownClass()
+        cls.dir.cleanup()
+
+    def test_same_answers(self):
+        drafted = 0
+        for kw in ({}, {"temperature": 0.8, "seed": 5}, {"temperature": 1.0, "seed": 3, "n": 2}):
+            body = chat("Once upon a time there was a cat.", max_tokens=48, ignore_eos=True, **kw)
+            status, spec = self.srv.post("/v1/chat/completions", body)
+            self.assertEqual(status, 200, spec)
+            status, plain = self.plain.post("/v1/chat/completions", body)
+            self.assertEqual(status, 200, plain)
+            self.assertEqual([c["message"] for c in spec["choices"]], [c["message"] for c in plain["choices"]], kw)
+            d = spec["usage"].get("completion_tokens_details", {})
+            drafted += d.get("accepted_prediction_tokens", 0) + d.get("rejected_prediction_tokens", 0)
+        self.assertGreater(drafted, 0)
+        self.assertGreater(self.srv.health()["speculative"]["drafted"], 0)
+
+    def test_refused_without_head(self):
+        stories = os.path.join(TESTDATA, "models", "stories260k")  # a Llama: no head
+        r = subprocess.run([PIPIT, "serve", "-m", stories, "--port", "0", "--mtp"], capture_output=True, text=True,
+                           timeout=60)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("--mtp", r.stderr)
+        self.assertIn("no multi-token-prediction head", r.stderr)
+
+
 class Speculative(WaitsForHealth, ServerCase):
     """--lookup (prompt lookup) and --draft (a draft model: here the model itself) in the Engine. Greedy and seeded
     sampled answers equal a server without them, streamed or not; usage reports the guesses accepted and rejected,
