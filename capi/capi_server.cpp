@@ -9,6 +9,7 @@
 
 #include <signal.h>
 
+#include "models/mtp.h"
 #include "runtime/engine.h"
 #include "server/server.h"
 #endif
@@ -58,6 +59,12 @@ pipit_status pipit_server_start(pipit_model* model, const pipit_server_options* 
     auto kv = kv_dtype_of(o.kv_type, *model->lm.model, "pipit_server_start");
     if (!kv) return to_status(kv.status());
     if (o.prompt_cache_mib > (size_t(1) << 24)) return bad("prompt_cache_mib over 16 TiB");
+    if (o.mtp < 0 || o.mtp > 16) return bad("mtp " + std::to_string(o.mtp) + " outside [0, 16]");
+    if (o.mtp > 0) {
+      if (auto h = pipit::mtp_of(*model->lm.model); !h) return to_status(h.status().with_context("pipit_server_start"));
+      if (model->lm.model->info().device)
+        return fail(PIPIT_ERR_UNSUPPORTED, "pipit_server_start: the MTP head runs on the CPU only");
+    }
 
     pipit::EngineOptions eo;
     eo.n_slots = o.n_parallel;
@@ -66,6 +73,7 @@ pipit_status pipit_server_start(pipit_model* model, const pipit_server_options* 
     eo.kv_dtype = *kv;
     eo.cache_bytes = o.prompt_cache_mib << 20;
     eo.max_queue = 16;
+    eo.mtp = o.mtp > 0;
     pipit::server::ServerOptions so;
     so.host = o.host && *o.host ? o.host : "127.0.0.1";
     so.port = o.port;
@@ -73,6 +81,7 @@ pipit_status pipit_server_start(pipit_model* model, const pipit_server_options* 
     so.model_name = o.model_name && *o.model_name ? o.model_name : "pipit";
     so.n_http_threads = eo.n_slots + eo.max_queue + 16;
     so.n_image_threads = o.n_threads;
+    so.n_draft = o.mtp;  // the requests' guesses per step (from the head: eo.mtp)
     so.log_requests = log_enabled();
     so.log = [](const std::string& line) { log_message(2, line); };
 

@@ -424,6 +424,7 @@ bool Engine::step() {
   if (mtp_) {  // the final-norm hidden states of every row go to the head's store
     Tensor hidden;
     st = dynamic_cast<MtpModel&>(model_).forward_hidden(ctx_, b, kv_, &logits, &hidden);
+    mtp_->set_pool(ctx_.pool);  // observe() runs the head over a prefill chunk's pairs
     if (st.is_ok())
       for (size_t i = 0; i < parts.size(); ++i) mtp_->observe(parts[i].s->slot, b, b.seqs[i].begin, b.seqs[i].n, hidden);
   } else {

@@ -72,6 +72,21 @@ void MtpDraft::observe(int slot, const Batch& b, int64_t begin, int64_t n, const
     }
   }
   S.hend = p0 + int(n);
+  // A prefill chunk: the head takes its complete pairs now (their next token is in the chunk), so the store holds
+  // about a chunk of hidden states, not the whole prompt (a 32k prompt of Qwen3.5-0.8B would keep 128 MB). A
+  // verification pass's rows wait: their guesses may be rejected.
+  if (n > kEagerRows) {
+    int start = S.done;
+    if (start < S.hbase) {
+      start = S.origin = S.hbase;
+      S.pair_tok.clear();
+    }
+    if (start < S.hend - 1 && S.hend - 1 - S.origin <= kv_.n_ctx()) {
+      auto tok = [&S](int p) { return S.tok[size_t(p - S.hbase)]; };
+      if (run_pairs(slot, start, S.hend - 1, tok, nullptr).is_ok()) trim(S);
+      else S.done = start, S.pair_tok.resize(size_t(start - S.origin));
+    }
+  }
 }
 
 Result<Tensor> MtpDraft::run(int slot, Batch& b, const Tensor& hidden, Tensor* out) {
@@ -81,6 +96,70 @@ Result<Tensor> MtpDraft::run(int slot, Batch& b, const Tensor& hidden, Tensor* o
   PIPIT_TRY(head_.forward_mtp(ctx_, b, hidden, kv_, &logits, out));
   n_pairs_ += b.n_tokens();
   return logits;
+}
+
+// The head over pairs [start, end) of `slot` (their hidden states stored, token i + 1 from token_at), in chunks:
+// x_{i+1}, the head's KV row i - origin, the target's rotary position of token i. Returns the argmax of the last
+// pair's logits and writes its output row to last_h (if not null). Pairs [.., end) are then done.
+Result<int32_t> MtpDraft::run_pairs(int slot, int start, int end, const std::function<int32_t(int)>& token_at,
+                                    float* last_h) {
+  Slot& S = slots_[size_t(slot)];
+  int32_t top = -1;
+  std::vector<float> feats;
+  const int chunk = std::min(kv_.max_chunk(), 512);
+  for (int b0 = start; b0 < end; b0 += chunk) {
+    const int m = std::min(chunk, end - b0);
+    Batch b;
+    feats.clear();
+    bool rotated = S.origin != 0;  // rows at other KV rows than their position: give the positions explicitly
+    for (int i = b0; i < b0 + m; ++i) {
+      b.tokens.push_back(token_at(i + 1));
+      b.pos.push_back(i - S.origin);
+      const int32_t* p3 = &S.pos3[size_t(i - S.hbase) * 3];
+      rotated |= p3[0] != i || p3[1] != i || p3[2] != i;
+      auto f = S.img.find(i + 1);
+      if (f != S.img.end()) {
+        if (b.embd_row.empty()) b.embd_row.assign(size_t(i - b0), -1);
+        b.embd_row.push_back(int32_t(feats.size() / size_t(E_)));
+        feats.insert(feats.end(), f->second.begin(), f->second.end());
+      } else if (!b.embd_row.empty()) {
+        b.embd_row.push_back(-1);
+      }
+    }
+    if (rotated) {
+      b.mrope_pos.resize(size_t(3 * m));
+      for (int st = 0; st < 3; ++st)
+        for (int i = 0; i < m; ++i) b.mrope_pos[size_t(st * m + i)] = S.pos3[size_t(b0 + i - S.hbase) * 3 + size_t(st)];
+    }
+    if (!feats.empty()) b.embd = Tensor::from_data(DType::F32, {int64_t(feats.size()) / E_, E_}, feats.data(), nullptr);
+    arena_.reset();
+    const Tensor hidden =
+        Tensor::from_data(DType::F32, {m, E_}, S.hid.data() + size_t(b0 - S.hbase) * size_t(E_), nullptr);
+    Tensor out;
+    PIPIT_ASSIGN_OR_RETURN(Tensor logits, run(slot, b, hidden, &out));
+    for (int i = b0; i < b0 + m; ++i) {
+      if (i - S.origin < int(S.pair_tok.size())) S.pair_tok[size_t(i - S.origin)] = token_at(i + 1);
+      else S.pair_tok.push_back(token_at(i + 1));
+    }
+    if (b0 + m == end) {
+      if (last_h) std::memcpy(last_h, out.ptr<float>() + int64_t(m - 1) * E_, size_t(E_) * 4);
+      top = argmax(std::span<const float>(logits.ptr<float>(), size_t(logits.dim(-1))));
+    }
+  }
+  S.done = end;
+  return top;
+}
+
+// Only h_{done - 1} may be needed again (when the token after it changes): the hidden states before it go.
+void MtpDraft::trim(Slot& S) {
+  const int keep_from = S.done - 1;
+  if (keep_from <= S.hbase + 256) return;  // in batches: an erase moves the rest
+  const size_t drop = size_t(keep_from - S.hbase);
+  S.tok.erase(S.tok.begin(), S.tok.begin() + long(drop));
+  S.hid.erase(S.hid.begin(), S.hid.begin() + long(drop * size_t(E_)));
+  S.pos3.erase(S.pos3.begin(), S.pos3.begin() + long(drop * 3));
+  std::erase_if(S.img, [&](const auto& e) { return e.first <= keep_from; });
+  S.hbase = keep_from;
 }
 
 Result<std::vector<int32_t>> MtpDraft::propose(std::span<const int32_t> tail, int pos0, int k) {
@@ -117,60 +196,12 @@ Result<std::vector<int32_t>> MtpDraft::propose(int slot, std::span<const int32_t
   if (n - 2 + k - S.origin > kv_.n_ctx() - 1) k = kv_.n_ctx() - 1 - (n - 2 - S.origin);
   if (k <= 0) return std::vector<int32_t>{};
 
-  // the pairs [start, n - 1) in chunks: x_{i+1}, the head's row i - S.origin, the target's rotary position of token i
+  // the pairs [start, n - 1): the last one's logits give the first guess
+  std::vector<float> last_h(static_cast<size_t>(E_));  // the head's output for it: a chained guess's hidden state
   std::vector<int32_t> guess;
-  // the head's output for the newest pair: the hidden state a chained guess continues from
-  std::vector<float> last_h(static_cast<size_t>(E_));
-  std::vector<float> feats;
-  const int chunk = std::max(1, kv_.max_chunk() < 512 ? kv_.max_chunk() : 512);
-  for (int b0 = start; b0 < n - 1; b0 += chunk) {
-    const int m = std::min(chunk, n - 1 - b0);
-    Batch b;
-    feats.clear();
-    bool rotated = S.origin != 0;  // rows at other KV rows than their position: give the positions explicitly
-    for (int i = b0; i < b0 + m; ++i) {
-      b.tokens.push_back(token_at(i + 1));
-      b.pos.push_back(i - S.origin);
-      const int32_t* p3 = &S.pos3[size_t(i - S.hbase) * 3];
-      rotated |= p3[0] != i || p3[1] != i || p3[2] != i;
-      auto f = S.img.find(i + 1);
-      if (f != S.img.end()) {
-        if (b.embd_row.empty()) b.embd_row.assign(size_t(i - b0), -1);
-        b.embd_row.push_back(int32_t(feats.size() / size_t(E_)));
-        feats.insert(feats.end(), f->second.begin(), f->second.end());
-      } else if (!b.embd_row.empty()) {
-        b.embd_row.push_back(-1);
-      }
-    }
-    if (rotated) {
-      b.mrope_pos.resize(size_t(3 * m));
-      for (int st = 0; st < 3; ++st)
-        for (int i = 0; i < m; ++i) b.mrope_pos[size_t(st * m + i)] = S.pos3[size_t(b0 + i - S.hbase) * 3 + size_t(st)];
-    }
-    if (!feats.empty()) b.embd = Tensor::from_data(DType::F32, {int64_t(feats.size()) / E_, E_}, feats.data(), nullptr);
-    arena_.reset();
-    const Tensor hidden = Tensor::from_data(DType::F32, {m, E_}, S.hid.data() + size_t(b0 - S.hbase) * size_t(E_), nullptr);
-    Tensor out;
-    PIPIT_ASSIGN_OR_RETURN(Tensor logits, run(slot, b, hidden, &out));
-    for (int i = b0; i < b0 + m; ++i) {
-      if (i - S.origin < int(S.pair_tok.size())) S.pair_tok[size_t(i - S.origin)] = token_at(i + 1);
-      else S.pair_tok.push_back(token_at(i + 1));
-    }
-    if (b0 + m == n - 1) {
-      std::memcpy(last_h.data(), out.ptr<float>() + int64_t(m - 1) * E_, size_t(E_) * 4);
-      guess.push_back(argmax(std::span<const float>(logits.ptr<float>(), size_t(logits.dim(-1)))));
-    }
-  }
-  S.done = n - 1;
-  // only h_{n-2} may be needed again (when the token after it changes): drop the hidden states before it
-  if (n - 2 > S.hbase + 256) {
-    const size_t drop = size_t(n - 2 - S.hbase);
-    S.tok.erase(S.tok.begin(), S.tok.begin() + long(drop));
-    S.hid.erase(S.hid.begin(), S.hid.begin() + long(drop * size_t(E_)));
-    S.pos3.erase(S.pos3.begin(), S.pos3.begin() + long(drop * 3));
-    std::erase_if(S.img, [&](const auto& e) { return e.first < n - 1; });
-    S.hbase = n - 2;
-  }
+  PIPIT_ASSIGN_OR_RETURN(int32_t g1, run_pairs(slot, start, n - 1, token_at, last_h.data()));
+  guess.push_back(g1);
+  trim(S);
   // chained guesses: pair p = n - 2 + j with the previous guess as its token and the head's own output as hidden
   for (int j = 1; j < k; ++j) {
     const int p = n - 2 + j;

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -50,6 +51,8 @@ class MtpDraft {
  private:
   MtpDraft(MtpModel& head, int64_t n_embd, int n_slots, int n_ctx, DType kv_dtype, ThreadPool* pool);
   Result<Tensor> run(int slot, Batch& b, const Tensor& hidden, Tensor* out);
+  Result<int32_t> run_pairs(int slot, int start, int end, const std::function<int32_t(int)>& token_at, float* last_h);
+  static constexpr int kEagerRows = 16;  // observe(): passes of more rows are prefill chunks
 
   Session* s_ = nullptr;  // the session followed (create(Session&))
   MtpModel& head_;
@@ -69,6 +72,7 @@ class MtpDraft {
     int origin = 0, done = 0;
     std::vector<int32_t> pair_tok;
   };
+  void trim(Slot& S);
   std::vector<Slot> slots_;
   int64_t n_pairs_ = 0;
 };

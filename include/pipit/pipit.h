@@ -289,6 +289,9 @@ typedef struct pipit_server_options {
   const char* api_key;   /* NULL or "": none; else clients send "Authorization: Bearer <key>" */
   const char* model_name; /* the id /v1/models lists (NULL: "pipit") */
   size_t prompt_cache_mib; /* RAM for finished requests' KV, reused by requests sharing a prefix (default 256) */
+  int32_t mtp;             /* guesses per decode step from the model's own multi-token-prediction head (Qwen3.5), as
+                              `pipit serve --mtp --mtp-n N`: 0 (default) off, at most 16; a model without the head is
+                              PIPIT_ERR_UNSUPPORTED */
 } pipit_server_options;
 void pipit_server_options_init(pipit_server_options* o, size_t size);
 #define pipit_server_options_default(o) pipit_server_options_init((o), sizeof *(o))

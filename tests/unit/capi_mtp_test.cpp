@@ -85,6 +85,29 @@ TEST_F(CapiMtp, Refused) {
   pipit_model_destroy(text);
 }
 
+// The in-process server's option (pipit_server_options.mtp; what it serves is the Engine's, checked below and by
+// server_test.py's SpeculativeMtp over HTTP): out of range, or a model without the head, is refused before it starts.
+TEST_F(CapiMtp, InProcessServerRefuses) {
+  pipit_server_options o;
+  pipit_server_options_default(&o);
+  EXPECT_EQ(o.mtp, 0);
+  o.n_threads = 1;
+  o.mtp = 17;
+  pipit_server* srv = nullptr;
+  const pipit_status st = pipit_server_start(model_, &o, &srv);
+  if (st == PIPIT_ERR_UNSUPPORTED && std::string(pipit_last_error()).find("has no server") != std::string::npos)
+    GTEST_SKIP() << "built without the server";
+  EXPECT_EQ(st, PIPIT_ERR_INVALID_ARGUMENT) << pipit_last_error();
+  o.mtp = 2;
+  test::MtpModelDir no_head("qwen3_5");
+  pipit_model* text = nullptr;
+  ASSERT_EQ(pipit_model_load(no_head.path().c_str(), nullptr, &text), PIPIT_OK) << pipit_last_error();
+  EXPECT_EQ(pipit_server_start(text, &o, &srv), PIPIT_ERR_UNSUPPORTED);
+  EXPECT_NE(std::string(pipit_last_error()).find("no mtp.* tensors"), std::string::npos) << pipit_last_error();
+  EXPECT_EQ(srv, nullptr);
+  pipit_model_destroy(text);
+}
+
 // The Engine with the head (pipit serve --mtp): four requests at once, greedy and seeded, each the plain tokens of
 // generate() on its own session; the recurrent state goes back to its snapshot after each rejection.
 TEST(EngineMtp, ConcurrentRequestsEqualPlain) {
