@@ -17,13 +17,13 @@ OUT=$(cd "$OUT" && pwd)
 
 CXX=${CXX:-clang++-14}
 FLAGS=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-       -I"$ROOT" -I"$ROOT/include" -I/usr/include/stb -DPIPIT_VERSION=\"fuzz\" -DPIPIT_WITH_LIBJPEG=1 -DPIPIT_WITH_FFMPEG=1)
+       -I"$ROOT" -I"$ROOT/include" -I/usr/include/stb -DPIPIT_VERSION=\"fuzz\" -DPIPIT_WITH_LIBJPEG=1)
 # the parsers and what they use; nothing else of the library is linked
 LIB=(core/dtype.cpp core/storage.cpp core/tensor.cpp core/output_file.cpp core/limits.cpp format/safetensors.cpp format/pipit_format.cpp format/gguf.cpp
      convert/pickle.cpp convert/zip_reader.cpp convert/torch_checkpoint.cpp convert/gguf_import.cpp
      convert/gguf_tokenizer.cpp
      models/vision/image.cpp models/vision/jpeg_decode.cpp models/vision/resample.cpp models/vision/image_processor.cpp
-     models/vision/video_file.cpp)
+     modules/video_ffmpeg.cpp)
 
 echo "[fuzz] building with $CXX into $OUT"
 objs=()

@@ -5,8 +5,10 @@
 // sampler is given. Only the frames a processor asks for are converted; a distant frame is reached by a keyframe
 // seek, so a long clip costs about its sampled frames, not its length.
 //
-// Optional at build time (PIPIT_WITH_FFMPEG): an app or a phone build often hands frames over itself; without the
-// libraries, opening a file is a clear error and frames still work (runtime/multimodal_video.h).
+// The FFmpeg code is a module, libpipit_video.so, loaded at the first video file (models/vision/video_decoder.h):
+// found through $PIPIT_VIDEO_MODULE, next to the library or program that holds this code, then in the build and
+// install directories. Optional at build time (PIPIT_WITH_FFMPEG): an app or a phone build often hands frames over
+// itself; without the module, opening a file is a clear error and frames still work (runtime/multimodal_video.h).
 // Limits (bounded cost for hostile input): the container must be one of the formats above (no playlists, no network
 // or other protocols: nothing but the file or the bytes given is read), at most kMaxVideoSeconds long and
 // kMaxImagePixels per frame. Not applied: rotation metadata (PyAV does not apply it either).
@@ -25,8 +27,10 @@ namespace pipit {
 
 constexpr double kMaxVideoSeconds = 3600;  // 1 hour: a 768-frame sampler already spreads frames 4.7 s apart there
 
-// Whether this build decodes video files.
+// Whether video files can be decoded here (the module is found and loads).
 bool video_files_supported();
+
+class VideoDecoder;
 
 class VideoFile {
  public:
@@ -45,11 +49,9 @@ class VideoFile {
   // for its sampled frames in order). A header that promises more frames than the stream holds gives the last one.
   Result<Image> frame(int32_t index);
 
-  struct Impl;
-
  private:
-  explicit VideoFile(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+  explicit VideoFile(std::unique_ptr<VideoDecoder> dec);
+  std::unique_ptr<VideoDecoder> dec_;
   int64_t n_frames_ = 0;
   double fps_ = 0;
   int width_ = 0, height_ = 0;
