@@ -3,6 +3,8 @@
 // Built without cpp-httplib (PIPIT_WITH_SERVER undefined), the entry points answer PIPIT_ERR_UNSUPPORTED.
 #include "capi/capi_internal.h"
 
+#include <atomic>
+#include <chrono>
 #include <thread>
 
 #ifdef PIPIT_WITH_SERVER
@@ -21,6 +23,7 @@ struct pipit_server {
   std::unique_ptr<pipit::Engine> engine;
   std::unique_ptr<pipit::server::Server> http;
   std::thread thread;  // runs http->run()
+  std::atomic<bool> finished{false};  // run() has returned
 };
 #else
 struct pipit_server {};
@@ -98,8 +101,10 @@ pipit_status pipit_server_start(pipit_model* model, const pipit_server_options* 
     pipit::server::Server* http = srv->http.get();
     // No signal disposition is touched: the server's sockets are written with MSG_NOSIGNAL (server/connection.cpp),
     // so a client that left gives EPIPE, not a SIGPIPE; the process's handlers stay the app's (a JVM checks its own).
-    srv->thread = std::thread([http] {
+    std::atomic<bool>* finished = &srv->finished;
+    srv->thread = std::thread([http, finished] {
       if (auto st = http->run(); !st) log_message(0, "pipit_server: " + st.message());
+      finished->store(true);
     });
     log_message(2, "pipit_server: listening on http://" + so.host + ":" + std::to_string(http->port()));
     *out = srv.release();
@@ -111,7 +116,16 @@ int32_t pipit_server_port(const pipit_server* server) { return server ? server->
 
 void pipit_server_stop(pipit_server* server) {
   if (!server) return;
+  // httplib's stop() does nothing until the listening loop has begun: a stop right after the start would leave the
+  // thread listening and the join waiting forever. run() returns without listening once `stopping` is set (stop()
+  // sets it), so wait until it either listens or has returned, then stop.
+  const bool was_listening = server->http->listening();
   server->http->stop();
+  if (!was_listening) {
+    while (!server->finished.load() && !server->http->listening())
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (!server->finished.load()) server->http->stop();  // it began to listen after the first stop
+  }
   if (server->thread.joinable()) server->thread.join();
   delete server;  // the HTTP server (its threads joined), then the engine (its slots and KV caches)
 }

@@ -470,8 +470,11 @@ Status Server::bind() {
 
 int Server::port() const { return impl_->port; }
 
+bool Server::listening() const { return impl_->http.is_running(); }
+
 Status Server::run() {
   if (impl_->port < 0) PIPIT_TRY(bind());
+  if (impl_->st.stopping) return Status::ok();  // stopped before it listened
   if (!impl_->http.listen_after_bind() && !impl_->st.stopping)
     return Error::io("[serve] the listening socket failed");
   return Status::ok();

@@ -65,6 +65,7 @@ class Server {
 
   Status bind();     // opens the listening socket
   int port() const;  // after bind()
+  bool listening() const;  // run()'s listening loop has started (stop() before that does nothing to it)
   Status run();      // serves until stop()
   void stop();       // from any thread: in-flight requests are cancelled, run() returns
 

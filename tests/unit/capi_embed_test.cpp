@@ -369,6 +369,19 @@ TEST(CapiServer, SurvivesClientsThatLeave) {
   pipit_model_destroy(m);
 }
 
+// A stop right after the start (before the server thread listens) returns: httplib's stop() does nothing to a loop
+// that has not begun, so pipit_server_stop waits for it to listen or to see the stop (it hung before).
+TEST_F(CapiEmbed, ServerStopRightAfterStart) {
+  for (int i = 0; i < 20; ++i) {
+    pipit_server_options so;
+    pipit_server_options_default(&so);
+    pipit_server* srv = nullptr;
+    ASSERT_EQ(pipit_server_start(model_, &so, &srv), PIPIT_OK) << pipit_last_error();
+    if (i % 2) std::this_thread::sleep_for(std::chrono::milliseconds(i));
+    pipit_server_stop(srv);  // a hang here is the failure (ctest's timeout)
+  }
+}
+
 TEST_F(CapiEmbed, ServerOptionsChecked) {
   pipit_server_options so;
   pipit_server_options_default(&so);
