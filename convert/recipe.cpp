@@ -176,7 +176,8 @@ std::vector<std::string> default_rule_descriptions(const std::string& q) {
       std::string("attention of an MoE checkpoint (*.self_attn.*) -> ") + (q == "q4_0" ? "q8_0" : q),
       std::string("linear-attention gate projections (*linear_attn.in_proj_a/in_proj_b.weight) -> ") +
           (quant ? "bf16 if the source is bf16, else f16" : q),
-      std::string("Gemma 4 vision tower and projector matrices (model.vision_tower.*, model.embed_vision.*) -> ") +
+      std::string("Gemma 4 vision and audio towers and their projectors (model.vision_tower.*, model.embed_vision.*, "
+                  "model.audio_tower.*, model.embed_audio.*) -> ") +
           (q == "q4_0" ? "q8_0" : q),
       "* -> " + q,
       "fallback: a quantized type on a tensor that is not 2-D or whose input dim is not a multiple of 32 -> bf16 if "
@@ -252,11 +253,13 @@ Result<std::vector<TensorPlan>> plan_conversion(const Checkpoint& c, const std::
         // for a few; on the test checkpoints it carries most of the q4 error (qwen3_moe relative RMS 0.168 -> 0.027)
         want = "q8_0", p.rule = "MoE attention";
       } else if (q == "q4_0" && gemma4 && t.ndim() == 2 &&
-                 (name.rfind("model.vision_tower.", 0) == 0 || name.rfind("model.embed_vision.", 0) == 0)) {
-        // Gemma 4's vision tower and projector: a few % of the weights (E2B: ~0.15 B of ~5 B) whose error every
-        // soft token carries, and whose clippable linears clamp at bounds fitted to the float outputs. On the test
-        // checkpoint q4 puts a relative RMS of 0.247 on the soft tokens (0.589 on the logits), q8 0.018 (0.380)
-        want = "q8_0", p.rule = "Gemma 4 vision tower";
+                 (name.rfind("model.vision_tower.", 0) == 0 || name.rfind("model.embed_vision.", 0) == 0 ||
+                  name.rfind("model.audio_tower.", 0) == 0 || name.rfind("model.embed_audio.", 0) == 0)) {
+        // Gemma 4's vision and audio towers and projectors: a few % of the weights (E2B: ~0.15 B vision, ~0.3 B
+        // audio of ~5 B) whose error every soft token carries, and whose clippable linears clamp at bounds fitted to
+        // the float outputs. On the test checkpoint q4 puts a relative RMS of 0.247 on the image soft tokens (0.589
+        // on the logits; q8 0.018 / 0.380) and 0.32 on the audio ones (q8 0.028)
+        want = "q8_0", p.rule = "Gemma 4 media towers";
       } else if (quant && (ends_with(name, "linear_attn.in_proj_a.weight") ||
                            ends_with(name, "linear_attn.in_proj_b.weight"))) {
         // Gated DeltaNet (Qwen3.5): these few rows (one per value head) set each head's decay exp(-e^A_log
