@@ -3,7 +3,9 @@
 // vision_embeds and, for Qwen3-VL, deepstack_embeds.K (DeepStack merger K's features); for DeepSeek-OCR
 // pixel_values is the global view and pixel_values_crops the tiles of crop mode (--image-mode). With --stages, also
 // every named intermediate of the tower (vision.patch_embed, vision.pos_embed, vision.block.N, ...; DeepSeek-OCR:
-// vision.sam.*, vision.clip.* of the global view), images concatenated along rows. For parity checks against transformers and for timing the tower.
+// vision.sam.*, vision.clip.* of the global view), images concatenated along rows. With --video (a file or its frames):
+// pixel_values_videos, video_grid_thw, video_embeds, the sampled frame indices and timestamps (and video_vision.*).
+// For parity checks against transformers and for timing the tower.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -167,6 +169,7 @@ int cmd_vision(Args& a) {
 
 }  // namespace
 
-PIPIT_REGISTER_COMMAND("vision", "image(s) through a VLM's processor and vision tower -> safetensors", cmd_vision);
+PIPIT_REGISTER_COMMAND("vision", "image(s) or a video through a VLM's processor and vision tower -> safetensors",
+                       cmd_vision);
 
 }  // namespace pipit::cli
