@@ -3,7 +3,11 @@
 // opcodes outside the state-dict subset, and truncated or lying archives, with errors that name the problem.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
+#include <filesystem>
+#include <system_error>
 
 #include "convert/pickle.h"
 #include "convert/torch_checkpoint.h"
@@ -22,9 +26,15 @@ std::string torch_fixture(const std::string& model) {
 #endif
   if (file_exists(out + "/pytorch_model.bin") && file_exists(out + "/legacy.bin")) return out;
   if (std::system("/usr/bin/python3 -c 'import torch, numpy' >/dev/null 2>&1") != 0) return "";
+  // ctest runs these tests as separate processes in parallel: each writes a private folder and renames it into
+  // place, so no test ever maps a pytorch_model.bin that another is still writing (a SIGSEGV in CI before this).
+  const std::string tmp = out + ".tmp." + std::to_string(::getpid());
   const std::string cmd = std::string("/usr/bin/python3 ") + PIPIT_SOURCE_DIR + "/tests/data/make_pytorch_bin.py " +
-                          test::model_dir(model) + " " + out + " >/dev/null";
+                          test::model_dir(model) + " " + tmp + " >/dev/null";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::error_code ec;
+  std::filesystem::rename(tmp, out, ec);  // fails when another process got there first: theirs is complete
+  if (ec) std::filesystem::remove_all(tmp, ec);
   return out;
 }
 
