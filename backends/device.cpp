@@ -1,7 +1,8 @@
-// Opening a device by name, listing devices, and which decoders run on one.
+// Opening a device by name, listing devices, capability checks, and the default (lacking) body of every op.
 #include "backends/device.h"
 
 #include <charconv>
+#include <cstdlib>
 
 #include "backends/opencl/opencl.h"
 
@@ -48,12 +49,68 @@ std::vector<std::string> list_devices() {
   return out;
 }
 
-bool device_supports_arch(const std::string& arch) {
-  // decoders built only from the ops in Device: models/llama.cpp's graph without MoE layers (Llama, Qwen2, Qwen3,
-  // SmolLM3, MiniCPM) and the Qwen2-VL / Qwen2.5-VL decoders (their vision towers stay on the CPU)
-  for (const char* a : {"llama", "qwen2", "qwen3", "smollm3", "minicpm", "qwen2_vl", "qwen2_5_vl"})
-    if (arch == a) return true;
-  return false;
+Op first_missing_op(const Device& dev, const OpSet& needed) {
+  for (size_t i = 0; i < size_t(Op::kCount); ++i)
+    if (needed.test(i) && !dev.supports(Op(i))) return Op(i);
+  return Op::kCount;
+}
+
+void Device::lacks(Op op) const {
+  PIPIT_ASSERT(false, "op {} is not implemented on {}: the loader should have refused the model (first_missing_op)",
+               op_name(op), name());
+  std::abort();
+}
+
+// The default body of every op: the device lacks it (see Device::supports).
+Tensor Device::to_f32(Ctx&, const Tensor&) { lacks(Op::kToF32); }
+void Device::linear_multi(Ctx&, const Tensor&, std::span<const Tensor* const>, std::span<const Tensor* const>,
+                          std::span<Tensor* const>) {
+  lacks(Op::kLinear);
+}
+Tensor Device::linear_gated(Ctx&, const Tensor&, const Tensor&, const Tensor&, GateAct) { lacks(Op::kLinearGated); }
+Tensor Device::embedding(Ctx&, const Tensor&, std::span<const int32_t>) { lacks(Op::kEmbedding); }
+Tensor Device::rms_norm(Ctx&, const Tensor&, const Tensor&, float, float) { lacks(Op::kRmsNorm); }
+void Device::rms_norm_heads_(Ctx&, Tensor&, const Tensor&, float, float) { lacks(Op::kRmsNormHeads); }
+Tensor Device::gated(Ctx&, const Tensor&, const Tensor&, GateAct) { lacks(Op::kGated); }
+void Device::add_(Ctx&, Tensor&, const Tensor&) { lacks(Op::kAdd); }
+void Device::scale_(Ctx&, Tensor&, float) { lacks(Op::kScale); }
+void Device::softmax_(Ctx&, Tensor&) { lacks(Op::kSoftmax); }
+Tensor Device::gather_rows(Ctx&, const Tensor&, std::span<const int64_t>) { lacks(Op::kGatherRows); }
+void Device::copy_rows_(Ctx&, Tensor&, std::span<const int32_t>, const Tensor&) { lacks(Op::kCopyRows); }
+void Device::rope_(Ctx&, Tensor&, std::span<const int32_t>, std::span<const float>, float) { lacks(Op::kRope); }
+void Device::rope_multi_(Ctx&, Tensor&, std::span<const int32_t>, std::span<const uint8_t>, std::span<const float>) {
+  lacks(Op::kRopeMulti);
+}
+void Device::store_kv(Ctx&, const Tensor&, Tensor&, std::span<const int32_t>, bool) { lacks(Op::kStoreKv); }
+void Device::attention(Ctx&, const Tensor&, const Tensor&, const Tensor&, std::span<const int32_t>, const AttnParams&,
+                       Tensor&) {
+  lacks(Op::kAttention);
+}
+void Device::causal_conv1d_silu(Ctx&, const Tensor&, Tensor&, const Tensor&, Tensor&) { lacks(Op::kCausalConv1dSilu); }
+void Device::l2_norm_groups_(Ctx&, Tensor&, int64_t, float, float) { lacks(Op::kL2NormGroups); }
+void Device::delta_gates_(Ctx&, Tensor&, Tensor&, const Tensor&, const Tensor&) { lacks(Op::kDeltaGates); }
+void Device::gated_delta_rule(Ctx&, const Tensor&, const Tensor&, const Tensor&, int64_t, int64_t, const Tensor&,
+                              const Tensor&, std::span<const DeltaSeq>, Tensor&) {
+  lacks(Op::kGatedDeltaRule);
+}
+Tensor Device::rms_norm_gated(Ctx&, const Tensor&, const Tensor&, const Tensor&, float) { lacks(Op::kRmsNormGated); }
+Tensor Device::layer_norm(Ctx&, const Tensor&, const Tensor&, const Tensor&, float) { lacks(Op::kLayerNorm); }
+void Device::activation_(Ctx&, Tensor&, Act) { lacks(Op::kActivation); }
+void Device::attention_segments(Ctx&, const Tensor&, const Tensor&, const Tensor&, std::span<const int32_t>, float,
+                                Tensor&) {
+  lacks(Op::kAttentionSegments);
+}
+void Device::clamp_(Ctx&, Tensor&, float, float) { lacks(Op::kClamp); }
+void Device::shift_scale_(Ctx&, Tensor&, float, float) { lacks(Op::kShiftScale); }
+void Device::rope_parts_(Ctx&, Tensor&, std::span<const int32_t>, int, std::span<const float>) {
+  lacks(Op::kRopeParts);
+}
+Tensor Device::pool_grid(Ctx&, const Tensor&, int64_t, int64_t, int64_t) { lacks(Op::kPoolGrid); }
+Tensor Device::glu(Ctx&, const Tensor&) { lacks(Op::kGlu); }
+Tensor Device::depthwise_conv1d_causal(Ctx&, const Tensor&, const Tensor&) { lacks(Op::kDepthwiseConv1dCausal); }
+Tensor Device::conv2d_3x3_s2(Ctx&, const Tensor&, const Tensor&) { lacks(Op::kConv2d3x3S2); }
+Tensor Device::local_rel_attention(Ctx&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, int, float) {
+  lacks(Op::kLocalRelAttention);
 }
 
 }  // namespace pipit

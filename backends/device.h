@@ -1,12 +1,14 @@
-// The device seam: a compute device other than this CPU (OpenCL today; CUDA or Vulkan next) holds the model's
-// weights, the KV cache and the activations in its own memory and runs the ops of backends/cpu/ops.h there.
-// Models do not change per device: ops.cpp sends every op to ctx.dev when it is set. docs/devices.md describes
-// the whole seam (memory, weight layouts, errors) and how a new backend plugs in.
+// The device seam: every op of backends/ops.h runs on a Device. The CPU is one (backends/cpu/cpu_device.h, what a
+// context without ctx.dev uses); another device (OpenCL today; CUDA or Vulkan next) holds the model's weights, the
+// KV cache and the activations in its own memory and runs the ops it implements there. Models do not change per
+// device: backends/ops.cpp sends every op to ctx.device(). docs/devices.md describes the whole seam (memory, weight
+// layouts, errors) and how a new backend plugs in.
 //
 // Goals: tensors stay on the device for a whole forward pass (host <-> device copies only at the edges: token ids,
 // positions and image features in, logits out); weights are uploaded once at load, in a layout the device prefers.
 // Non-goals: automatic placement op by op, or running an op the device lacks on the CPU behind the model's back
-// (a model that needs one is refused at load: device_supports_arch()).
+// (a model is refused at load naming the first op it needs that the device lacks: Model::ops_used against
+// Device::supports, see first_missing_op()).
 #pragma once
 
 #include <memory>
@@ -14,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/cpu/ops.h"
+#include "backends/ops.h"
 #include "core/status.h"
 #include "core/tensor.h"
 
@@ -47,29 +49,57 @@ class Device {
     return s;
   }
 
-  // ---- the ops of backends/cpu/ops.h, same contracts; device tensors in, device tensors out ----
+  // ---- the ops of backends/ops.h, same contracts; tensors in this device's memory in and out ----
+  // Whether this device implements `op`. The ones it does not keep their default body below, which is never reached
+  // in a working build: the loader refuses a model that needs them (first_missing_op).
+  virtual bool supports(Op op) const = 0;
+
+  virtual Tensor to_f32(Ctx& ctx, const Tensor& x);
   virtual void linear_multi(Ctx& ctx, const Tensor& x, std::span<const Tensor* const> ws,
-                            std::span<const Tensor* const> biases, std::span<Tensor* const> ys) = 0;
-  virtual Tensor linear_gated(Ctx& ctx, const Tensor& x, const Tensor& gate, const Tensor& up, GateAct act) = 0;
-  virtual Tensor embedding(Ctx& ctx, const Tensor& table, std::span<const int32_t> ids) = 0;
-  virtual Tensor rms_norm(Ctx& ctx, const Tensor& x, const Tensor& w, float eps, float w_offset) = 0;
-  virtual void rms_norm_heads_(Ctx& ctx, Tensor& x, const Tensor& w, float eps, float w_offset) = 0;
-  virtual Tensor gated(Ctx& ctx, const Tensor& gate, const Tensor& up, GateAct act) = 0;
-  virtual void add_(Ctx& ctx, Tensor& x, const Tensor& y) = 0;
-  virtual void scale_(Ctx& ctx, Tensor& x, float s) = 0;
-  virtual void softmax_(Ctx& ctx, Tensor& x) = 0;
+                            std::span<const Tensor* const> biases, std::span<Tensor* const> ys);
+  virtual Tensor linear_gated(Ctx& ctx, const Tensor& x, const Tensor& gate, const Tensor& up, GateAct act);
+  virtual Tensor embedding(Ctx& ctx, const Tensor& table, std::span<const int32_t> ids);
+  virtual Tensor rms_norm(Ctx& ctx, const Tensor& x, const Tensor& w, float eps, float w_offset);
+  virtual void rms_norm_heads_(Ctx& ctx, Tensor& x, const Tensor& w, float eps, float w_offset);
+  virtual Tensor gated(Ctx& ctx, const Tensor& gate, const Tensor& up, GateAct act);
+  virtual void add_(Ctx& ctx, Tensor& x, const Tensor& y);
+  virtual void scale_(Ctx& ctx, Tensor& x, float s);
+  virtual void softmax_(Ctx& ctx, Tensor& x);
+  virtual Tensor gather_rows(Ctx& ctx, const Tensor& x, std::span<const int64_t> rows);
+  virtual void copy_rows_(Ctx& ctx, Tensor& dst, std::span<const int32_t> src_row, const Tensor& src);
   virtual void rope_(Ctx& ctx, Tensor& x, std::span<const int32_t> pos, std::span<const float> inv_freq,
-                     float mscale) = 0;
+                     float mscale);
   virtual void rope_multi_(Ctx& ctx, Tensor& x, std::span<const int32_t> pos, std::span<const uint8_t> stream,
-                           std::span<const float> inv_freq) = 0;
-  virtual void store_kv(Ctx& ctx, const Tensor& src, Tensor& dst, std::span<const int32_t> pos, bool ring) = 0;
+                           std::span<const float> inv_freq);
+  virtual void store_kv(Ctx& ctx, const Tensor& src, Tensor& dst, std::span<const int32_t> pos, bool ring);
   virtual void attention(Ctx& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
-                         std::span<const int32_t> pos, const AttnParams& p, Tensor& out) = 0;
-  virtual Tensor gather_rows(Ctx& ctx, const Tensor& x, std::span<const int64_t> rows) = 0;
-  virtual void copy_rows_(Ctx& ctx, Tensor& dst, std::span<const int32_t> src_row, const Tensor& src) = 0;
-  virtual Tensor to_f32(Ctx& ctx, const Tensor& x) = 0;
+                         std::span<const int32_t> pos, const AttnParams& p, Tensor& out);
+  // linear attention
+  virtual void causal_conv1d_silu(Ctx& ctx, const Tensor& x, Tensor& state, const Tensor& w, Tensor& y);
+  virtual void l2_norm_groups_(Ctx& ctx, Tensor& x, int64_t group, float eps, float scale);
+  virtual void delta_gates_(Ctx& ctx, Tensor& a, Tensor& b, const Tensor& A_log, const Tensor& dt_bias);
+  virtual void gated_delta_rule(Ctx& ctx, const Tensor& q, const Tensor& k, const Tensor& v, int64_t dk, int64_t dv,
+                                const Tensor& g, const Tensor& beta, std::span<const DeltaSeq> seqs, Tensor& out);
+  virtual Tensor rms_norm_gated(Ctx& ctx, const Tensor& x, const Tensor& w, const Tensor& z, float eps);
+  // encoders (vision, audio)
+  virtual Tensor layer_norm(Ctx& ctx, const Tensor& x, const Tensor& w, const Tensor& b, float eps);
+  virtual void activation_(Ctx& ctx, Tensor& x, Act act);
+  virtual void attention_segments(Ctx& ctx, const Tensor& q, const Tensor& k, const Tensor& v,
+                                  std::span<const int32_t> cu, float scale, Tensor& out);
+  virtual void clamp_(Ctx& ctx, Tensor& x, float lo, float hi);
+  virtual void shift_scale_(Ctx& ctx, Tensor& x, float shift, float scale);
+  virtual void rope_parts_(Ctx& ctx, Tensor& x, std::span<const int32_t> pos, int n_part,
+                           std::span<const float> inv_freq);
+  virtual Tensor pool_grid(Ctx& ctx, const Tensor& x, int64_t grid_h, int64_t grid_w, int64_t k);
+  virtual Tensor glu(Ctx& ctx, const Tensor& x);
+  virtual Tensor depthwise_conv1d_causal(Ctx& ctx, const Tensor& x, const Tensor& w);
+  virtual Tensor conv2d_3x3_s2(Ctx& ctx, const Tensor& x, const Tensor& w);
+  virtual Tensor local_rel_attention(Ctx& ctx, const Tensor& q, const Tensor& k, const Tensor& v,
+                                     const Tensor& rel_k, int window, float softcap);
 
  protected:
+  // The body of every op this device does not override: a bug report naming the op and the device.
+  [[noreturn]] void lacks(Op op) const;
   void set_error(Status s) {
     if (error_.is_ok()) error_ = std::move(s);
   }
@@ -90,8 +120,8 @@ Status logits_to_host(Ctx& ctx, Tensor* logits);
 Result<std::shared_ptr<Device>> open_device(const std::string& spec);
 // One line per device this machine offers (for `pipit inspect --devices`), or the reason there is none.
 std::vector<std::string> list_devices();
-// Whether the decoder of HF model_type `arch` uses only ops every device implements (the Llama family and the
-// Qwen-VL decoders); others run on the CPU and are refused with a message when a device is asked for.
-bool device_supports_arch(const std::string& arch);
+// The first op of `needed` that `dev` does not implement (Op::kCount: none). The loader refuses a model on a device
+// with the op's name.
+Op first_missing_op(const Device& dev, const OpSet& needed);
 
 }  // namespace pipit

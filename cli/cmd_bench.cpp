@@ -24,6 +24,7 @@
 #include <random>
 #include <sstream>
 
+#include "backends/cpu/kernels.h"
 #include "backends/device.h"
 #include "cli/command.h"
 #include "cli/common.h"

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <optional>
 
+#include "backends/cpu/kernels.h"
 #include "cli/command.h"
 #include "cli/common.h"
 #include "cli/audio_args.h"

@@ -126,6 +126,12 @@ Tensor output_logits(Ctx& ctx, const Tensor& x, const Tensor& norm, float eps, f
   return logits;
 }
 
+OpSet decoder_block_ops() {
+  return op_set({Op::kToF32, Op::kLinear, Op::kLinearGated, Op::kEmbedding, Op::kRmsNorm, Op::kRmsNormHeads,
+                 Op::kAdd, Op::kScale, Op::kGatherRows, Op::kCopyRows, Op::kRope, Op::kRopeMulti, Op::kStoreKv,
+                 Op::kAttention});
+}
+
 Status check_batch_fits(const char* arch, const Batch& batch, const KvCache& kv) {
   for (const auto& s : batch.seqs) {
     if (s.n > kv.max_chunk())

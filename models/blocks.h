@@ -58,6 +58,10 @@ Tensor output_logits(Ctx& ctx, const Tensor& x, const Tensor& norm, float eps, f
 
 // Errors when a sequence of the batch adds more tokens at once than the cache's sliding-window rings can take
 // (KvCache::max_chunk), or runs past the context.
+// The ops the blocks of this file call (embeddings in, RoPE attention over the KV cache, norms, gated MLPs, logits
+// out): where a decoder's Model::ops_used starts.
+OpSet decoder_block_ops();
+
 Status check_batch_fits(const char* arch, const Batch& batch, const KvCache& kv);
 
 // Common validation: positive sizes, head counts that divide.

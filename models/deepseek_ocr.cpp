@@ -151,6 +151,8 @@ class DeepseekOcrModel : public Model, public VisionLanguageModel {
     return encoder_.encode(ctx, img);
   }
 
+  OpSet ops_used() const override { return lm_->ops_used(); }  // the vision tower runs on the CPU
+
  private:
   std::unique_ptr<Model> lm_;
   DeepEncoder encoder_;

@@ -136,6 +136,13 @@ class Gemma3Model : public Model {
     return Status::ok();
   }
 
+  OpSet ops_used() const override {
+    OpSet s = decoder_block_ops();
+    if (global_.softcap > 0.0f) s.set(size_t(Op::kAttentionSoftcap));
+    if (final_softcap_ > 0.0f) s.set(size_t(Op::kHostLoops));  // output_logits' soft-cap
+    return s;
+  }
+
  private:
   float eps_ = 1e-6f, embd_scale_ = 1.0f, final_softcap_ = 0.0f;
   AttnConfig global_{}, local_{};

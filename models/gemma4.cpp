@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "backends/cpu/kernels.h"  // TODO(issue 31 item 2): host loops still call kernels
 #include "models/blocks.h"
 #include "models/moe.h"
 #include "models/mapped_weights.h"
@@ -308,6 +309,12 @@ class Gemma4Model : public Model {
     }
     *logits = ctx.name(output_logits(ctx, x, out_norm_, eps_, 0.0f, output_, batch, final_softcap_), "logits");
     return Status::ok();
+  }
+
+  OpSet ops_used() const override {
+    OpSet s = decoder_block_ops() | op_set({Op::kGated, Op::kSoftmax});
+    if (final_softcap_ > 0.0f || n_expert_ > 0) s.set(size_t(Op::kHostLoops));  // soft-cap, MoE routing
+    return s;
   }
 
  private:

@@ -9,6 +9,7 @@
 // sliding, attention_bias true, swiglu_limit 7.0, alpha 1.702).
 #include <cmath>
 
+#include "backends/cpu/kernels.h"  // TODO(issue 31 item 2): host loops still call kernels
 #include "models/moe.h"
 
 namespace pipit {
@@ -144,6 +145,10 @@ class GptOssModel : public Model {
     }
     *logits = ctx.name(output_logits(ctx, x, out_norm_, eps_, 0.0f, output_, batch), "logits");
     return Status::ok();
+  }
+
+  OpSet ops_used() const override {  // routing and the clamped SwiGLU still loop on the host
+    return decoder_block_ops() | op_set({Op::kAttentionSinks, Op::kHostLoops});
   }
 
  private:

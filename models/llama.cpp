@@ -118,6 +118,13 @@ class LlamaModel : public Model {
     return Status::ok();
   }
 
+  OpSet ops_used() const override {
+    OpSet s = decoder_block_ops();
+    for (const LlamaLayer& L : layers_)
+      if (L.sparse) s |= moe_ops_used();
+    return s;
+  }
+
  private:
   float eps_ = 1e-6f;
   float embd_scale_ = 1.0f, residual_scale_ = 1.0f, logit_scale_ = 1.0f;

@@ -65,6 +65,8 @@ class LlavaModel : public Model, public VisionLanguageModel {
     return tower_.encode(ctx, img.pixel_values);
   }
 
+  OpSet ops_used() const override { return lm_->ops_used(); }  // the vision tower runs on the CPU
+
  private:
   std::unique_ptr<Model> lm_;
   ClipVisionTower tower_;

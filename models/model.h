@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/cpu/ops.h"
+#include "backends/ops.h"
 #include "core/status.h"
 #include "core/tensor.h"
 #include "models/hf_config.h"
@@ -81,8 +81,8 @@ struct StateSnapshot {
 class KvCache {
  public:
   // n_batch <= 0 (or a ring that would not be smaller than n_ctx) keeps the layer at n_ctx rows.
-  // dev: K/V rows in that device's memory (recurrent state is host-only: device_supports_arch() keeps such models
-  // off devices).
+  // dev: K/V rows in that device's memory (recurrent state is host-only: its models need ops no device but the
+  // CPU has, so the loader keeps them off devices).
   KvCache(const KvCacheSpec& spec, int n_slot, int n_ctx, DType dtype, int n_batch = 0, Device* dev = nullptr);
   Tensor k(int layer, int slot) const { return k_[size_t(layer) * n_slot_ + slot]; }
   Tensor v(int layer, int slot) const { return v_[size_t(layer) * n_slot_ + slot]; }
@@ -151,6 +151,11 @@ class Model {
   ModelInfo& mutable_info() { return info_; }  // the loader merges generation_config.json into it
   // Runs the batch, appends its keys/values to `kv`, and writes f32 logits [logits_rows.size(), n_vocab].
   virtual Status forward(Ctx& ctx, const Batch& batch, KvCache& kv, Tensor* logits) = 0;
+  // Every op forward() may call with this model's config (Op::kHostLoops while some step still loops over
+  // activations on the host). The loader runs the model on a device only when the device supports all of them,
+  // and refuses it naming the first missing op otherwise; tests/models/ops_used_test.cpp checks the list against
+  // the ops a forward really calls.
+  virtual OpSet ops_used() const = 0;
 
  protected:
   ModelInfo info_;

@@ -1,4 +1,5 @@
 // Sparse MoE MLP: routing, then tokens grouped by expert so each expert runs one matmul over its tokens.
+#include "backends/cpu/kernels.h"  // TODO(issue 31 item 2): host loops still call kernels
 #include "models/moe.h"
 
 #include <cstring>
@@ -29,6 +30,8 @@ Result<MoeWeights> load_moe(const WeightSource& w, const std::string& p, int64_t
   }
   return m;
 }
+
+OpSet moe_ops_used() { return op_set({Op::kLinear, Op::kLinearGated, Op::kAdd, Op::kHostLoops}); }
 
 Tensor moe_mlp(Ctx& ctx, const Tensor& x, const MoeWeights& w, const MoeConfig& c, int layer) {
   const int64_t n = x.dim(0), n_embd = x.dim(1), E = c.n_expert, K = c.n_expert_used;

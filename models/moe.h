@@ -37,6 +37,9 @@ Result<MoeWeights> load_moe(const WeightSource& w, const std::string& prefix, in
 // reference: HF Qwen3MoeSparseMoeBlock / DeepseekV2MoE (topk_method greedy, scoring_func softmax): softmax over
 // all experts in f32 -> top-k -> optional renormalisation -> times routed_scaling_factor -> sum over the kept
 // experts (in expert order) of weight * expert(x), plus shared_experts(x) when present.
+// The ops moe_mlp and moe_dispatch call (Model::ops_used of a model with MoE layers); routing and the expert
+// gather / scatter still loop on the host.
+OpSet moe_ops_used();
 Tensor moe_mlp(Ctx& ctx, const Tensor& x, const MoeWeights& w, const MoeConfig& c, int layer = -1);
 
 // The dispatch every MoE shares: token t goes to experts sel[t, 0..K) with weights wt[t, 0..K) (I32 / F32 [n, K]).

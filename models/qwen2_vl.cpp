@@ -124,6 +124,13 @@ class Qwen2VLModel : public Model, public VisionLanguageModel, public MtpModel {
     return tower_.encode(ctx, img.pixel_values, img.grid_thw);
   }
 
+  // The decoder's ops (the vision tower runs on the CPU); DeepStack features are still added on the host.
+  OpSet ops_used() const override {
+    OpSet s = lm_->ops_used();
+    if (tokens_.deepstack > 0) s.set(size_t(Op::kHostLoops));
+    return s;
+  }
+
  private:
   std::unique_ptr<Model> lm_;
   QwenVisionTower tower_;

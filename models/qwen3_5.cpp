@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "backends/cpu/kernels.h"  // TODO(issue 31 item 2): host loops still call kernels
 #include "models/blocks.h"
 #include "models/mtp.h"
 #include "models/qwen2_vl.h"
@@ -209,6 +210,11 @@ class Qwen35Model : public Model, public MtpModel {
     *logits = ctx.name(linear(ctx, gather_rows(ctx, hn, batch.logits_rows), output_), "mtp_logits");
     if (out) *out = hn;
     return Status::ok();
+  }
+
+  OpSet ops_used() const override {  // the query / gate split and the output gate still loop on the host
+    return decoder_block_ops() | op_set({Op::kCausalConv1dSilu, Op::kL2NormGroups, Op::kDeltaGates,
+                                         Op::kGatedDeltaRule, Op::kRmsNormGated, Op::kHostLoops});
   }
 
  private:

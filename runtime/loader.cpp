@@ -231,9 +231,6 @@ Result<LoadedModel> load_model_impl(const std::string& given, const LoadOptions&
     if (j.is_discarded() || !j.is_object()) return Error::format("[load] {}: preprocessor_config.json is not a JSON object", path);
     lm.preprocessor_config = std::move(j);
   }
-  if (opt.device && !device_supports_arch(lm.config.model_type()))
-    return Error::unsupported("[load] {}: model type '{}' does not run on {} yet (its decoder uses ops only the CPU "
-                              "has); use --device cpu", path, lm.config.model_type(), opt.device->name());
   const char* pack_env = std::getenv("PIPIT_PACK");
   const bool pack = opt.pack_weights && !opt.device && !(pack_env && std::string(pack_env) == "0");
   RehomeOptions ro;
@@ -246,6 +243,14 @@ Result<LoadedModel> load_model_impl(const std::string& given, const LoadOptions&
   rehome_weights(c.tensors, ro);
   lm.weights = std::make_shared<MapWeightSource>(std::move(c.tensors));
   if (opt.device) {
+    // Placement by capability: the model built over the host weights (views, nothing copied) says which ops its
+    // forward calls; the device must have every one of them.
+    PIPIT_ASSIGN_OR_RETURN(auto probe, create_model(lm.config, *lm.weights));
+    const Op missing = first_missing_op(*opt.device, probe->ops_used());
+    if (missing != Op::kCount)
+      return Error::unsupported("[load] {}: {} does not implement '{}', which this model ({}) needs; use --device cpu",
+                                path, opt.device->name(), op_name(missing), lm.config.model_type());
+    probe.reset();
     DeviceWeightSource dw(*lm.weights, opt.device);
     PIPIT_ASSIGN_OR_RETURN(lm.model, create_model(lm.config, dw));
     PIPIT_TRY(dw.status());

@@ -1,13 +1,13 @@
-// Eager ops: shape checks, output allocation from the arena, and the split of work across threads.
+// The CPU device's core ops (cpu_device.h): shape checks, output allocation from the arena, and the split of work across threads.
 // Matmuls split the weight's output rows (N) so each thread streams distinct weight bytes — what decode needs.
-#include "backends/cpu/ops.h"
+#include "backends/cpu/cpu_device.h"
 
 #include <algorithm>
 #include <climits>
 #include <cmath>
 #include <cstring>
 
-#include "backends/device.h"
+#include "backends/cpu/kernels.h"
 #include "core/panels.h"
 
 namespace pipit {
@@ -37,8 +37,7 @@ void panel_row_to_f32(Ctx& ctx, const Tensor& t, int64_t r, float* dst) {
 }
 }  // namespace
 
-Tensor to_f32(Ctx& ctx, const Tensor& x) {
-  if (ctx.dev) return ctx.dev->to_f32(ctx, x);
+Tensor CpuDevice::to_f32(Ctx& ctx, const Tensor& x) {
   Tensor y = ctx.alloc(DType::F32, x.shape());
   const int64_t n = x.dim(-1), rows = x.rows();
   if (dtype_is_panel(x.dtype())) {
@@ -110,18 +109,8 @@ void add_bias(Ctx& ctx, Tensor& y, const Tensor& bias) {
 
 }  // namespace
 
-Tensor linear(Ctx& ctx, const Tensor& x, const Tensor& w, const Tensor& bias) {
-  Tensor y;
-  const Tensor* ws[] = {&w};
-  const Tensor* bs[] = {&bias};
-  Tensor* ys[] = {&y};
-  linear_multi(ctx, x, ws, bs, ys);
-  return y;
-}
-
-void linear_multi(Ctx& ctx, const Tensor& x, std::span<const Tensor* const> ws, std::span<const Tensor* const> biases,
+void CpuDevice::linear_multi(Ctx& ctx, const Tensor& x, std::span<const Tensor* const> ws, std::span<const Tensor* const> biases,
                   std::span<Tensor* const> ys) {
-  if (ctx.dev) return ctx.dev->linear_multi(ctx, x, ws, biases, ys);
   constexpr size_t kMax = 4;
   const size_t n = ws.size();
   PIPIT_ASSERT(n >= 1 && n <= kMax && biases.size() == n && ys.size() == n);
@@ -157,8 +146,7 @@ void linear_multi(Ctx& ctx, const Tensor& x, std::span<const Tensor* const> ws, 
   for (size_t i = 0; i < n; ++i) add_bias(ctx, *ys[i], *biases[i]);
 }
 
-Tensor linear_gated(Ctx& ctx, const Tensor& x, const Tensor& gate, const Tensor& up, GateAct act) {
-  if (ctx.dev) return ctx.dev->linear_gated(ctx, x, gate, up, act);
+Tensor CpuDevice::linear_gated(Ctx& ctx, const Tensor& x, const Tensor& gate, const Tensor& up, GateAct act) {
   check_linear(x, gate);
   check_linear(x, up);
   PIPIT_ASSERT(gate.shape() == up.shape() && gate.dtype() == up.dtype(), "gate {} up {}", gate.describe(),
@@ -184,8 +172,7 @@ Tensor linear_gated(Ctx& ctx, const Tensor& x, const Tensor& gate, const Tensor&
   return h;
 }
 
-Tensor embedding(Ctx& ctx, const Tensor& table, std::span<const int32_t> ids) {
-  if (ctx.dev) return ctx.dev->embedding(ctx, table, ids);
+Tensor CpuDevice::embedding(Ctx& ctx, const Tensor& table, std::span<const int32_t> ids) {
   const int64_t n_embd = table.dim(1), n_vocab = table.dim(0);
   Tensor y = ctx.alloc(DType::F32, {int64_t(ids.size()), n_embd});
   auto conv = ctx.k->to_f32[int(table.dtype())];
@@ -197,8 +184,7 @@ Tensor embedding(Ctx& ctx, const Tensor& table, std::span<const int32_t> ids) {
   return y;
 }
 
-Tensor rms_norm(Ctx& ctx, const Tensor& x, const Tensor& w, float eps, float w_offset) {
-  if (ctx.dev) return ctx.dev->rms_norm(ctx, x, w, eps, w_offset);
+Tensor CpuDevice::rms_norm(Ctx& ctx, const Tensor& x, const Tensor& w, float eps, float w_offset) {
   const int64_t n = x.dim(-1), rows = x.rows();
   PIPIT_ASSERT(w.numel() == n, "rms_norm weight {} for rows of {}", w.describe(), n);
   const float* wf = as_f32(ctx, w);
@@ -209,8 +195,7 @@ Tensor rms_norm(Ctx& ctx, const Tensor& x, const Tensor& w, float eps, float w_o
   return y;
 }
 
-void rms_norm_heads_(Ctx& ctx, Tensor& x, const Tensor& w, float eps, float w_offset) {
-  if (ctx.dev) return ctx.dev->rms_norm_heads_(ctx, x, w, eps, w_offset);
+void CpuDevice::rms_norm_heads_(Ctx& ctx, Tensor& x, const Tensor& w, float eps, float w_offset) {
   PIPIT_ASSERT(x.ndim() == 3 && x.is_contiguous());
   const int64_t hd = x.dim(2), rows = x.dim(0) * x.dim(1);
   PIPIT_ASSERT(w.numel() == hd, "head norm weight {} for head_dim {}", w.describe(), hd);
@@ -223,7 +208,7 @@ void rms_norm_heads_(Ctx& ctx, Tensor& x, const Tensor& w, float eps, float w_of
 
 namespace {
 template <class Fn>
-Tensor gated(Ctx& ctx, const Tensor& gate, const Tensor& up, Fn fn) {
+Tensor gated_rows(Ctx& ctx, const Tensor& gate, const Tensor& up, Fn fn) {
   PIPIT_ASSERT(gate.shape() == up.shape(), "gate {} up {}", gate.describe(), up.describe());
   Tensor y = ctx.alloc(DType::F32, gate.shape());
   const int64_t n = gate.dim(-1);
@@ -234,23 +219,16 @@ Tensor gated(Ctx& ctx, const Tensor& gate, const Tensor& up, Fn fn) {
 }
 }  // namespace
 
-Tensor swiglu(Ctx& ctx, const Tensor& gate, const Tensor& up) {
-  if (ctx.dev) return ctx.dev->gated(ctx, gate, up, GateAct::kSilu);
-  return gated(ctx, gate, up, ctx.k->swiglu);
-}
-Tensor geglu(Ctx& ctx, const Tensor& gate, const Tensor& up) {
-  if (ctx.dev) return ctx.dev->gated(ctx, gate, up, GateAct::kGeluTanh);
-  return gated(ctx, gate, up, ctx.k->geglu);
+Tensor CpuDevice::gated(Ctx& ctx, const Tensor& gate, const Tensor& up, GateAct act) {
+  return gated_rows(ctx, gate, up, act == GateAct::kSilu ? ctx.k->swiglu : ctx.k->geglu);
 }
 
-void softmax_(Ctx& ctx, Tensor& x) {
-  if (ctx.dev) return ctx.dev->softmax_(ctx, x);
+void CpuDevice::softmax_(Ctx& ctx, Tensor& x) {
   PIPIT_ASSERT(x.dtype() == DType::F32 && x.rows_contiguous(), "softmax of {}", x.describe());
   for (int64_t r = 0; r < x.rows(); ++r) ctx.k->softmax(frow_mut(x, r), x.dim(-1));
 }
 
-Tensor gather_rows(Ctx& ctx, const Tensor& x, std::span<const int64_t> rows) {
-  if (ctx.dev) return ctx.dev->gather_rows(ctx, x, rows);
+Tensor CpuDevice::gather_rows(Ctx& ctx, const Tensor& x, std::span<const int64_t> rows) {
   const int64_t d = x.dim(-1);
   Tensor y = ctx.alloc(DType::F32, {int64_t(rows.size()), d});
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -260,8 +238,7 @@ Tensor gather_rows(Ctx& ctx, const Tensor& x, std::span<const int64_t> rows) {
   return y;
 }
 
-void copy_rows_(Ctx& ctx, Tensor& dst, std::span<const int32_t> src_row, const Tensor& src) {
-  if (ctx.dev) return ctx.dev->copy_rows_(ctx, dst, src_row, src);
+void CpuDevice::copy_rows_(Ctx& ctx, Tensor& dst, std::span<const int32_t> src_row, const Tensor& src) {
   PIPIT_ASSERT(int64_t(src_row.size()) == dst.rows() && src.dtype() == DType::F32 && src.dim(-1) >= dst.dim(-1),
                "copy_rows_ {} rows into {} from {}", src_row.size(), dst.describe(), src.describe());
   for (size_t i = 0; i < src_row.size(); ++i) {
@@ -271,16 +248,7 @@ void copy_rows_(Ctx& ctx, Tensor& dst, std::span<const int32_t> src_row, const T
   }
 }
 
-Tensor to_host(Ctx& ctx, const Tensor& x) {
-  if (!ctx.dev || !dynamic_cast<const DeviceStorage*>(x.storage().get())) return x;
-  PIPIT_ASSERT(x.is_contiguous(), "to_host of a strided {}", x.describe());
-  Tensor h = Tensor::empty(x.dtype(), x.shape());
-  ctx.dev->read(x, h.data(), x.nbytes());
-  return h;
-}
-
-void add_(Ctx& ctx, Tensor& x, const Tensor& y) {
-  if (ctx.dev) return ctx.dev->add_(ctx, x, y);
+void CpuDevice::add_(Ctx& ctx, Tensor& x, const Tensor& y) {
   PIPIT_ASSERT(x.shape() == y.shape(), "add {} {}", x.describe(), y.describe());
   const int64_t n = x.dim(-1);
   ctx.pool->parallel_for(x.rows(), [&](int64_t r0, int64_t r1) {
@@ -288,13 +256,11 @@ void add_(Ctx& ctx, Tensor& x, const Tensor& y) {
   }, 32);
 }
 
-void scale_(Ctx& ctx, Tensor& x, float s) {
-  if (ctx.dev) return ctx.dev->scale_(ctx, x, s);
+void CpuDevice::scale_(Ctx& ctx, Tensor& x, float s) {
   for (int64_t r = 0; r < x.rows(); ++r) ctx.k->scale(frow_mut(x, r), s, x.dim(-1));
 }
 
-void rope_(Ctx& ctx, Tensor& x, std::span<const int32_t> pos, std::span<const float> inv_freq, float mscale) {
-  if (ctx.dev) return ctx.dev->rope_(ctx, x, pos, inv_freq, mscale);
+void CpuDevice::rope_(Ctx& ctx, Tensor& x, std::span<const int32_t> pos, std::span<const float> inv_freq, float mscale) {
   PIPIT_ASSERT(x.ndim() == 3 && x.is_contiguous() && int64_t(pos.size()) == x.dim(0));
   const int64_t n_head = x.dim(1), hd = x.dim(2), half = int64_t(inv_freq.size());
   PIPIT_ASSERT(2 * half <= hd);
@@ -332,8 +298,7 @@ void rope_(Ctx& ctx, Tensor& x, std::span<const int32_t> pos, std::span<const fl
   }, 32);
 }
 
-void store_kv(Ctx& ctx, const Tensor& src, Tensor& dst, std::span<const int32_t> pos, bool ring) {
-  if (ctx.dev) return ctx.dev->store_kv(ctx, src, dst, pos, ring);
+void CpuDevice::store_kv(Ctx& ctx, const Tensor& src, Tensor& dst, std::span<const int32_t> pos, bool ring) {
   PIPIT_ASSERT(src.ndim() == 3 && dst.ndim() == 3 && src.dim(1) == dst.dim(1) && src.dim(2) == dst.dim(2));
   const int64_t row = src.dim(1) * src.dim(2), n_rows = dst.dim(0);
   auto conv = ctx.k->from_f32[int(dst.dtype())];
@@ -345,9 +310,8 @@ void store_kv(Ctx& ctx, const Tensor& src, Tensor& dst, std::span<const int32_t>
   }, 32);
 }
 
-void attention(Ctx& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, std::span<const int32_t> pos,
+void CpuDevice::attention(Ctx& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, std::span<const int32_t> pos,
                const AttnParams& p, Tensor& out) {
-  if (ctx.dev) return ctx.dev->attention(ctx, q, k_cache, v_cache, pos, p, out);
   PIPIT_ASSERT(q.ndim() == 3 && q.is_contiguous() && k_cache.ndim() == 3 && k_cache.dtype() == v_cache.dtype());
   const int64_t n_tokens = q.dim(0), n_head = q.dim(1), hd = q.dim(2), n_head_kv = k_cache.dim(1);
   PIPIT_ASSERT(k_cache.dim(2) == hd && n_head % n_head_kv == 0);
@@ -466,5 +430,20 @@ void attention(Ctx& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v
     }
   });
 }
+
+}  // namespace pipit
+
+namespace pipit {
+
+Device& cpu_device() {
+  static CpuDevice dev;
+  return dev;
+}
+
+std::shared_ptr<DeviceStorage> CpuDevice::alloc(size_t) {
+  PIPIT_ASSERT(false, "the CPU has no device memory: its arenas and weights are host memory (Ctx::dev stays null)");
+}
+void CpuDevice::write(const Tensor& dst, const void* src, size_t bytes) { std::memcpy(dst.data(), src, bytes); }
+void CpuDevice::read(const Tensor& src, void* dst, size_t bytes) { std::memcpy(dst, src.data(), bytes); }
 
 }  // namespace pipit

@@ -1,5 +1,8 @@
-// Audio encoder ops (ops_audio.h): scalar loops, each step commented.
-#include "backends/cpu/ops_audio.h"
+// The CPU device's audio encoder ops (cpu_device.h; contracts in backends/ops.h): plain scalar loops split over the
+// thread pool, each step commented. They are the reference, and the tower's time goes to the matmuls (linear),
+// which they call where one fits (the 3x3 convolutions are im2col + linear).
+#include "backends/cpu/cpu_device.h"
+#include "backends/cpu/kernels.h"
 
 #include <algorithm>
 #include <cmath>
@@ -18,7 +21,7 @@ void check_rows(const Tensor& x, const char* op) {
 
 }  // namespace
 
-void silu_(Ctx& ctx, Tensor& x) {
+void silu_rows_(Ctx& ctx, Tensor& x) {
   check_rows(x, "silu_");
   const int64_t n = x.dim(-1);
   ctx.pool->parallel_for(x.rows(), [&](int64_t r0, int64_t r1) {
@@ -29,7 +32,7 @@ void silu_(Ctx& ctx, Tensor& x) {
   }, 16);
 }
 
-Tensor glu(Ctx& ctx, const Tensor& x) {
+Tensor CpuDevice::glu(Ctx& ctx, const Tensor& x) {
   check_rows(x, "glu");
   PIPIT_ASSERT(x.ndim() == 2 && x.dim(1) % 2 == 0, "glu: x {}", x.describe());
   const int64_t c = x.dim(1) / 2;
@@ -44,7 +47,7 @@ Tensor glu(Ctx& ctx, const Tensor& x) {
   return y;
 }
 
-Tensor depthwise_conv1d_causal(Ctx& ctx, const Tensor& x, const Tensor& w) {
+Tensor CpuDevice::depthwise_conv1d_causal(Ctx& ctx, const Tensor& x, const Tensor& w) {
   check_rows(x, "depthwise_conv1d_causal");
   PIPIT_ASSERT(x.ndim() == 2 && w.ndim() == 2 && w.dtype() == DType::F32 && w.is_contiguous() &&
                w.dim(0) == x.dim(1), "depthwise_conv1d_causal: x {} w {}", x.describe(), w.describe());
@@ -67,7 +70,7 @@ Tensor depthwise_conv1d_causal(Ctx& ctx, const Tensor& x, const Tensor& w) {
   return y;
 }
 
-Tensor conv2d_3x3_s2(Ctx& ctx, const Tensor& x, const Tensor& w) {
+Tensor CpuDevice::conv2d_3x3_s2(Ctx& ctx, const Tensor& x, const Tensor& w) {
   PIPIT_ASSERT(x.ndim() == 3 && x.dtype() == DType::F32 && x.is_contiguous() && w.ndim() == 2 &&
                w.dim(1) == x.dim(2) * 9, "conv2d_3x3_s2: x {} w {}", x.describe(), w.describe());
   const int64_t H = x.dim(0), W = x.dim(1), Cin = x.dim(2), Cout = w.dim(0);
@@ -99,7 +102,7 @@ Tensor conv2d_3x3_s2(Ctx& ctx, const Tensor& x, const Tensor& w) {
   return y;
 }
 
-Tensor local_rel_attention(Ctx& ctx, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& rel_k,
+Tensor CpuDevice::local_rel_attention(Ctx& ctx, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& rel_k,
                            int window, float softcap) {
   PIPIT_ASSERT(q.ndim() == 3 && q.is_contiguous() && k.is_contiguous() && v.is_contiguous() &&
                rel_k.is_contiguous() && q.dtype() == DType::F32 && k.dtype() == DType::F32 &&

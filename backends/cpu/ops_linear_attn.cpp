@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <cmath>
 
-#include "backends/cpu/ops.h"
+#include "backends/cpu/cpu_device.h"
 
 namespace pipit {
 
-void causal_conv1d_silu(Ctx& ctx, const Tensor& x, Tensor& state, const Tensor& w, Tensor& y) {
+void CpuDevice::causal_conv1d_silu(Ctx& ctx, const Tensor& x, Tensor& state, const Tensor& w, Tensor& y) {
   PIPIT_ASSERT(x.ndim() == 2 && x.dtype() == DType::F32 && x.rows_contiguous());
   const int64_t n = x.dim(0), C = x.dim(1), K = w.dim(0);
   PIPIT_ASSERT(w.dtype() == DType::F32 && w.is_contiguous() && w.shape() == std::vector<int64_t>({K, C}),
@@ -24,7 +24,7 @@ void causal_conv1d_silu(Ctx& ctx, const Tensor& x, Tensor& state, const Tensor& 
   }, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, n * K * blk)));
 }
 
-void l2_norm_groups_(Ctx& ctx, Tensor& x, int64_t group, float eps, float scale) {
+void CpuDevice::l2_norm_groups_(Ctx& ctx, Tensor& x, int64_t group, float eps, float scale) {
   PIPIT_ASSERT(x.ndim() == 2 && x.dtype() == DType::F32 && x.rows_contiguous() && x.dim(1) % group == 0);
   const int64_t n = x.dim(1);
   ctx.pool->parallel_for(x.dim(0), [&](int64_t r0, int64_t r1) {
@@ -40,7 +40,7 @@ void l2_norm_groups_(Ctx& ctx, Tensor& x, int64_t group, float eps, float scale)
   }, 16);
 }
 
-void delta_gates_(Ctx& ctx, Tensor& a, Tensor& b, const Tensor& A_log, const Tensor& dt_bias) {
+void CpuDevice::delta_gates_(Ctx& ctx, Tensor& a, Tensor& b, const Tensor& A_log, const Tensor& dt_bias) {
   PIPIT_ASSERT(a.ndim() == 2 && a.shape() == b.shape() && a.is_contiguous() && b.is_contiguous());
   const int64_t nh = a.dim(1);
   PIPIT_ASSERT(A_log.numel() == nh && dt_bias.numel() == nh && A_log.dtype() == DType::F32 &&
@@ -64,7 +64,7 @@ void delta_gates_(Ctx& ctx, Tensor& a, Tensor& b, const Tensor& A_log, const Ten
 // differently: ~1e-8 on lin_core, enough to flip an argmax tie after a few layers). Longer runs (prefill) go chunked.
 constexpr int64_t kDeltaStepMax = 32;
 
-void gated_delta_rule(Ctx& ctx, const Tensor& q, const Tensor& k, const Tensor& v, int64_t dk, int64_t dv,
+void CpuDevice::gated_delta_rule(Ctx& ctx, const Tensor& q, const Tensor& k, const Tensor& v, int64_t dk, int64_t dv,
                       const Tensor& g, const Tensor& beta, std::span<const DeltaSeq> seqs, Tensor& out) {
   PIPIT_ASSERT(q.ndim() == 2 && k.shape() == q.shape() && v.ndim() == 2 && out.shape() == v.shape() &&
                q.dtype() == DType::F32 && k.dtype() == DType::F32 && v.dtype() == DType::F32);
@@ -107,7 +107,7 @@ void gated_delta_rule(Ctx& ctx, const Tensor& q, const Tensor& k, const Tensor& 
   });
 }
 
-Tensor rms_norm_gated(Ctx& ctx, const Tensor& x, const Tensor& w, const Tensor& z, float eps) {
+Tensor CpuDevice::rms_norm_gated(Ctx& ctx, const Tensor& x, const Tensor& w, const Tensor& z, float eps) {
   PIPIT_ASSERT(x.is_contiguous() && z.is_contiguous() && x.shape() == z.shape() && w.numel() == x.dim(-1) &&
                w.dtype() == DType::F32 && w.is_contiguous());
   const int64_t n = x.dim(-1), rows = x.rows();

@@ -1,5 +1,7 @@
-// The patch-grid ops of ops_patch.h: shape checks, then the ref/ row kernels split across the thread pool.
-#include "backends/cpu/ops_patch.h"
+// The CPU device's patch-grid ops (contracts in backends/ops.h): shape checks, then the ref/ row kernels split across the
+// thread pool. Scalar only: each is one pass over the activations beside matmuls with ~hidden times more work
+// (Gemma 4 E2B's tower: 768), and `perf record` of `pipit vision` on the test checkpoint sampled none of them.
+#include "backends/cpu/cpu_device.h"
 
 #include <cmath>
 #include <vector>
@@ -18,15 +20,15 @@ void rows_(Ctx& ctx, Tensor& x, const char* op, const std::function<void(float*,
 }
 }  // namespace
 
-void clamp_(Ctx& ctx, Tensor& x, float lo, float hi) {
+void CpuDevice::clamp_(Ctx& ctx, Tensor& x, float lo, float hi) {
   rows_(ctx, x, "clamp_", [lo, hi](float* r, int64_t n) { ref::clamp(r, n, lo, hi); });
 }
 
-void shift_scale_(Ctx& ctx, Tensor& x, float shift, float scale) {
+void CpuDevice::shift_scale_(Ctx& ctx, Tensor& x, float shift, float scale) {
   rows_(ctx, x, "shift_scale_", [shift, scale](float* r, int64_t n) { ref::shift_scale(r, n, shift, scale); });
 }
 
-void rope_parts_(Ctx& ctx, Tensor& x, std::span<const int32_t> pos, int n_part, std::span<const float> inv_freq) {
+void CpuDevice::rope_parts_(Ctx& ctx, Tensor& x, std::span<const int32_t> pos, int n_part, std::span<const float> inv_freq) {
   PIPIT_ASSERT(x.ndim() == 3 && x.is_contiguous() && x.dtype() == DType::F32 && n_part >= 1);
   const int64_t n = x.dim(0), n_head = x.dim(1), hd = x.dim(2), half = int64_t(inv_freq.size());
   PIPIT_ASSERT(hd == 2 * half * n_part, "rope_parts_: head_dim {} for {} parts of {} frequencies", hd, n_part, half);
@@ -46,7 +48,7 @@ void rope_parts_(Ctx& ctx, Tensor& x, std::span<const int32_t> pos, int n_part, 
   }, 8);
 }
 
-Tensor pool_grid(Ctx& ctx, const Tensor& x, int64_t gh, int64_t gw, int64_t k) {
+Tensor CpuDevice::pool_grid(Ctx& ctx, const Tensor& x, int64_t gh, int64_t gw, int64_t k) {
   PIPIT_ASSERT(x.ndim() == 2 && x.is_contiguous() && x.dtype() == DType::F32 && k >= 1);
   PIPIT_ASSERT(x.dim(0) == gh * gw && gh % k == 0 && gw % k == 0, "pool_grid: {} rows for a {}x{} grid, k {}",
                x.dim(0), gh, gw, k);

@@ -3,8 +3,8 @@
 // row kernels of the table (ref + SIMD); attention runs on the f32 matmul, scale and softmax kernels.
 #include <cmath>
 
-#include "backends/cpu/ops.h"
-#include "backends/device.h"
+#include "backends/cpu/cpu_device.h"
+#include "backends/cpu/kernels.h"
 
 namespace pipit {
 
@@ -13,9 +13,8 @@ float* frow(Tensor& t, int64_t r) { return reinterpret_cast<float*>(t.row_ptr(r)
 const float* crow(const Tensor& t, int64_t r) { return reinterpret_cast<const float*>(t.row_ptr(r)); }
 }  // namespace
 
-void rope_multi_(Ctx& ctx, Tensor& x, std::span<const int32_t> pos, std::span<const uint8_t> stream,
+void CpuDevice::rope_multi_(Ctx& ctx, Tensor& x, std::span<const int32_t> pos, std::span<const uint8_t> stream,
                  std::span<const float> inv_freq) {
-  if (ctx.dev) return ctx.dev->rope_multi_(ctx, x, pos, stream, inv_freq);
   PIPIT_ASSERT(x.ndim() == 3 && x.is_contiguous() && stream.size() == inv_freq.size());
   const int64_t n = x.dim(0), n_head = x.dim(1), hd = x.dim(2), half = int64_t(inv_freq.size());
   PIPIT_ASSERT(2 * half <= hd);
@@ -41,7 +40,7 @@ void rope_multi_(Ctx& ctx, Tensor& x, std::span<const int32_t> pos, std::span<co
   }, 4);
 }
 
-Tensor layer_norm(Ctx& ctx, const Tensor& x, const Tensor& w, const Tensor& b, float eps) {
+Tensor CpuDevice::layer_norm(Ctx& ctx, const Tensor& x, const Tensor& w, const Tensor& b, float eps) {
   const int64_t n = x.dim(-1), rows = x.rows();
   PIPIT_ASSERT(x.dtype() == DType::F32 && w.numel() == n && b.numel() == n, "layer_norm x {} w {} b {}",
                x.describe(), w.describe(), b.describe());
@@ -64,11 +63,16 @@ void unary_(Ctx& ctx, Tensor& x, ActFn fn) {
 }
 }  // namespace
 
-void gelu_(Ctx& ctx, Tensor& x) { unary_(ctx, x, ctx.k->gelu); }
-void gelu_tanh_(Ctx& ctx, Tensor& x) { unary_(ctx, x, ctx.k->gelu_tanh); }
-void quick_gelu_(Ctx& ctx, Tensor& x) { unary_(ctx, x, ctx.k->quick_gelu); }
+void CpuDevice::activation_(Ctx& ctx, Tensor& x, Act act) {
+  switch (act) {
+    case Act::kGelu: return unary_(ctx, x, ctx.k->gelu);
+    case Act::kGeluTanh: return unary_(ctx, x, ctx.k->gelu_tanh);
+    case Act::kQuickGelu: return unary_(ctx, x, ctx.k->quick_gelu);
+    case Act::kSilu: return silu_rows_(ctx, x);  // the audio tower's plain loop (ops_audio.cpp)
+  }
+}
 
-void attention_segments(Ctx& ctx, const Tensor& q, const Tensor& k, const Tensor& v, std::span<const int32_t> cu,
+void CpuDevice::attention_segments(Ctx& ctx, const Tensor& q, const Tensor& k, const Tensor& v, std::span<const int32_t> cu,
                         float scale, Tensor& out) {
   PIPIT_ASSERT(q.ndim() == 3 && q.is_contiguous() && k.ndim() == 3 && v.ndim() == 3 && out.is_contiguous());
   PIPIT_ASSERT(k.dtype() == DType::F32 && v.dtype() == DType::F32 && k.stride(0) == v.stride(0));

@@ -56,6 +56,9 @@ class OpenclDevice : public Device {
   void read(const Tensor& src, void* dst, size_t bytes) override;
   Result<Tensor> upload_weight(const Tensor& host) override;
 
+  // The decoder ops of a dense Llama-style graph (no attention sinks, no linear attention, no encoder ops): what
+  // Llama, Qwen2/3, SmolLM3, MiniCPM and the Qwen-VL decoders need; a model needing more is refused at load.
+  bool supports(Op op) const override;
   void linear_multi(Ctx& ctx, const Tensor& x, std::span<const Tensor* const> ws, std::span<const Tensor* const> biases,
                     std::span<Tensor* const> ys) override;
   Tensor linear_gated(Ctx& ctx, const Tensor& x, const Tensor& gate, const Tensor& up, GateAct act) override;

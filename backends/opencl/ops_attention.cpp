@@ -35,7 +35,7 @@ void OpenclDevice::attention(Ctx& ctx, const Tensor& q, const Tensor& k_cache, c
   if (n_tokens == 0) return;
   const int64_t n_rows = k_cache.dim(0);
   PIPIT_ASSERT(!p.ring || (p.window > 0 && p.window <= n_rows), "ring of {} rows for window {}", n_rows, p.window);
-  PIPIT_ASSERT(!p.sinks, "attention sinks (GPT-OSS) are not on the OpenCL device");  // device_supports_arch
+  PIPIT_ASSERT(!p.sinks, "attention sinks are not on the OpenCL device");  // supports(): refused at load
   int32_t lo = INT32_MAX, hi = 0;  // the key positions any query of the chunk sees: [lo, hi]
   for (int32_t x : pos) {
     hi = std::max(hi, x);

@@ -138,6 +138,14 @@ const char* source_text(const char* name) {
 
 }  // namespace
 
+bool OpenclDevice::supports(Op op) const {
+  static const OpSet kOps = op_set({Op::kToF32, Op::kLinear, Op::kLinearGated, Op::kEmbedding, Op::kRmsNorm,
+                                    Op::kRmsNormHeads, Op::kGated, Op::kAdd, Op::kScale, Op::kSoftmax,
+                                    Op::kGatherRows, Op::kCopyRows, Op::kRope, Op::kRopeMulti, Op::kStoreKv,
+                                    Op::kAttention, Op::kAttentionSoftcap});
+  return kOps.test(size_t(op));
+}
+
 OpenclDevice::~OpenclDevice() {
   if (cl_ && cl_->queue) clFinish(cl_->queue);
   for (auto& [name, k] : kernels_) clReleaseKernel(k);

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "backends/cpu/ops.h"
+#include "backends/ops.h"
 #include "models/hf_config.h"
 #include "models/model.h"
 

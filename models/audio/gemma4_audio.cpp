@@ -14,7 +14,8 @@
 // dropping the padded tail after subsampling gives HF's valid rows exactly.
 #include <cmath>
 
-#include "backends/cpu/ops_audio.h"
+#include "backends/cpu/kernels.h"  // TODO(issue 31 item 2): host loops still call kernels
+#include "backends/ops.h"
 #include "models/audio/audio_model.h"
 #include "models/audio/log_mel.h"
 

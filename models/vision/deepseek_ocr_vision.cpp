@@ -1,4 +1,5 @@
 // DeepSeek-OCR's DeepEncoder (see deepseek_ocr_vision.h).
+#include "backends/cpu/kernels.h"  // TODO(issue 31 item 2): host loops still call kernels
 #include "models/vision/deepseek_ocr_vision.h"
 
 #include <algorithm>

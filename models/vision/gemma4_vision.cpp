@@ -1,10 +1,11 @@
 // Gemma 4 vision tower + projector (see gemma4_vision.h). The tower runs only the image's real patch rows: HF's
 // padding rows are masked keys whose own outputs the pooler zeroes, so they change nothing.
+#include "backends/cpu/kernels.h"  // TODO(issue 31 item 2): host loops still call kernels
 #include "models/vision/gemma4_vision.h"
 
 #include <cmath>
 
-#include "backends/cpu/ops_patch.h"
+#include "backends/ops.h"
 
 namespace pipit {
 

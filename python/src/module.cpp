@@ -2,7 +2,8 @@
 // definition. The user-facing package is python/pipit/__init__.py, which wraps what is defined here.
 #include <cstring>
 
-#include "backends/cpu/ops.h"
+#include "backends/cpu/kernels.h"
+#include "backends/ops.h"
 #include "python/src/py_common.h"
 
 namespace pipit::python {

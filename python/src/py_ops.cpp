@@ -8,7 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "backends/cpu/ops.h"
+#include "backends/cpu/kernels.h"
+#include "backends/ops.h"
 #include "core/threads.h"
 #include "format/safetensors.h"
 #include "models/hf_config.h"

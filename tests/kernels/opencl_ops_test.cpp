@@ -8,7 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "backends/cpu/ops.h"
+#include "backends/ops.h"
 #include "backends/device.h"
 #include "tests/kernels/kernel_test_util.h"
 

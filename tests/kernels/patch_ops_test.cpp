@@ -1,11 +1,11 @@
-// The patch-grid ops (backends/cpu/ops_patch.h) on 3 threads against formulas written here the way HF writes them
+// The patch-grid ops (backends/ops.h; CPU: backends/cpu/ops_patch.cpp) on 3 threads against formulas written here the way HF writes them
 // (torch.clamp, 2 * (x - 0.5), apply_multidimensional_rope with rotate_half, the pooler's one-hot matmul), at 1, 31,
 // 32 and 33 rows. Every op does the same float operations in the same order as the formula, so clamp, shift-scale
 // and pooling must be bit-identical; RoPE's a*c - b*s may be contracted to a fused multiply-add differently in the
 // kernel and in the formula (GCC does on aarch64), so it is held to 3e-7 per unit of |a c| + |b s| (~2 float ulps).
 #include <cmath>
 
-#include "backends/cpu/ops_patch.h"
+#include "backends/ops.h"
 #include "tests/kernels/kernel_test_util.h"
 
 namespace pipit {

@@ -158,7 +158,7 @@ TEST_P(OpenclGoldenText, QuantizedFilesWithinTheCpuBounds) {
 
 INSTANTIATE_TEST_SUITE_P(Text, OpenclGoldenText, ::testing::Values("llama", "qwen2", "qwen3"));
 
-// The other decoders device_supports_arch() lets on the device: the full pass against their goldens.
+// The other decoders whose ops the device has (Model::ops_used): the full pass against their goldens.
 class OpenclGoldenMore : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(OpenclGoldenMore, FullForwardLogits) {
@@ -174,7 +174,8 @@ TEST_P(OpenclGoldenMore, FullForwardLogits) {
   EXPECT_LE(test::max_abs_diff(r->ptr<float>(), want.ptr<float>(), want.numel()).max_abs, kTol);
 }
 
-INSTANTIATE_TEST_SUITE_P(Text, OpenclGoldenMore, ::testing::Values("smollm3", "minicpm", "stories260k"));
+INSTANTIATE_TEST_SUITE_P(Text, OpenclGoldenMore,
+                         ::testing::Values("smollm3", "minicpm", "stories260k", "gemma3_text"));
 
 // Qwen2-VL: the vision tower on the CPU (its weights stay on the host), the decoder on the device, fed the image
 // features and M-RoPE positions.
@@ -226,13 +227,23 @@ TEST_P(OpenclGoldenVL, DecoderAfterAnImage) {
   EXPECT_EQ(got, want_ids);
 }
 
-INSTANTIATE_TEST_SUITE_P(VL, OpenclGoldenVL, ::testing::Values("qwen2_vl", "qwen2_5_vl"));
+INSTANTIATE_TEST_SUITE_P(VL, OpenclGoldenVL, ::testing::Values("qwen2_vl", "qwen2_5_vl", "llava"));
 
-TEST(OpenclGolden, UnsupportedModelIsRefusedAtLoad) {
+// Placement by capability: a model is refused naming the op the device lacks (Model::ops_used), not by its name.
+TEST(OpenclGolden, UnsupportedModelIsRefusedAtLoadNamingTheOp) {
   NEED_DEVICE();
-  auto m = load_model(test::model_dir("gemma3_text"), LoadOptions{.device = dev});
-  ASSERT_FALSE(m.is_ok());
-  EXPECT_NE(m.status().message().find("does not run on opencl"), std::string::npos) << m.status().message();
+  const std::pair<const char*, const char*> cases[] = {
+      {"qwen3_5", "'causal_conv1d_silu'"},  // linear attention
+      {"gpt_oss", "'attention with sinks'"},
+      {"qwen3_moe", "'host loops over activations'"},  // MoE routing is not an op yet
+  };
+  for (auto [model, op] : cases) {
+    auto m = load_model(test::model_dir(model), LoadOptions{.device = dev});
+    ASSERT_FALSE(m.is_ok()) << model;
+    EXPECT_NE(m.status().message().find(std::string("does not implement ") + op), std::string::npos)
+        << m.status().message();
+    EXPECT_NE(m.status().message().find("--device cpu"), std::string::npos) << m.status().message();
+  }
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// The audio encoder ops (backends/cpu/ops_audio.h) against independent formulations: local_rel_attention against
+// The audio encoder ops (backends/ops.h; CPU: backends/cpu/ops_audio.cpp) against independent formulations: local_rel_attention against
 // HF's blocked form (blocks of `chunk` queries over a context of chunk + past keys, Transformer-XL rel-shift of the
 // position logits, mask, soft-cap), the causal depthwise conv and the 3x3 stride-2 conv against direct loops in
 // double, GLU / SiLU / clamp on known values.
@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "backends/cpu/ops_audio.h"
+#include "backends/ops.h"
 
 namespace pipit {
 namespace {

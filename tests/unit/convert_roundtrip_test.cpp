@@ -7,7 +7,7 @@
 #include <mutex>
 
 #include "core/panels.h"
-#include "backends/cpu/ops.h"
+#include "backends/ops.h"
 #include "backends/cpu/ref/ref.h"
 #include "format/pipit_format.h"
 #include "tests/unit/convert_test_util.h"

@@ -10,7 +10,7 @@
 #include <map>
 #include <random>
 
-#include "backends/cpu/ops.h"
+#include "backends/ops.h"
 #include "core/threads.h"
 #include "runtime/sampler.h"
 

@@ -1,4 +1,4 @@
-// Reference kernels of the patch-grid ops (backends/cpu/ops_patch.h): clamp, shift-and-scale, multidimensional RoPE
+// Reference kernels of the patch-grid ops (backends/ops.h; CPU: backends/cpu/ops_patch.cpp): clamp, shift-and-scale, multidimensional RoPE
 // of one head row, and the average of one k x k block of a patch grid. Plain loops; the ops thread them over rows.
 #include <algorithm>
 

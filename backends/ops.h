@@ -1,26 +1,59 @@
-// The eager op API that models call. Each op checks shapes and dtypes (PIPIT_ASSERT: a mismatch here is a bug in a
-// model, files are validated at load), allocates its output from the context's arena, and splits the work across
-// the thread pool, calling kernels from the dispatch table. Activations are f32.
+// The op API that models call, the same on every device. Each op checks shapes and dtypes (PIPIT_ASSERT: a
+// mismatch here is a bug in a model, files are validated at load), allocates its output from the context's arena
+// and runs on ctx.device(): this CPU (backends/cpu/cpu_device.h, the default) or another Device
+// (backends/device.h: OpenCL today). Activations are f32. A model calls only these: no kernel tables, no loops over
+// tensor data (docs/contributing.md: adding an op).
 #pragma once
 
+#include <bitset>
+#include <initializer_list>
 #include <functional>
 #include <span>
 #include <string>
+#include <vector>
 
-#include "backends/cpu/kernels.h"
 #include "core/tensor.h"
 #include "core/threads.h"
 
 namespace pipit {
 
-class Device;  // backends/device.h
+class Device;    // backends/device.h
+struct Kernels;  // backends/cpu/kernels.h: the CPU's kernel table (only CPU code looks inside)
 
-// Everything an op needs: where activations go, who runs them, which kernels, and the debug hook that sees every
+// Every op of this file by name: what a device says it implements (Device::supports) and what a model says it
+// needs (Model::ops_used), so that placement is decided by capabilities, never by model names. Variants a device
+// may lack have their own entry (attention with sinks or a soft-cap). kHostLoops is not an op: a model that still
+// reads or writes activations through host pointers declares it, and only the CPU has it.
+#define PIPIT_OPS(X)                                                                                              \
+  X(kToF32, "to_f32") X(kLinear, "linear") X(kLinearGated, "linear_gated") X(kEmbedding, "embedding")             \
+  X(kRmsNorm, "rms_norm") X(kRmsNormHeads, "rms_norm_heads") X(kGated, "gated") X(kAdd, "add") X(kScale, "scale") \
+  X(kSoftmax, "softmax") X(kGatherRows, "gather_rows") X(kCopyRows, "copy_rows") X(kRope, "rope")                \
+  X(kRopeMulti, "rope_multi") X(kStoreKv, "store_kv") X(kAttention, "attention")                                  \
+  X(kAttentionSinks, "attention with sinks") X(kAttentionSoftcap, "attention with a soft-cap")                    \
+  X(kCausalConv1dSilu, "causal_conv1d_silu") X(kL2NormGroups, "l2_norm_groups") X(kDeltaGates, "delta_gates")     \
+  X(kGatedDeltaRule, "gated_delta_rule") X(kRmsNormGated, "rms_norm_gated") X(kLayerNorm, "layer_norm")           \
+  X(kActivation, "activation") X(kAttentionSegments, "attention_segments") X(kClamp, "clamp")                     \
+  X(kShiftScale, "shift_scale") X(kRopeParts, "rope_parts") X(kPoolGrid, "pool_grid") X(kGlu, "glu")              \
+  X(kDepthwiseConv1dCausal, "depthwise_conv1d_causal") X(kConv2d3x3S2, "conv2d_3x3_s2")                           \
+  X(kLocalRelAttention, "local_rel_attention")                                                                    \
+  X(kHostLoops, "host loops over activations")
+
+enum class Op {
+#define PIPIT_OP_ENUM(id, name) id,
+  PIPIT_OPS(PIPIT_OP_ENUM)
+#undef PIPIT_OP_ENUM
+  kCount
+};
+const char* op_name(Op op);
+using OpSet = std::bitset<size_t(Op::kCount)>;
+OpSet op_set(std::initializer_list<Op> ops);
+
+// Everything an op needs: where activations go, who runs them, on which device, and the debug hook that sees every
 // named intermediate (parity tests and `--dump` use it).
 struct Ctx {
   Arena* arena;
   ThreadPool* pool;
-  const Kernels* k;
+  const Kernels* k;  // the CPU's kernels (tests pin an ISA level here); read only by backends/cpu
   std::function<void(const std::string& name, int layer, const Tensor& t)> on_tensor;
   // rope_'s cos/sin table for the last (positions, frequencies, scale) it saw: every layer of a forward pass
   // rotates by the same angles, so they are computed once per pass.
@@ -32,12 +65,23 @@ struct Ctx {
     std::vector<float> cs;  // [n_tokens, 2 * n_freq]: cos then sin
   } rope_table = {};
   // The device the activations live on (null: this CPU). When set, the arena hands out device memory and every op
-  // below runs on the device (backends/device.h); the model code is the same.
+  // below runs on the device; the model code is the same.
   Device* dev = nullptr;
+  // When set, every op called through this context is recorded (tests check a model's Model::ops_used with it).
+  OpSet* ops_seen = nullptr;
 
-  Tensor name(const Tensor& t, const char* n, int layer = -1);  // below: a device tensor is read back for the hook
+  Device& device() const;  // *dev, or the CPU
+  void seen(Op op) const {
+    if (ops_seen) ops_seen->set(size_t(op));
+  }
+  Tensor name(const Tensor& t, const char* n, int layer = -1);  // a device tensor is read back for the hook
   Tensor alloc(DType dt, const std::vector<int64_t>& shape) { return Tensor::arena(*arena, dt, shape); }
 };
+
+// The CPU as a device (backends/cpu/ops.cpp): what Ctx::device() is without ctx.dev.
+Device& cpu_device();
+// The kernel table of this CPU's best ISA level (backends/cpu/dispatch.cpp): what a front end puts in Ctx::k.
+const Kernels& kernels();
 
 // y = x @ w^T (+ bias). x: [n_tokens, K] f32; w: [N, K] in any weight dtype; bias: [N] f32/bf16/f16 or undefined.
 Tensor linear(Ctx& ctx, const Tensor& x, const Tensor& w, const Tensor& bias = Tensor());
@@ -71,11 +115,6 @@ void copy_rows_(Ctx& ctx, Tensor& dst, std::span<const int32_t> src_row, const T
 // x as a host tensor: x itself on the CPU; a copy read back from the device otherwise (logits out).
 Tensor to_host(Ctx& ctx, const Tensor& x);
 
-inline Tensor Ctx::name(const Tensor& t, const char* n, int layer) {
-  if (on_tensor) on_tensor(n, layer, dev ? to_host(*this, t) : t);
-  return t;
-}
-
 // RoPE with HF's rotate_half convention on x [n_tokens, n_head, head_dim], in place. `inv_freq` has rot_dim/2
 // entries (rot_dim <= head_dim: partial rotary leaves the tail untouched); angle = pos * inv_freq[i] * (1 / attn
 // factor applied by the caller via cos/sin scale `mscale`).
@@ -87,7 +126,7 @@ void rope_(Ctx& ctx, Tensor& x, std::span<const int32_t> pos, std::span<const fl
 void rope_multi_(Ctx& ctx, Tensor& x, std::span<const int32_t> pos, std::span<const uint8_t> stream,
                  std::span<const float> inv_freq);
 
-// ---- linear attention (Gated DeltaNet; backends/cpu/ops_linear_attn.cpp) ----
+// ---- linear attention (Gated DeltaNet; CPU: backends/cpu/ops_linear_attn.cpp) ----
 // Depthwise causal conv1d + SiLU over x [n, C] (rows may be strided) for one sequence, continuing the window in
 // `state` ([K, C] f32, updated to the last K inputs); w: [K, C] f32. Writes y [n, C] (rows may be strided).
 void causal_conv1d_silu(Ctx& ctx, const Tensor& x, Tensor& state, const Tensor& w, Tensor& y);
@@ -111,12 +150,16 @@ void gated_delta_rule(Ctx& ctx, const Tensor& q, const Tensor& k, const Tensor& 
 // Qwen3_5RMSNormGated over the last dim: y = w * norm(x) * silu(z); x, z: [rows, n] contiguous, w: [n] f32.
 Tensor rms_norm_gated(Ctx& ctx, const Tensor& x, const Tensor& w, const Tensor& z, float eps);
 
-// ---- vision encoder ops (backends/cpu/ops_vision.cpp) ----
+// ---- vision encoder ops (CPU: backends/cpu/ops_vision.cpp) ----
 // LayerNorm over the last dim: y = (x - mean) / sqrt(var + eps) * w + b (biased variance, as torch).
 Tensor layer_norm(Ctx& ctx, const Tensor& x, const Tensor& w, const Tensor& b, float eps);
-void gelu_(Ctx& ctx, Tensor& x);        // erf GELU (torch nn.GELU()), in place
-void gelu_tanh_(Ctx& ctx, Tensor& x);   // gelu_pytorch_tanh (Qwen3-VL vision), in place
-void quick_gelu_(Ctx& ctx, Tensor& x);  // x * sigmoid(1.702 x) (CLIP, Qwen2-VL vision), in place
+// Elementwise activations in place (one device op, Op::kActivation, with the function as a parameter).
+enum class Act { kGelu, kGeluTanh, kQuickGelu, kSilu };
+void activation_(Ctx& ctx, Tensor& x, Act act);
+inline void gelu_(Ctx& ctx, Tensor& x) { activation_(ctx, x, Act::kGelu); }             // erf GELU (nn.GELU())
+inline void gelu_tanh_(Ctx& ctx, Tensor& x) { activation_(ctx, x, Act::kGeluTanh); }    // gelu_pytorch_tanh
+inline void quick_gelu_(Ctx& ctx, Tensor& x) { activation_(ctx, x, Act::kQuickGelu); }  // x * sigmoid(1.702 x)
+inline void silu_(Ctx& ctx, Tensor& x) { activation_(ctx, x, Act::kSilu); }              // x * sigmoid(x)
 // Bidirectional attention inside segments: query rows [cu[s], cu[s+1]) see exactly the key rows of their segment
 // (Qwen2-VL cu_seqlens, Qwen2.5-VL windows, one CLIP image). q: [n, n_head, head_dim]; k, v: [n, n_head_kv,
 // head_dim] f32 whose head rows are contiguous (rows may be strided); out: [n, n_head, head_dim] contiguous.
@@ -145,5 +188,48 @@ void attention(Ctx& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v
 // Writes rows of src ([n_tokens, n_head_kv, head_dim] f32) into dst cache rows at positions pos (converting dtype);
 // ring: at rows pos % dst.dim(0).
 void store_kv(Ctx& ctx, const Tensor& src, Tensor& dst, std::span<const int32_t> pos, bool ring = false);
+
+// ---- ops over vision patches (Gemma 4's vision tower; CPU: backends/cpu/ops_patch.cpp) ----
+// In place, f32 rows (may be strided between rows): x = min(max(x, lo), hi) (torch.clamp).
+void clamp_(Ctx& ctx, Tensor& x, float lo, float hi);
+// In place, f32 rows: x = (x + shift) * scale.
+void shift_scale_(Ctx& ctx, Tensor& x, float shift, float scale);
+// x [n_tokens, n_head, head_dim] f32 contiguous, in place: head_dim is split into n_part equal parts and part d of
+// token t is rotated (HF rotate_half inside the part) by pos[d * n_tokens + t] * inv_freq[i], i < head_dim / n_part
+// / 2 (HF apply_multidimensional_rope; Gemma 4 vision: n_part 2, x then y). cos / sin in float32 as HF.
+void rope_parts_(Ctx& ctx, Tensor& x, std::span<const int32_t> pos, int n_part, std::span<const float> inv_freq);
+// x [grid_h * grid_w, d] f32 (row-major grid) -> [(grid_h / k) * (grid_w / k), d]: each output row the mean of a
+// k x k block (sum of x / k^2 terms, HF Gemma4VisionPooler's one-hot matmul), output blocks row-major. grid_h and
+// grid_w must be multiples of k.
+Tensor pool_grid(Ctx& ctx, const Tensor& x, int64_t grid_h, int64_t grid_w, int64_t k);
+
+// ---- audio encoder ops (Gemma 4's conformer; CPU: backends/cpu/ops_audio.cpp) ----
+// torch GLU over the last dim: x [n, 2C] -> a * sigmoid(b), a = columns [0, C), b = [C, 2C).
+Tensor glu(Ctx& ctx, const Tensor& x);
+
+// Depthwise causal conv1d over time: x [T, C] f32, w [C, K] f32 (torch Conv1d(C, C, K, groups=C) weight [C, 1, K]),
+// y[t][c] = sum_j w[c][j] * x[t - (K - 1) + j][c], inputs before t = 0 read as 0 (left pad K - 1).
+Tensor depthwise_conv1d_causal(Ctx& ctx, const Tensor& x, const Tensor& w);
+
+// torch Conv2d(Cin, Cout, 3, stride=2, padding=1, bias=False) on a channels-last input x [H, W, Cin] f32;
+// w [Cout, Cin * 9] (the [Cout, Cin, 3, 3] weight flattened, any weight dtype). Returns [H', W', Cout] with
+// H' = (H - 1) / 2 + 1 (same for W). Built as im2col over a block of output rows + linear, so the im2col buffer
+// stays small whatever H is.
+Tensor conv2d_3x3_s2(Ctx& ctx, const Tensor& x, const Tensor& w);
+
+// Local self-attention with relative-position logits and a soft-cap (Gemma 4's audio attention, which HF computes
+// over blocks of `chunk` queries with a Transformer-XL rel-shift; the same numbers, written per query): query i of
+// q [T, n_head, hd] sees keys j in [i - window + 1, i], j >= 0; logit = q_i . k_j + q_i . rel_k[i - j], then
+// softcap * tanh(logit / softcap) (softcap > 0), softmax over the keys it sees, times v. rel_k: [window, n_head,
+// hd] f32, row d = the relative key of distance d. k, v: [T, n_head, hd] f32 contiguous. Returns [T, n_head, hd].
+Tensor local_rel_attention(Ctx& ctx, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& rel_k,
+                           int window, float softcap);
+
+inline Device& Ctx::device() const { return dev ? *dev : cpu_device(); }
+
+inline Tensor Ctx::name(const Tensor& t, const char* n, int layer) {
+  if (on_tensor) on_tensor(n, layer, dev ? to_host(*this, t) : t);
+  return t;
+}
 
 }  // namespace pipit
