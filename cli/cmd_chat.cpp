@@ -328,6 +328,8 @@ int cmd_chat(Args& a) {
   auto lm = load_model(a.get("-m"), *lo);
   if (!lm) return fail(a, lm.status().message());
   if (auto st = check_kv_type(*lm->model, so->kv_dtype); !st) return fail(a, st.message());
+  for (const auto& f : apply_model_sampling(a, *lm, *gp))
+    std::fprintf(stderr, "[pipit] generation_config.json: %s is out of range, ignored\n", f.c_str());
   if (lm->tokenizer->config().chat_template.empty() && !a.has("--chat-template"))
     return fail(a, "this model has no chat template; use `pipit run` for plain text continuation");
 

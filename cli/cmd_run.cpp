@@ -39,13 +39,22 @@ Result<std::string> run_prompt(const Args& a) {
 }
 
 // run --json: the answer and its numbers as one JSON object on stdout (text, token ids, finish reason, timings).
-int print_json(const GenerateResult& res, double load_ms) {
+int print_json(const GenerateResult& res, double load_ms, const SamplerParams& sp) {
   const size_t n_dec = res.tokens.size() > 1 ? res.tokens.size() - 1 : 0;
   nlohmann::ordered_json j = {
       {"text", res.text},
       {"tokens", res.tokens},
       {"finish_reason", stop_reason_name(res.reason)},
       {"context_full", res.reason == StopReason::kContext},
+      // what it sampled with (the model's generation_config.json where the command line set nothing), and the
+      // seed: a run without --seed picks a new one, this one reproduces it
+      {"sampling",
+       {{"temperature", sp.temperature},
+        {"top_k", sp.top_k},
+        {"top_p", sp.top_p},
+        {"min_p", sp.min_p},
+        {"repeat_penalty", sp.repetition_penalty},
+        {"seed", sp.seed}}},
       {"timings",
        {{"load_ms", load_ms},
         {"prompt_tokens", res.n_prompt},
@@ -103,6 +112,9 @@ int cmd_run(Args& a) {
   auto lm = load_model(a.get("-m"), *lo);
   if (!lm) return fail(a, lm.status().message());
   if (auto st = check_kv_type(*lm->model, so->kv_dtype); !st) return fail(a, st.message());
+  for (const auto& f : apply_model_sampling(a, *lm, *gp))
+    if (!a.get_flag("--quiet"))
+      std::fprintf(stderr, "[pipit] generation_config.json: %s is out of range, ignored\n", f.c_str());
   // before the chat template, which would fail on an image item it has no use for
   if (has_images(a) && !lm->model->vision())
     return fail(a, fmt("--image: {} is a text-only model (model type '{}'), it does not take images{}", a.get("-m"),
@@ -201,7 +213,7 @@ int cmd_run(Args& a) {
     return interrupted_exit(a, fmt("during the prompt, after {} of {} tokens", s.n_past(), n_prompt));
   if (!res) return fail(a, res.status().message());
   if (interrupted()) return interrupted_exit(a, fmt("after {} generated tokens", res->tokens.size()));
-  if (json) return print_json(*res, load_ms);
+  if (json) return print_json(*res, load_ms, gp->sampler);
   if (quiet) return 0;
   if (gp->spec.n_draft > 0)
     std::fprintf(stderr, "[pipit] speculative (%s): %lld of %lld guesses accepted (%.1f%%) in %lld verification passes\n",
@@ -213,11 +225,13 @@ int cmd_run(Args& a) {
   const double pp = res->prompt_ms > 0 ? res->n_prompt * 1000.0 / res->prompt_ms : 0;
   const size_t n_dec = res->tokens.size() > 1 ? res->tokens.size() - 1 : 0;
   const double tg = res->gen_ms > 0 ? double(n_dec) * 1000.0 / res->gen_ms : 0;
+  // sampled runs say their seed (a run without --seed picks a new one): `--seed N` gives the same text again
+  const std::string seed = gp->sampler.temperature > 0 ? fmt(" | seed {}", gp->sampler.seed) : std::string();
   std::fprintf(stderr,
                "\n[pipit] load %.1f ms | prompt %d tokens, %.1f tok/s | generated %zu tokens, %.1f tok/s | "
-               "threads %d | kernels %s | stop: %s\n",
+               "threads %d | kernels %s | stop: %s%s\n",
                load_ms, res->n_prompt, pp, res->tokens.size(), tg, s.pool().size(), kernels().name.c_str(),
-               stop_reason_name(res->reason));
+               stop_reason_name(res->reason), seed.c_str());
   return 0;
 }
 

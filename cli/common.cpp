@@ -3,6 +3,7 @@
 
 #include "backends/device.h"
 #include "models/mtp.h"
+#include "runtime/generation_defaults.h"
 
 #include <unistd.h>
 
@@ -49,14 +50,16 @@ Result<LoadOptions> load_options(const Args& a, bool need_tokenizer) {
 
 void add_sampling_options(Args& a) {
   a.option({"-n", "--n-predict"}, "tokens to generate (-1: until the context is full or the model stops)", "256");
-  a.option({"--temp"}, "temperature (0 = greedy)", "0.8");
-  a.option({"--top-k"}, "top-k (0 = off)", "40");
-  a.option({"--top-p"}, "top-p (1 = off)", "0.95");
-  a.option({"--min-p"}, "min-p (0 = off)", "0.05");
-  a.option({"--repeat-penalty"}, "repetition penalty (1 = off)", "1.0");
+  // the sampling defaults are the model's generation_config.json values where it has them (as HF generate() and
+  // `pipit serve`), these where it does not
+  a.option({"--temp"}, "temperature (0 = greedy; default: the model's generation_config.json, else 0.8)", "0.8");
+  a.option({"--top-k"}, "top-k (0 = off; default: the model's, else 40)", "40");
+  a.option({"--top-p"}, "top-p (1 = off; default: the model's, else 0.95)", "0.95");
+  a.option({"--min-p"}, "min-p (0 = off; default: the model's, else 0.05)", "0.05");
+  a.option({"--repeat-penalty"}, "repetition penalty (1 = off; default: the model's, else 1.0)", "1.0");
   a.option({"--presence-penalty"}, "presence penalty", "0");
   a.option({"--frequency-penalty"}, "frequency penalty", "0");
-  a.option({"--seed"}, "random seed", "12648430");
+  a.option({"--seed"}, "random seed (-1: a new one each run, shown in the speed line and in --json)", "-1");
   a.multi({"--stop"}, "stop string (repeatable)");
   a.flag({"--ignore-eos"}, "do not stop at end-of-sequence tokens");
   a.option({"--no-repeat-ngram"}, "ban tokens that would repeat an n-gram of this size (HF no_repeat_ngram_size; "
@@ -122,7 +125,8 @@ Result<GenerateParams> generate_params(const Args& a) {
   s.repetition_penalty = float(rep);
   s.presence_penalty = float(pres);
   s.frequency_penalty = float(freq);
-  s.seed = uint64_t(seed);
+  if (seed < -1) return Error::invalid_argument("--seed {}: expected a seed >= 0, or -1 for a new one", seed);
+  s.seed = seed == -1 ? random_seed() : uint64_t(seed);
   // the server's ranges (validate() in runtime/sampler.h), named by our options
   PIPIT_TRY(validate(s, SamplerNames{.temperature = "--temp", .top_k = "--top-k", .top_p = "--top-p",
                                      .min_p = "--min-p", .repetition_penalty = "--repeat-penalty",
@@ -136,6 +140,18 @@ Result<GenerateParams> generate_params(const Args& a) {
                                    Limits::kMaxNoRepeatNgram);
   p.no_repeat_ngram_size = int(ngram);
   return p;
+}
+
+std::vector<std::string> apply_model_sampling(const Args& a, const LoadedModel& lm, GenerateParams& p) {
+  std::vector<std::string> ignored;
+  const SamplerParams m = model_sampling(lm.generation_config, p.sampler, &ignored);
+  auto& s = p.sampler;
+  if (!a.has("--temp")) s.temperature = m.temperature;
+  if (!a.has("--top-k")) s.top_k = m.top_k;
+  if (!a.has("--top-p")) s.top_p = m.top_p;
+  if (!a.has("--min-p")) s.min_p = m.min_p;
+  if (!a.has("--repeat-penalty")) s.repetition_penalty = m.repetition_penalty;
+  return ignored;
 }
 
 void add_speculative_options(Args& a) {

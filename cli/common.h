@@ -24,6 +24,9 @@ Result<SessionOptions> session_options(const Args& a);
 Result<DType> kv_type(const Args& a);                 // --kv-type f32 | f16 | q8
 Status check_kv_type(const Model& m, DType kv);       // q8 needs head_dim % 32 == 0 (and the CPU)
 Result<GenerateParams> generate_params(const Args& a);
+// The model's generation_config.json sampling (runtime/generation_defaults.h) for each of --temp, --top-k, --top-p,
+// --min-p, --repeat-penalty the command line did not set. Returns the fields of the file it dropped as invalid.
+std::vector<std::string> apply_model_sampling(const Args& a, const LoadedModel& lm, GenerateParams& p);
 
 // Speculative decoding (runtime/speculative.h): --draft MODEL (a draft model sharing the vocabulary), --lookup
 // (prompt lookup, no extra model), --draft-max N (guesses per verification); --mtp (the model's own multi-token-

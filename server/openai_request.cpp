@@ -9,6 +9,7 @@
 #include <random>
 
 #include "core/limits.h"
+#include "runtime/generation_defaults.h"
 #include "models/vision/image.h"  // decode_base64
 
 namespace pipit::server {
@@ -554,36 +555,12 @@ std::optional<ApiError> parse_completion_request(const json& body, const Request
 }
 
 SamplerParams default_sampling(const json& gc, std::vector<std::string>* ignored) {
-  SamplerParams s;
-  s.temperature = 1.0f;
-  s.top_p = 1.0f;
-  s.top_k = 0;
-  s.min_p = 0.0f;
-  if (!gc.is_object()) return s;
-  const SamplerParams neutral = s;
-  auto num = [&](const char* name, float& out) {
-    if (const json* v = field(gc, name); v && v->is_number()) out = v->get<float>();
-  };
-  num("temperature", s.temperature);
-  num("top_p", s.top_p);
-  num("min_p", s.min_p);
-  num("repetition_penalty", s.repetition_penalty);
-  if (const json* v = field(gc, "top_k"); v && v->is_number_integer()) s.top_k = int(v->get<int64_t>());
-  if (const json* v = field(gc, "do_sample"); v && v->is_boolean() && !v->get<bool>()) s.temperature = 0.0f;
-  // A value out of the range a request may send (temperature 5, top_k -3, a NaN) would make every request that
-  // does not set it a 400: such a default is dropped for the neutral one, and the caller says so at start.
-  const char* bad = nullptr;
-  for (int i = 0; i < 8 && !validate(s, {}, &bad).is_ok() && bad; ++i) {
-    const std::string name = bad;
-    if (ignored) ignored->push_back(name);
-    if (name == "temperature") s.temperature = neutral.temperature;
-    else if (name == "top_p") s.top_p = neutral.top_p;
-    else if (name == "min_p") s.min_p = neutral.min_p;
-    else if (name == "top_k") s.top_k = neutral.top_k;
-    else if (name == "repetition_penalty") s.repetition_penalty = neutral.repetition_penalty;
-    else return neutral;  // a field this function does not read: keep nothing of the file's
-  }
-  return s;
+  SamplerParams neutral;  // OpenAI's / HF's meaning of a field a request leaves out: no truncation, temperature 1
+  neutral.temperature = 1.0f;
+  neutral.top_p = 1.0f;
+  neutral.top_k = 0;
+  neutral.min_p = 0.0f;
+  return model_sampling(gc, neutral, ignored);
 }
 
 }  // namespace pipit::server

@@ -23,10 +23,12 @@ __version__ = _pipit.__version__
 __all__ = ["Model", "Session", "Tensor", "Completion", "Error", "ops", "load_safetensors", "rope_freqs"]
 
 
-def _options(max_tokens=256, temperature=0.8, top_k=40, top_p=0.95, min_p=0.05, repeat_penalty=1.0,
-             presence_penalty=0.0, frequency_penalty=0.0, seed=0xC0FFEE, stop=None, ignore_eos=False,
+def _options(max_tokens=256, temperature=None, top_k=None, top_p=None, min_p=None, repeat_penalty=None,
+             presence_penalty=0.0, frequency_penalty=0.0, seed=None, stop=None, ignore_eos=False,
              grammar=None, json_schema=None, logprobs=None, lookup=0, mtp=0, no_repeat_ngram_size=-1):
-    """grammar: GBNF text; json_schema: a dict or its JSON text (the answer is JSON valid under it); logprobs: N to
+    """temperature, top_k, top_p, min_p, repeat_penalty: None takes the model's generation_config.json value (as
+    HF generate() does), else 0.8, 40, 0.95, 0.05, 1.0; seed: None draws a new one (Completion.seed tells which);
+    grammar: GBNF text; json_schema: a dict or its JSON text (the answer is JSON valid under it); logprobs: N to
     record each generated token's log-probability and its N most likely alternatives (Completion.logprobs);
     lookup: N guesses per step by prompt lookup (speculative decoding: the same tokens, fewer passes);
     mtp: N guesses per step by the model's own multi-token-prediction head (Qwen3.5; the same tokens);
@@ -192,8 +194,9 @@ class Model:
         placeholder gets one per clip after BOS (as `pipit run --audio`).
 
         on_text(piece, token) is called for each piece of text as it is generated (valid UTF-8; a stop string is
-        never shown); returning False stops. options: max_tokens=256, temperature=0.8 (0: greedy), top_k=40,
-        top_p=0.95, min_p=0.05, repeat_penalty=1.0, presence_penalty=0, frequency_penalty=0, seed, stop (strings),
+        never shown); returning False stops. options: max_tokens=256, temperature (0: greedy), top_k, top_p, min_p,
+        repeat_penalty (each: the model's generation_config.json value, else 0.8, 40, 0.95, 0.05, 1.0),
+        presence_penalty=0, frequency_penalty=0, seed (None: a new one, see Completion.seed), stop (strings),
         ignore_eos=False. Returns a Completion (str() gives its text)."""
         ids = self.tokenize(prompt) if isinstance(prompt, str) else list(prompt)
         if audio and self._m.audio_token_id not in ids:  # one placeholder per clip after BOS

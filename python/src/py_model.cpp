@@ -10,6 +10,7 @@
 #include "models/vision/vision_model.h"
 #include "python/src/py_common.h"
 #include "runtime/audio_input.h"
+#include "runtime/generation_defaults.h"
 #include "runtime/generator.h"
 #include "runtime/grammar.h"
 #include "runtime/json_schema.h"
@@ -44,10 +45,12 @@ struct PySession {
 // Sampling and stopping, filled by pipit.GenerateOptions in __init__.py.
 struct GenOptions {
   int max_tokens = 256;
-  float temperature = 0.8f;
-  int top_k = 40;
-  float top_p = 0.95f, min_p = 0.05f, repeat_penalty = 1.0f, presence_penalty = 0.0f, frequency_penalty = 0.0f;
-  uint64_t seed = 0xC0FFEE;
+  // None: the model's generation_config.json value, else SamplerParams' (0.8, 40, 0.95, 0.05, 1.0)
+  std::optional<float> temperature;
+  std::optional<int> top_k;
+  std::optional<float> top_p, min_p, repeat_penalty;
+  float presence_penalty = 0.0f, frequency_penalty = 0.0f;
+  std::optional<uint64_t> seed;  // None: a new seed (Completion.seed says which)
   std::vector<std::string> stop;
   bool ignore_eos = false;
   std::string grammar, json_schema;  // structured output (at most one): GBNF, or a JSON schema's text
@@ -66,22 +69,25 @@ struct Completion {
   // (token, logprob, [(token, logprob), ...]) per generated token when GenerateOptions.logprobs >= 0
   std::vector<std::tuple<int32_t, float, std::vector<std::pair<int32_t, float>>>> logprobs;
   int64_t drafted = 0, accepted = 0;  // speculative guesses made and accepted (lookup)
+  uint64_t seed = 0;                  // what it sampled with: pass it back as seed= for the same text
 };
 
-GenerateParams gen_params(const GenOptions& o) {
+GenerateParams gen_params(const GenOptions& o, const nlohmann::json& generation_config) {
   if (o.max_tokens < 0) bad_arg("max_tokens must be >= 0, got {}", o.max_tokens);
-  if (!(o.top_p > 0.0f) || !(o.temperature >= 0.0f) || !(o.min_p >= 0.0f) || !(o.repeat_penalty > 0.0f))
-    bad_arg("temperature and min_p must be >= 0, top_p and repeat_penalty > 0");
+  const SamplerParams m = model_sampling(generation_config, SamplerParams{});
   GenerateParams p;
   p.max_tokens = o.max_tokens;
-  p.sampler.temperature = o.temperature;
-  p.sampler.top_k = o.top_k;
-  p.sampler.top_p = o.top_p;
-  p.sampler.min_p = o.min_p;
-  p.sampler.repetition_penalty = o.repeat_penalty;
+  p.sampler.temperature = o.temperature.value_or(m.temperature);
+  p.sampler.top_k = o.top_k.value_or(m.top_k);
+  p.sampler.top_p = o.top_p.value_or(m.top_p);
+  p.sampler.min_p = o.min_p.value_or(m.min_p);
+  p.sampler.repetition_penalty = o.repeat_penalty.value_or(m.repetition_penalty);
   p.sampler.presence_penalty = o.presence_penalty;
   p.sampler.frequency_penalty = o.frequency_penalty;
-  p.sampler.seed = o.seed;
+  p.sampler.seed = o.seed ? *o.seed : random_seed();
+  const auto& q = p.sampler;
+  if (!(q.top_p > 0.0f) || !(q.temperature >= 0.0f) || !(q.min_p >= 0.0f) || !(q.repetition_penalty > 0.0f))
+    bad_arg("temperature and min_p must be >= 0, top_p and repeat_penalty > 0");
   p.stop = o.stop;
   p.ignore_eos = o.ignore_eos;
   if (!o.grammar.empty() && !o.json_schema.empty()) bad_arg("grammar and json_schema: choose one");
@@ -197,7 +203,7 @@ std::optional<MultimodalPrompt> image_prompt(PyModel& m, const std::vector<int32
 Completion run_generate(PySession& ps, const std::vector<int32_t>& ids, const std::vector<std::string>& images,
                         const Videos& videos, const GenOptions& o, const py::object& on_text,
                         const std::vector<AudioSource>& audio = {}) {
-  GenerateParams gp = gen_params(o);
+  GenerateParams gp = gen_params(o, ps.m->lm.generation_config);
   if (o.mtp > 0) {  // the head follows the session from its first use on (earlier turns give it no pairs)
     if (!ps.mtp) ps.mtp = unwrap(MtpDraft::create(*ps.s));
     gp.spec.mtp = ps.mtp.get();
@@ -230,8 +236,8 @@ Completion run_generate(PySession& ps, const std::vector<int32_t>& ids, const st
   }
   if (raised) throw *raised;
   GenerateResult g = unwrap(std::move(r));
-  Completion c{g.text, g.tokens, stop_reason_name(g.reason), g.n_prompt, g.prompt_ms, g.gen_ms, {},
-               g.spec.drafted, g.spec.accepted};
+  Completion c{g.text,  g.tokens,          stop_reason_name(g.reason), g.n_prompt, g.prompt_ms,
+               g.gen_ms, {},                g.spec.drafted,             g.spec.accepted, gp.sampler.seed};
   for (const TokenLogprob& lp : g.logprobs) c.logprobs.emplace_back(lp.token, lp.logprob, lp.top);
   return c;
 }
@@ -301,6 +307,7 @@ void bind_model(py::module_& m) {
                     "(token, logprob, [(token, logprob), ...]) per generated token, with logprobs=N (N top ones)")
       .def_readonly("drafted", &Completion::drafted, "speculative guesses made (lookup=N, mtp=N)")
       .def_readonly("accepted", &Completion::accepted, "of those, accepted")
+      .def_readonly("seed", &Completion::seed, "the seed it sampled with (pass it as seed= to get the same text)")
       .def("__str__", [](const Completion& c) { return c.text; })
       .def("__repr__", [](const Completion& c) {
         return "Completion(" + std::to_string(c.tokens.size()) + " tokens, finish_reason='" + c.finish_reason + "')";

@@ -78,6 +78,28 @@ class Generation(unittest.TestCase):
         b = self.m.generate("Once upon a time", max_tokens=16, temperature=1.0, seed=7).tokens
         self.assertEqual(a, b)
 
+    def test_default_seed_and_generation_config(self):
+        # no seed: a new one per call, reported; passing it back gives the same tokens
+        a = self.m.generate("Once upon a time", max_tokens=24, temperature=1.0)
+        b = self.m.generate("Once upon a time", max_tokens=24, temperature=1.0)
+        self.assertNotEqual(a.seed, b.seed)
+        self.assertEqual(self.m.generate("Once upon a time", max_tokens=24, temperature=1.0, seed=a.seed).tokens,
+                         a.tokens)
+        # sampling left unset takes the model's generation_config.json: do_sample false -> greedy
+        with tempfile.TemporaryDirectory() as d:
+            st = os.path.join(MODELS, "stories260k")
+            for name in ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"):
+                if os.path.exists(os.path.join(st, name)):
+                    os.symlink(os.path.join(st, name), os.path.join(d, name))
+            with open(os.path.join(d, "generation_config.json"), "w") as f:
+                json.dump({"bos_token_id": 1, "eos_token_id": 2, "do_sample": False}, f)
+            m = pipit.Model(d, n_threads=2)
+            greedy = self.m.generate("Once upon a time", max_tokens=24, temperature=0).tokens
+            for seed in (1, 2):
+                self.assertEqual(m.generate("Once upon a time", max_tokens=24, seed=seed).tokens, greedy)
+            self.assertNotEqual(m.generate("Once upon a time", max_tokens=24, temperature=1.0, seed=2).tokens,
+                                greedy)
+
     def test_lookup_keeps_seeded_tokens(self):
         # speculative decoding by prompt lookup: the same tokens as plain decoding, greedy and seeded
         prompt = "Once upon a time, there was a little girl. Once upon a time, there was a little"

@@ -8,6 +8,7 @@
 
 #include "tests/e2e/cli_run_util.h"
 #include "tests/test_util.h"
+#include "tests/unit/convert_test_util.h"
 
 namespace pipit {
 namespace {
@@ -37,6 +38,52 @@ TEST(CliGeneration, SpeculativeSampledTextEqualsPlain) {
     differ += plain.out != first;
   }
   EXPECT_GT(differ, 0);  // the seeds and settings do change the text
+}
+
+// No --seed: a new seed each run, said in the speed line and in --json; --seed with it gives the same text. Sampling
+// options left unset take the model's generation_config.json (do_sample false: greedy), set ones win.
+TEST(CliGeneration, RandomSeedByDefaultAndModelSampling) {
+  const std::string prompt = "-p \"Once upon a time\" -n 24 --temp 1.0 --json";
+  const CliOutput a = pipit_run(prompt), b = pipit_run(prompt);
+  ASSERT_EQ(a.code, 0);
+  const auto ja = nlohmann::json::parse(a.out, nullptr, false), jb = nlohmann::json::parse(b.out, nullptr, false);
+  ASSERT_TRUE(ja.is_object() && jb.is_object()) << a.out;
+  EXPECT_NE(ja["sampling"]["seed"], jb["sampling"]["seed"]);
+  const uint64_t seed = ja["sampling"]["seed"].get<uint64_t>();
+  const CliOutput again_out = pipit_run(prompt + " --seed " + std::to_string(seed));
+  const auto again = nlohmann::json::parse(again_out.out, nullptr, false);
+  ASSERT_TRUE(again.is_object()) << again_out.out;
+  EXPECT_EQ(again["tokens"], ja["tokens"]);
+  const CliOutput line = pipit_run("-p \"Once upon a time\" -n 4 --temp 1.0", true);
+  EXPECT_NE(line.out.find("| seed "), std::string::npos) << line.out;
+  EXPECT_NE(pipit_run("-p x --seed -2", true).out.find("--seed -2"), std::string::npos);
+
+  test::ScratchDir d("gencfg");
+  const std::string src = test::model_dir("stories260k");
+  for (const char* f : {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"})
+    test::write_bytes(d.path(f), test::read_bytes(src + "/" + f));
+  test::write_bytes(d.path("generation_config.json"),
+                   R"({"bos_token_id": 1, "eos_token_id": 2, "do_sample": false, "top_k": 7, "top_p": 7})");
+  auto run_dir = [&](const std::string& args) {
+    return test::run_cli("run -m " + d.path("") + " -t 1 -p \"Once upon a time\" -n 24 --json " + args, false);
+  };
+  const CliOutput def_out = run_dir("");
+  const auto def = nlohmann::json::parse(def_out.out, nullptr, false);
+  ASSERT_TRUE(def.is_object()) << def_out.out;
+  EXPECT_EQ(def["sampling"]["temperature"], 0.0);  // do_sample false
+  EXPECT_EQ(def["sampling"]["top_k"], 7);
+  EXPECT_NEAR(def["sampling"]["top_p"].get<double>(), 0.95, 1e-6);  // 7 is out of range: ignored
+  const CliOutput greedy_out = pipit_run("-p \"Once upon a time\" -n 24 --temp 0 --json");
+  const auto greedy = nlohmann::json::parse(greedy_out.out, nullptr, false);
+  ASSERT_TRUE(greedy.is_object()) << greedy_out.out;
+  EXPECT_EQ(def["tokens"], greedy["tokens"]);
+  const CliOutput set_out = run_dir("--temp 0.9 --top-k 3");
+  const auto set = nlohmann::json::parse(set_out.out, nullptr, false);
+  ASSERT_TRUE(set.is_object()) << set_out.out;
+  EXPECT_NEAR(set["sampling"]["temperature"].get<double>(), 0.9, 1e-6);
+  EXPECT_EQ(set["sampling"]["top_k"], 3);
+  const CliOutput warn = test::run_cli("run -m " + d.path("") + " -t 1 -p x -n 2", true);
+  EXPECT_NE(warn.out.find("generation_config.json: top_p is out of range, ignored"), std::string::npos) << warn.out;
 }
 
 TEST(CliGeneration, GrammarAndJsonSchema) {
