@@ -62,6 +62,7 @@ struct pipit_session {
   std::vector<int32_t> unexpanded;
   // the last generation: why it ended ("" after an error) and its prompt's counts
   std::string finish_reason;
+  uint64_t last_seed = 0;  // pipit_session_last_seed
   int32_t n_prompt = 0, n_reused = 0, n_evaluated = 0;
   // speculative decoding (pipit_session_set_speculation): n_draft 0 is off; a draft model's own session
   int32_t n_draft = 0;

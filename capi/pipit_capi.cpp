@@ -11,6 +11,7 @@
 #include "models/vision/image.h"
 #include "models/vision/video_file.h"
 #include "models/vision/vision_model.h"
+#include "runtime/generation_defaults.h"
 #include "runtime/grammar.h"
 #include "runtime/json_schema.h"
 #include "runtime/memory_estimate.h"
@@ -250,9 +251,9 @@ pipit_status pipit_session_reset(pipit_session* session) {
 }
 
 void pipit_generate_options_init(pipit_generate_options* o, size_t size) {
-  pipit::SamplerParams d;
-  init_options(o, size, pipit_generate_options{uint32_t(sizeof(pipit_generate_options)), 256, d.temperature, d.top_k,
-                                               d.top_p, d.min_p, d.repetition_penalty, d.seed, nullptr, 0});
+  init_options(o, size, pipit_generate_options{uint32_t(sizeof(pipit_generate_options)), 256, PIPIT_MODEL_DEFAULT,
+                                               PIPIT_MODEL_DEFAULT_INT, PIPIT_MODEL_DEFAULT, PIPIT_MODEL_DEFAULT,
+                                               PIPIT_MODEL_DEFAULT, PIPIT_SEED_RANDOM, nullptr, 0});
 }
 
 pipit_status pipit_session_generate(pipit_session* session, const char* prompt, int32_t use_chat_template,
@@ -268,7 +269,17 @@ pipit_status pipit_session_generate(pipit_session* session, const char* prompt, 
     if (o.max_tokens < 0) return fail(PIPIT_ERR_INVALID_ARGUMENT, "max_tokens must be >= 0");
     pipit::GenerateParams gp;
     gp.max_tokens = o.max_tokens;
-    gp.sampler = pipit::SamplerParams{o.temperature, o.top_k, o.top_p, o.min_p, o.repeat_penalty, 0, 0, 256, o.seed};
+    // fields left at PIPIT_MODEL_DEFAULT take the model's generation_config.json value (else SamplerParams')
+    const pipit::SamplerParams m = pipit::model_sampling(session->model->lm.generation_config, pipit::SamplerParams{});
+    gp.sampler = m;
+    if (!std::isnan(o.temperature)) gp.sampler.temperature = o.temperature;
+    if (o.top_k != PIPIT_MODEL_DEFAULT_INT) gp.sampler.top_k = o.top_k;
+    if (!std::isnan(o.top_p)) gp.sampler.top_p = o.top_p;
+    if (!std::isnan(o.min_p)) gp.sampler.min_p = o.min_p;
+    if (!std::isnan(o.repeat_penalty)) gp.sampler.repetition_penalty = o.repeat_penalty;
+    gp.sampler.presence_penalty = gp.sampler.frequency_penalty = 0;
+    gp.sampler.seed = o.seed == PIPIT_SEED_RANDOM ? pipit::random_seed() : o.seed;
+    session->last_seed = gp.sampler.seed;
     for (size_t i = 0; i < o.n_stop; ++i)
       if (o.stop && o.stop[i]) gp.stop.push_back(o.stop[i]);
     gp.grammar = session->grammar;
@@ -476,6 +487,8 @@ pipit_status pipit_session_generate(pipit_session* session, const char* prompt, 
 const char* pipit_session_finish_reason(const pipit_session* session) {
   return session ? session->finish_reason.c_str() : "";
 }
+
+uint64_t pipit_session_last_seed(const pipit_session* session) { return session ? session->last_seed : 0; }
 
 int32_t pipit_session_n_past(const pipit_session* session) { return session ? session->s->n_past() : 0; }
 int32_t pipit_session_n_ctx(const pipit_session* session) { return session ? session->s->n_ctx() : 0; }

@@ -14,6 +14,7 @@
 #define PIPIT_PIPIT_H
 
 #include <stddef.h>
+#include <math.h> /* NAN */
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -148,15 +149,22 @@ void pipit_session_destroy(pipit_session* session);
 /* Forget the conversation (KV cache and history). */
 pipit_status pipit_session_reset(pipit_session* session);
 
+/* Sampling fields left at PIPIT_MODEL_DEFAULT (floats) / PIPIT_MODEL_DEFAULT_INT (top_k) take the model's
+ * generation_config.json value, as HF generate() and the server do, else the value named below; seed
+ * PIPIT_SEED_RANDOM draws a new seed per generation (pipit_session_last_seed() says which, to repeat it).
+ * pipit_generate_options_default() sets all of them so. */
+#define PIPIT_MODEL_DEFAULT NAN
+#define PIPIT_MODEL_DEFAULT_INT INT32_MIN
+#define PIPIT_SEED_RANDOM UINT64_MAX
 typedef struct pipit_generate_options {
   uint32_t struct_size; /* set by pipit_generate_options_default() */
   int32_t max_tokens;   /* default 256 */
-  float temperature;    /* default 0.8; 0 = greedy */
-  int32_t top_k;        /* default 40; 0 = off */
-  float top_p;          /* default 0.95 */
-  float min_p;          /* default 0.05 */
-  float repeat_penalty; /* default 1.0 */
-  uint64_t seed;
+  float temperature;    /* default: the model's, else 0.8; 0 = greedy */
+  int32_t top_k;        /* default: the model's, else 40; 0 = off */
+  float top_p;          /* default: the model's, else 0.95 */
+  float min_p;          /* default: the model's, else 0.05 */
+  float repeat_penalty; /* default: the model's, else 1.0 */
+  uint64_t seed;        /* default PIPIT_SEED_RANDOM */
   const char* const* stop; /* stop strings */
   size_t n_stop;
 } pipit_generate_options;
@@ -179,6 +187,9 @@ pipit_status pipit_session_generate(pipit_session* session, const char* prompt, 
  * with PIPIT_ERR_OUT_OF_RANGE; reset, or start a shorter conversation), "cancelled" (the callback returned 0);
  * "" before the first generation and after an error. Valid until the next call on the session. */
 const char* pipit_session_finish_reason(const pipit_session* session);
+/* The seed the last pipit_session_generate sampled with (a new one when its options said PIPIT_SEED_RANDOM): pass
+ * it as options.seed to get the same text again. 0 before the first generation. */
+uint64_t pipit_session_last_seed(const pipit_session* session);
 
 /* From any thread: stops the generation that `session` is running now. It ends at the next token, or during a long
  * prompt at the end of the current prefill chunk (512 tokens), with PIPIT_OK and finish reason "cancelled"; the

@@ -12,6 +12,7 @@
 
 #include "include/pipit/pipit.h"
 #include "tests/test_util.h"
+#include "tests/unit/convert_test_util.h"
 
 namespace pipit {
 namespace {
@@ -51,6 +52,51 @@ class CapiGeneration : public ::testing::Test {
   }
   pipit_model* model_ = nullptr;
 };
+
+// Options left at their defaults: a new seed per generation (pipit_session_last_seed repeats it) and the model's
+// generation_config.json sampling (here: none, so 0.8 / 40 / 0.95 / 0.05; a copy saying do_sample false: greedy).
+TEST_F(CapiGeneration, DefaultsAreANewSeedAndTheModelsSampling) {
+  pipit_generate_options o;
+  pipit_generate_options_default(&o);
+  EXPECT_TRUE(std::isnan(o.temperature));
+  EXPECT_EQ(o.top_k, PIPIT_MODEL_DEFAULT_INT);
+  EXPECT_EQ(o.seed, PIPIT_SEED_RANDOM);
+  o.max_tokens = 32;
+  pipit_session* s = session();
+  EXPECT_EQ(pipit_session_last_seed(s), 0u);
+  const Out a = gen(s, "Once upon a time", o);
+  const uint64_t seed_a = pipit_session_last_seed(s);
+  pipit_session_reset(s);
+  const Out b = gen(s, "Once upon a time", o);
+  EXPECT_NE(pipit_session_last_seed(s), seed_a);
+  pipit_session_reset(s);
+  o.seed = seed_a;
+  EXPECT_EQ(gen(s, "Once upon a time", o).tokens, a.tokens);
+  EXPECT_EQ(pipit_session_last_seed(s), seed_a);
+  pipit_session_destroy(s);
+
+  test::ScratchDir d("capi_gencfg");
+  const std::string src = test::model_dir("stories260k");
+  for (const char* f : {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"})
+    test::write_bytes(d.path(f), test::read_bytes(src + "/" + f));
+  test::write_bytes(d.path("generation_config.json"), R"({"bos_token_id": 1, "eos_token_id": 2, "do_sample": false})");
+  pipit_model* greedy_model = nullptr;
+  ASSERT_EQ(pipit_model_load(d.dir().c_str(), nullptr, &greedy_model), PIPIT_OK) << pipit_last_error();
+  pipit_session* g = nullptr;
+  ASSERT_EQ(pipit_session_create(greedy_model, nullptr, &g), PIPIT_OK);
+  pipit_generate_options_default(&o);
+  o.max_tokens = 32;
+  const Out by_default = gen(g, "Once upon a time", o);
+  pipit_session_reset(g);
+  o.temperature = 0;
+  EXPECT_EQ(gen(g, "Once upon a time", o).tokens, by_default.tokens);
+  pipit_session_reset(g);
+  o.temperature = 1.0f;  // set: it wins over the file
+  o.seed = 2;
+  EXPECT_NE(gen(g, "Once upon a time", o).tokens, by_default.tokens);
+  pipit_session_destroy(g);
+  pipit_model_destroy(greedy_model);
+}
 
 // Two raw turns of seeded sampling: with prompt lookup or the model as its own draft, the same tokens as without.
 TEST_F(CapiGeneration, SeededSamplingWithSpeculationEqualsPlain) {

@@ -1,14 +1,18 @@
 package dev.pipit;
 
-/** Sampling and stopping for one generation; the defaults are the C API's (temperature 0.8, top-k 40, ...). */
+/**
+ * Sampling and stopping for one generation. Sampling left unset takes the model's generation_config.json values (as
+ * HF generate() and the server do), else temperature 0.8, top-k 40, top-p 0.95, min-p 0.05, repeat penalty 1; the
+ * seed left unset is a new one per generation. (NaN / Integer.MIN_VALUE / -1 are the C API's "unset".)
+ */
 public final class GenerateOptions {
   int maxTokens = 256;
-  float temperature = 0.8f;
-  int topK = 40;
-  float topP = 0.95f;
-  float minP = 0.05f;
-  float repeatPenalty = 1.0f;
-  long seed = 0;
+  float temperature = Float.NaN;
+  int topK = Integer.MIN_VALUE;
+  float topP = Float.NaN;
+  float minP = Float.NaN;
+  float repeatPenalty = Float.NaN;
+  long seed = -1;  // PIPIT_SEED_RANDOM (UINT64_MAX)
   String[] stop = new String[0];
 
   public GenerateOptions maxTokens(int n) {
@@ -43,6 +47,7 @@ public final class GenerateOptions {
     return this;
   }
 
+  /** -1: a new seed per generation (the default). */
   public GenerateOptions seed(long s) {
     seed = s;
     return this;
