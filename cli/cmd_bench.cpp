@@ -224,7 +224,7 @@ std::vector<std::pair<int, double>> measure_bandwidth(const std::vector<int>& th
   return out;
 }
 
-int cmd_bench(Args& a) {
+void add_bench_options(Args& a) {
   a.option({"-m", "--model"}, "model: HF checkpoint dir, .pipit or .gguf file");
   a.option({"-p", "--n-prompt"}, "prompt tokens (0: skip the prompt test)", "512");
   a.option({"-n", "--n-gen"}, "generated tokens (0: skip the generation test)", "128");
@@ -244,42 +244,241 @@ int cmd_bench(Args& a) {
   a.option({"--image-mode"}, "DeepSeek-OCR resolution mode: tiny, small, base, large, gundam (default gundam)");
   add_speculative_options(a);
   a.option({"-f", "--file"}, "speculative tests: the prompt, as text (default: -p random tokens)");
+}
+
+// The numbers of a bench run, read and checked before the model is loaded.
+struct BenchArgs {
+  int64_t n_prompt = 0, n_gen = 0, reps = 0;
+  int depth = 0;
+  std::vector<int> threads;
+  SessionOptions so;
+  std::string kv;  // --kv-type as given
+};
+
+Result<BenchArgs> bench_args(const Args& a) {
+  BenchArgs b;
+  PIPIT_ASSIGN_OR_RETURN(b.n_prompt, a.get_int("-p"));
+  PIPIT_ASSIGN_OR_RETURN(b.n_gen, a.get_int("-n"));
+  PIPIT_ASSIGN_OR_RETURN(b.reps, a.get_int("-r"));
+  PIPIT_ASSIGN_OR_RETURN(int64_t n_batch, a.get_int("-b"));
+  PIPIT_ASSIGN_OR_RETURN(int64_t n_depth, a.get_int("-d"));
+  if (b.n_prompt < 0 || b.n_gen < 0 || n_depth < 0 || b.reps < 1 || n_batch < 1)
+    return Error::invalid_argument("-p, -n and -d must be >= 0, -r and -b >= 1");
+  if (b.n_prompt > Limits::kMaxCtx || b.n_gen > Limits::kMaxCtx || n_batch > Limits::kMaxBatch || b.reps > 1000000 ||
+      n_depth + std::max(b.n_prompt, b.n_gen) > Limits::kMaxCtx)
+    return Error::invalid_argument("-p and -n (plus -d) must be <= {}, -b <= {}, -r <= 1000000", Limits::kMaxCtx,
+                                   Limits::kMaxBatch);
+  b.depth = int(n_depth);
+  if (b.n_prompt == 0 && b.n_gen == 0 && !a.has("--image"))
+    return Error::invalid_argument("-p 0 -n 0: nothing to measure (give a prompt length, a generation length or both)");
+  if (a.has("-t")) {
+    PIPIT_ASSIGN_OR_RETURN(b.threads, parse_thread_list(a.get("-t")));
+  } else {
+    b.threads = {ThreadPool::default_threads()};
+  }
+  b.so.n_batch = int(n_batch);
+  b.so.n_ctx = int(std::max<int64_t>({b.n_prompt + b.depth, b.n_gen + b.depth, 1}));
+  if (a.has("-c")) {
+    auto c = a.get_int("-c");
+    if (!c || *c < b.so.n_ctx)
+      return Error::invalid_argument("-c {}: must be >= max(n_prompt, n_gen) + depth = {}", a.get("-c"), b.so.n_ctx);
+    if (*c > Limits::kMaxCtx)
+      return Error::invalid_argument("-c {}: the context must be in [1, {}]", *c, Limits::kMaxCtx);
+    b.so.n_ctx = int(*c);
+  }
+  b.kv = a.get("--kv-type");
+  PIPIT_ASSIGN_OR_RETURN(b.so.kv_dtype, kv_type(a));
+  return b;
+}
+
+// --draft / --lookup / --mtp: the prompt of the greedy generations (-f text, else -p random tokens).
+Result<std::vector<int32_t>> speculative_prompt(const Args& a, const LoadedModel& lm, int64_t n_prompt) {
+  std::vector<int32_t> out;
+  if (a.has("-f")) {
+    PIPIT_ASSIGN_OR_RETURN(std::string text, read_prompt_file(a.get("-f")));
+    PIPIT_ASSIGN_OR_RETURN(out, lm.tokenizer->encode(text, true));
+    return out;
+  }
+  std::uniform_int_distribution<int32_t> tok(0, int32_t(lm.model->info().n_vocab - 1));
+  std::mt19937 r0(99);
+  for (int64_t i = 0; i < std::max<int64_t>(n_prompt, 1); ++i) out.push_back(tok(r0));
+  return out;
+}
+
+struct SpecRow {
+  int threads;
+  double plain_ts = 0, spec_ts = 0, acceptance = 0;
+  int64_t drafted = 0, accepted = 0;
+  bool same = true;
+  double step_ms = 0, verify_ms = 0, mtp_ms = 0;  // --mtp: the pieces of a step (mtp_costs)
+};
+
+// Greedy generation of n_gen tokens after `prompt`, plain then speculative, -r times after a warm-up each.
+Result<SpecRow> bench_speculative(const Args& a, const LoadedModel& lm, Session& s, const SessionOptions& so,
+                                  std::shared_ptr<ThreadPool> pool, const std::vector<int32_t>& prompt,
+                                  const BenchArgs& b, int nt) {
+  PIPIT_ASSIGN_OR_RETURN(auto setup, speculative_setup(a, *lm.model, so, std::move(pool)));
+  GenerateParams gp;
+  gp.max_tokens = int(b.n_gen);
+  gp.sampler.temperature = 0;
+  gp.ignore_eos = true;
+  SpecRow row{nt};
+  std::vector<int32_t> plain_tokens;
+  for (int i = 0; i <= b.reps; ++i) {  // the first run of each warms up
+    for (int with = 0; with < 2; ++with) {
+      s.reset();
+      // --mtp: the head follows the session in the speculative runs only (plain ones compute no hidden states)
+      if (with) PIPIT_TRY(setup->attach(s));
+      gp.spec = with ? setup->params : SpecParams{};
+      auto res = generate(s, nullptr, prompt, gp);
+      setup->detach();
+      PIPIT_TRY(res.status());
+      const double ts = res->gen_ms > 0 ? double(res->tokens.size() - 1) * 1000.0 / res->gen_ms : 0;
+      if (with == 0) plain_tokens = res->tokens;
+      else row.same = row.same && res->tokens == plain_tokens;
+      if (i == 0) continue;
+      (with ? row.spec_ts : row.plain_ts) += ts / double(b.reps);
+      if (with) row.drafted += res->spec.drafted, row.accepted += res->spec.accepted;
+    }
+  }
+  row.acceptance = row.drafted ? double(row.accepted) / double(row.drafted) : 0;
+  if (a.get_flag("--mtp")) {
+    PIPIT_ASSIGN_OR_RETURN(auto c, mtp_costs(s, *setup, prompt, int(std::max<int64_t>(b.reps, 3) * 4)));
+    row.step_ms = c[0], row.verify_ms = c[1], row.mtp_ms = c[2];
+  }
+  return row;
+}
+
+// --image: the "image" test (processing + vision tower, -r times after a warm-up) and the multimodal prompt of the
+// "pp N+img" test.
+Result<MultimodalPrompt> bench_image(const LoadedModel& lm, const ImageProcessorConfig& proc, const Image& image,
+                                     ThreadPool& pool, const BenchArgs& b, std::mt19937& rng, int nt,
+                                     std::vector<TestResult>& results) {
+  TestResult r{"image", nt, {}};
+  std::optional<EncodedImage> enc;
+  for (int i = 0; i <= b.reps; ++i) {  // the first run warms up
+    const auto t0 = Clock::now();
+    PIPIT_ASSIGN_OR_RETURN(EncodedImage e, encode_image(*lm.model, proc, image, pool));
+    const double sec = std::chrono::duration<double>(Clock::now() - t0).count();
+    r.n_tokens = e.features.dim(0);
+    if (i > 0) r.tps.push_back(double(r.n_tokens) / sec);
+    enc = std::move(e);
+  }
+  results.push_back(std::move(r));
+  return bench_image_prompt(*lm.model, *enc, int(b.n_prompt), rng);
+}
+
+// The pp / pp+img / tg tests on one session: a warm-up run, then -r measured ones each.
+Status bench_session(Session& s, const BenchArgs& b, const std::optional<MultimodalPrompt>& mm, int64_t n_vocab,
+                     std::mt19937& rng, int nt, std::vector<TestResult>& results) {
+  for (int kind = 0; kind < 3; ++kind) {
+    const bool prompt = kind == 0, multimodal = kind == 1;
+    if (multimodal && !mm) continue;
+    const int n = int(prompt ? b.n_prompt : multimodal ? int64_t(mm->tokens.size()) : b.n_gen);
+    if (n == 0) continue;
+    std::string name =
+        multimodal ? "pp" + std::to_string(b.n_prompt) + "+img" : (prompt ? "pp" : "tg") + std::to_string(n);
+    if (b.depth > 0 && !multimodal) name += " @ d" + std::to_string(b.depth);
+    TestResult r{name, nt, {}, n};
+    auto once = [&]() { return multimodal ? run_multimodal(s, *mm) : run_once(s, prompt, n, rng, n_vocab, b.depth); };
+    PIPIT_TRY(once().status());  // warm-up
+    for (int i = 0; i < b.reps; ++i) {
+      PIPIT_ASSIGN_OR_RETURN(double sec, once());
+      r.tps.push_back(n / sec);
+    }
+    results.push_back(std::move(r));
+  }
+  return Status::ok();
+}
+
+// What the printers need besides the results.
+struct BenchReport {
+  std::string model, arch, kernels, kv;
+  int64_t bytes = 0, params = 0;
+  int n_ctx = 0, depth = 0;
+  size_t kv_bytes = 0;  // the session's KV cache (and recurrent state), as allocated
+  KvCacheSpec kvi;
+  std::string spec_kind, spec_label;  // "mtp" / "draft" / "lookup"; "MTP head" / "draft M" / "prompt lookup"
+  int spec_guesses = 0;
+  int64_t n_gen = 0;
+  size_t spec_prompt = 0;
+  double bpw() const { return params ? 8.0 * double(bytes) / double(params) : 0; }
+};
+
+void print_bench_json(const BenchReport& rep, const std::vector<TestResult>& results,
+                      const std::vector<SpecRow>& spec_rows, const std::vector<std::pair<int, double>>& bandwidth) {
+  nlohmann::json j = {{"model", rep.model},         {"size_bytes", rep.bytes},  {"params", rep.params},
+                      {"bits_per_weight", rep.bpw()}, {"kernels", rep.kernels},
+                      {"kv_type", rep.kv},           {"n_ctx", rep.n_ctx},       {"peak_rss_mib", peak_rss_mib()},
+                      {"kv_bytes", rep.kv_bytes},    {"n_depth", rep.depth},
+                      {"tests", nlohmann::json::array()}};
+  for (const auto& r : results)
+    j["tests"].push_back({{"test", r.name}, {"threads", r.threads}, {"n_tokens", r.n_tokens}, {"avg_ts", r.mean()},
+                          {"stddev_ts", r.stddev()}, {"samples_ts", r.tps}});
+  for (const auto& r : spec_rows)
+    j["speculative"].push_back({{"threads", r.threads}, {"kind", rep.spec_kind},
+                                {"n_gen", rep.n_gen}, {"n_prompt", rep.spec_prompt}, {"plain_ts", r.plain_ts},
+                                {"spec_ts", r.spec_ts}, {"speedup", r.plain_ts > 0 ? r.spec_ts / r.plain_ts : 0},
+                                {"acceptance", r.acceptance}, {"drafted", r.drafted}, {"accepted", r.accepted},
+                                {"same_tokens", r.same}});
+  for (const auto& [nt, gbs] : bandwidth)
+    j["bandwidth"].push_back({{"threads", nt}, {"read_gb_s", gbs}, {"roofline_ts", gbs * 1e9 / double(rep.bytes)}});
+  std::printf("%s\n", j.dump(2).c_str());
+}
+
+void print_bench_table(const BenchReport& rep, const std::vector<TestResult>& results,
+                       const std::vector<SpecRow>& spec_rows, const std::vector<std::pair<int, double>>& bandwidth) {
+  const double size_mib = double(rep.bytes) / (1024.0 * 1024.0);
+  std::printf("| model | size | params | bpw | kernels | threads | test | t/s |\n");
+  std::printf("| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: |\n");
+  for (const auto& r : results) {
+    std::printf("| %s | %.2f MiB | %.2f M | %.2f | %s | %d | %s | %.2f ± %.2f |", rep.arch.c_str(), size_mib,
+                double(rep.params) / 1e6, rep.bpw(), rep.kernels.c_str(), r.threads, r.name.c_str(), r.mean(),
+                r.stddev());
+    if (r.name == "image")
+      std::printf(" %lld image tokens in %.1f ms", (long long)r.n_tokens, 1e3 * double(r.n_tokens) / r.mean());
+    if (r.name.ends_with("+img")) std::printf(" (%lld tokens)", (long long)r.n_tokens);
+    std::printf("\n");
+  }
+  for (const auto& r : spec_rows)
+    std::printf("speculative (%s, %d guesses) %d threads, tg%lld after %zu prompt tokens: plain %.2f t/s, speculative "
+                "%.2f t/s (x%.2f), acceptance %.1f%% (%lld of %lld), greedy tokens %s\n",
+                rep.spec_label.c_str(), rep.spec_guesses, r.threads, (long long)rep.n_gen, rep.spec_prompt,
+                r.plain_ts, r.spec_ts, r.plain_ts > 0 ? r.spec_ts / r.plain_ts : 0, 100 * r.acceptance,
+                (long long)r.accepted, (long long)r.drafted, r.same ? "identical" : "DIFFER");
+  for (const auto& r : spec_rows) {
+    if (r.step_ms <= 0) continue;
+    // a verification cycle emits 2 tokens either way (accepted: the guess and the next; rejected: the next, then
+    // the catch-up pass's token) and costs a verification + a guess, plus a catch-up pass when rejected
+    std::printf("MTP costs %d threads (median of steps): decode step %.2f ms, 2-row verification with the state "
+                "checkpoint and rewind %.2f ms, one MTP guess %.2f ms (%.2f of a step); predicted speed-up at "
+                "acceptance 0.5 / 0.7 / 0.8 / 0.9:", r.threads, r.step_ms, r.verify_ms, r.mtp_ms,
+                r.mtp_ms / r.step_ms);
+    for (double acc : {0.5, 0.7, 0.8, 0.9})
+      std::printf(" x%.2f", 2 * r.step_ms / (r.verify_ms + r.mtp_ms + (1 - acc) * r.step_ms));
+    std::printf("\n");
+  }
+  for (const auto& [nt, gbs] : bandwidth)
+    std::printf("read bandwidth %d threads: %.1f GB/s -> decode roofline %.1f tok/s (%.0f MB of weights per token)\n",
+                nt, gbs, gbs * 1e9 / double(rep.bytes), double(rep.bytes) / 1e6);
+  std::printf("KV cache %.2f MiB (%s, context %d: %lld layers x %lld KV heads x %lld dims, K and V)\n",
+              double(rep.kv_bytes) / (1024.0 * 1024.0), rep.kv.c_str(), rep.n_ctx, (long long)rep.kvi.n_layer,
+              (long long)rep.kvi.n_head_kv, (long long)rep.kvi.head_dim);
+  std::printf("peak RSS %.1f MiB (context %d, KV %s)\n", peak_rss_mib(), rep.n_ctx, rep.kv.c_str());
+}
+
+int cmd_bench(Args& a) {
+  add_bench_options(a);
   if (auto st = a.parse(); !st) return fail(a, st.message());
   if (a.help() || !a.has("-m")) {
     std::printf("usage: pipit bench -m MODEL [-p 512] [-n 128] [-t 1,2] [-r 5] [--json] [--image IMG]\n%s",
                 a.usage().c_str());
     return a.help() ? 0 : 1;
   }
-  auto n_prompt = a.get_int("-p"), n_gen = a.get_int("-n"), reps = a.get_int("-r"), n_batch = a.get_int("-b");
-  auto n_depth = a.get_int("-d");
-  for (auto* r : {&n_prompt, &n_gen, &reps, &n_batch, &n_depth})
-    if (!*r) return fail(a, r->status().message());
-  if (*n_prompt < 0 || *n_gen < 0 || *n_depth < 0 || *reps < 1 || *n_batch < 1)
-    return fail(a, "-p, -n and -d must be >= 0, -r and -b >= 1");
-  if (*n_prompt > Limits::kMaxCtx || *n_gen > Limits::kMaxCtx || *n_batch > Limits::kMaxBatch || *reps > 1000000 ||
-      *n_depth + std::max(*n_prompt, *n_gen) > Limits::kMaxCtx)
-    return fail(a, fmt("-p and -n (plus -d) must be <= {}, -b <= {}, -r <= 1000000", Limits::kMaxCtx,
-                       Limits::kMaxBatch));
-  const int depth = int(*n_depth);
-  if (*n_prompt == 0 && *n_gen == 0 && !a.has("--image"))
-    return fail(a, "-p 0 -n 0: nothing to measure (give a prompt length, a generation length or both)");
-  auto thread_list = a.has("-t") ? parse_thread_list(a.get("-t")) : std::vector<int>{ThreadPool::default_threads()};
-  if (!thread_list) return fail(a, thread_list.status().message());
-  const std::vector<int> threads = *thread_list;
-  SessionOptions so;
-  so.n_batch = int(*n_batch);
-  so.n_ctx = int(std::max<int64_t>({*n_prompt + depth, *n_gen + depth, 1}));
-  if (a.has("-c")) {
-    auto c = a.get_int("-c");
-    if (!c || *c < so.n_ctx)
-      return fail(a, fmt("-c {}: must be >= max(n_prompt, n_gen) + depth = {}", a.get("-c"), so.n_ctx));
-    if (*c > Limits::kMaxCtx) return fail(a, fmt("-c {}: the context must be in [1, {}]", *c, Limits::kMaxCtx));
-    so.n_ctx = int(*c);
-  }
-  const std::string kv = a.get("--kv-type");
-  auto kvt = kv_type(a);
-  if (!kvt) return fail(a, kvt.status().message());
-  so.kv_dtype = *kvt;
+  auto ba = bench_args(a);
+  if (!ba) return fail(a, ba.status().message());
+  BenchArgs& b = *ba;
+  SessionOptions& so = b.so;
 
   const bool with_spec = a.has("--draft") || a.get_flag("--lookup") || a.get_flag("--mtp");
   auto lor = load_options(a);
@@ -288,38 +487,15 @@ int cmd_bench(Args& a) {
   lo.need_tokenizer = lo.need_tokenizer || (with_spec && a.has("-f"));
   auto lm = load_model(a.get("-m"), lo);
   if (!lm) return fail(a, lm.status().message());
-  // --draft / --lookup: greedy generation of -n tokens after a prompt, plain then speculative, same tokens
   std::vector<int32_t> spec_prompt;
   if (with_spec) {
-    if (*n_gen < 2) return fail(a, "--draft / --lookup / --mtp: -n must be >= 2");
-    if (a.has("-f")) {
-      auto text = read_prompt_file(a.get("-f"));
-      if (!text) return fail(a, text.status().message());
-      auto ids = lm->tokenizer->encode(*text, true);
-      if (!ids) return fail(a, ids.status().message());
-      spec_prompt = std::move(*ids);
-    } else {
-      std::uniform_int_distribution<int32_t> tok(0, int32_t(lm->model->info().n_vocab - 1));
-      std::mt19937 r0(99);
-      for (int64_t i = 0; i < std::max<int64_t>(*n_prompt, 1); ++i) spec_prompt.push_back(tok(r0));
-    }
-    so.n_ctx = std::max<int>(so.n_ctx, int(spec_prompt.size() + *n_gen + 1));
+    if (b.n_gen < 2) return fail(a, "--draft / --lookup / --mtp: -n must be >= 2");
+    auto p = speculative_prompt(a, *lm, b.n_prompt);
+    if (!p) return fail(a, p.status().message());
+    spec_prompt = std::move(*p);
+    so.n_ctx = std::max<int>(so.n_ctx, int(spec_prompt.size() + b.n_gen + 1));
   }
-  struct SpecRow {
-    int threads;
-    double plain_ts, spec_ts, acceptance;
-    int64_t drafted, accepted;
-    bool same;
-    double step_ms = 0, verify_ms = 0, mtp_ms = 0;  // --mtp: the pieces of a step (mtp_costs)
-  };
-  std::vector<SpecRow> spec_rows;
   if (auto st = check_kv_type(*lm->model, so.kv_dtype); !st) return fail(a, st.message());
-  int64_t bytes = 0, params = 0;
-  for (const auto& [name, t] : static_cast<const MapWeightSource&>(*lm->weights).tensors()) {
-    bytes += int64_t(t.nbytes());
-    params += t.numel();
-  }
-  const int64_t n_vocab = lm->model->info().n_vocab;
 
   // --image: decoded once here; its processing and encoding are what the "image" test times
   const bool with_image = a.has("--image");
@@ -341,27 +517,16 @@ int cmd_bench(Args& a) {
   }
 
   std::vector<TestResult> results;
+  std::vector<SpecRow> spec_rows;
   std::vector<std::pair<int, double>> bandwidth;  // threads, GB/s
-  if (a.get_flag("--bandwidth")) bandwidth = measure_bandwidth(threads);
+  if (a.get_flag("--bandwidth")) bandwidth = measure_bandwidth(b.threads);
   std::mt19937 rng(1234);
-  size_t kv_bytes = 0;  // the session's KV cache (and recurrent state), as allocated
-  for (int nt : threads) {
+  size_t kv_bytes = 0;
+  for (int nt : b.threads) {
     auto pool = std::make_shared<ThreadPool>(nt);
     std::optional<MultimodalPrompt> mm;
     if (with_image) {
-      TestResult r{"image", nt, {}};
-      std::optional<EncodedImage> enc;
-      for (int i = 0; i <= *reps; ++i) {  // the first run warms up
-        const auto t0 = Clock::now();
-        auto e = encode_image(*lm->model, proc, image, *pool);
-        if (!e) return fail(a, e.status().message());
-        const double sec = std::chrono::duration<double>(Clock::now() - t0).count();
-        r.n_tokens = e->features.dim(0);
-        if (i > 0) r.tps.push_back(double(r.n_tokens) / sec);
-        enc = std::move(e).value();
-      }
-      results.push_back(std::move(r));
-      auto p = bench_image_prompt(*lm->model, *enc, int(*n_prompt), rng);
+      auto p = bench_image(*lm, proc, image, *pool, b, rng, nt, results);
       if (!p) return fail(a, p.status().message());
       mm = std::move(p).value();
       so.n_ctx = std::max(so.n_ctx, int(mm->tokens.size()));
@@ -370,123 +535,36 @@ int cmd_bench(Args& a) {
     if (!sp) return fail(a, sp.status().message());
     Session& s = **sp;
     kv_bytes = s.kv_bytes();
-    for (int kind = 0; kind < 3; ++kind) {
-      const bool prompt = kind == 0, multimodal = kind == 1;
-      if (multimodal && !mm) continue;
-      const int n = int(prompt ? *n_prompt : multimodal ? int64_t(mm->tokens.size()) : *n_gen);
-      if (n == 0) continue;
-      std::string name =
-          multimodal ? "pp" + std::to_string(*n_prompt) + "+img" : (prompt ? "pp" : "tg") + std::to_string(n);
-      if (depth > 0 && !multimodal) name += " @ d" + std::to_string(depth);
-      TestResult r{name, nt, {}, n};
-      auto once = [&]() { return multimodal ? run_multimodal(s, *mm) : run_once(s, prompt, n, rng, n_vocab, depth); };
-      if (auto w = once(); !w) return fail(a, w.status().message());  // warm-up
-      for (int i = 0; i < *reps; ++i) {
-        auto sec = once();
-        if (!sec) return fail(a, sec.status().message());
-        r.tps.push_back(n / *sec);
-      }
-      results.push_back(std::move(r));
-    }
+    if (auto st = bench_session(s, b, mm, lm->model->info().n_vocab, rng, nt, results); !st)
+      return fail(a, st.message());
     if (with_spec) {
-      auto setup = speculative_setup(a, *lm->model, so, pool);
-      if (!setup) return fail(a, setup.status().message());
-      GenerateParams gp;
-      gp.max_tokens = int(*n_gen);
-      gp.sampler.temperature = 0;
-      gp.ignore_eos = true;
-      SpecRow row{nt, 0, 0, 0, 0, 0, true};
-      std::vector<int32_t> plain_tokens;
-      for (int i = 0; i <= *reps; ++i) {  // the first run of each warms up
-        for (int with = 0; with < 2; ++with) {
-          s.reset();
-          // --mtp: the head follows the session in the speculative runs only (plain ones compute no hidden states)
-          if (with) {
-            if (auto st = (*setup)->attach(s); !st) return fail(a, st.message());
-          }
-          gp.spec = with ? (*setup)->params : SpecParams{};
-          auto res = generate(s, nullptr, spec_prompt, gp);
-          (*setup)->detach();
-          if (!res) return fail(a, res.status().message());
-          const double ts = res->gen_ms > 0 ? double(res->tokens.size() - 1) * 1000.0 / res->gen_ms : 0;
-          if (with == 0) plain_tokens = res->tokens;
-          else row.same = row.same && res->tokens == plain_tokens;
-          if (i == 0) continue;
-          (with ? row.spec_ts : row.plain_ts) += ts / double(*reps);
-          if (with) row.drafted += res->spec.drafted, row.accepted += res->spec.accepted;
-        }
-      }
-      row.acceptance = row.drafted ? double(row.accepted) / double(row.drafted) : 0;
-      if (a.get_flag("--mtp")) {
-        auto c = mtp_costs(s, **setup, spec_prompt, int(std::max<int64_t>(*reps, 3) * 4));
-        if (!c) return fail(a, c.status().message());
-        row.step_ms = (*c)[0], row.verify_ms = (*c)[1], row.mtp_ms = (*c)[2];
-      }
-      spec_rows.push_back(row);
+      auto row = bench_speculative(a, *lm, s, so, pool, spec_prompt, b, nt);
+      if (!row) return fail(a, row.status().message());
+      spec_rows.push_back(*row);
     }
   }
 
+  BenchReport rep;
+  rep.model = a.get("-m");
+  rep.arch = lm->config.model_type();
   // the device the decoder ran on names the "kernels" column (the CPU's ISA table otherwise)
-  const std::string kname = lm->model->info().device ? lm->model->info().device->name() : kernels().name;
-  const double size_mib = double(bytes) / (1024.0 * 1024.0), bpw = params ? 8.0 * double(bytes) / double(params) : 0;
-  if (a.get_flag("--json")) {
-    nlohmann::json j = {{"model", a.get("-m")},       {"size_bytes", bytes},  {"params", params},
-                        {"bits_per_weight", bpw},     {"kernels", kname},
-                        {"kv_type", kv},              {"n_ctx", so.n_ctx},    {"peak_rss_mib", peak_rss_mib()},
-                        {"kv_bytes", kv_bytes},       {"n_depth", depth},
-                        {"tests", nlohmann::json::array()}};
-    for (const auto& r : results)
-      j["tests"].push_back({{"test", r.name}, {"threads", r.threads}, {"n_tokens", r.n_tokens}, {"avg_ts", r.mean()},
-                            {"stddev_ts", r.stddev()}, {"samples_ts", r.tps}});
-    for (const auto& r : spec_rows)
-      j["speculative"].push_back({{"threads", r.threads}, {"kind", a.get_flag("--mtp") ? "mtp" : a.has("--draft") ? "draft" : "lookup"},
-                                  {"n_gen", *n_gen}, {"n_prompt", spec_prompt.size()}, {"plain_ts", r.plain_ts},
-                                  {"spec_ts", r.spec_ts}, {"speedup", r.plain_ts > 0 ? r.spec_ts / r.plain_ts : 0},
-                                  {"acceptance", r.acceptance}, {"drafted", r.drafted}, {"accepted", r.accepted},
-                                  {"same_tokens", r.same}});
-    for (const auto& [nt, gbs] : bandwidth)
-      j["bandwidth"].push_back({{"threads", nt}, {"read_gb_s", gbs}, {"roofline_ts", gbs * 1e9 / double(bytes)}});
-    std::printf("%s\n", j.dump(2).c_str());
-    return 0;
+  rep.kernels = lm->model->info().device ? lm->model->info().device->name() : kernels().name;
+  rep.kv = b.kv;
+  for (const auto& [name, t] : static_cast<const MapWeightSource&>(*lm->weights).tensors()) {
+    rep.bytes += int64_t(t.nbytes());
+    rep.params += t.numel();
   }
-  std::printf("| model | size | params | bpw | kernels | threads | test | t/s |\n");
-  std::printf("| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: |\n");
-  for (const auto& r : results) {
-    std::printf("| %s | %.2f MiB | %.2f M | %.2f | %s | %d | %s | %.2f ± %.2f |", lm->config.model_type().c_str(),
-                size_mib, double(params) / 1e6, bpw, kname.c_str(), r.threads, r.name.c_str(), r.mean(),
-                r.stddev());
-    if (r.name == "image")
-      std::printf(" %lld image tokens in %.1f ms", (long long)r.n_tokens, 1e3 * double(r.n_tokens) / r.mean());
-    if (r.name.ends_with("+img")) std::printf(" (%lld tokens)", (long long)r.n_tokens);
-    std::printf("\n");
-  }
-  for (const auto& r : spec_rows)
-    std::printf("speculative (%s, %d guesses) %d threads, tg%lld after %zu prompt tokens: plain %.2f t/s, speculative "
-                "%.2f t/s (x%.2f), acceptance %.1f%% (%lld of %lld), greedy tokens %s\n",
-                a.get_flag("--mtp") ? "MTP head" : a.has("--draft") ? ("draft " + a.get("--draft")).c_str() : "prompt lookup",
-                a.get_flag("--mtp") ? int(*a.get_int("--mtp-n")) : int(*a.get_int("--draft-max")), r.threads,
-                (long long)*n_gen, spec_prompt.size(), r.plain_ts, r.spec_ts, r.plain_ts > 0 ? r.spec_ts / r.plain_ts : 0,
-                100 * r.acceptance, (long long)r.accepted, (long long)r.drafted, r.same ? "identical" : "DIFFER");
-  for (const auto& r : spec_rows) {
-    if (r.step_ms <= 0) continue;
-    // a verification cycle emits 2 tokens either way (accepted: the guess and the next; rejected: the next, then
-    // the catch-up pass's token) and costs a verification + a guess, plus a catch-up pass when rejected
-    std::printf("MTP costs %d threads (median of steps): decode step %.2f ms, 2-row verification with the state "
-                "checkpoint and rewind %.2f ms, one MTP guess %.2f ms (%.2f of a step); predicted speed-up at "
-                "acceptance 0.5 / 0.7 / 0.8 / 0.9:", r.threads, r.step_ms, r.verify_ms, r.mtp_ms,
-                r.mtp_ms / r.step_ms);
-    for (double acc : {0.5, 0.7, 0.8, 0.9})
-      std::printf(" x%.2f", 2 * r.step_ms / (r.verify_ms + r.mtp_ms + (1 - acc) * r.step_ms));
-    std::printf("\n");
-  }
-  for (const auto& [nt, gbs] : bandwidth)
-    std::printf("read bandwidth %d threads: %.1f GB/s -> decode roofline %.1f tok/s (%.0f MB of weights per token)\n",
-                nt, gbs, gbs * 1e9 / double(bytes), double(bytes) / 1e6);
-  const auto& kvi = lm->model->info().kv;
-  std::printf("KV cache %.2f MiB (%s, context %d: %lld layers x %lld KV heads x %lld dims, K and V)\n",
-              double(kv_bytes) / (1024.0 * 1024.0), kv.c_str(), so.n_ctx, (long long)kvi.n_layer,
-              (long long)kvi.n_head_kv, (long long)kvi.head_dim);
-  std::printf("peak RSS %.1f MiB (context %d, KV %s)\n", peak_rss_mib(), so.n_ctx, kv.c_str());
+  rep.n_ctx = so.n_ctx;
+  rep.depth = b.depth;
+  rep.kv_bytes = kv_bytes;
+  rep.kvi = lm->model->info().kv;
+  rep.spec_kind = a.get_flag("--mtp") ? "mtp" : a.has("--draft") ? "draft" : "lookup";
+  rep.spec_label = a.get_flag("--mtp") ? "MTP head" : a.has("--draft") ? "draft " + a.get("--draft") : "prompt lookup";
+  rep.spec_guesses = a.get_flag("--mtp") ? int(*a.get_int("--mtp-n")) : int(*a.get_int("--draft-max"));
+  rep.n_gen = b.n_gen;
+  rep.spec_prompt = spec_prompt.size();
+  if (a.get_flag("--json")) print_bench_json(rep, results, spec_rows, bandwidth);
+  else print_bench_table(rep, results, spec_rows, bandwidth);
   return 0;
 }
 
