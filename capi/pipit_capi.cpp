@@ -256,6 +256,183 @@ void pipit_generate_options_init(pipit_generate_options* o, size_t size) {
                                                PIPIT_MODEL_DEFAULT, PIPIT_SEED_RANDOM, nullptr, 0});
 }
 
+namespace {
+
+// The options as GenerateParams: sampling fields left at PIPIT_MODEL_DEFAULT take the model's generation_config.json
+// value (else SamplerParams'), seed PIPIT_SEED_RANDOM a new one; the session's grammar, logprobs and speculation.
+pipit::Result<pipit::GenerateParams> generate_params_of(pipit_session* session, const pipit_generate_options& o) {
+  if (o.max_tokens < 0) return pipit::Error::invalid_argument("max_tokens must be >= 0");
+  pipit::GenerateParams gp;
+  gp.max_tokens = o.max_tokens;
+  gp.sampler = pipit::model_sampling(session->model->lm.generation_config, pipit::SamplerParams{});
+  if (!std::isnan(o.temperature)) gp.sampler.temperature = o.temperature;
+  if (o.top_k != PIPIT_MODEL_DEFAULT_INT) gp.sampler.top_k = o.top_k;
+  if (!std::isnan(o.top_p)) gp.sampler.top_p = o.top_p;
+  if (!std::isnan(o.min_p)) gp.sampler.min_p = o.min_p;
+  if (!std::isnan(o.repeat_penalty)) gp.sampler.repetition_penalty = o.repeat_penalty;
+  gp.sampler.presence_penalty = gp.sampler.frequency_penalty = 0;
+  gp.sampler.seed = o.seed == PIPIT_SEED_RANDOM ? pipit::random_seed() : o.seed;
+  for (size_t i = 0; i < o.n_stop; ++i)
+    if (o.stop && o.stop[i]) gp.stop.push_back(o.stop[i]);
+  gp.grammar = session->grammar;
+  gp.logprobs = session->n_logprobs;
+  if (session->n_draft > 0) {
+    gp.spec.n_draft = session->n_draft;
+    gp.spec.draft = session->draft_session ? &session->draft : nullptr;
+  }
+  if (session->mtp) {  // the model's MTP head (pipit_session_options.mtp) takes precedence
+    gp.spec.n_draft = session->n_mtp;
+    gp.spec.mtp = session->mtp.get();
+  }
+  return gp;
+}
+
+// The whole token sequence this call wants in the context, media placeholders unexpanded: the rendered messages
+// (use_chat_template), or the conversation so far + the raw text, with a placeholder per newly attached image,
+// video and audio clip laid in after BOS when the text has none.
+pipit::Result<std::vector<int32_t>> conversation_tokens(pipit_session* session, const char* prompt,
+                                                        bool use_chat_template) {
+  const pipit::Tokenizer& tok = *session->model->lm.tokenizer;
+  const pipit::Model& model = *session->model->lm.model;
+  if (use_chat_template) {
+    auto j = nlohmann::json::parse(prompt, nullptr, false);
+    if (j.is_discarded() || !j.is_array())
+      return pipit::Error::invalid_argument("with use_chat_template, prompt must be a JSON array of messages");
+    PIPIT_ASSIGN_OR_RETURN(std::string text, pipit::apply_chat_template(tok, j, true));
+    return tok.encode(text, false);
+  }
+  PIPIT_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tok.encode(prompt, session->history.empty()));
+  std::vector<int32_t> full = session->unexpanded;
+  // raw text without placeholders: the newly attached images go first (after BOS), as with `pipit run`
+  const bool has_marks = std::find(ids.begin(), ids.end(), image_token(model)) != ids.end();
+  std::vector<int32_t> marked = has_marks ? ids : with_image_placeholders(model, ids, session->pending_images.size());
+  const int64_t at_bos = !marked.empty() && marked[0] == model.info().bos_id ? 1 : 0;
+  if (!session->pending_videos.empty()) {  // and the new videos before them
+    const pipit::VisionTokens& vt = model.vision()->vision_tokens();
+    if (std::find(marked.begin(), marked.end(), vt.video_token_id) == marked.end())
+      for (size_t k = 0; k < session->pending_videos.size(); ++k)
+        marked.insert(marked.begin() + at_bos, {vt.vision_start_id, vt.video_token_id, vt.vision_end_id});
+  }
+  if (!session->pending_audio.empty()) {  // and one audio placeholder per new clip, unless the text has them
+    const int32_t mark = session->audio_enc->tokens().audio_token_id;
+    if (std::find(marked.begin(), marked.end(), mark) == marked.end())
+      marked.insert(marked.begin() + at_bos, session->pending_audio.size(), mark);
+  }
+  full.insert(full.end(), marked.begin(), marked.end());
+  return full;
+}
+
+// A conversation with media: the newly attached images, videos and clips encoded (one that fails is dropped, the
+// error naming it), every placeholder of the conversation expanded. The session keeps the encodings.
+pipit::Result<pipit::MultimodalPrompt> media_conversation(pipit_session* session, const std::vector<int32_t>& full) {
+  const pipit::LoadedModel& lm = session->model->lm;
+  const pipit::Tokenizer& tok = *lm.tokenizer;
+  pipit::ThreadPool& pool = session->s->pool();
+  std::vector<pipit::EncodedImage> images = session->images;
+  const std::vector<pipit_session::PendingImage> pending = std::move(session->pending_images);
+  session->pending_images.clear();
+  for (size_t k = 0; k < pending.size(); ++k) {  // (attach_image refuses images for models without vision)
+    PIPIT_ASSIGN_OR_RETURN(auto pp, pipit::preprocessor_config_of(lm));
+    PIPIT_ASSIGN_OR_RETURN(auto proc, pipit::image_processor_for(*lm.model, pp));
+    const auto& p = pending[k];
+    const std::string what = p.bytes.empty() ? p.path : "image bytes #" + std::to_string(k + 1);
+    PIPIT_ASSIGN_OR_RETURN(auto img, p.bytes.empty() ? pipit::load_image(p.path) : pipit::decode_image(p.bytes, what));
+    auto e = pipit::encode_image(*lm.model, proc, img, pool);
+    if (!e) return e.status().with_context("[image] " + what);
+    images.push_back(std::move(e).value());
+  }
+  std::vector<pipit::EncodedVideo> videos = session->videos;
+  const std::vector<pipit_session::PendingVideo> pending_v = std::move(session->pending_videos);
+  session->pending_videos.clear();
+  if (!pending_v.empty()) {
+    PIPIT_ASSIGN_OR_RETURN(auto vpp, pipit::video_preprocessor_config_of(lm));
+    PIPIT_ASSIGN_OR_RETURN(auto vproc, pipit::video_processor_for(*lm.model, vpp));
+    for (size_t k = 0; k < pending_v.size(); ++k) {  // only the sampled frames are decoded
+      const auto& pv = pending_v[k];
+      pipit::Result<pipit::EncodedVideo> e = pipit::Error::internal("no video");
+      if (!pv.frames.empty()) {
+        e = pipit::encode_video_files(*lm.model, vproc, pv.frames, pv.fps, pool);
+      } else if (!pv.source.empty()) {
+        e = pipit::encode_video_source(*lm.model, vproc, pv.source, pool);
+      } else {
+        const std::string what = "video bytes #" + std::to_string(k + 1);
+        PIPIT_ASSIGN_OR_RETURN(auto file, pipit::VideoFile::open_bytes(pv.bytes, what));
+        e = pipit::encode_video_file(*lm.model, vproc, *file, pool);
+      }
+      PIPIT_TRY(e.status());
+      videos.push_back(std::move(e).value());
+    }
+  }
+  const pipit::TextEncoder encode = [&tok](const std::string& text) { return tok.encode(text, false); };
+  PIPIT_ASSIGN_OR_RETURN(pipit::MultimodalPrompt mm,
+                         lm.model->vision() ? pipit::build_multimodal_prompt(*lm.model, full, images, videos, encode)
+                                            : pipit::Result<pipit::MultimodalPrompt>(pipit::text_prompt(full)));
+  std::vector<pipit::Tensor> clips = session->audio_clips;
+  const std::vector<pipit::AudioSource> pending_a = std::move(session->pending_audio);
+  session->pending_audio.clear();
+  for (const auto& a : pending_a) {
+    auto e = pipit::encode_audio(*session->audio_enc, a.pcm, pool);
+    if (!e) return e.status().with_context("[audio] " + a.what);
+    clips.push_back(std::move(e).value());
+  }
+  if (!clips.empty()) PIPIT_TRY(pipit::splice_audio(mm, session->audio_enc->tokens(), clips));
+  if (int64_t(mm.tokens.size()) >= session->s->n_ctx())
+    return pipit::Error::out_of_range("the conversation has {} tokens with its images, which does not fit the context "
+                                      "of {}", mm.tokens.size(), session->s->n_ctx());
+  session->images = std::move(images);
+  session->videos = std::move(videos);
+  session->audio_clips = std::move(clips);
+  return mm;
+}
+
+// After generate(): the conversation the KV cache now holds (prompt + the answer tokens fed back), the figures of
+// pipit_session_* getters, and the context saved in the prompt cache; or the session cleared after an error.
+pipit_status finish_generation(pipit_session* session, pipit::Result<pipit::GenerateResult>& res,
+                               const std::vector<int32_t>& full, const std::vector<int32_t>& in_context,
+                               int64_t evaluated0, bool with_media, pipit::PromptCache* cache) {
+  if (!res && res.status().code() == pipit::Code::kCancelled && !with_media) {
+    // cancelled during the prompt: the chunks evaluated so far stay in the context
+    const size_t kept = std::min(full.size(), size_t(session->s->n_past()));
+    session->history.assign(full.begin(), full.begin() + long(kept));
+    session->unexpanded = session->history;
+    session->finish_reason = "cancelled";
+    session->logprobs.clear();
+    session->n_prompt = int32_t(full.size());
+    session->n_evaluated = int32_t(session->s->n_evaluated() - evaluated0);
+    return PIPIT_OK;
+  }
+  if (!res) {
+    const bool cancelled = res.status().code() == pipit::Code::kCancelled;
+    session->s->reset();
+    session->history.clear();
+    session->unexpanded.clear();
+    session->images.clear();
+    session->videos.clear();
+    session->audio_clips.clear();
+    if (cancelled) {  // a conversation with media is evaluated from its start at the next generation anyway
+      session->finish_reason = "cancelled";
+      return PIPIT_OK;
+    }
+    return to_status(res.status());
+  }
+  // the KV cache holds the prompt and the generated tokens that were fed back (all but possibly the last)
+  const size_t n_fed = size_t(session->s->n_past()) - in_context.size();
+  session->history = in_context;
+  session->history.insert(session->history.end(), res->tokens.begin(), res->tokens.begin() + long(n_fed));
+  session->unexpanded = full;
+  session->unexpanded.insert(session->unexpanded.end(), res->tokens.begin(), res->tokens.begin() + long(n_fed));
+  session->finish_reason = pipit::stop_reason_name(res->reason);
+  session->spec = res->spec;
+  session->logprobs = std::move(res->logprobs);
+  session->n_prompt = int32_t(in_context.size());
+  // the prompt's forward passes: what was evaluated minus the decode steps (one per fed answer token)
+  session->n_evaluated = int32_t(session->s->n_evaluated() - evaluated0 - int64_t(n_fed));
+  if (cache) session->s->save_to(*cache, pipit::PromptCache::make_key(session->history, nullptr));
+  return PIPIT_OK;
+}
+
+}  // namespace
+
 pipit_status pipit_session_generate(pipit_session* session, const char* prompt, int32_t use_chat_template,
                                     const pipit_generate_options* options, pipit_token_callback callback,
                                     void* user) {
@@ -266,81 +443,20 @@ pipit_status pipit_session_generate(pipit_session* session, const char* prompt, 
     pipit_generate_options o;
     pipit_generate_options_default(&o);
     if (auto st = read_options(options, &o, "pipit_generate_options"); st != PIPIT_OK) return st;
-    if (o.max_tokens < 0) return fail(PIPIT_ERR_INVALID_ARGUMENT, "max_tokens must be >= 0");
-    pipit::GenerateParams gp;
-    gp.max_tokens = o.max_tokens;
-    // fields left at PIPIT_MODEL_DEFAULT take the model's generation_config.json value (else SamplerParams')
-    const pipit::SamplerParams m = pipit::model_sampling(session->model->lm.generation_config, pipit::SamplerParams{});
-    gp.sampler = m;
-    if (!std::isnan(o.temperature)) gp.sampler.temperature = o.temperature;
-    if (o.top_k != PIPIT_MODEL_DEFAULT_INT) gp.sampler.top_k = o.top_k;
-    if (!std::isnan(o.top_p)) gp.sampler.top_p = o.top_p;
-    if (!std::isnan(o.min_p)) gp.sampler.min_p = o.min_p;
-    if (!std::isnan(o.repeat_penalty)) gp.sampler.repetition_penalty = o.repeat_penalty;
-    gp.sampler.presence_penalty = gp.sampler.frequency_penalty = 0;
-    gp.sampler.seed = o.seed == PIPIT_SEED_RANDOM ? pipit::random_seed() : o.seed;
-    session->last_seed = gp.sampler.seed;
-    for (size_t i = 0; i < o.n_stop; ++i)
-      if (o.stop && o.stop[i]) gp.stop.push_back(o.stop[i]);
-    gp.grammar = session->grammar;
-    gp.logprobs = session->n_logprobs;
+    auto gp = generate_params_of(session, o);
+    if (!gp) return to_status(gp.status());
+    session->last_seed = gp->sampler.seed;
     session->logprobs.clear();
-    const pipit::Tokenizer& tok = *session->model->lm.tokenizer;
-
-    std::vector<int32_t> full;  // the whole token sequence this call wants in the context (placeholders unexpanded)
-    const bool with_images = !session->images.empty() || !session->pending_images.empty() ||
-                             !session->videos.empty() || !session->pending_videos.empty() ||
-                             !session->audio_clips.empty() || !session->pending_audio.empty();
-    if (use_chat_template) {
-      auto j = nlohmann::json::parse(prompt, nullptr, false);
-      if (j.is_discarded() || !j.is_array())
-        return fail(PIPIT_ERR_INVALID_ARGUMENT, "with use_chat_template, prompt must be a JSON array of messages");
-      auto text = pipit::apply_chat_template(tok, j, true);
-      if (!text) return to_status(text.status());
-      auto ids = tok.encode(*text, false);
-      if (!ids) return to_status(ids.status());
-      full = std::move(*ids);
-    } else {
-      auto ids = tok.encode(prompt, session->history.empty());
-      if (!ids) return to_status(ids.status());
-      full = session->unexpanded;
-      // raw text without placeholders: the newly attached images go first (after BOS), as with `pipit run`
-      const bool has_marks = std::find(ids->begin(), ids->end(), image_token(*session->model->lm.model)) != ids->end();
-      const auto marked = has_marks ? *ids : with_image_placeholders(*session->model->lm.model, *ids,
-                                                                     session->pending_images.size());
-      std::vector<int32_t> with_video = marked;
-      if (!session->pending_videos.empty()) {  // and the new videos before them
-        const pipit::VisionTokens& vt = session->model->lm.model->vision()->vision_tokens();
-        if (std::find(marked.begin(), marked.end(), vt.video_token_id) == marked.end()) {
-          const bool bos = !marked.empty() && marked[0] == session->model->lm.model->info().bos_id;
-          for (size_t k = 0; k < session->pending_videos.size(); ++k)
-            with_video.insert(with_video.begin() + (bos ? 1 : 0), {vt.vision_start_id, vt.video_token_id,
-                                                                   vt.vision_end_id});
-        }
-      }
-      if (!session->pending_audio.empty()) {  // and one audio placeholder per new clip, unless the text has them
-        const int32_t mark = session->audio_enc->tokens().audio_token_id;
-        if (std::find(with_video.begin(), with_video.end(), mark) == with_video.end()) {
-          const bool bos = !with_video.empty() && with_video[0] == session->model->lm.model->info().bos_id;
-          with_video.insert(with_video.begin() + (bos ? 1 : 0), session->pending_audio.size(), mark);
-        }
-      }
-      full.insert(full.end(), with_video.begin(), with_video.end());
-    }
-    if (full.empty()) return fail(PIPIT_ERR_INVALID_ARGUMENT, "the prompt is empty");
+    const bool with_media = !session->images.empty() || !session->pending_images.empty() ||
+                            !session->videos.empty() || !session->pending_videos.empty() ||
+                            !session->audio_clips.empty() || !session->pending_audio.empty();
+    auto full = conversation_tokens(session, prompt, use_chat_template != 0);
+    if (!full) return to_status(full.status());
+    if (full->empty()) return fail(PIPIT_ERR_INVALID_ARGUMENT, "the prompt is empty");
     session->finish_reason.clear();
     const int64_t evaluated0 = session->s->n_evaluated();
-    // the prompt cache keeps text contexts only (a conversation with images is evaluated from its start)
-    const std::shared_ptr<pipit::PromptCache> cache = with_images ? nullptr : session->model->cache;
-    std::vector<int32_t> spec_context;  // prompt lookup and the draft see the conversation before the new tokens
-    if (session->n_draft > 0) {
-      gp.spec.n_draft = session->n_draft;
-      gp.spec.draft = session->draft_session ? &session->draft : nullptr;
-    }
-    if (session->mtp) {  // the model's MTP head (pipit_session_options.mtp) takes precedence
-      gp.spec.n_draft = session->n_mtp;
-      gp.spec.mtp = session->mtp.get();
-    }
+    // the prompt cache keeps text contexts only (a conversation with media is evaluated from its start)
+    const std::shared_ptr<pipit::PromptCache> cache = with_media ? nullptr : session->model->cache;
     auto on_text = [&](const std::string& piece, int32_t token) {
       if (session->cancel.load(std::memory_order_relaxed)) return false;
       return callback ? callback(piece.c_str(), piece.size(), token, user) != 0 : true;
@@ -351,136 +467,40 @@ pipit_status pipit_session_generate(pipit_session* session, const char* prompt, 
       pipit::Session& s;
       ~ProgressReset() { s.set_progress(nullptr); }
     } progress_reset{*session->s};
+    const pipit::Tokenizer& tok = *session->model->lm.tokenizer;
     pipit::Result<pipit::GenerateResult> res = pipit::Status::ok();
     std::vector<int32_t> in_context;  // the tokens the KV cache will hold before the generated ones
-    if (!with_images) {
-      if (int64_t(full.size()) >= session->s->n_ctx())
-        return fail(PIPIT_ERR_OUT_OF_RANGE, "the conversation has " + std::to_string(full.size()) +
+    std::vector<int32_t> spec_context;  // prompt lookup and the draft see the conversation before the new tokens
+    if (!with_media) {
+      if (int64_t(full->size()) >= session->s->n_ctx())
+        return fail(PIPIT_ERR_OUT_OF_RANGE, "the conversation has " + std::to_string(full->size()) +
                                                 " tokens, which does not fit the context of " +
                                                 std::to_string(session->s->n_ctx()));
       size_t reused = 0;
-      sync_prefix(session, full, &reused);
+      sync_prefix(session, *full, &reused);
       if (cache) {  // a longer prefix from the model's other sessions, or this one's earlier contexts
-        const std::vector<uint64_t> key = pipit::PromptCache::make_key(full, nullptr);
-        reused = size_t(session->s->restore_from(*cache, key, int(full.size()) - 1));
-        session->history.assign(full.begin(), full.begin() + long(reused));
+        const std::vector<uint64_t> key = pipit::PromptCache::make_key(*full, nullptr);
+        reused = size_t(session->s->restore_from(*cache, key, int(full->size()) - 1));
+        session->history.assign(full->begin(), full->begin() + long(reused));
       }
       session->n_reused = int32_t(reused);
-      std::vector<int32_t> rest(full.begin() + long(reused), full.end());
-      spec_context.assign(full.begin(), full.begin() + long(reused));
-      gp.spec.context = spec_context;
-      res = pipit::generate(*session->s, &tok, rest, gp, on_text);
-      in_context = full;
+      std::vector<int32_t> rest(full->begin() + long(reused), full->end());
+      spec_context.assign(full->begin(), full->begin() + long(reused));
+      gp->spec.context = spec_context;
+      res = pipit::generate(*session->s, &tok, rest, *gp, on_text);
+      in_context = *full;
     } else {
-      // images: encode the new ones, expand every placeholder of the conversation and evaluate it from the start
-      // (its image features are not part of the token prefix the text path compares)
-      const pipit::LoadedModel& lm = session->model->lm;
-      std::vector<pipit::EncodedImage> images = session->images;
-      const std::vector<pipit_session::PendingImage> pending = std::move(session->pending_images);
-      session->pending_images.clear();  // an image that fails here is dropped, with the error naming it
-      for (size_t k = 0; k < pending.size(); ++k) {  // (attach_image refuses images for models without vision)
-        auto pp = pipit::preprocessor_config_of(lm);
-        if (!pp) return to_status(pp.status());
-        auto proc = pipit::image_processor_for(*lm.model, *pp);
-        if (!proc) return to_status(proc.status());
-        const auto& p = pending[k];
-        const std::string what = p.bytes.empty() ? p.path : "image bytes #" + std::to_string(k + 1);
-        auto img = p.bytes.empty() ? pipit::load_image(p.path) : pipit::decode_image(p.bytes, what);
-        if (!img) return to_status(img.status());
-        auto e = pipit::encode_image(*lm.model, *proc, *img, session->s->pool());
-        if (!e) return to_status(e.status().with_context("[image] " + what));
-        images.push_back(std::move(e).value());
-      }
-      std::vector<pipit::EncodedVideo> videos = session->videos;
-      const std::vector<pipit_session::PendingVideo> pending_v = std::move(session->pending_videos);
-      session->pending_videos.clear();  // as images: a video that fails here is dropped
-      if (!pending_v.empty()) {
-        auto vpp = pipit::video_preprocessor_config_of(lm);
-        if (!vpp) return to_status(vpp.status());
-        auto vproc = pipit::video_processor_for(*lm.model, *vpp);
-        if (!vproc) return to_status(vproc.status());
-        for (size_t k = 0; k < pending_v.size(); ++k) {  // only the sampled frames are decoded
-          const auto& pv = pending_v[k];
-          pipit::Result<pipit::EncodedVideo> e = pipit::Error::internal("no video");
-          if (!pv.frames.empty()) {
-            e = pipit::encode_video_files(*lm.model, *vproc, pv.frames, pv.fps, session->s->pool());
-          } else if (!pv.source.empty()) {
-            e = pipit::encode_video_source(*lm.model, *vproc, pv.source, session->s->pool());
-          } else {
-            auto file = pipit::VideoFile::open_bytes(pv.bytes, "video bytes #" + std::to_string(k + 1));
-            if (!file) return to_status(file.status());
-            e = pipit::encode_video_file(*lm.model, *vproc, **file, session->s->pool());
-          }
-          if (!e) return to_status(e.status());
-          videos.push_back(std::move(e).value());
-        }
-      }
-      const pipit::TextEncoder encode = [&tok](const std::string& text) { return tok.encode(text, false); };
-      auto mm = lm.model->vision() ? pipit::build_multimodal_prompt(*lm.model, full, images, videos, encode)
-                                   : pipit::Result<pipit::MultimodalPrompt>(pipit::text_prompt(full));
+      // media: encode the new ones, expand every placeholder of the conversation and evaluate it from the start
+      // (its media features are not part of the token prefix the text path compares)
+      auto mm = media_conversation(session, *full);
       if (!mm) return to_status(mm.status());
-      std::vector<pipit::Tensor> clips = session->audio_clips;
-      const std::vector<pipit::AudioSource> pending_a = std::move(session->pending_audio);
-      session->pending_audio.clear();  // as images: a clip that fails here is dropped
-      for (const auto& a : pending_a) {
-        auto e = pipit::encode_audio(*session->audio_enc, a.pcm, session->s->pool());
-        if (!e) return to_status(e.status().with_context("[audio] " + a.what));
-        clips.push_back(std::move(e).value());
-      }
-      if (!clips.empty())
-        if (auto st = pipit::splice_audio(*mm, session->audio_enc->tokens(), clips); !st) return to_status(st);
-      if (int64_t(mm->tokens.size()) >= session->s->n_ctx())
-        return fail(PIPIT_ERR_OUT_OF_RANGE, "the conversation has " + std::to_string(mm->tokens.size()) +
-                                                " tokens with its images, which does not fit the context of " +
-                                                std::to_string(session->s->n_ctx()));
-      session->images = std::move(images);
-      session->videos = std::move(videos);
-      session->audio_clips = std::move(clips);
       session->s->reset();
       session->history.clear();
       session->n_reused = 0;
-      res = pipit::generate(*session->s, &tok, *mm, gp, on_text);
+      res = pipit::generate(*session->s, &tok, *mm, *gp, on_text);
       in_context = mm->tokens;
     }
-    if (!res && res.status().code() == pipit::Code::kCancelled && !with_images) {
-      // cancelled during the prompt: the chunks evaluated so far stay in the context
-      const size_t kept = std::min(full.size(), size_t(session->s->n_past()));
-      session->history.assign(full.begin(), full.begin() + long(kept));
-      session->unexpanded = session->history;
-      session->finish_reason = "cancelled";
-      session->logprobs.clear();
-      session->n_prompt = int32_t(full.size());
-      session->n_evaluated = int32_t(session->s->n_evaluated() - evaluated0);
-      return PIPIT_OK;
-    }
-    if (!res) {
-      const bool cancelled = res.status().code() == pipit::Code::kCancelled;
-      session->s->reset();
-      session->history.clear();
-      session->unexpanded.clear();
-      session->images.clear();
-      session->videos.clear();
-      session->audio_clips.clear();
-      if (cancelled) {  // a conversation with images is evaluated from its start at the next generation anyway
-        session->finish_reason = "cancelled";
-        return PIPIT_OK;
-      }
-      return to_status(res.status());
-    }
-    // the KV cache holds the prompt and the generated tokens that were fed back (all but possibly the last)
-    const size_t n_fed = size_t(session->s->n_past()) - in_context.size();
-    session->history = in_context;
-    session->history.insert(session->history.end(), res->tokens.begin(), res->tokens.begin() + long(n_fed));
-    session->unexpanded = full;
-    session->unexpanded.insert(session->unexpanded.end(), res->tokens.begin(), res->tokens.begin() + long(n_fed));
-    session->finish_reason = pipit::stop_reason_name(res->reason);
-    session->spec = res->spec;
-    session->logprobs = std::move(res->logprobs);
-    session->n_prompt = int32_t(in_context.size());
-    // the prompt's forward passes: what was evaluated minus the decode steps (one per fed answer token)
-    session->n_evaluated = int32_t(session->s->n_evaluated() - evaluated0 - int64_t(n_fed));
-    if (cache) session->s->save_to(*cache, pipit::PromptCache::make_key(session->history, nullptr));
-    return PIPIT_OK;
+    return finish_generation(session, res, *full, in_context, evaluated0, with_media, cache.get());
   });
 }
 
