@@ -358,8 +358,22 @@ void Engine::add_image_inputs(Batch& b, const std::vector<std::pair<Seq*, int64_
 }
 
 bool Engine::step() {
-  // Pack the batch: every decoding sequence contributes its next token; prefilling sequences share what is left of
-  // the n_batch budget, oldest first.
+  std::vector<Part> parts = plan_step();
+  if (parts.empty()) return false;
+  // an image encode runs beside us: step on the threads it left (row results do not depend on the thread count:
+  // work is split by output rows and heads, never inside a reduction)
+  ctx_.pool = narrow_pool_ && encoding_.load() > 0 ? narrow_pool_.get() : pool_.get();
+  Batch b = build_batch(parts);
+  Tensor logits;
+  const Status st = forward_step(b, &logits);
+  take_results(parts, st, logits);
+  erase_finished();
+  return true;
+}
+
+// Pack the batch: every decoding sequence contributes its next token (and its speculative guesses); prefilling
+// sequences share what is left of the n_batch budget, oldest first.
+std::vector<Engine::Part> Engine::plan_step() {
   std::vector<Part> parts;
   int64_t budget = opt_.n_batch;
   // prompt tokens this pass may take: a chunk while others decode (EngineOptions::n_prefill_chunk)
@@ -391,10 +405,12 @@ bool Engine::step() {
     budget -= p.n;
     parts.push_back(std::move(p));
   }
-  if (parts.empty()) return false;
-  // an image encode runs beside us: step on the threads it left (row results do not depend on the thread count:
-  // work is split by output rows and heads, never inside a reduction)
-  ctx_.pool = narrow_pool_ && encoding_.load() > 0 ? narrow_pool_.get() : pool_.get();
+  return parts;
+}
+
+// The guesses of the parts that want them (MTP head, draft model), then every part's rows: its tokens and
+// positions, the logits rows it needs (the last; every row with guesses), and the media inputs of its span.
+Batch Engine::build_batch(std::vector<Part>& parts) {
   if (mtp_) mtp_guesses(parts);
   else if (draft_) draft_guesses(parts);
   Batch b;
@@ -417,20 +433,29 @@ bool Engine::step() {
     for (auto& p : parts) spans.push_back({p.s, p.n});
     add_image_inputs(b, spans);
   }
+  return b;
+}
 
+// The forward pass (with MTP, the hidden states every row gives the head), logits read back from a device.
+Status Engine::forward_step(const Batch& b, Tensor* logits) {
   arena_.reset();
-  Tensor logits;
   Status st;
   if (mtp_) {  // the final-norm hidden states of every row go to the head's store
     Tensor hidden;
-    st = dynamic_cast<MtpModel&>(model_).forward_hidden(ctx_, b, kv_, &logits, &hidden);
+    st = dynamic_cast<MtpModel&>(model_).forward_hidden(ctx_, b, kv_, logits, &hidden);
     mtp_->set_pool(ctx_.pool);  // observe() runs the head over a prefill chunk's pairs
     if (st.is_ok())
-      for (size_t i = 0; i < parts.size(); ++i) mtp_->observe(parts[i].s->slot, b, b.seqs[i].begin, b.seqs[i].n, hidden);
+      for (const Batch::Seq& q : b.seqs) mtp_->observe(q.slot, b, q.begin, q.n, hidden);
   } else {
-    st = model_.forward(ctx_, b, kv_, &logits);
+    st = model_.forward(ctx_, b, kv_, logits);
   }
-  if (st.is_ok()) st = logits_to_host(ctx_, &logits);
+  if (st.is_ok()) st = logits_to_host(ctx_, logits);
+  return st;
+}
+
+// What the pass gave each part: prompt bookkeeping, one token per logits row checked by Sequence::verify, the
+// counts, and the requests that ended (or every part failed with st).
+void Engine::take_results(std::vector<Part>& parts, const Status& st, const Tensor& logits) {
   const int64_t V = model_.info().n_vocab;
   // The parts' tokens, in three passes: the prompt bookkeeping, then each part's sampling and verification
   // (Sequence::verify) across the pool, the parts side by side (they are independent: each has its own sampler,
@@ -508,8 +533,6 @@ bool Engine::step() {
     }
     if (q.v.ended) finish(s, s.seq->result());
   }
-  erase_finished();
-  return true;
 }
 
 // A draft model's guesses for the parts that want them (Part::n_guess). The draft's slot first catches up with the

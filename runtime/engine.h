@@ -123,7 +123,11 @@ class Engine {
   struct Part;  // one request's rows in a step's batch
   void loop();
   void iterate();  // cancellations, admissions, one step
-  bool step();     // one forward pass; false when idle
+  bool step();     // one forward pass; false when idle: plan_step, build_batch, forward_step, take_results
+  std::vector<Part> plan_step();                         // the parts of this pass (packing under n_batch)
+  Batch build_batch(std::vector<Part>& parts);           // their rows, logits rows and media inputs
+  Status forward_step(const Batch& b, Tensor* logits);   // the model (or its MTP twin), logits to the host
+  void take_results(std::vector<Part>& parts, const Status& st, const Tensor& logits);  // tokens, counts, ends
   void finish(Seq& s, Result<GenerateResult> r);  // once per request: frees the slot, calls on_done
   void erase_finished();                          // drops finished requests from active_ (under mu_)
   void fail_all(const Status& st);                // the exception barrier: every running request fails
