@@ -34,7 +34,7 @@ std::string model_id(const std::string& path) {
   return name.empty() ? "model" : name;
 }
 
-int cmd_serve(Args& a) {
+void add_serve_options(Args& a) {
   add_model_options(a);
   a.option({"--host"}, "address to listen on", "127.0.0.1");
   a.option({"--port"}, "port (0: any free port)", "8080");
@@ -73,21 +73,23 @@ int cmd_serve(Args& a) {
            "answer a space (how clients that left are found)", "5");
   a.option({"--reasoning-format"}, "auto: a <think> part goes to reasoning_content when the chat template writes one; "
            "deepseek: always split it off; none: keep it inline in content", "auto");
-  if (auto st = a.parse(); !st) return fail(a, st.message());
-  if (a.help() || !a.has("-m")) {
-    std::printf("usage: pipit serve -m MODEL [--host 127.0.0.1] [--port 8080] [--parallel N] [options]\n%s",
-                a.usage().c_str());
-    return a.help() ? 0 : 1;
-  }
-  auto so = session_options(a);
-  if (!so) return fail(a, so.status().message());
+}
+
+// The server's and the engine's options from the command line (checked before the model is loaded).
+struct ServeConfig {
+  server::ServerOptions server;
+  EngineOptions engine;
+};
+
+Result<ServeConfig> serve_config(const Args& a, const SessionOptions& so) {
   auto num = [&](const char* name, int64_t lo, int64_t hi) -> Result<int64_t> {
     PIPIT_ASSIGN_OR_RETURN(int64_t v, a.get_int(name));
     if (v < lo || v > hi) return Error::invalid_argument("{} {}: expected a value in [{}, {}]", name, v, lo, hi);
     return v;
   };
-  server::ServerOptions opt;
-  EngineOptions eo;
+  ServeConfig c;
+  server::ServerOptions& opt = c.server;
+  EngineOptions& eo = c.engine;
   {
     auto port = num("--port", 0, 65535);
     auto parallel = num("--parallel", 1, 1024);
@@ -97,7 +99,7 @@ int cmd_serve(Args& a) {
     auto cache = num("--cache-ram", 0, int64_t(1) << 24);
     auto chunk = num("--prefill-chunk", 0, 1 << 16);
     for (auto* r : {&port, &parallel, &queue, &batch, &body, &cache, &chunk})
-      if (!r->is_ok()) return fail(a, r->status().message());
+      if (!r->is_ok()) return r->status();
     opt.port = int(*port);
     opt.max_body = size_t(*body);
     eo.n_slots = int(*parallel);
@@ -107,12 +109,12 @@ int cmd_serve(Args& a) {
     eo.n_prefill_chunk = int(*chunk);
     if (a.has("--image-threads")) {
       auto t = num("--image-threads", 1, 4096);
-      if (!t) return fail(a, t.status().message());
+      if (!t) return t.status();
       eo.n_encode_threads = int(*t);
     }
     if (a.has("--http-threads")) {
       auto t = num("--http-threads", 1, 4096);
-      if (!t) return fail(a, t.status().message());
+      if (!t) return t.status();
       opt.n_http_threads = int(*t);
     } else {
       // one per slot and queue place, 8 more for other requests of the same clients (health, models), and 8 that
@@ -120,65 +122,124 @@ int cmd_serve(Args& a) {
       opt.n_http_threads = eo.n_slots + eo.max_queue + 16;
     }
   }
-  eo.n_ctx = so->n_ctx;
-  eo.n_threads = so->n_threads;
-  eo.kv_dtype = so->kv_dtype;
-  opt.n_image_threads = so->n_threads;
+  eo.n_ctx = so.n_ctx;
+  eo.n_threads = so.n_threads;
+  eo.kv_dtype = so.kv_dtype;
+  opt.n_image_threads = so.n_threads;
   opt.host = a.get("--host");
   opt.api_key = a.get("--api-key");
   if (opt.api_key.empty())
     if (const char* k = std::getenv("PIPIT_API_KEY")) opt.api_key = k;
   {
     auto hosts = server::parse_allow_hosts(a.get_all("--allow-host"));
-    if (!hosts) return fail(a, hosts.status().message());
+    if (!hosts) return hosts.status();
     auto origins = server::parse_cors_origins(a.get_all("--cors"));
-    if (!origins) return fail(a, origins.status().message());
+    if (!origins) return origins.status();
     opt.allow_hosts = *hosts;
     opt.cors_origins = *origins;
   }
   if (a.has("--allow-local-files")) {
     auto dir = server::shared_directory(a.get("--allow-local-files"));
-    if (!dir) return fail(a, dir.status().message());
+    if (!dir) return dir.status();
     opt.local_files_dir = *dir;
   }
   if (a.has("--max-prompt-tokens")) {
     auto n = num("--max-prompt-tokens", 1, 1 << 30);
-    if (!n) return fail(a, n.status().message());
+    if (!n) return n.status();
     opt.max_prompt_tokens = int(*n);
   }
   if (a.has("--max-conns-per-client")) {
     auto n = num("--max-conns-per-client", 1, 1 << 20);
-    if (!n) return fail(a, n.status().message());
+    if (!n) return n.status();
     opt.max_conns_per_client = int(*n);
   }
   {
     auto t = a.get_float("--read-timeout");
-    if (!t) return fail(a, t.status().message());
-    if (!(*t >= 0.1 && *t <= 3600)) return fail(a, fmt("--read-timeout {}: expected seconds in [0.1, 3600]", *t));
+    if (!t) return t.status();
+    if (!(*t >= 0.1 && *t <= 3600)) return Error::invalid_argument("{}", fmt("--read-timeout {}: expected seconds in [0.1, 3600]", *t));
     opt.read_timeout = std::chrono::milliseconds(int64_t(*t * 1000));
   }
   opt.log_requests = a.get_flag("--log");
-  if (a.get_flag("--lookup") && a.has("--draft")) return fail(a, "--draft and --lookup: choose one");
+  if (a.get_flag("--lookup") && a.has("--draft")) return Error::invalid_argument("--draft and --lookup: choose one");
   if (a.get_flag("--mtp")) {
-    if (a.get_flag("--lookup") || a.has("--draft")) return fail(a, "--mtp with --draft or --lookup: choose one");
+    if (a.get_flag("--lookup") || a.has("--draft")) return Error::invalid_argument("--mtp with --draft or --lookup: choose one");
     auto k = num("--mtp-n", 1, 16);
-    if (!k) return fail(a, k.status().message());
+    if (!k) return k.status();
     opt.n_draft = int(*k);
   }
   if (a.get_flag("--lookup") || a.has("--draft")) {
     auto k = num("--draft-max", 1, 16);
-    if (!k) return fail(a, k.status().message());
+    if (!k) return k.status();
     opt.n_draft = int(*k);
   }
   {
     auto k = a.get_float("--keepalive");
-    if (!k) return fail(a, k.status().message());
-    if (!(*k >= 0.01 && *k <= 3600)) return fail(a, fmt("--keepalive {}: expected seconds in [0.01, 3600]", *k));
+    if (!k) return k.status();
+    if (!(*k >= 0.01 && *k <= 3600)) return Error::invalid_argument("{}", fmt("--keepalive {}: expected seconds in [0.01, 3600]", *k));
     opt.keepalive = std::chrono::milliseconds(int64_t(*k * 1000));
   }
   if (auto f = server::parse_reasoning_format(a.get("--reasoning-format"))) opt.reasoning_format = *f;
-  else return fail(a, fmt("--reasoning-format {}: expected auto, deepseek or none", a.get("--reasoning-format")));
+  else return Error::invalid_argument("{}", fmt("--reasoning-format {}: expected auto, deepseek or none", a.get("--reasoning-format")));
   opt.model_name = a.has("--alias") ? a.get("--alias") : model_id(a.get("-m"));
+
+  return c;
+}
+
+// SIGINT/SIGTERM go to one thread that stops the server (run_server); every other thread (engine, pools, HTTP
+// workers: all started after this) inherits the blocked mask. A write to a closed socket must not kill the process.
+sigset_t block_stop_signals() {
+  std::signal(SIGPIPE, SIG_IGN);
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  return sigs;
+}
+
+// The banner, then run() until a signal of `sigs` (block_stop_signals) stops the server.
+int run_server(Args& a, LoadedModel& lm, Engine& engine, const server::ServerOptions& opt, sigset_t sigs) {
+  server::Server srv(lm, engine, opt);
+  if (auto st = srv.bind(); !st) return fail(a, st.message());
+  std::atomic<bool> signalled{false};
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    signalled = true;
+    srv.stop();
+  });
+  std::fprintf(stderr, "pipit serve: %s on http://%s:%d (%d slots x %d tokens, %s)%s\n", opt.model_name.c_str(),
+               opt.host.c_str(), srv.port(), engine.n_slots(), engine.n_ctx(),
+               (std::string("text") + (lm.model->vision() ? " + images" : "") +
+                (takes_audio(lm.config.model_type()) ? " + audio" : "")).c_str(),
+               opt.api_key.empty() ? "" : ", API key required");
+  if (std::count(opt.cors_origins.begin(), opt.cors_origins.end(), "*") && opt.api_key.empty())
+    std::fprintf(stderr, "pipit serve: warning: --cors * with no API key: any web page you visit can use this "
+                 "server; set --api-key (or PIPIT_API_KEY)\n");
+  std::fprintf(stderr, "pipit serve: listening on http://%s:%d\n", opt.host.c_str(), srv.port());
+  std::fflush(stderr);
+  Status st = srv.run();
+  if (!signalled) pthread_kill(waiter.native_handle(), SIGTERM);  // run() ended on its own: wake the waiter
+  waiter.join();
+  if (!st) return fail(a, st.message());
+  std::fprintf(stderr, "pipit serve: stopped\n");
+  return 0;
+}
+
+int cmd_serve(Args& a) {
+  add_serve_options(a);
+  if (auto st = a.parse(); !st) return fail(a, st.message());
+  if (a.help() || !a.has("-m")) {
+    std::printf("usage: pipit serve -m MODEL [--host 127.0.0.1] [--port 8080] [--parallel N] [options]\n%s",
+                a.usage().c_str());
+    return a.help() ? 0 : 1;
+  }
+  auto so = session_options(a);
+  if (!so) return fail(a, so.status().message());
+  auto cfg = serve_config(a, *so);
+  if (!cfg) return fail(a, cfg.status().message());
+  server::ServerOptions& opt = cfg->server;
+  EngineOptions& eo = cfg->engine;
 
   auto lo = load_options(a, true);
   if (!lo) return fail(a, lo.status().message());
@@ -201,41 +262,9 @@ int cmd_serve(Args& a) {
     eo.draft = draft->model.get();
   }
 
-  // SIGINT/SIGTERM go to one thread that stops the server; every other thread (engine, pools, HTTP workers,
-  // all started below) inherits the blocked mask. A write to a closed socket must not kill the process.
-  std::signal(SIGPIPE, SIG_IGN);
-  sigset_t sigs;
-  sigemptyset(&sigs);
-  sigaddset(&sigs, SIGINT);
-  sigaddset(&sigs, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
-
+  const sigset_t sigs = block_stop_signals();  // before the engine's threads start
   Engine engine(*lm->model, lm->tokenizer.get(), eo);
-  server::Server srv(*lm, engine, opt);
-  if (auto st = srv.bind(); !st) return fail(a, st.message());
-  std::atomic<bool> signalled{false};
-  std::thread waiter([&] {
-    int sig = 0;
-    sigwait(&sigs, &sig);
-    signalled = true;
-    srv.stop();
-  });
-  std::fprintf(stderr, "pipit serve: %s on http://%s:%d (%d slots x %d tokens, %s)%s\n", opt.model_name.c_str(),
-               opt.host.c_str(), srv.port(), engine.n_slots(), engine.n_ctx(),
-               (std::string("text") + (lm->model->vision() ? " + images" : "") +
-                (takes_audio(lm->config.model_type()) ? " + audio" : "")).c_str(),
-               opt.api_key.empty() ? "" : ", API key required");
-  if (std::count(opt.cors_origins.begin(), opt.cors_origins.end(), "*") && opt.api_key.empty())
-    std::fprintf(stderr, "pipit serve: warning: --cors * with no API key: any web page you visit can use this "
-                 "server; set --api-key (or PIPIT_API_KEY)\n");
-  std::fprintf(stderr, "pipit serve: listening on http://%s:%d\n", opt.host.c_str(), srv.port());
-  std::fflush(stderr);
-  Status st = srv.run();
-  if (!signalled) pthread_kill(waiter.native_handle(), SIGTERM);  // run() ended on its own: wake the waiter
-  waiter.join();
-  if (!st) return fail(a, st.message());
-  std::fprintf(stderr, "pipit serve: stopped\n");
-  return 0;
+  return run_server(a, *lm, engine, opt, sigs);
 }
 
 }  // namespace
