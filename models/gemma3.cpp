@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "models/blocks.h"
+#include "models/layer_types.h"
 
 namespace pipit {
 
@@ -23,24 +24,11 @@ struct Gemma3Layer {
 
 // layer_types, or (older configs) every sliding_window_pattern-th layer global, the others sliding.
 Result<std::vector<bool>> sliding_layers(const HfConfig& cfg, int64_t n_layer) {
-  std::vector<bool> sliding;
-  if (cfg.has("layer_types")) {
-    const auto& lt = cfg.json()["layer_types"];
-    if (!lt.is_array() || int64_t(lt.size()) != n_layer)
-      return Error::invalid_argument("[gemma3] config field 'layer_types' must list {} layer types", n_layer);
-    for (const auto& t : lt) {
-      const std::string s = t.is_string() ? t.get<std::string>() : t.dump();
-      if (s != "sliding_attention" && s != "full_attention")
-        return Error::invalid_argument("[gemma3] layer_types entry '{}' (expected sliding_attention or "
-                                       "full_attention)", s);
-      sliding.push_back(s == "sliding_attention");
-    }
-    return sliding;
-  }
   const int64_t pattern = cfg.get_int_or("sliding_window_pattern", 6);
-  if (pattern <= 0) return Error::invalid_argument("[gemma3] sliding_window_pattern {} must be positive", pattern);
-  for (int64_t il = 0; il < n_layer; ++il) sliding.push_back((il + 1) % pattern != 0);
-  return sliding;
+  if (!cfg.has("layer_types") && pattern <= 0)
+    return Error::invalid_argument("[gemma3] sliding_window_pattern {} must be positive", pattern);
+  return layer_kinds(cfg, "gemma3", n_layer, "sliding_attention", "full_attention",
+                     [&](int64_t il) { return (il + 1) % pattern != 0; });
 }
 
 // An optional float that may be JSON null (soft-capping off).

@@ -16,6 +16,7 @@
 #include "models/moe.h"
 #include "models/mapped_weights.h"
 #include "models/vision/gemma4_vision.h"
+#include "models/layer_types.h"
 
 namespace pipit {
 
@@ -55,21 +56,10 @@ struct Gemma4Layer {
 };
 
 Result<std::vector<bool>> sliding_layers(const HfConfig& cfg, int64_t n_layer) {
-  std::vector<bool> sliding;
-  if (!cfg.has("layer_types")) {  // Gemma4TextConfig default: every 6th layer full
-    for (int64_t il = 0; il < n_layer; ++il) sliding.push_back((il + 1) % 6 != 0);
-  } else {
-    const auto& lt = cfg.json()["layer_types"];
-    if (!lt.is_array() || int64_t(lt.size()) != n_layer)
-      return Error::invalid_argument("[gemma4] config field 'layer_types' must list {} layer types", n_layer);
-    for (const auto& t : lt) {
-      const std::string s = t.is_string() ? t.get<std::string>() : t.dump();
-      if (s != "sliding_attention" && s != "full_attention")
-        return Error::invalid_argument("[gemma4] layer_types entry '{}' (expected sliding_attention or "
-                                       "full_attention)", s);
-      sliding.push_back(s == "sliding_attention");
-    }
-  }
+  // Gemma4TextConfig default: every 6th layer full
+  PIPIT_ASSIGN_OR_RETURN(std::vector<bool> sliding,
+                         layer_kinds(cfg, "gemma4", n_layer, "sliding_attention", "full_attention",
+                                     [](int64_t il) { return (il + 1) % 6 != 0; }));
   sliding.back() = false;  // Gemma4TextConfig: the last layer is always full attention
   return sliding;
 }

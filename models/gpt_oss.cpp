@@ -11,6 +11,7 @@
 
 #include "backends/cpu/kernels.h"  // TODO(issue 31 item 2): host loops still call kernels
 #include "models/moe.h"
+#include "models/layer_types.h"
 
 namespace pipit {
 
@@ -50,21 +51,9 @@ class GptOssModel : public Model {
     if (window <= 0) return Error::invalid_argument("[gpt_oss] sliding_window {} must be positive", window);
 
     // layer_types, or HF's default: even layers sliding, odd layers full
-    std::vector<bool> sliding;
-    if (cfg.has("layer_types")) {
-      const auto& lt = cfg.json()["layer_types"];
-      if (!lt.is_array() || int64_t(lt.size()) != n_layer)
-        return Error::invalid_argument("[gpt_oss] config field 'layer_types' must list {} layer types", n_layer);
-      for (const auto& t : lt) {
-        const std::string s = t.is_string() ? t.get<std::string>() : t.dump();
-        if (s != "sliding_attention" && s != "full_attention")
-          return Error::invalid_argument("[gpt_oss] layer_types entry '{}' (expected sliding_attention or "
-                                         "full_attention)", s);
-        sliding.push_back(s == "sliding_attention");
-      }
-    } else {
-      for (int64_t il = 0; il < n_layer; ++il) sliding.push_back(il % 2 == 0);
-    }
+    PIPIT_ASSIGN_OR_RETURN(const std::vector<bool> sliding,
+                           layer_kinds(cfg, "gpt_oss", n_layer, "sliding_attention", "full_attention",
+                                       [](int64_t il) { return il % 2 == 0; }));
 
     full_ = AttnConfig{n_embd, n_head, n_head_kv, head_dim, float(1.0 / std::sqrt(double(head_dim))), eps_};
     local_ = full_;

@@ -15,6 +15,7 @@
 
 #include "backends/cpu/kernels.h"  // TODO(issue 31 item 2): host loops still call kernels
 #include "models/blocks.h"
+#include "models/layer_types.h"
 #include "models/mtp.h"
 #include "models/qwen2_vl.h"
 
@@ -110,7 +111,7 @@ class Qwen35Model : public Model, public MtpModel {
                                      nk_, nv_, dk_, dv_, kconv_);
     conv_dim_ = 2 * nk_ * dk_ + nv_ * dv_;
 
-    PIPIT_ASSIGN_OR_RETURN(auto linear, layer_kinds(cfg, n_layer));
+    PIPIT_ASSIGN_OR_RETURN(auto linear, linear_layers(cfg, n_layer));
 
     // partial rotary: only the first head_dim * partial_rotary_factor dims of a head turn
     const nlohmann::json rp = rope_parameters_of(cfg);
@@ -291,26 +292,12 @@ class Qwen35Model : public Model, public MtpModel {
   std::string mtp_missing_;  // empty: mtp_ is loaded
 
   // layer_types, or HF's default from full_attention_interval: layer i is full when (i + 1) % interval == 0.
-  static Result<std::vector<bool>> layer_kinds(const HfConfig& cfg, int64_t n_layer) {
-    std::vector<bool> linear;
-    if (cfg.has("layer_types")) {
-      const auto& lt = cfg.json()["layer_types"];
-      if (!lt.is_array() || int64_t(lt.size()) != n_layer)
-        return Error::invalid_argument("[qwen3_5] config field 'layer_types' must list {} layer types", n_layer);
-      for (size_t i = 0; i < lt.size(); ++i) {
-        const std::string s = lt[i].is_string() ? lt[i].get<std::string>() : lt[i].dump();
-        if (s != "linear_attention" && s != "full_attention")
-          return Error::unsupported("[qwen3_5] layer_types[{}] is '{}', not a known layer type (linear_attention, "
-                                    "full_attention)", i, s);
-        linear.push_back(s == "linear_attention");
-      }
-      return linear;
-    }
+  static Result<std::vector<bool>> linear_layers(const HfConfig& cfg, int64_t n_layer) {
     const int64_t interval = cfg.get_int_or("full_attention_interval", 4);
-    if (interval <= 0)
+    if (!cfg.has("layer_types") && interval <= 0)
       return Error::invalid_argument("[qwen3_5] full_attention_interval {} must be positive", interval);
-    for (int64_t il = 0; il < n_layer; ++il) linear.push_back((il + 1) % interval != 0);
-    return linear;
+    return layer_kinds(cfg, "qwen3_5", n_layer, "linear_attention", "full_attention",
+                       [&](int64_t il) { return (il + 1) % interval != 0; });
   }
 
   Result<LinearAttnWeights> load_linear_attn(const WeightSource& w, const std::string& p, int64_t n_embd) const {
