@@ -4,6 +4,7 @@
 #include "backends/cpu/kernels.h"
 #include "core/json_depth.h"
 #include "core/storage.h"
+#include "models/recipe_rules.h"
 
 #include <algorithm>
 
@@ -165,7 +166,7 @@ std::vector<std::string> default_rule_descriptions(const std::string& q) {
     return d;
   }
   const bool quant = q == "q8_0" || q == "q4_0";
-  return {
+  std::vector<std::string> d = {
       "1-D tensors (norms, biases) and biases (*.bias, *_bias) -> f32",
       "mxfp4 tensors (GPT-OSS experts as shipped) -> kept mxfp4",
       std::string("stacked experts ([E, out, in], *.experts.*) -> ") + (q == "q4_0" ? "mxfp4" : q),
@@ -176,13 +177,16 @@ std::vector<std::string> default_rule_descriptions(const std::string& q) {
       std::string("attention of an MoE checkpoint (*.self_attn.*) -> ") + (q == "q4_0" ? "q8_0" : q),
       std::string("linear-attention gate projections (*linear_attn.in_proj_a/in_proj_b.weight) -> ") +
           (quant ? "bf16 if the source is bf16, else f16" : q),
-      std::string("Gemma 4 vision and audio towers and their projectors (model.vision_tower.*, model.embed_vision.*, "
-                  "model.audio_tower.*, model.embed_audio.*) -> ") +
-          (q == "q4_0" ? "q8_0" : q),
-      "* -> " + q,
-      "fallback: a quantized type on a tensor that is not 2-D or whose input dim is not a multiple of 32 -> bf16 if "
-      "the source is bf16, else f16 (f32 for 1-D)",
   };
+  for (const Q4Floor* f : all_q4_floors()) {  // a family's parts that keep q8_0 under q4 (models/recipe_rules.h)
+    std::string prefixes;
+    for (const auto& p : f->prefixes) prefixes += (prefixes.empty() ? "" : ", ") + p + "*";
+    d.push_back(f->label + " (" + prefixes + ") -> " + (q == "q4_0" ? "q8_0" : q));
+  }
+  d.push_back("* -> " + q);
+  d.push_back("fallback: a quantized type on a tensor that is not 2-D or whose input dim is not a multiple of 32 -> "
+              "bf16 if the source is bf16, else f16 (f32 for 1-D)");
+  return d;
 }
 
 Result<std::vector<TensorPlan>> plan_conversion(const Checkpoint& c, const std::string& q, const Recipe& user) {
@@ -192,7 +196,15 @@ Result<std::vector<TensorPlan>> plan_conversion(const Checkpoint& c, const std::
   bool moe = false;  // routed experts (Qwen3-MoE, DeepSeek-OCR's decoder; Gemma 4's layers.N.experts.gate_up_proj)
   for (auto& [name, t] : c.tensors)
     moe |= name.find(".mlp.experts.") != std::string::npos || name.find(".experts.gate_up_proj") != std::string::npos;
-  const bool gemma4 = c.config.is_object() && c.config.value("model_type", nlohmann::json()) == "gemma4";
+  // the family's tensors that keep q8_0 under q4 (models/recipe_rules.h, registered beside the model)
+  const nlohmann::json mt = c.config.is_object() ? c.config.value("model_type", nlohmann::json()) : nlohmann::json();
+  const std::vector<const Q4Floor*> floors = q4_floors(mt.is_string() ? mt.get<std::string>() : std::string());
+  auto floor_of = [&](const std::string& name) -> const Q4Floor* {
+    for (const Q4Floor* f : floors)
+      for (const auto& prefix : f->prefixes)
+        if (name.rfind(prefix, 0) == 0) return f;
+    return nullptr;
+  };
   int64_t n_layers = 0;  // for the mixes' per-layer rules: the config's, else the highest layer index seen + 1
   if (c.config.contains("num_hidden_layers") && c.config["num_hidden_layers"].is_number_integer())
     n_layers = c.config["num_hidden_layers"].get<int64_t>();
@@ -252,14 +264,8 @@ Result<std::vector<TensorPlan>> plan_conversion(const Checkpoint& c, const std::
         // in an MoE model the attention is a few % of the weights but runs for every token while each expert runs
         // for a few; on the test checkpoints it carries most of the q4 error (qwen3_moe relative RMS 0.168 -> 0.027)
         want = "q8_0", p.rule = "MoE attention";
-      } else if (q == "q4_0" && gemma4 && t.ndim() == 2 &&
-                 (name.rfind("model.vision_tower.", 0) == 0 || name.rfind("model.embed_vision.", 0) == 0 ||
-                  name.rfind("model.audio_tower.", 0) == 0 || name.rfind("model.embed_audio.", 0) == 0)) {
-        // Gemma 4's vision and audio towers and projectors: a few % of the weights (E2B: ~0.15 B vision, ~0.3 B
-        // audio of ~5 B) whose error every soft token carries, and whose clippable linears clamp at bounds fitted to
-        // the float outputs. On the test checkpoint q4 puts a relative RMS of 0.247 on the image soft tokens (0.589
-        // on the logits; q8 0.018 / 0.380) and 0.32 on the audio ones (q8 0.028)
-        want = "q8_0", p.rule = "Gemma 4 media towers";
+      } else if (const Q4Floor* f = q == "q4_0" && t.ndim() == 2 ? floor_of(name) : nullptr) {
+        want = "q8_0", p.rule = f->label;
       } else if (quant && (ends_with(name, "linear_attn.in_proj_a.weight") ||
                            ends_with(name, "linear_attn.in_proj_b.weight"))) {
         // Gated DeltaNet (Qwen3.5): these few rows (one per value head) set each head's decay exp(-e^A_log

@@ -9,6 +9,7 @@
 #include "models/chat_format.h"
 #include "models/media_note.h"
 #include "models/mapped_weights.h"
+#include "models/recipe_rules.h"
 
 namespace pipit {
 
@@ -49,6 +50,30 @@ const char* media_note(const std::string& model_type) {
 std::string media_note_suffix(const std::string& model_type) {
   const char* n = media_note(model_type);
   return n ? std::string(" (") + n + ")" : std::string();
+}
+
+namespace {
+std::multimap<std::string, Q4Floor>& q4_floor_registry() {
+  static std::multimap<std::string, Q4Floor> r;
+  return r;
+}
+}  // namespace
+
+void register_q4_floor(const char* model_type, Q4Floor floor) {
+  q4_floor_registry().emplace(model_type, std::move(floor));
+}
+
+std::vector<const Q4Floor*> q4_floors(const std::string& model_type) {
+  std::vector<const Q4Floor*> out;
+  auto [b, e] = q4_floor_registry().equal_range(model_type);
+  for (auto it = b; it != e; ++it) out.push_back(&it->second);
+  return out;
+}
+
+std::vector<const Q4Floor*> all_q4_floors() {
+  std::vector<const Q4Floor*> out;
+  for (auto& [type, f] : q4_floor_registry()) out.push_back(&f);
+  return out;
 }
 
 void register_mapped_weights(const char* model_type, const char* pattern) {
