@@ -112,5 +112,19 @@ Tensor Device::conv2d_3x3_s2(Ctx&, const Tensor&, const Tensor&) { lacks(Op::kCo
 Tensor Device::local_rel_attention(Ctx&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, int, float) {
   lacks(Op::kLocalRelAttention);
 }
+void Device::copy_(Ctx&, Tensor&, const Tensor&) { lacks(Op::kCopy); }
+void Device::fill_(Ctx&, Tensor&, float) { lacks(Op::kFill); }
+void Device::scale_channels_(Ctx&, Tensor&, const Tensor&) { lacks(Op::kScaleChannels); }
+Tensor Device::conv2d(Ctx&, const Tensor&, const Tensor&, const Tensor&, int64_t, int64_t, int64_t) {
+  lacks(Op::kConv2d);
+}
+Tensor Device::window_partition(Ctx&, const Tensor&, int64_t, int64_t, int64_t) { lacks(Op::kWindowPartition); }
+Tensor Device::window_unpartition(Ctx&, const Tensor&, int64_t, int64_t, int64_t) { lacks(Op::kWindowUnpartition); }
+Tensor Device::rel_pos_attention(Ctx&, const Tensor&, int64_t, int64_t, int64_t, int64_t, const Tensor&,
+                                 const Tensor&) {
+  lacks(Op::kRelPosAttention);
+}
+Tensor Device::resize_bicubic_aa(Ctx&, const Tensor&, int64_t, int64_t) { lacks(Op::kResizeBicubicAa); }
+Tensor Device::resize_bilinear_aligned(Ctx&, const Tensor&, int64_t, int64_t) { lacks(Op::kResizeBilinearAligned); }
 
 }  // namespace pipit

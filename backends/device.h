@@ -96,6 +96,18 @@ class Device {
   virtual Tensor conv2d_3x3_s2(Ctx& ctx, const Tensor& x, const Tensor& w);
   virtual Tensor local_rel_attention(Ctx& ctx, const Tensor& q, const Tensor& k, const Tensor& v,
                                      const Tensor& rel_k, int window, float softcap);
+  // encoder layout and convolution ops
+  virtual void copy_(Ctx& ctx, Tensor& dst, const Tensor& src);
+  virtual void fill_(Ctx& ctx, Tensor& x, float value);
+  virtual void scale_channels_(Ctx& ctx, Tensor& x, const Tensor& w);
+  virtual Tensor conv2d(Ctx& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, int64_t kernel, int64_t stride,
+                        int64_t padding);
+  virtual Tensor window_partition(Ctx& ctx, const Tensor& x, int64_t grid_h, int64_t grid_w, int64_t win);
+  virtual Tensor window_unpartition(Ctx& ctx, const Tensor& x, int64_t grid_h, int64_t grid_w, int64_t win);
+  virtual Tensor rel_pos_attention(Ctx& ctx, const Tensor& qkv, int64_t n_win, int64_t win_h, int64_t win_w,
+                                   int64_t n_head, const Tensor& rel_h, const Tensor& rel_w);
+  virtual Tensor resize_bicubic_aa(Ctx& ctx, const Tensor& x, int64_t out_h, int64_t out_w);
+  virtual Tensor resize_bilinear_aligned(Ctx& ctx, const Tensor& x, int64_t out_h, int64_t out_w);
 
  protected:
   // The body of every op this device does not override: a bug report naming the op and the device.

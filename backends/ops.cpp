@@ -213,4 +213,52 @@ Tensor local_rel_attention(Ctx& ctx, const Tensor& q, const Tensor& k, const Ten
   return ctx.device().local_rel_attention(ctx, q, k, v, rel_k, window, softcap);
 }
 
+// ---- encoder layout and convolution ops ----
+void copy_(Ctx& ctx, Tensor& dst, const Tensor& src) {
+  ctx.seen(Op::kCopy);
+  ctx.device().copy_(ctx, dst, src);
+}
+
+void fill_(Ctx& ctx, Tensor& x, float value) {
+  ctx.seen(Op::kFill);
+  ctx.device().fill_(ctx, x, value);
+}
+
+void scale_channels_(Ctx& ctx, Tensor& x, const Tensor& w) {
+  ctx.seen(Op::kScaleChannels);
+  ctx.device().scale_channels_(ctx, x, w);
+}
+
+Tensor conv2d(Ctx& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, int64_t kernel, int64_t stride,
+              int64_t padding) {
+  ctx.seen(Op::kConv2d);
+  return ctx.device().conv2d(ctx, x, w, bias, kernel, stride, padding);
+}
+
+Tensor window_partition(Ctx& ctx, const Tensor& x, int64_t grid_h, int64_t grid_w, int64_t win) {
+  ctx.seen(Op::kWindowPartition);
+  return ctx.device().window_partition(ctx, x, grid_h, grid_w, win);
+}
+
+Tensor window_unpartition(Ctx& ctx, const Tensor& x, int64_t grid_h, int64_t grid_w, int64_t win) {
+  ctx.seen(Op::kWindowUnpartition);
+  return ctx.device().window_unpartition(ctx, x, grid_h, grid_w, win);
+}
+
+Tensor rel_pos_attention(Ctx& ctx, const Tensor& qkv, int64_t n_win, int64_t win_h, int64_t win_w, int64_t n_head,
+                         const Tensor& rel_h, const Tensor& rel_w) {
+  ctx.seen(Op::kRelPosAttention);
+  return ctx.device().rel_pos_attention(ctx, qkv, n_win, win_h, win_w, n_head, rel_h, rel_w);
+}
+
+Tensor resize_bicubic_aa(Ctx& ctx, const Tensor& x, int64_t out_h, int64_t out_w) {
+  ctx.seen(Op::kResizeBicubicAa);
+  return ctx.device().resize_bicubic_aa(ctx, x, out_h, out_w);
+}
+
+Tensor resize_bilinear_aligned(Ctx& ctx, const Tensor& x, int64_t out_h, int64_t out_w) {
+  ctx.seen(Op::kResizeBilinearAligned);
+  return ctx.device().resize_bilinear_aligned(ctx, x, out_h, out_w);
+}
+
 }  // namespace pipit

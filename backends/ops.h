@@ -36,6 +36,10 @@ struct Kernels;  // backends/cpu/kernels.h: the CPU's kernel table (only CPU cod
   X(kShiftScale, "shift_scale") X(kRopeParts, "rope_parts") X(kPoolGrid, "pool_grid") X(kGlu, "glu")              \
   X(kDepthwiseConv1dCausal, "depthwise_conv1d_causal") X(kConv2d3x3S2, "conv2d_3x3_s2")                           \
   X(kLocalRelAttention, "local_rel_attention")                                                                    \
+  X(kCopy, "copy") X(kFill, "fill") X(kScaleChannels, "scale_channels") X(kConv2d, "conv2d")                      \
+  X(kWindowPartition, "window_partition") X(kWindowUnpartition, "window_unpartition")                             \
+  X(kRelPosAttention, "rel_pos_attention") X(kResizeBicubicAa, "resize_bicubic_aa")                               \
+  X(kResizeBilinearAligned, "resize_bilinear_aligned")                                                            \
   X(kHostLoops, "host loops over activations")
 
 enum class Op {
@@ -224,6 +228,50 @@ Tensor conv2d_3x3_s2(Ctx& ctx, const Tensor& x, const Tensor& w);
 // hd] f32, row d = the relative key of distance d. k, v: [T, n_head, hd] f32 contiguous. Returns [T, n_head, hd].
 Tensor local_rel_attention(Ctx& ctx, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& rel_k,
                            int window, float softcap);
+
+// ---- encoder layout and convolution ops (DeepSeek-OCR, CLIP, Qwen and Gemma 4 towers; CPU only today:
+// backends/cpu/ops_encoder.cpp) ----
+// dst = src element by element: f32, the same shape, any strides on either side (concatenation into slices,
+// permutes through transposed views, heap copies of arena tensors). The two must not overlap.
+void copy_(Ctx& ctx, Tensor& dst, const Tensor& src);
+// A heap copy of x (f32): it outlives the arena's next reset (residual streams, a tower's output).
+inline Tensor heap_copy(Ctx& ctx, const Tensor& x) {
+  Tensor h = Tensor::empty(DType::F32, x.shape());
+  copy_(ctx, h, x);
+  return h;
+}
+// x = value everywhere (f32, any strides).
+void fill_(Ctx& ctx, Tensor& x, float value);
+// In place, per channel: x[..., c] = x[..., c] * w[c]; x f32 rows (may be strided), w f32 [x.dim(-1)] contiguous.
+void scale_channels_(Ctx& ctx, Tensor& x, const Tensor& w);
+// torch Conv2d(Cin, Cout, kernel, stride, padding) (+ bias) on a channels-last input x [H, W, Cin] f32 with any
+// strides (a [3, H, W] image goes in as a permuted view); w [Cout, Cin * kernel^2] (the torch weight flattened, any
+// weight dtype); bias [Cout] or undefined. Returns [Ho, Wo, Cout], Ho = (H + 2 padding - kernel) / stride + 1 (same
+// for W). im2col over blocks of output rows + linear.
+Tensor conv2d(Ctx& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, int64_t kernel, int64_t stride,
+              int64_t padding);
+// SAM's window_partition: x [grid_h * grid_w, C] (a row-major grid) zero-padded to multiples of `win` and cut into
+// windows: [n_win * win * win, C], windows row-major, tokens row-major inside a window (n_win = ceil(grid_h / win)
+// * ceil(grid_w / win)).
+Tensor window_partition(Ctx& ctx, const Tensor& x, int64_t grid_h, int64_t grid_w, int64_t win);
+// The inverse (window_unpartition): windows back to the [grid_h * grid_w, C] grid, the padding dropped.
+Tensor window_unpartition(Ctx& ctx, const Tensor& x, int64_t grid_h, int64_t grid_w, int64_t win);
+// SAM / ViTDet attention with decomposed relative positions inside each of n_win windows of win_h x win_w tokens.
+// qkv [n_win * win_h * win_w, 3 * n_head * hd] f32 contiguous (rows window-major, row-major inside a window; columns
+// q, k, v, each heads x hd). rel_h [Lh, hd], rel_w [Lw, hd] (any float dtype) are linearly interpolated
+// (F.interpolate "linear", align_corners false) to 2 win - 1 rows when their length differs (get_rel_pos). Query i
+// at (qh, qw), key j at (kh, kw): logit = q.k / sqrt(hd) + q.Rh[qh - kh + win_h - 1] + q.Rw[qw - kw + win_w - 1],
+// softmax over the window, times v. Returns [n_win * win_h * win_w, n_head * hd].
+Tensor rel_pos_attention(Ctx& ctx, const Tensor& qkv, int64_t n_win, int64_t win_h, int64_t win_w, int64_t n_head,
+                         const Tensor& rel_h, const Tensor& rel_w);
+// torch F.interpolate(mode="bicubic", antialias=True, align_corners=False) of a channels-last grid x [h, w, C] f32
+// contiguous -> [out_h, out_w, C], computed in float as torch's _upsample_bicubic2d_aa (Keys a = -0.5, support
+// widened when shrinking, weights normalised to sum 1; width pass, then height). DeepSeek-OCR's position tables.
+Tensor resize_bicubic_aa(Ctx& ctx, const Tensor& x, int64_t out_h, int64_t out_w);
+// Bilinear resize of x [h, w, C] f32 contiguous -> [out_h, out_w, C] at torch.linspace(0, side - 1, out) sample
+// points (align_corners true), Qwen3-VL's fast_pos_embed_interpolate: floor, floor + 1 clipped, weights in float32,
+// the four rows summed in HF's order (00, 01, 10, 11).
+Tensor resize_bilinear_aligned(Ctx& ctx, const Tensor& x, int64_t out_h, int64_t out_w);
 
 inline Device& Ctx::device() const { return dev ? *dev : cpu_device(); }
 

@@ -60,6 +60,18 @@ class CpuDevice final : public Device {
   Tensor conv2d_3x3_s2(Ctx& ctx, const Tensor& x, const Tensor& w) override;
   Tensor local_rel_attention(Ctx& ctx, const Tensor& q, const Tensor& k, const Tensor& v,
                                      const Tensor& rel_k, int window, float softcap) override;
+  // encoder layout and convolution ops (backends/cpu/ops_encoder.cpp)
+  void copy_(Ctx& ctx, Tensor& dst, const Tensor& src) override;
+  void fill_(Ctx& ctx, Tensor& x, float value) override;
+  void scale_channels_(Ctx& ctx, Tensor& x, const Tensor& w) override;
+  Tensor conv2d(Ctx& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, int64_t kernel, int64_t stride,
+                int64_t padding) override;
+  Tensor window_partition(Ctx& ctx, const Tensor& x, int64_t grid_h, int64_t grid_w, int64_t win) override;
+  Tensor window_unpartition(Ctx& ctx, const Tensor& x, int64_t grid_h, int64_t grid_w, int64_t win) override;
+  Tensor rel_pos_attention(Ctx& ctx, const Tensor& qkv, int64_t n_win, int64_t win_h, int64_t win_w, int64_t n_head,
+                           const Tensor& rel_h, const Tensor& rel_w) override;
+  Tensor resize_bicubic_aa(Ctx& ctx, const Tensor& x, int64_t out_h, int64_t out_w) override;
+  Tensor resize_bilinear_aligned(Ctx& ctx, const Tensor& x, int64_t out_h, int64_t out_w) override;
 };
 
 // x * sigmoid(x) over f32 rows in place, the audio tower's plain loop (ops_audio.cpp; activation_ kSilu).

@@ -14,8 +14,8 @@
 // dropping the padded tail after subsampling gives HF's valid rows exactly.
 #include <cmath>
 
-#include "backends/cpu/kernels.h"  // TODO(issue 31 item 2): host loops still call kernels
 #include "backends/ops.h"
+#include "core/host_f32.h"
 #include "models/audio/audio_model.h"
 #include "models/audio/log_mel.h"
 
@@ -36,24 +36,12 @@ struct AudioLayer {
   } ffn1, ffn2;
   Tensor norm_pre_attn, norm_post_attn, norm_out;
   ClipLinear q, k, v, post;
-  std::vector<float> q_scale;  // per dim: softplus(per_dim_scale) (times the encoder's hd^-0.5 / ln 2)
-  Tensor rel_k;                // [window, n_head, hd] f32: relative_k_proj of the position embedding, by distance
+  Tensor q_scale;  // [hd] f32 per dim: softplus(per_dim_scale) (after the encoder's hd^-0.5 / ln 2)
+  Tensor rel_k_w;  // relative_k_proj [H, H]
   Tensor lconv_pre_norm, conv_norm;
   ClipLinear lin_start, lin_end;  // [2H, H], [H, H]
   Tensor dw;                      // depthwise conv [H, K] f32
 };
-
-float scalar_value(const Tensor& t) {
-  float v = 0.0f;
-  ref_kernels().to_f32[int(t.dtype())](t.data(), &v, 1);
-  return v;
-}
-
-Tensor to_heap_f32(const Tensor& t, const std::vector<int64_t>& shape) {
-  Tensor out = Tensor::empty(DType::F32, shape);
-  ref_kernels().to_f32[int(t.dtype())](t.data(), out.ptr<float>(), t.numel());
-  return out;
-}
 
 class Gemma4AudioEncoder : public AudioEncoder {
  public:
@@ -127,10 +115,8 @@ class Gemma4AudioEncoder : public AudioEncoder {
       return Error::unsupported("[gemma4 audio] subsampling_conv_channels[0] = {} (HF's input_proj_linear needs 128)",
                                 c0_);
     PIPIT_ASSIGN_OR_RETURN(in_proj_, w.get(S + "input_proj_linear.weight", {H_, (n_freq / 4) * c1_}));
-    zeros0_ = Tensor::empty(DType::F32, {c0_});
-    zeros1_ = Tensor::empty(DType::F32, {c1_});
-    std::fill(zeros0_.ptr<float>(), zeros0_.ptr<float>() + c0_, 0.0f);
-    std::fill(zeros1_.ptr<float>(), zeros1_.ptr<float>() + c1_, 0.0f);
+    zeros0_ = host_full_f32({c0_}, 0.0f);
+    zeros1_ = host_full_f32({c1_}, 0.0f);
 
     auto clip_linear = [&](const std::string& p, int64_t n_out, int64_t n_in) -> Result<ClipLinear> {
       ClipLinear L;
@@ -142,11 +128,12 @@ class Gemma4AudioEncoder : public AudioEncoder {
         if (!w.has(p + names[i])) continue;  // HF keeps +-inf when a bound was never calibrated
         PIPIT_ASSIGN_OR_RETURN(Tensor b, w.find(p + names[i]));
         if (b.numel() != 1) return Error::format("[gemma4 audio] {}{}: {} (a scalar)", p, names[i], b.describe());
-        *dst[i] = scalar_value(b);
+        PIPIT_ASSIGN_OR_RETURN(*dst[i], host_scalar_f32(b));
       }
       return L;
     };
-    // Gemma4AudioRelPositionalEncoding: distances context/2 .. 0, [sin | cos] over H/2 timescales (float32)
+    // Gemma4AudioRelPositionalEncoding: distances context/2 .. 0, [sin | cos] over H/2 timescales (float32); a
+    // constant table, made once here
     const int64_t n_ts = H_ / 2, n_pos = window_ + 1;
     Tensor pos_emb = Tensor::empty(DType::F32, {n_pos, H_});
     const float inc = float(std::log(10000.0) / double(std::max<int64_t>(n_ts - 1, 1)));
@@ -158,9 +145,7 @@ class Gemma4AudioEncoder : public AudioEncoder {
         pos_emb.ptr<float>()[r * H_ + n_ts + i] = std::cos(st);
       }
     }
-    Arena arena(size_t(1) << 20);
-    ThreadPool pool(1);
-    Ctx ctx{&arena, &pool, &kernels(), {}};
+    pos_emb_ = pos_emb;
     for (int64_t il = 0; il < n_layer; ++il) {
       const std::string p = P + "layers." + std::to_string(il) + ".";
       AudioLayer L;
@@ -178,34 +163,22 @@ class Gemma4AudioEncoder : public AudioEncoder {
       PIPIT_ASSIGN_OR_RETURN(L.v, clip_linear(p + "self_attn.v_proj", H_, H_));
       PIPIT_ASSIGN_OR_RETURN(L.post, clip_linear(p + "self_attn.post", H_, H_));
       PIPIT_ASSIGN_OR_RETURN(Tensor pds, w.get(p + "self_attn.per_dim_scale", {hd}));
-      std::vector<float> pd(static_cast<size_t>(hd));
-      ref_kernels().to_f32[int(pds.dtype())](pds.data(), pd.data(), hd);
-      for (int64_t d = 0; d < hd; ++d) {  // torch softplus (beta 1, threshold 20)
-        const float x = pd[size_t(d)];
-        L.q_scale.push_back(x > 20.0f ? x : std::log1p(std::exp(x)));
-      }
-      PIPIT_ASSIGN_OR_RETURN(Tensor rkw, w.get(p + "self_attn.relative_k_proj.weight", {H_, H_}));
-      {  // relative keys by distance: row d = relative_k_proj(pos_emb row of distance d)
-        ArenaScope scope(arena);
-        Tensor rk = linear(ctx, pos_emb, rkw);  // [n_pos, H], row r = distance window - r
-        L.rel_k = Tensor::empty(DType::F32, {window_, n_head_, hd});
-        for (int64_t d = 0; d < window_; ++d)
-          std::copy(rk.ptr<float>() + (window_ - d) * H_, rk.ptr<float>() + (window_ - d + 1) * H_,
-                    L.rel_k.ptr<float>() + d * H_);
-      }
+      PIPIT_ASSIGN_OR_RETURN(L.q_scale, host_f32(pds));
+      float* qs = L.q_scale.ptr<float>();
+      for (int64_t d = 0; d < hd; ++d) qs[d] = qs[d] > 20.0f ? qs[d] : std::log1p(std::exp(qs[d]));  // torch softplus
+      PIPIT_ASSIGN_OR_RETURN(L.rel_k_w, w.get(p + "self_attn.relative_k_proj.weight", {H_, H_}));
       PIPIT_ASSIGN_OR_RETURN(L.lconv_pre_norm, w.get(p + "lconv1d.pre_layer_norm.weight", {H_}));
       PIPIT_ASSIGN_OR_RETURN(L.conv_norm, w.get(p + "lconv1d.conv_norm.weight", {H_}));
       PIPIT_ASSIGN_OR_RETURN(L.lin_start, clip_linear(p + "lconv1d.linear_start", 2 * H_, H_));
       PIPIT_ASSIGN_OR_RETURN(L.lin_end, clip_linear(p + "lconv1d.linear_end", H_, H_));
       PIPIT_ASSIGN_OR_RETURN(Tensor dw, w.get(p + "lconv1d.depthwise_conv1d.weight", {H_, 1, K}));
-      L.dw = to_heap_f32(dw, {H_, K});
+      PIPIT_ASSIGN_OR_RETURN(L.dw, host_f32(dw, {H_, K}));
       layers_.push_back(std::move(L));
     }
     PIPIT_ASSIGN_OR_RETURN(out_proj_, w.get(P + "output_proj.weight", {out_dim_, H_}));
     PIPIT_ASSIGN_OR_RETURN(out_bias_, w.get(P + "output_proj.bias", {out_dim_}));
     PIPIT_ASSIGN_OR_RETURN(embed_proj_, w.get("model.embed_audio.embedding_projection.weight", {n_embd_, out_dim_}));
-    ones_out_ = Tensor::empty(DType::F32, {out_dim_});
-    std::fill(ones_out_.ptr<float>(), ones_out_.ptr<float>() + out_dim_, 1.0f);
+    ones_out_ = host_full_f32({out_dim_}, 1.0f);
     return Status::ok();
   }
 
@@ -238,16 +211,24 @@ class Gemma4AudioEncoder : public AudioEncoder {
     std::vector<uint8_t> m = mel.mask;
     Tensor h = Tensor::from_data(DType::F32, {T, F, 1}, mel.features.data(), nullptr);
     for (int li = 0; li < 2; ++li) {
-      const int64_t rows = h.dim(0), row = h.dim(1) * h.dim(2);
-      for (int64_t t = 0; t < rows; ++t)
-        if (!m[size_t(t)]) std::fill(h.ptr<float>() + t * row, h.ptr<float>() + (t + 1) * row, 0.0f);
+      const int64_t rows = h.dim(0);
+      for (int64_t t = 0; t < rows;) {  // each run of masked time rows
+        if (m[size_t(t)]) {
+          ++t;
+          continue;
+        }
+        int64_t e = t;
+        while (e < rows && !m[size_t(e)]) ++e;
+        Tensor run = h.slice(0, t, e);
+        fill_(ctx, run, 0.0f);
+        t = e;
+      }
       Tensor y = conv2d_3x3_s2(ctx, h, li == 0 ? conv0_ : conv1_);  // heap
       const int64_t C = y.dim(2);
       Tensor n = layer_norm(ctx, y.reshape({y.dim(0) * y.dim(1), C}), li == 0 ? norm0_ : norm1_,
                             li == 0 ? zeros0_ : zeros1_, eps_);
       clamp_(ctx, n, 0.0f, INFINITY);  // ReLU
-      h = Tensor::empty(DType::F32, y.shape());
-      std::copy(n.ptr<float>(), n.ptr<float>() + n.numel(), h.ptr<float>());
+      h = heap_copy(ctx, n.reshape(y.shape()));
       std::vector<uint8_t> half;
       for (size_t t = 0; t < m.size(); t += 2) half.push_back(m[t]);
       m = std::move(half);
@@ -258,7 +239,7 @@ class Gemma4AudioEncoder : public AudioEncoder {
       return Error::internal("[gemma4 audio] {} valid encoder frames, the processor counts {}", valid, n_tok);
     // valid rows only (see the top of the file); heap copies from here, the arena holds one layer's activations
     Tensor flat = h.slice(0, 0, n_tok).reshape({n_tok, h.dim(1) * h.dim(2)});
-    Tensor x = keep(linear(ctx, flat, in_proj_));
+    Tensor x = heap_copy(ctx, linear(ctx, flat, in_proj_));
     ctx.name(x, "audio.subsample");
     for (size_t il = 0; il < layers_.size(); ++il) {
       ArenaScope scope(*ctx.arena);
@@ -274,23 +255,17 @@ class Gemma4AudioEncoder : public AudioEncoder {
       x = light_conv(ctx, a, L);
       x = ffn(ctx, x, L.ffn2);
       clamp_(ctx, x, -gclip_, gclip_);
-      x = keep(rms_norm(ctx, x, L.norm_out, eps_));
+      x = heap_copy(ctx, rms_norm(ctx, x, L.norm_out, eps_));
       ctx.name(x, "audio.layer", int(il));
     }
     ArenaScope scope(*ctx.arena);
     Tensor enc = ctx.name(linear(ctx, x, out_proj_, out_bias_), "audio.encoder_out");
     Tensor e = rms_norm(ctx, enc, ones_out_, eps_);
-    return keep(ctx.name(linear(ctx, e, embed_proj_), "audio_embeds"));
+    return heap_copy(ctx, ctx.name(linear(ctx, e, embed_proj_), "audio_embeds"));
   }
 
  private:
   static constexpr int kSampleRate = 16000;
-
-  static Tensor keep(const Tensor& t) {  // a heap copy, so the arena can be rewound
-    Tensor out = Tensor::empty(DType::F32, t.shape());
-    std::copy(t.ptr<float>(), t.ptr<float>() + t.numel(), out.ptr<float>());
-    return out;
-  }
 
   static Tensor clip_linear(Ctx& ctx, const Tensor& x, const ClipLinear& L) {
     Tensor in = x;
@@ -324,12 +299,17 @@ class Gemma4AudioEncoder : public AudioEncoder {
     const int64_t n = x.dim(0), hd = H_ / n_head_;
     Tensor q = clip_linear(ctx, x, L.q), k = clip_linear(ctx, x, L.k), v = clip_linear(ctx, x, L.v);
     const float k_scale = float(std::log(1.0 + M_E) / std::log(2.0));
-    float* qp = q.ptr<float>();
-    for (int64_t i = 0; i < n * n_head_; ++i)
-      for (int64_t d = 0; d < hd; ++d) qp[i * hd + d] = qp[i * hd + d] * q_scale_ * L.q_scale[size_t(d)];
+    scale_(ctx, q, q_scale_);
+    Tensor q_heads = q.reshape({n * n_head_, hd});
+    scale_channels_(ctx, q_heads, L.q_scale);
     scale_(ctx, k, k_scale);
+    // relative keys by distance: row d = relative_k_proj(the position embedding of distance d)
+    Tensor rk = linear(ctx, pos_emb_, L.rel_k_w);  // [window + 1, H], row r = distance window - r
+    std::vector<int64_t> by_distance(static_cast<size_t>(window_));
+    for (int d = 0; d < window_; ++d) by_distance[size_t(d)] = window_ - d;
+    Tensor rel_k = gather_rows(ctx, rk, by_distance).reshape({window_, n_head_, hd});
     Tensor o = local_rel_attention(ctx, q.reshape({n, n_head_, hd}), k.reshape({n, n_head_, hd}),
-                                   v.reshape({n, n_head_, hd}), L.rel_k, window_, softcap_);
+                                   v.reshape({n, n_head_, hd}), rel_k, window_, softcap_);
     return clip_linear(ctx, o.reshape({n, H_}), L.post);
   }
 
@@ -352,6 +332,7 @@ class Gemma4AudioEncoder : public AudioEncoder {
   float softcap_ = 50.0f, eps_ = 1e-6f, gclip_ = 1e10f, residual_weight_ = 0.5f, q_scale_ = 1.0f;
   LogMelConfig mel_;
   Tensor conv0_, conv1_, norm0_, norm1_, zeros0_, zeros1_, in_proj_;
+  Tensor pos_emb_;  // [window + 1, H] f32: the relative position embedding, row r = distance window - r
   std::vector<AudioLayer> layers_;
   Tensor out_proj_, out_bias_, embed_proj_, ones_out_;
 };

@@ -2,7 +2,6 @@
 #include "models/vision/clip_vision.h"
 
 #include <cmath>
-#include <cstring>
 
 namespace pipit {
 
@@ -101,21 +100,14 @@ Result<Tensor> ClipVisionTower::encode(Ctx& ctx, const Tensor& pv) const {
   const int64_t S = image_size_, p = patch_, g = S / p, n_patch = g * g, n = n_patch + 1, E = n_embd_;
   if (pv.dtype() != DType::F32 || pv.ndim() != 3 || pv.dim(0) != 3 || pv.dim(1) != S || pv.dim(2) != S)
     return Error::invalid_argument("[vision] pixel_values {}, expected f32 [3, {}, {}]", pv.describe(), S, S);
-  // Conv2d(stride = kernel = patch) as a matmul: one row per patch (row-major over the grid), columns (c, py, px)
-  Tensor cols = ctx.alloc(DType::F32, {n_patch, 3 * p * p});
-  for (int64_t gy = 0; gy < g; ++gy)
-    for (int64_t gx = 0; gx < g; ++gx)
-      for (int64_t c = 0; c < 3; ++c)
-        for (int64_t py = 0; py < p; ++py)
-          std::memcpy(cols.ptr<float>() + (gy * g + gx) * 3 * p * p + (c * p + py) * p,
-                      pv.ptr<float>() + (c * S + gy * p + py) * S + gx * p, size_t(p) * 4);
-  Tensor pe = linear(ctx, cols, patch_w_);
+  // Conv2d(stride = kernel = patch, no bias) over the [3, S, S] planes seen channels-last: one row per patch
+  Tensor pe = conv2d(ctx, pv.transpose(0, 1).transpose(1, 2), patch_w_, Tensor(), p, p, 0).reshape({n_patch, E});
   // [class; patches] + position embeddings, then pre_layrnorm
   Tensor emb = ctx.alloc(DType::F32, {n, E});
-  Tensor cls = to_f32(ctx, cls_), pos = to_f32(ctx, pos_embd_);
-  std::memcpy(emb.row_ptr(0), cls.data(), size_t(E) * 4);
-  std::memcpy(emb.row_ptr(1), pe.data(), size_t(n_patch * E) * 4);
-  add_(ctx, emb, pos);
+  Tensor emb_cls = emb.slice(0, 0, 1), emb_patches = emb.slice(0, 1, n);
+  copy_(ctx, emb_cls, to_f32(ctx, cls_).reshape({1, E}));
+  copy_(ctx, emb_patches, pe);
+  add_(ctx, emb, to_f32(ctx, pos_embd_));
   Tensor x0 = ctx.name(layer_norm(ctx, emb, pre_ln_w_, pre_ln_b_, eps_), "vision.hidden_states", 0);
 
   // x: the residual stream on the heap; features: the selected hidden states, side by side
@@ -123,12 +115,12 @@ Result<Tensor> ClipVisionTower::encode(Ctx& ctx, const Tensor& pv) const {
   Tensor feats = Tensor::empty(DType::F32, {n_out, E * nf});
   auto keep = [&](const Tensor& hs, int index) {
     for (int64_t f = 0; f < nf; ++f)
-      if (feature_layers_[size_t(f)] == index)
-        for (int64_t r = 0; r < n_out; ++r)
-          std::memcpy(feats.ptr<float>() + r * E * nf + f * E, hs.row_ptr(first + r), size_t(E) * 4);
+      if (feature_layers_[size_t(f)] == index) {
+        Tensor dst = feats.slice(1, f * E, (f + 1) * E);
+        copy_(ctx, dst, hs.slice(0, first, first + n_out));
+      }
   };
-  Tensor x = Tensor::empty(DType::F32, {n, E});
-  std::memcpy(x.data(), x0.data(), x.nbytes());
+  Tensor x = heap_copy(ctx, x0);
   keep(x, 0);
   ctx.arena->reset();
   const int64_t hd = E / n_head_;
@@ -153,8 +145,7 @@ Result<Tensor> ClipVisionTower::encode(Ctx& ctx, const Tensor& pv) const {
   Tensor a = linear(ctx, feats, proj1_w_, proj1_b_);
   act_(ctx, a, act_proj_);
   Tensor y = linear(ctx, a, proj2_w_, proj2_b_);
-  Tensor out = Tensor::empty(DType::F32, {n_out, out_dim_});
-  std::memcpy(out.data(), y.data(), out.nbytes());
+  Tensor out = heap_copy(ctx, y);
   ctx.arena->reset();
   return out;
 }

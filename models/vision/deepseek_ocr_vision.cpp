@@ -1,12 +1,8 @@
 // DeepSeek-OCR's DeepEncoder (see deepseek_ocr_vision.h).
-#include "backends/cpu/kernels.h"  // TODO(issue 31 item 2): host loops still call kernels
 #include "models/vision/deepseek_ocr_vision.h"
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
-
-#include "models/vision/resample.h"
 
 namespace pipit {
 
@@ -17,134 +13,13 @@ constexpr int64_t kWindow = 14;    // SAM's window_size (_build_sam)
 constexpr int64_t kSamTable = 64;  // SAM's pos_embed grid: img_size 1024 / 16
 constexpr int64_t kClipTable = 16; // CLIP-L/14 at 224: 16 x 16 positions + the class token
 
-// An f32 copy on the heap (weights of any dtype that are read element by element).
-Tensor heap_f32(Ctx& ctx, const Tensor& t) {
-  ArenaScope scope(*ctx.arena);
-  Tensor a = to_f32(ctx, t);
-  Tensor h = Tensor::empty(DType::F32, a.shape());
-  std::memcpy(h.data(), a.data(), h.nbytes());
-  return h;
-}
-
-Tensor to_heap(const Tensor& t) {
-  Tensor h = Tensor::empty(DType::F32, t.shape());
-  std::memcpy(h.data(), t.data(), h.nbytes());
-  return h;
-}
-
-// A [grid * grid, C] table (rows y * grid + x) resized to [out * out, C] with torch's bicubic antialias.
-std::vector<float> resize_grid(const float* table, int64_t grid, int64_t C, int64_t out) {
-  std::vector<float> planes(size_t(C * grid * grid));
-  for (int64_t p = 0; p < grid * grid; ++p)
-    for (int64_t c = 0; c < C; ++c) planes[size_t(c * grid * grid + p)] = table[p * C + c];
-  const std::vector<float> r = resize_planes_bicubic_aa(planes.data(), int(C), int(grid), int(grid), int(out), int(out));
-  std::vector<float> rows(size_t(out * out * C));
-  for (int64_t p = 0; p < out * out; ++p)
-    for (int64_t c = 0; c < C; ++c) rows[size_t(p * C + c)] = r[size_t(c * out * out + p)];
-  return rows;
-}
-
-// get_rel_pos for q_size == k_size == n: the table [L, hd] linearly interpolated (F.interpolate mode "linear",
-// align_corners false, float) to 2n - 1 rows when L differs.
-std::vector<float> rel_table(const float* rel, int64_t L, int64_t hd, int64_t n) {
-  const int64_t M = 2 * n - 1;
-  std::vector<float> out(size_t(M * hd));
-  if (L == M) {
-    std::memcpy(out.data(), rel, out.size() * 4);
-    return out;
-  }
-  const float scale = float(L) / float(M);
-  for (int64_t i = 0; i < M; ++i) {
-    float src = scale * (float(i) + 0.5f) - 0.5f;
-    if (src < 0) src = 0;
-    const int64_t i0 = int64_t(src), i1 = i0 + (i0 < L - 1 ? 1 : 0);
-    const float l1 = src - float(i0), l0 = 1.0f - l1;
-    for (int64_t d = 0; d < hd; ++d) out[size_t(i * hd + d)] = l0 * rel[i0 * hd + d] + l1 * rel[i1 * hd + d];
-  }
-  return out;
-}
-
-// Attention with SAM's decomposed relative position bias over n_win windows of hh x ww tokens (rows of qkv:
-// window-major, row-major inside a window; columns: q, k, v, each heads x hd). For query i at (qh, qw) and key j
-// at (kh, kw): score = scale * q.k + q.Rh[qh - kh + hh - 1] + q.Rw[qw - kw + ww - 1], softmax over j, times v.
-// Scores are materialised (a block of query rows at a time) so the matmuls run on the matmul kernels.
-void rel_pos_attention(Ctx& ctx, const Tensor& qkv, int64_t n_win, int64_t hh, int64_t ww, int64_t heads,
-                       const std::vector<float>& Rh, const std::vector<float>& Rw, Tensor& out) {
-  const int64_t T = hh * ww, W = qkv.dim(1) / 3, hd = W / heads;
-  const float scale = 1.0f / std::sqrt(float(hd));
-  const int64_t block = std::max<int64_t>(16, (int64_t(1) << 22) / T);  // <= 16 MB of scores
-  for (int64_t b = 0; b < n_win; ++b)
-    for (int64_t h = 0; h < heads; ++h) {
-      ArenaScope scope(*ctx.arena);
-      Tensor q = ctx.alloc(DType::F32, {T, hd}), k = ctx.alloc(DType::F32, {T, hd}), vt = ctx.alloc(DType::F32, {hd, T});
-      Tensor bh = ctx.alloc(DType::F32, {T, hh}), bw = ctx.alloc(DType::F32, {T, ww});
-      const float* src = qkv.ptr<float>() + b * T * 3 * W;
-      ctx.pool->parallel_for(T, [&](int64_t i0, int64_t i1) {
-        for (int64_t i = i0; i < i1; ++i) {
-          const float* r = src + i * 3 * W;
-          float* qi = q.ptr<float>() + i * hd;
-          std::memcpy(qi, r + h * hd, size_t(hd) * 4);
-          std::memcpy(k.ptr<float>() + i * hd, r + W + h * hd, size_t(hd) * 4);
-          for (int64_t d = 0; d < hd; ++d) vt.ptr<float>()[d * T + i] = r[2 * W + h * hd + d];
-          const int64_t qh = i / ww, qw = i % ww;
-          for (int64_t kh = 0; kh < hh; ++kh) {
-            const float* R = Rh.data() + (qh - kh + hh - 1) * hd;
-            float s = 0;
-            for (int64_t d = 0; d < hd; ++d) s += qi[d] * R[d];
-            bh.ptr<float>()[i * hh + kh] = s;
-          }
-          for (int64_t kw = 0; kw < ww; ++kw) {
-            const float* R = Rw.data() + (qw - kw + ww - 1) * hd;
-            float s = 0;
-            for (int64_t d = 0; d < hd; ++d) s += qi[d] * R[d];
-            bw.ptr<float>()[i * ww + kw] = s;
-          }
-        }
-      });
-      for (int64_t r0 = 0; r0 < T; r0 += block) {
-        const int64_t r1 = std::min(T, r0 + block);
-        ArenaScope rows(*ctx.arena);
-        Tensor s = linear(ctx, q.slice(0, r0, r1), k);  // [r1 - r0, T]
-        ctx.pool->parallel_for(r1 - r0, [&](int64_t i0, int64_t i1) {
-          for (int64_t i = i0; i < i1; ++i) {
-            float* row = s.ptr<float>() + i * T;
-            const float* bhi = bh.ptr<float>() + (r0 + i) * hh;
-            const float* bwi = bw.ptr<float>() + (r0 + i) * ww;
-            for (int64_t kh = 0; kh < hh; ++kh)
-              for (int64_t kw = 0; kw < ww; ++kw) row[kh * ww + kw] = row[kh * ww + kw] * scale + (bhi[kh] + bwi[kw]);
-            ctx.k->softmax(row, T);
-          }
-        });
-        Tensor o = linear(ctx, s, vt);  // [r1 - r0, hd]
-        for (int64_t i = r0; i < r1; ++i)
-          std::memcpy(out.ptr<float>() + (b * T + i) * W + h * hd, o.ptr<float>() + (i - r0) * hd, size_t(hd) * 4);
-      }
-    }
-}
-
-// Conv2d 3x3, padding 1, no bias, on tokens [H * W, C] (row-major grid) -> [Ho * Wo, O] via im2col: columns in
-// the weight's (c, ky, kx) order.
+// Conv2d 3x3, padding 1, no bias, on tokens [H * W, C] (row-major grid) -> [Ho * Wo, O].
 Tensor conv3x3(Ctx& ctx, const Tensor& x, int64_t H, int64_t W, const Tensor& w, int64_t stride, int64_t* Ho,
                int64_t* Wo) {
-  const int64_t C = x.dim(1);
-  *Ho = (H + 2 - 3) / stride + 1;
-  *Wo = (W + 2 - 3) / stride + 1;
-  const int64_t ho = *Ho, wo = *Wo;
-  Tensor cols = ctx.alloc(DType::F32, {ho * wo, C * 9});
-  ctx.pool->parallel_for(ho * wo, [&](int64_t p0, int64_t p1) {
-    for (int64_t p = p0; p < p1; ++p) {
-      float* dst = cols.ptr<float>() + p * C * 9;
-      const int64_t oy = p / wo, ox = p % wo;
-      for (int64_t ky = 0; ky < 3; ++ky)
-        for (int64_t kx = 0; kx < 3; ++kx) {
-          const int64_t iy = oy * stride - 1 + ky, ix = ox * stride - 1 + kx;
-          const bool in = iy >= 0 && iy < H && ix >= 0 && ix < W;
-          const float* s = in ? x.ptr<float>() + (iy * W + ix) * C : nullptr;
-          for (int64_t c = 0; c < C; ++c) dst[c * 9 + ky * 3 + kx] = in ? s[c] : 0.0f;
-        }
-    }
-  });
-  return linear(ctx, cols, w);
+  Tensor y = conv2d(ctx, x.reshape({H, W, x.dim(1)}), w, Tensor(), 3, stride, 1);
+  *Ho = y.dim(0);
+  *Wo = y.dim(1);
+  return y.reshape({*Ho * *Wo, y.dim(2)});
 }
 
 struct SamWidths {
@@ -284,41 +159,17 @@ Result<DeepEncoder> DeepEncoder::load(const HfConfig& cfg, const WeightSource& w
 
 void DeepEncoder::sam_block(Ctx& ctx, Tensor& x, int64_t g, const SamBlock& b) const {
   ArenaScope scope(*ctx.arena);
-  const int64_t W = sam_w_, hd = W / sam_heads_;
   Tensor h = layer_norm(ctx, x, b.n1_w, b.n1_b, 1e-6f);
-  Tensor rh = heap_f32(ctx, b.rel_h), rw = heap_f32(ctx, b.rel_w);
-  Tensor attn = ctx.alloc(DType::F32, {g * g, W});
+  Tensor attn;
   if (b.global) {
-    Tensor qkv = linear(ctx, h, b.qkv_w, b.qkv_b);
-    rel_pos_attention(ctx, qkv, 1, g, g, sam_heads_, rel_table(rh.ptr<float>(), rh.dim(0), hd, g),
-                      rel_table(rw.ptr<float>(), rw.dim(0), hd, g), attn);
+    attn = rel_pos_attention(ctx, linear(ctx, h, b.qkv_w, b.qkv_b), 1, g, g, sam_heads_, b.rel_h, b.rel_w);
   } else {
     // window_partition: the grid zero-padded to a multiple of the window; padded tokens are keys too (their
-    // q/k/v are the qkv bias), as in the remote code
-    const int64_t nw = (g + kWindow - 1) / kWindow, T = kWindow * kWindow;
-    Tensor xw = ctx.alloc(DType::F32, {nw * nw * T, W});
-    std::memset(xw.data(), 0, xw.nbytes());
-    for (int64_t wy = 0; wy < nw; ++wy)
-      for (int64_t wx = 0; wx < nw; ++wx)
-        for (int64_t ty = 0; ty < kWindow; ++ty)
-          for (int64_t tx = 0; tx < kWindow; ++tx) {
-            const int64_t y = wy * kWindow + ty, xx = wx * kWindow + tx;
-            if (y < g && xx < g)
-              std::memcpy(xw.ptr<float>() + ((wy * nw + wx) * T + ty * kWindow + tx) * W,
-                          h.ptr<float>() + (y * g + xx) * W, size_t(W) * 4);
-          }
-    Tensor qkv = linear(ctx, xw, b.qkv_w, b.qkv_b);
-    Tensor o = ctx.alloc(DType::F32, {nw * nw * T, W});
-    rel_pos_attention(ctx, qkv, nw * nw, kWindow, kWindow, sam_heads_,
-                      rel_table(rh.ptr<float>(), rh.dim(0), hd, kWindow),
-                      rel_table(rw.ptr<float>(), rw.dim(0), hd, kWindow), o);
-    for (int64_t y = 0; y < g; ++y)  // window_unpartition: back to the grid, padding dropped
-      for (int64_t xx = 0; xx < g; ++xx) {
-        const int64_t wy = y / kWindow, wx = xx / kWindow;
-        std::memcpy(attn.ptr<float>() + (y * g + xx) * W,
-                    o.ptr<float>() + ((wy * nw + wx) * T + (y % kWindow) * kWindow + xx % kWindow) * W,
-                    size_t(W) * 4);
-      }
+    // q/k/v are the qkv bias), as in the remote code. window_unpartition drops them again.
+    const int64_t nw = (g + kWindow - 1) / kWindow;
+    Tensor qkv = linear(ctx, window_partition(ctx, h, g, g, kWindow), b.qkv_w, b.qkv_b);
+    attn = window_unpartition(
+        ctx, rel_pos_attention(ctx, qkv, nw * nw, kWindow, kWindow, sam_heads_, b.rel_h, b.rel_w), g, g, kWindow);
   }
   add_(ctx, x, linear(ctx, attn, b.proj_w, b.proj_b));  // proj is per token: after unpartition is the same
   Tensor a = linear(ctx, layer_norm(ctx, x, b.n2_w, b.n2_b, 1e-6f), b.fc1_w, b.fc1_b);
@@ -326,28 +177,18 @@ void DeepEncoder::sam_block(Ctx& ctx, Tensor& x, int64_t g, const SamBlock& b) c
   add_(ctx, x, linear(ctx, a, b.fc2_w, b.fc2_b));
 }
 
-Tensor DeepEncoder::sam(Ctx& ctx, const float* px, int64_t S, int64_t* grid) const {
-  const int64_t g = S / kPatch, W = sam_w_, p = kPatch;
-  Tensor x = Tensor::empty(DType::F32, {g * g, W});
+Tensor DeepEncoder::sam(Ctx& ctx, const Tensor& px, int64_t* grid) const {
+  const int64_t g = px.dim(1) / kPatch, W = sam_w_;
+  Tensor x;
   {
     ArenaScope scope(*ctx.arena);
-    // PatchEmbed: Conv2d(kernel = stride = 16) as a matmul over (c, py, px) columns
-    Tensor cols = ctx.alloc(DType::F32, {g * g, 3 * p * p});
-    for (int64_t gy = 0; gy < g; ++gy)
-      for (int64_t gx = 0; gx < g; ++gx)
-        for (int64_t c = 0; c < 3; ++c)
-          for (int64_t py = 0; py < p; ++py)
-            std::memcpy(cols.ptr<float>() + (gy * g + gx) * 3 * p * p + (c * p + py) * p,
-                        px + (c * S + gy * p + py) * S + gx * p, size_t(p) * 4);
-    Tensor pe = linear(ctx, cols, patch_w_, patch_b_);
-    Tensor pos = to_f32(ctx, pos_);
-    if (g == kSamTable) {
-      std::memcpy(x.data(), pos.data(), x.nbytes());
-    } else {  // get_abs_pos: bicubic antialias in float32
-      const std::vector<float> r = resize_grid(pos.ptr<float>(), kSamTable, W, g);
-      std::memcpy(x.data(), r.data(), x.nbytes());
-    }
-    add_(ctx, x, pe);
+    // PatchEmbed: Conv2d(kernel = stride = 16) over the [3, S, S] planes seen channels-last
+    Tensor pe = conv2d(ctx, px.transpose(0, 1).transpose(1, 2), patch_w_, patch_b_, kPatch, kPatch, 0);
+    Tensor pos = to_f32(ctx, pos_).reshape({kSamTable, kSamTable, W});
+    if (g != kSamTable) pos = resize_bicubic_aa(ctx, pos, g, g);  // get_abs_pos: bicubic antialias in float32
+    pe = pe.reshape({g * g, W});
+    add_(ctx, pe, pos.reshape({g * g, W}));
+    x = heap_copy(ctx, pe);
   }
   ctx.name(x, "vision.sam.embed");
   for (size_t i = 0; i < sam_blocks_.size(); ++i) {
@@ -363,29 +204,29 @@ Tensor DeepEncoder::sam(Ctx& ctx, const float* px, int64_t S, int64_t* grid) con
   Tensor c3 = conv3x3(ctx, c2, h2, w2, net3_, 2, &h3, &w3);
   ctx.name(c3, "vision.sam.out");
   *grid = h3;
-  return to_heap(c3);
+  return heap_copy(ctx, c3);
 }
 
 Tensor DeepEncoder::clip(Ctx& ctx, const Tensor& patches, int64_t grid) const {
   const int64_t N = grid * grid, n = N + 1, C = clip_w_, hd = C / clip_heads_;
-  Tensor x = Tensor::empty(DType::F32, {n, C});
+  Tensor x;
   {
     ArenaScope scope(*ctx.arena);
-    Tensor emb = ctx.alloc(DType::F32, {n, C});
-    Tensor cls = to_f32(ctx, cls_), pos = to_f32(ctx, clip_pos_);
-    std::memcpy(emb.row_ptr(0), cls.data(), size_t(C) * 4);
-    std::memcpy(emb.row_ptr(1), patches.data(), size_t(N * C) * 4);
-    Tensor p = ctx.alloc(DType::F32, {n, C});
-    std::memcpy(p.row_ptr(0), pos.row_ptr(0), size_t(C) * 4);  // the class token's position is never resized
-    if (grid == kClipTable) {
-      std::memcpy(p.row_ptr(1), pos.row_ptr(1), size_t(N * C) * 4);
-    } else {
-      const std::vector<float> r = resize_grid(pos.ptr<float>() + C, kClipTable, C, grid);
-      std::memcpy(p.row_ptr(1), r.data(), size_t(N * C) * 4);
+    Tensor emb = ctx.alloc(DType::F32, {n, C});  // [class token; patches]
+    Tensor emb_cls = emb.slice(0, 0, 1), emb_patches = emb.slice(0, 1, n);
+    copy_(ctx, emb_cls, to_f32(ctx, cls_).reshape({1, C}));
+    copy_(ctx, emb_patches, patches);
+    Tensor pos = to_f32(ctx, clip_pos_);
+    if (grid != kClipTable) {  // the class token's position is never resized
+      Tensor p = ctx.alloc(DType::F32, {n, C});
+      Tensor p_cls = p.slice(0, 0, 1), p_patches = p.slice(0, 1, n);
+      copy_(ctx, p_cls, pos.slice(0, 0, 1));
+      Tensor table = pos.slice(0, 1, kClipTable * kClipTable + 1).reshape({kClipTable, kClipTable, C});
+      copy_(ctx, p_patches, resize_bicubic_aa(ctx, table, grid, grid).reshape({N, C}));
+      pos = p;
     }
-    add_(ctx, emb, p);
-    Tensor y = layer_norm(ctx, emb, pre_w_, pre_b_, 1e-5f);
-    std::memcpy(x.data(), y.data(), x.nbytes());
+    add_(ctx, emb, pos);
+    x = heap_copy(ctx, layer_norm(ctx, emb, pre_w_, pre_b_, 1e-5f));
   }
   ctx.name(x, "vision.clip.embed");
   const std::vector<int32_t> cu = {0, int32_t(n)};
@@ -393,13 +234,12 @@ Tensor DeepEncoder::clip(Ctx& ctx, const Tensor& patches, int64_t grid) const {
     const ClipBlock& L = clip_blocks_[il];
     ArenaScope scope(*ctx.arena);
     Tensor qkv = linear(ctx, layer_norm(ctx, x, L.ln1_w, L.ln1_b, 1e-5f), L.qkv_w, L.qkv_b);  // [n, (3, heads, hd)]
-    Tensor q = ctx.alloc(DType::F32, {n, clip_heads_, hd}), k = ctx.alloc(DType::F32, {n, clip_heads_, hd}),
-           v = ctx.alloc(DType::F32, {n, clip_heads_, hd});
-    for (int64_t r = 0; r < n; ++r) {
-      std::memcpy(q.ptr<float>() + r * C, qkv.ptr<float>() + r * 3 * C, size_t(C) * 4);
-      std::memcpy(k.ptr<float>() + r * C, qkv.ptr<float>() + r * 3 * C + C, size_t(C) * 4);
-      std::memcpy(v.ptr<float>() + r * C, qkv.ptr<float>() + r * 3 * C + 2 * C, size_t(C) * 4);
-    }
+    auto part = [&](int64_t i) {  // q, k or v as [n, heads, hd]
+      Tensor t = ctx.alloc(DType::F32, {n, clip_heads_, hd}), rows = t.reshape({n, C});
+      copy_(ctx, rows, qkv.slice(1, i * C, (i + 1) * C));
+      return t;
+    };
+    Tensor q = part(0), k = part(1), v = part(2);
     Tensor o = ctx.alloc(DType::F32, {n, clip_heads_, hd});
     attention_segments(ctx, q, k, v, cu, 1.0f / std::sqrt(float(hd)), o);
     add_(ctx, x, linear(ctx, o.reshape({n, C}), L.o_w, L.o_b));
@@ -411,18 +251,17 @@ Tensor DeepEncoder::clip(Ctx& ctx, const Tensor& patches, int64_t grid) const {
   return x;
 }
 
-Tensor DeepEncoder::view_features(Ctx& ctx, const float* pixels, int64_t S) const {
+Tensor DeepEncoder::view_features(Ctx& ctx, const Tensor& pixels) const {
   int64_t g = 0;
-  Tensor s1 = sam(ctx, pixels, S, &g);
+  Tensor s1 = sam(ctx, pixels, &g);
   Tensor s2 = clip(ctx, s1, g);
   ArenaScope scope(*ctx.arena);
   const int64_t N = g * g, C = clip_w_;
   Tensor f = ctx.alloc(DType::F32, {N, C + d3_});  // cat(CLIP tokens without the class token, SAM tokens)
-  for (int64_t r = 0; r < N; ++r) {
-    std::memcpy(f.ptr<float>() + r * (C + d3_), s2.row_ptr(r + 1), size_t(C) * 4);
-    std::memcpy(f.ptr<float>() + r * (C + d3_) + C, s1.row_ptr(r), size_t(d3_) * 4);
-  }
-  return to_heap(linear(ctx, f, proj_w_, proj_b_));
+  Tensor f_clip = f.slice(1, 0, C), f_sam = f.slice(1, C, C + d3_);
+  copy_(ctx, f_clip, s2.slice(0, 1, N + 1));
+  copy_(ctx, f_sam, s1);
+  return heap_copy(ctx, linear(ctx, f, proj_w_, proj_b_));
 }
 
 Result<Tensor> DeepEncoder::encode(Ctx& ctx, const ProcessedImage& img) const {
@@ -431,12 +270,11 @@ Result<Tensor> DeepEncoder::encode(Ctx& ctx, const ProcessedImage& img) const {
     return Error::invalid_argument("[vision] pixel_values {}, expected f32 [3, S, S] with S a multiple of 16",
                                    pv.describe());
   const int64_t E = n_embd_, S = pv.dim(1), g = grid_of(S);
-  Tensor global = view_features(ctx, pv.ptr<float>(), S);
-  Tensor out = Tensor::empty(DType::F32, {n_tokens(img), E});
-  ArenaScope scope(*ctx.arena);
-  Tensor nl = to_f32(ctx, newline_), sep = to_f32(ctx, separator_);
-  int64_t row = 0;
-  auto put = [&](const float* src) { std::memcpy(out.ptr<float>() + (row++) * E, src, size_t(E) * 4); };
+  Tensor global = view_features(ctx, pv);
+  // where each output row comes from: a source (kNewline, kSeparator, kGlobal, or tile t >= 0) and its row
+  constexpr int kNewline = -1, kSeparator = -2, kGlobal = -3;
+  std::vector<std::pair<int, int32_t>> from;
+  std::vector<Tensor> tiles;
   if (img.crops.defined()) {
     const Tensor& cr = img.crops;
     const int64_t n_tiles = cr.dim(0), ts = cr.dim(2), tg = grid_of(ts), cols = img.crop_cols, rows = img.crop_rows;
@@ -444,21 +282,32 @@ Result<Tensor> DeepEncoder::encode(Ctx& ctx, const ProcessedImage& img) const {
       return Error::invalid_argument("[vision] crops {} for a {}x{} grid", cr.describe(), cols, rows);
     Ctx quiet = ctx;  // the stages named are the global view's
     quiet.on_tensor = nullptr;
-    std::vector<Tensor> tiles;
-    for (int64_t t = 0; t < n_tiles; ++t) tiles.push_back(view_features(quiet, cr.ptr<float>() + t * 3 * ts * ts, ts));
+    for (int64_t t = 0; t < n_tiles; ++t) tiles.push_back(view_features(quiet, cr.select(0, t)));
     // [rows, cols, h, w, C] -> [rows * h, cols * w, C], a newline after every row of the big grid
     for (int64_t Y = 0; Y < rows * tg; ++Y) {
       for (int64_t X = 0; X < cols * tg; ++X)
-        put(tiles[size_t((Y / tg) * cols + X / tg)].ptr<float>() + ((Y % tg) * tg + X % tg) * E);
-      put(nl.ptr<float>());
+        from.emplace_back(int((Y / tg) * cols + X / tg), int32_t((Y % tg) * tg + X % tg));
+      from.emplace_back(kNewline, 0);
     }
   }
   for (int64_t y = 0; y < g; ++y) {
-    for (int64_t x = 0; x < g; ++x) put(global.ptr<float>() + (y * g + x) * E);
-    put(nl.ptr<float>());
+    for (int64_t x = 0; x < g; ++x) from.emplace_back(kGlobal, int32_t(y * g + x));
+    from.emplace_back(kNewline, 0);
   }
-  put(sep.ptr<float>());
-  PIPIT_ASSERT(row == out.dim(0));
+  from.emplace_back(kSeparator, 0);
+  PIPIT_ASSERT(int64_t(from.size()) == n_tokens(img));
+  Tensor out = Tensor::empty(DType::F32, {int64_t(from.size()), E});
+  ArenaScope scope(*ctx.arena);
+  auto place = [&](int source, const Tensor& src) {  // the rows that come from `source`
+    std::vector<int32_t> rows(from.size(), -1);
+    for (size_t r = 0; r < from.size(); ++r)
+      if (from[r].first == source) rows[r] = from[r].second;
+    copy_rows_(ctx, out, rows, src);
+  };
+  for (size_t t = 0; t < tiles.size(); ++t) place(int(t), tiles[t]);
+  place(kGlobal, global);
+  place(kNewline, to_f32(ctx, newline_).reshape({1, E}));
+  place(kSeparator, to_f32(ctx, separator_).reshape({1, E}));
   return out;
 }
 

@@ -48,9 +48,9 @@ class DeepEncoder {
   struct ClipBlock {
     Tensor ln1_w, ln1_b, ln2_w, ln2_b, qkv_w, qkv_b, o_w, o_b, fc1_w, fc1_b, fc2_w, fc2_b;
   };
-  // One square view [3, S, S] -> projected tokens [g * g, n_embd] (heap).
-  Tensor view_features(Ctx& ctx, const float* pixels, int64_t S) const;
-  Tensor sam(Ctx& ctx, const float* pixels, int64_t S, int64_t* grid) const;
+  // One square view, pixels [3, S, S] f32 -> projected tokens [g * g, n_embd] (heap).
+  Tensor view_features(Ctx& ctx, const Tensor& pixels) const;
+  Tensor sam(Ctx& ctx, const Tensor& pixels, int64_t* grid) const;
   Tensor clip(Ctx& ctx, const Tensor& patches, int64_t grid) const;
   void sam_block(Ctx& ctx, Tensor& x, int64_t g, const SamBlock& b) const;
 

@@ -1,11 +1,11 @@
 // Gemma 4 vision tower + projector (see gemma4_vision.h). The tower runs only the image's real patch rows: HF's
 // padding rows are masked keys whose own outputs the pooler zeroes, so they change nothing.
-#include "backends/cpu/kernels.h"  // TODO(issue 31 item 2): host loops still call kernels
 #include "models/vision/gemma4_vision.h"
 
 #include <cmath>
 
 #include "backends/ops.h"
+#include "core/host_f32.h"
 
 namespace pipit {
 
@@ -13,18 +13,13 @@ namespace {
 
 constexpr const char* kTower = "model.vision_tower.";
 
-Tensor ones(int64_t d) {
-  Tensor t = Tensor::empty(DType::F32, {d});
-  for (int64_t i = 0; i < d; ++i) t.ptr<float>()[i] = 1.0f;
-  return t;
-}
-
 // A 0-d clip bound (Gemma4ClippableLinear's input_min / input_max / output_min / output_max buffers).
 Result<float> bound(const WeightSource& w, const std::string& name) {
   PIPIT_ASSIGN_OR_RETURN(Tensor t, w.find(name));
   if (t.numel() != 1) return Error::invalid_argument("[gemma4] {}: shape {}, expected a scalar", name, t.describe());
-  float v = 0.0f;
-  ref_kernels().to_f32[int(t.dtype())](t.data(), &v, 1);
+  auto r = host_scalar_f32(t);
+  if (!r.is_ok()) return Error::invalid_argument("[gemma4] {}: {}", name, r.status().message());
+  const float v = *r;
   if (std::isnan(v)) return Error::invalid_argument("[gemma4] {} is NaN", name);
   return v;
 }
@@ -101,8 +96,8 @@ Result<std::unique_ptr<Gemma4Vision>> Gemma4Vision::load(const HfConfig& top, co
     t->layers_.push_back(std::move(L));
   }
   PIPIT_ASSIGN_OR_RETURN(t->proj_, w.get("model.embed_vision.embedding_projection.weight", {out_dim, E}));
-  t->ones_ = ones(hd);
-  t->ones_embd_ = ones(E);
+  t->ones_ = host_full_f32({hd}, 1.0f);
+  t->ones_embd_ = host_full_f32({E}, 1.0f);
 
   // Gemma4Config defaults: <|image|> 258880, <|image> 255999, <image|> 258882
   t->tokens_.image_token_id = int32_t(top.get_int_or("image_token_id", 258880));
@@ -224,8 +219,7 @@ Result<Tensor> Gemma4Vision::encode_image(Ctx& ctx, const ProcessedImage& img) c
   ctx.name(pooled, "vision.pooled");
   Tensor y = linear(ctx, rms_norm(ctx, pooled, ones_embd_, eps_), proj_);
   ctx.name(y, "vision_embeds");
-  Tensor out = Tensor::empty(DType::F32, {y.dim(0), out_dim_});
-  std::copy(y.ptr<float>(), y.ptr<float>() + y.numel(), out.ptr<float>());
+  Tensor out = heap_copy(ctx, y);
   ctx.arena->reset();
   return out;
 }

@@ -2,24 +2,16 @@
 #include "models/vision/qwen_vision.h"
 
 #include <cmath>
-#include <cstring>
 
 namespace pipit {
 
 namespace {
 
 // Every intermediate is f32 on the arena; the residual stream lives on the heap so the arena can be reset per block.
-Tensor heap_copy(const Tensor& t) {
-  Tensor h = Tensor::empty(DType::F32, t.shape());
-  std::memcpy(h.data(), t.data(), t.nbytes());
-  return h;
-}
-
 Tensor split_heads(Ctx& ctx, const Tensor& qkv, int64_t part, int64_t n_head, int64_t head_dim) {
   const int64_t n = qkv.dim(0), width = n_head * head_dim;
-  Tensor out = ctx.alloc(DType::F32, {n, n_head, head_dim});
-  for (int64_t r = 0; r < n; ++r)
-    std::memcpy(out.ptr<float>() + r * width, qkv.ptr<float>() + r * 3 * width + part * width, size_t(width) * 4);
+  Tensor out = ctx.alloc(DType::F32, {n, n_head, head_dim}), rows = out.reshape({n, width});
+  copy_(ctx, rows, qkv.slice(1, part * width, (part + 1) * width));
   return out;
 }
 
@@ -217,41 +209,14 @@ Tensor QwenVisionTower::position_embeddings(Ctx& ctx, std::array<int32_t, 3> gri
   // end - (steps - 1 - i) * step for the second, as torch computes it), floor by .int(), ceil = floor + 1 clipped,
   // the four bilinear weights in float32, and the weighted table rows summed in the order HF sums them
   const int64_t n = pos_side_, E = n_embd_, gh = grid[1], gw = grid[2], m = merge_;
-  auto linspace = [&](int64_t steps) {
-    std::vector<float> v(size_t(steps), 0.0f);
-    if (steps < 2) return v;
-    const float end = float(n - 1), step = end / float(steps - 1);
-    for (int64_t i = 0; i < steps; ++i)
-      v[size_t(i)] = i < steps / 2 ? step * float(i) : end - step * float(steps - i - 1);
-    return v;
-  };
-  const std::vector<float> hs = linspace(gh), ws = linspace(gw);
-  const Tensor table_f32 = to_f32(ctx, pos_table_);
-  const float* table = table_f32.ptr<float>();
-  std::vector<float> grid_pe(size_t(gh * gw * E));  // raster order
-  for (int64_t y = 0; y < gh; ++y)
-    for (int64_t x = 0; x < gw; ++x) {
-      const int64_t y0 = int64_t(hs[size_t(y)]), x0 = int64_t(ws[size_t(x)]);
-      const int64_t y1 = std::min(y0 + 1, n - 1), x1 = std::min(x0 + 1, n - 1);
-      const float dh = hs[size_t(y)] - float(y0), dw = ws[size_t(x)] - float(x0);
-      const int64_t idx[4] = {y0 * n + x0, y0 * n + x1, y1 * n + x0, y1 * n + x1};
-      const float wt[4] = {(1 - dh) * (1 - dw), (1 - dh) * dw, dh * (1 - dw), dh * dw};
-      float* out = grid_pe.data() + (y * gw + x) * E;
-      for (int64_t e = 0; e < E; ++e) {
-        float acc = table[idx[0] * E + e] * wt[0];
-        for (int k = 1; k < 4; ++k) acc += table[idx[k] * E + e] * wt[k];
-        out[e] = acc;
-      }
-    }
+  Tensor grid_pe = resize_bilinear_aligned(ctx, to_f32(ctx, pos_table_).reshape({n, n, E}), gh, gw);  // raster order
   // every frame the same, rows permuted to (t, h / m, w / m, m, m)
+  Tensor blocks = grid_pe.reshape({gh / m, m, gw / m, m, E}).transpose(1, 2);  // [h / m, w / m, m, m, E]
   Tensor pe = Tensor::empty(DType::F32, {int64_t(grid[0]) * gh * gw, E});
-  int64_t row = 0;
-  for (int64_t t = 0; t < grid[0]; ++t)
-    for (int64_t by = 0; by < gh / m; ++by)
-      for (int64_t bx = 0; bx < gw / m; ++bx)
-        for (int64_t iy = 0; iy < m; ++iy)
-          for (int64_t ix = 0; ix < m; ++ix, ++row)
-            std::memcpy(pe.row_ptr(row), grid_pe.data() + ((by * m + iy) * gw + bx * m + ix) * E, size_t(E) * 4);
+  for (int64_t t = 0; t < grid[0]; ++t) {
+    Tensor frame = pe.slice(0, t * gh * gw, (t + 1) * gh * gw).reshape({gh / m, gw / m, m, m, E});
+    copy_(ctx, frame, blocks);
+  }
   return pe;
 }
 
@@ -272,7 +237,7 @@ Result<Tensor> QwenVisionTower::encode(Ctx& ctx, const Tensor& pv, std::array<in
   std::vector<int32_t> cu_full;  // each frame attends within itself
   for (int64_t f = 0; f <= t; ++f) cu_full.push_back(int32_t(f * h * w));
 
-  Tensor x = heap_copy(ctx.name(linear(ctx, pv, patch_w_, patch_b_), "vision.patch_embed"));
+  Tensor x = heap_copy(ctx, ctx.name(linear(ctx, pv, patch_w_, patch_b_), "vision.patch_embed"));
   if (kind_ == Kind::kQwen3) {
     Tensor pe = position_embeddings(ctx, grid);
     ctx.name(pe, "vision.pos_embed");
@@ -282,22 +247,22 @@ Result<Tensor> QwenVisionTower::encode(Ctx& ctx, const Tensor& pv, std::array<in
   const int64_t n_out = n / unit, width = out_dim_ * (1 + int64_t(deepstack_.size()));
   Tensor out = Tensor::empty(DType::F32, {n_out, width});
   auto put = [&](const Tensor& f, int64_t block) {
-    for (int64_t r = 0; r < n_out; ++r)
-      std::memcpy(out.ptr<float>() + r * width + block * out_dim_, f.row_ptr(r), size_t(out_dim_) * 4);
+    Tensor dst = out.slice(1, block * out_dim_, (block + 1) * out_dim_);
+    copy_(ctx, dst, f);
   };
   Windows win;
   if (v25_) {  // group the rows (4 patches per merged token) by window
     win = window_index(grid);
-    Tensor xp = Tensor::empty(DType::F32, {n, n_embd_});
+    std::vector<int64_t> rows(static_cast<size_t>(n));
     std::vector<int32_t> pp(pos.size());
     for (int64_t g = 0; g < n / unit; ++g)
       for (int64_t u = 0; u < unit; ++u) {
         const int64_t dst = g * unit + u, src = int64_t(win.index[size_t(g)]) * unit + u;
-        std::memcpy(xp.row_ptr(dst), x.row_ptr(src), size_t(n_embd_) * 4);
+        rows[size_t(dst)] = src;
         pp[size_t(dst)] = pos[size_t(src)];
         pp[size_t(n + dst)] = pos[size_t(n + src)];
       }
-    x = xp;
+    x = heap_copy(ctx, gather_rows(ctx, x, rows));
     pos.swap(pp);
     ctx.name(x, "vision.patch_embed_windowed");
   }
@@ -327,8 +292,10 @@ Result<Tensor> QwenVisionTower::encode(Ctx& ctx, const Tensor& pv, std::array<in
   Tensor merged = merge(ctx, x, merger_, false);
   if (v25_) {  // back to the processor's order
     ctx.name(merged, "vision.merger_windowed");
-    for (int64_t g = 0; g < n / unit; ++g)
-      std::memcpy(out.row_ptr(win.index[size_t(g)]), merged.row_ptr(g), size_t(out_dim_) * 4);
+    std::vector<int32_t> from(size_t(n_out), -1);  // output row win.index[g] is merged row g
+    for (int64_t g = 0; g < n / unit; ++g) from[size_t(win.index[size_t(g)])] = int32_t(g);
+    Tensor dst = out.slice(1, 0, out_dim_);
+    copy_rows_(ctx, dst, from, merged);
   } else {
     put(merged, 0);
   }

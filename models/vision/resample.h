@@ -22,11 +22,4 @@ Result<ResampleFilter> resample_filter_from_pil(int code);
 // Resize to out_w x out_h (both >= 1). Same size returns a copy, as PIL does.
 Image resize_image(const Image& in, int out_w, int out_h, ResampleFilter filter = ResampleFilter::kBicubic);
 
-// torch.nn.functional.interpolate(x, (out_h, out_w), mode="bicubic", antialias=True, align_corners=False) on float
-// planes (DeepSeek-OCR resizes its SAM / CLIP position tables with it): PIL's support-widening scheme (Keys cubic,
-// a = -0.5, support 2 * scale when shrinking), weights normalised to sum 1, computed and applied in float as
-// torch's _upsample_bicubic2d_aa does for a float tensor; separable, width first. `in` holds `channels` planes of
-// in_h x in_w; returns channels planes of out_h x out_w.
-std::vector<float> resize_planes_bicubic_aa(const float* in, int channels, int in_h, int in_w, int out_h, int out_w);
-
 }  // namespace pipit

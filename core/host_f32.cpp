@@ -1,0 +1,48 @@
+// Load-time f32 reads of small float weights (see host_f32.h).
+#include "core/host_f32.h"
+
+#include <algorithm>
+
+namespace pipit {
+
+namespace {
+
+float element_f32(DType dt, const uint8_t* p) {
+  if (dt == DType::F16) return f16_to_f32(*reinterpret_cast<const f16_t*>(p));
+  if (dt == DType::BF16) return bf16_to_f32(*reinterpret_cast<const bf16_t*>(p));
+  return *reinterpret_cast<const float*>(p);
+}
+
+bool float_dtype(DType dt) { return dt == DType::F32 || dt == DType::F16 || dt == DType::BF16; }
+
+}  // namespace
+
+Result<float> host_scalar_f32(const Tensor& t) {
+  if (t.numel() != 1 || !float_dtype(t.dtype()))
+    return Error::invalid_argument("{}: expected one f32, f16 or bf16 value", t.describe());
+  return element_f32(t.dtype(), t.data());
+}
+
+Result<Tensor> host_f32(const Tensor& t, const std::vector<int64_t>& shape) {
+  if (!float_dtype(t.dtype()) || (t.ndim() > 0 && !t.rows_contiguous()))
+    return Error::invalid_argument("{}: expected f32, f16 or bf16 weights", t.describe());
+  Tensor out = Tensor::empty(DType::F32, shape.empty() ? t.shape() : shape);
+  if (out.numel() != t.numel())
+    return Error::invalid_argument("{} read as {}: the element counts differ", t.describe(), out.shape_str());
+  if (t.numel() == 0) return out;
+  const int64_t n = t.ndim() == 0 ? 1 : t.dim(-1), es = dtype_elem_stride(t.dtype());
+  float* o = out.ptr<float>();
+  for (int64_t r = 0; r < t.rows(); ++r) {
+    const uint8_t* row = t.ndim() <= 1 ? t.data() : t.row_ptr(r);
+    for (int64_t i = 0; i < n; ++i) o[r * n + i] = element_f32(t.dtype(), row + i * es);
+  }
+  return out;
+}
+
+Tensor host_full_f32(const std::vector<int64_t>& shape, float value) {
+  Tensor out = Tensor::empty(DType::F32, shape);
+  std::fill(out.ptr<float>(), out.ptr<float>() + out.numel(), value);
+  return out;
+}
+
+}  // namespace pipit
