@@ -1,7 +1,7 @@
 // The CPU as a Device: the kernels of backends/cpu/kernels.h (the best ISA level this CPU has, or the table a test
 // puts in Ctx::k) split across the thread pool. It implements every op; its memory is the host's (arenas and
 // weights on the heap or mapped), so the memory methods are copies or asserts. Each op's body lives in the .cpp of
-// its family (ops.cpp, ops_linear_attn.cpp, ops_vision.cpp, ops_patch.cpp, ops_audio.cpp).
+// its family (ops.cpp, ops_linear_attn.cpp, ops_vision.cpp, ops_patch.cpp, ops_audio.cpp, ops_encoder.cpp).
 #pragma once
 
 #include "backends/cpu/kernels.h"
