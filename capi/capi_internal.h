@@ -77,6 +77,7 @@ struct pipit_session {
   // the last generation's records
   std::shared_ptr<const pipit::Grammar> grammar;
   int32_t n_logprobs = -1;
+  std::vector<std::pair<int32_t, float>> logit_bias;  // pipit_session_set_logit_bias
   std::vector<pipit::TokenLogprob> logprobs;
   // pipit_session_cancel from another thread; cleared when a generation starts
   std::atomic<bool> cancel{false};

@@ -276,6 +276,7 @@ pipit::Result<pipit::GenerateParams> generate_params_of(pipit_session* session, 
     if (o.stop && o.stop[i]) gp.stop.push_back(o.stop[i]);
   gp.grammar = session->grammar;
   gp.logprobs = session->n_logprobs;
+  gp.logit_bias = session->logit_bias;
   if (session->n_draft > 0) {
     gp.spec.n_draft = session->n_draft;
     gp.spec.draft = session->draft_session ? &session->draft : nullptr;
@@ -894,6 +895,20 @@ pipit_status pipit_session_set_logprobs(pipit_session* session, int32_t n_top) {
       return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_set_logprobs: n_top " + std::to_string(n_top) +
                                                   " outside [-1, 20]");
     session->n_logprobs = n_top;
+    return PIPIT_OK;
+  });
+}
+
+pipit_status pipit_session_set_logit_bias(pipit_session* session, const int32_t* tokens, const float* biases,
+                                          size_t n) {
+  return guard([&] {
+    if (!session || (n > 0 && (!tokens || !biases)))
+      return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_set_logit_bias: NULL argument");
+    std::vector<std::pair<int32_t, float>> bias;
+    for (size_t i = 0; i < n; ++i) bias.emplace_back(tokens[i], biases[i]);
+    const int64_t n_vocab = session->model->lm.model->info().n_vocab;
+    if (auto st = pipit::check_logit_bias(bias, n_vocab, "pipit_session_set_logit_bias"); !st) return to_status(st);
+    session->logit_bias = std::move(bias);
     return PIPIT_OK;
   });
 }

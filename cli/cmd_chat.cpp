@@ -328,6 +328,7 @@ int cmd_chat(Args& a) {
   auto lm = load_model(a.get("-m"), *lo);
   if (!lm) return fail(a, lm.status().message());
   if (auto st = check_kv_type(*lm->model, so->kv_dtype); !st) return fail(a, st.message());
+  if (auto st = check_model_sampling(*lm, *gp); !st) return fail(a, st.message());
   for (const auto& f : apply_model_sampling(a, *lm, *gp))
     std::fprintf(stderr, "[pipit] generation_config.json: %s is out of range, ignored\n", f.c_str());
   if (lm->tokenizer->config().chat_template.empty() && !a.has("--chat-template"))

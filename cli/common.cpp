@@ -9,6 +9,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
+#include <climits>
+#include <cmath>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -62,6 +65,8 @@ void add_sampling_options(Args& a) {
   a.option({"--seed"}, "random seed (-1: a new one each run, shown in the speed line and in --json)", "-1");
   a.multi({"--stop"}, "stop string (repeatable)");
   a.flag({"--ignore-eos"}, "do not stop at end-of-sequence tokens");
+  a.multi({"-l", "--logit-bias"}, "TOKEN_ID(+|-)BIAS added to a token's logit, e.g. 15043+1 or 15043-inf (= -100: "
+                                  "never); repeatable (llama.cpp's form; the server's logit_bias)");
   a.option({"--no-repeat-ngram"}, "ban tokens that would repeat an n-gram of this size (HF no_repeat_ngram_size; "
                                   "0: off; default: the model's, e.g. 20 for DeepSeek-OCR)", "-1");
 }
@@ -139,6 +144,21 @@ Result<GenerateParams> generate_params(const Args& a) {
     return Error::invalid_argument("--no-repeat-ngram {}: expected 0 (off) to {}, or -1 for the model's default", ngram,
                                    Limits::kMaxNoRepeatNgram);
   p.no_repeat_ngram_size = int(ngram);
+  for (const std::string& lb : a.get_all("--logit-bias")) {
+    // ID, then a signed bias: "15043+1", "15043-0.5", "15043-inf" (ban)
+    const Status bad = Error::invalid_argument("--logit-bias {}: expected TOKEN_ID+BIAS or TOKEN_ID-BIAS (e.g. "
+                                               "15043+1, 15043-inf)", lb);
+    const size_t sign = lb.find_first_of("+-");
+    if (sign == std::string::npos || sign == 0) return bad;
+    int64_t id = -1;
+    const auto [end, ec] = std::from_chars(lb.data(), lb.data() + sign, id);
+    if (ec != std::errc() || end != lb.data() + sign || id < 0 || id > INT32_MAX) return bad;
+    const std::string num = lb.substr(sign);
+    char* e = nullptr;
+    const double bias = num == "-inf" ? -100.0 : num == "+inf" ? 100.0 : std::strtod(num.c_str(), &e);
+    if (std::isnan(bias) || (e && (*e != '\0' || e == num.c_str()))) return bad;
+    p.logit_bias.emplace_back(int32_t(id), float(bias));
+  }
   return p;
 }
 
@@ -152,6 +172,10 @@ std::vector<std::string> apply_model_sampling(const Args& a, const LoadedModel& 
   if (!a.has("--min-p")) s.min_p = m.min_p;
   if (!a.has("--repeat-penalty")) s.repetition_penalty = m.repetition_penalty;
   return ignored;
+}
+
+Status check_model_sampling(const LoadedModel& lm, const GenerateParams& p) {
+  return check_logit_bias(p.logit_bias, lm.model->info().n_vocab, "--logit-bias");
 }
 
 void add_speculative_options(Args& a) {

@@ -27,6 +27,8 @@ Result<GenerateParams> generate_params(const Args& a);
 // The model's generation_config.json sampling (runtime/generation_defaults.h) for each of --temp, --top-k, --top-p,
 // --min-p, --repeat-penalty the command line did not set. Returns the fields of the file it dropped as invalid.
 std::vector<std::string> apply_model_sampling(const Args& a, const LoadedModel& lm, GenerateParams& p);
+// What can only be checked against the model: --logit-bias ids inside its vocabulary.
+Status check_model_sampling(const LoadedModel& lm, const GenerateParams& p);
 
 // Speculative decoding (runtime/speculative.h): --draft MODEL (a draft model sharing the vocabulary), --lookup
 // (prompt lookup, no extra model), --draft-max N (guesses per verification); --mtp (the model's own multi-token-

@@ -41,6 +41,15 @@ SamplerParams model_sampling(const nlohmann::json& gc, const SamplerParams& base
   return s;
 }
 
+Status check_logit_bias(const std::vector<std::pair<int32_t, float>>& bias, int64_t n_vocab, const char* what) {
+  for (const auto& [id, b] : bias) {
+    if (id < 0 || id >= n_vocab) return Error::invalid_argument("{}: token id {} is not in [0, {})", what, id, n_vocab);
+    if (!(b >= -100.0f && b <= 100.0f))
+      return Error::invalid_argument("{}: bias {} of token {} is not in [-100, 100]", what, b, id);
+  }
+  return Status::ok();
+}
+
 uint64_t random_seed() {
   std::random_device rd;
   // 63 bits: the seed is shown to be passed back (`--seed N`, seed=N), and every parser of a signed 64-bit

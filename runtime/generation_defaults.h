@@ -18,6 +18,10 @@ namespace pipit {
 SamplerParams model_sampling(const nlohmann::json& generation_config, const SamplerParams& base,
                              std::vector<std::string>* ignored = nullptr);
 
+// OpenAI's logit_bias checked for a vocabulary of n_vocab: ids in [0, n_vocab), biases in [-100, 100] (-100 bans
+// the token). `what` names the option in the error ("--logit-bias", "logit_bias").
+Status check_logit_bias(const std::vector<std::pair<int32_t, float>>& bias, int64_t n_vocab, const char* what);
+
 // A seed from the operating system's entropy (std::random_device), for a caller who gave none: 63 bits, so that
 // it can be passed back wherever a seed is read as a signed 64-bit integer.
 uint64_t random_seed();

@@ -240,6 +240,10 @@ pipit_status pipit_session_set_json_schema(pipit_session* session, const char* s
  * model's raw logits (before sampling settings) and the n_top (0..20) most likely tokens with theirs; -1 (the
  * default) records none. */
 pipit_status pipit_session_set_logprobs(pipit_session* session, int32_t n_top);
+/* OpenAI's logit_bias for the session's next generations: biases[i] (in [-100, 100]; -100 bans the token) added to
+ * token tokens[i]'s logit before sampling. n = 0 clears it. The arrays are copied. */
+pipit_status pipit_session_set_logit_bias(pipit_session* session, const int32_t* tokens, const float* biases,
+                                          size_t n);
 /* The last generation's records: how many (one per generated token), and the i-th: its token and log-probability,
  * and up to `capacity` of its most likely tokens (*n_top receives how many there are). Any output may be NULL. */
 int32_t pipit_session_n_logprobs(const pipit_session* session);

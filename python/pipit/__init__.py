@@ -25,9 +25,11 @@ __all__ = ["Model", "Session", "Tensor", "Completion", "Error", "ops", "load_saf
 
 def _options(max_tokens=256, temperature=None, top_k=None, top_p=None, min_p=None, repeat_penalty=None,
              presence_penalty=0.0, frequency_penalty=0.0, seed=None, stop=None, ignore_eos=False,
-             grammar=None, json_schema=None, logprobs=None, lookup=0, mtp=0, no_repeat_ngram_size=-1):
+             grammar=None, json_schema=None, logprobs=None, lookup=0, mtp=0, no_repeat_ngram_size=-1,
+             logit_bias=None):
     """temperature, top_k, top_p, min_p, repeat_penalty: None takes the model's generation_config.json value (as
     HF generate() does), else 0.8, 40, 0.95, 0.05, 1.0; seed: None draws a new one (Completion.seed tells which);
+    logit_bias: {token id: bias in [-100, 100]} added to those logits (-100 bans the token; OpenAI's logit_bias);
     grammar: GBNF text; json_schema: a dict or its JSON text (the answer is JSON valid under it); logprobs: N to
     record each generated token's log-probability and its N most likely alternatives (Completion.logprobs);
     lookup: N guesses per step by prompt lookup (speculative decoding: the same tokens, fewer passes);
@@ -44,6 +46,7 @@ def _options(max_tokens=256, temperature=None, top_k=None, top_p=None, min_p=Non
     o.repeat_penalty, o.presence_penalty, o.frequency_penalty = repeat_penalty, presence_penalty, frequency_penalty
     o.seed, o.ignore_eos = seed, ignore_eos
     o.stop = [stop] if isinstance(stop, str) else list(stop or [])
+    o.logit_bias = {int(k): float(v) for k, v in (logit_bias or {}).items()}
     return o
 
 

@@ -1,6 +1,7 @@
 // Models and sessions for Python: load (.pipit, HF directory, .gguf), tokenize, logits as numpy arrays, generation
 // with a streaming callback, prompts with images and audio clips. The GIL is released while the engine runs and taken back for each
 // callback; an exception raised by a callback (or Ctrl-C) stops the generation and is re-raised to the caller.
+#include <map>
 #include <optional>
 #include <tuple>
 
@@ -58,6 +59,7 @@ struct GenOptions {
   int lookup = 0;                    // > 0: speculative decoding by prompt lookup, this many guesses per step
   int mtp = 0;                       // > 0: speculative decoding by the model's MTP head, this many guesses per step
   int no_repeat_ngram_size = -1;     // HF's; -1: the model's default, 0: off
+  std::map<int32_t, float> logit_bias;  // OpenAI's: token id -> bias in [-100, 100] (-100 bans it)
 };
 
 struct Completion {
@@ -72,7 +74,8 @@ struct Completion {
   uint64_t seed = 0;                  // what it sampled with: pass it back as seed= for the same text
 };
 
-GenerateParams gen_params(const GenOptions& o, const nlohmann::json& generation_config) {
+GenerateParams gen_params(const GenOptions& o, const LoadedModel& lm) {
+  const nlohmann::json& generation_config = lm.generation_config;
   if (o.max_tokens < 0) bad_arg("max_tokens must be >= 0, got {}", o.max_tokens);
   const SamplerParams m = model_sampling(generation_config, SamplerParams{});
   GenerateParams p;
@@ -90,6 +93,9 @@ GenerateParams gen_params(const GenOptions& o, const nlohmann::json& generation_
     bad_arg("temperature and min_p must be >= 0, top_p and repeat_penalty > 0");
   p.stop = o.stop;
   p.ignore_eos = o.ignore_eos;
+  p.logit_bias.assign(o.logit_bias.begin(), o.logit_bias.end());
+  if (auto st = check_logit_bias(p.logit_bias, lm.model->info().n_vocab, "logit_bias"); !st)
+    bad_arg("{}", st.message());
   if (!o.grammar.empty() && !o.json_schema.empty()) bad_arg("grammar and json_schema: choose one");
   if (!o.grammar.empty()) p.grammar = unwrap(Grammar::parse(o.grammar));
   if (!o.json_schema.empty()) p.grammar = unwrap(grammar_from_json_schema(o.json_schema, "json_schema"));
@@ -203,7 +209,7 @@ std::optional<MultimodalPrompt> image_prompt(PyModel& m, const std::vector<int32
 Completion run_generate(PySession& ps, const std::vector<int32_t>& ids, const std::vector<std::string>& images,
                         const Videos& videos, const GenOptions& o, const py::object& on_text,
                         const std::vector<AudioSource>& audio = {}) {
-  GenerateParams gp = gen_params(o, ps.m->lm.generation_config);
+  GenerateParams gp = gen_params(o, ps.m->lm);
   if (o.mtp > 0) {  // the head follows the session from its first use on (earlier turns give it no pairs)
     if (!ps.mtp) ps.mtp = unwrap(MtpDraft::create(*ps.s));
     gp.spec.mtp = ps.mtp.get();
@@ -287,6 +293,7 @@ void bind_model(py::module_& m) {
       .def_readwrite("presence_penalty", &GenOptions::presence_penalty)
       .def_readwrite("frequency_penalty", &GenOptions::frequency_penalty)
       .def_readwrite("seed", &GenOptions::seed)
+      .def_readwrite("logit_bias", &GenOptions::logit_bias)
       .def_readwrite("stop", &GenOptions::stop)
       .def_readwrite("ignore_eos", &GenOptions::ignore_eos)
       .def_readwrite("grammar", &GenOptions::grammar)

@@ -100,6 +100,17 @@ class Generation(unittest.TestCase):
             self.assertNotEqual(m.generate("Once upon a time", max_tokens=24, temperature=1.0, seed=2).tokens,
                                 greedy)
 
+    def test_logit_bias(self):
+        plain = self.m.generate("Once upon a time", max_tokens=16, temperature=0).tokens
+        banned = self.m.generate("Once upon a time", max_tokens=16, temperature=0, logit_bias={plain[0]: -100})
+        self.assertNotIn(plain[0], banned.tokens)
+        forced = self.m.generate("Once upon a time", max_tokens=8, temperature=0, logit_bias={300: 100})
+        self.assertEqual(forced.tokens, [300] * 8)
+        with self.assertRaises(ValueError):
+            self.m.generate("x", max_tokens=2, logit_bias={512: 1})
+        with self.assertRaises(ValueError):
+            self.m.generate("x", max_tokens=2, logit_bias={5: 101})
+
     def test_lookup_keeps_seeded_tokens(self):
         # speculative decoding by prompt lookup: the same tokens as plain decoding, greedy and seeded
         prompt = "Once upon a time, there was a little girl. Once upon a time, there was a little"

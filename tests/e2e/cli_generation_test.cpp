@@ -86,6 +86,29 @@ TEST(CliGeneration, RandomSeedByDefaultAndModelSampling) {
   EXPECT_NE(warn.out.find("generation_config.json: top_p is out of range, ignored"), std::string::npos) << warn.out;
 }
 
+// --logit-bias ID-inf bans a token (the greedy answer's first token never appears), +BIAS favours one; bad forms and
+// ids outside the vocabulary are one error line.
+TEST(CliGeneration, LogitBias) {
+  const std::string base = "-p \"Once upon a time\" -n 16 --temp 0 --json";
+  const CliOutput plain_out = pipit_run(base);
+  const auto plain = nlohmann::json::parse(plain_out.out, nullptr, false);
+  ASSERT_TRUE(plain.is_object()) << plain_out.out;
+  const int first = plain["tokens"][0].get<int>();
+  const auto banned = nlohmann::json::parse(pipit_run(base + " --logit-bias " + std::to_string(first) + "-inf").out);
+  for (const auto& t : banned["tokens"]) EXPECT_NE(t.get<int>(), first);
+  const auto forced = nlohmann::json::parse(pipit_run(base + " -l 300+100").out);
+  for (const auto& t : forced["tokens"]) EXPECT_EQ(t.get<int>(), 300);
+  for (const char* bad : {"300", "+5", "x+1", "300+", "300+abc", "300*2"}) {
+    const CliOutput r = pipit_run(std::string("-p x -n 2 --logit-bias ") + bad, true);
+    EXPECT_EQ(r.code, 1) << bad;
+    EXPECT_NE(r.out.find("--logit-bias"), std::string::npos) << r.out;
+  }
+  const CliOutput far = pipit_run("-p x -n 2 --logit-bias 512+1", true);
+  EXPECT_NE(far.out.find("token id 512 is not in [0, 512)"), std::string::npos) << far.out;
+  const CliOutput big = pipit_run("-p x -n 2 --logit-bias 5+101", true);
+  EXPECT_NE(big.out.find("not in [-100, 100]"), std::string::npos) << big.out;
+}
+
 TEST(CliGeneration, GrammarAndJsonSchema) {
   const CliOutput yes_no = pipit_run("-p \"Once upon a time\" -n 16 --seed 3 --grammar 'root ::= \"yes\" | \"no\"'");
   ASSERT_EQ(yes_no.code, 0);

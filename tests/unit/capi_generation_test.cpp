@@ -98,6 +98,33 @@ TEST_F(CapiGeneration, DefaultsAreANewSeedAndTheModelsSampling) {
   pipit_model_destroy(greedy_model);
 }
 
+// pipit_session_set_logit_bias: -100 bans a token for the next generations, 0 entries clear it; bad ids / biases are
+// INVALID_ARGUMENT naming the problem.
+TEST_F(CapiGeneration, LogitBias) {
+  pipit_generate_options o;
+  pipit_generate_options_default(&o);
+  o.max_tokens = 16;
+  o.temperature = 0;
+  pipit_session* s = session();
+  const Out plain = gen(s, "Once upon a time", o);
+  ASSERT_FALSE(plain.tokens.empty());
+  const int32_t ban = plain.tokens[0];
+  const float minus = -100;
+  ASSERT_EQ(pipit_session_set_logit_bias(s, &ban, &minus, 1), PIPIT_OK);
+  pipit_session_reset(s);
+  for (int32_t t : gen(s, "Once upon a time", o).tokens) EXPECT_NE(t, ban);
+  ASSERT_EQ(pipit_session_set_logit_bias(s, nullptr, nullptr, 0), PIPIT_OK);
+  pipit_session_reset(s);
+  EXPECT_EQ(gen(s, "Once upon a time", o).tokens, plain.tokens);
+  const int32_t far = 512;
+  const float big = 101;
+  EXPECT_EQ(pipit_session_set_logit_bias(s, &far, &minus, 1), PIPIT_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(pipit_last_error()).find("token id 512"), std::string::npos) << pipit_last_error();
+  EXPECT_EQ(pipit_session_set_logit_bias(s, &ban, &big, 1), PIPIT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(pipit_session_set_logit_bias(s, nullptr, &big, 1), PIPIT_ERR_INVALID_ARGUMENT);
+  pipit_session_destroy(s);
+}
+
 // Two raw turns of seeded sampling: with prompt lookup or the model as its own draft, the same tokens as without.
 TEST_F(CapiGeneration, SeededSamplingWithSpeculationEqualsPlain) {
   const std::string turn1 = "Once upon a time, there was a little girl. Once upon a time, there was a";
