@@ -112,5 +112,14 @@ Tensor Device::conv2d_3x3_s2(Ctx&, const Tensor&, const Tensor&) { lacks(Op::kCo
 Tensor Device::local_rel_attention(Ctx&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, int, float) {
   lacks(Op::kLocalRelAttention);
 }
+MoeRoutes Device::moe_route(Ctx&, const Tensor&, const MoeRouteParams&) { lacks(Op::kMoeRoute); }
+void Device::fill_(Ctx&, Tensor&, float) { lacks(Op::kFill); }
+void Device::add_rows_scaled_(Ctx&, Tensor&, std::span<const int64_t>, std::span<const float>, const Tensor&) {
+  lacks(Op::kAddRowsScaled);
+}
+Tensor Device::swiglu_clamped(Ctx&, const Tensor&, float, float) { lacks(Op::kSwigluClamped); }
+void Device::sigmoid_mul_(Ctx&, Tensor&, const Tensor&) { lacks(Op::kSigmoidMul); }
+void Device::softcap_(Ctx&, Tensor&, float) { lacks(Op::kSoftcap); }
+void Device::add_rows_(Ctx&, Tensor&, std::span<const int32_t>, const Tensor&) { lacks(Op::kAddRows); }
 
 }  // namespace pipit

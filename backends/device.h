@@ -96,6 +96,15 @@ class Device {
   virtual Tensor conv2d_3x3_s2(Ctx& ctx, const Tensor& x, const Tensor& w);
   virtual Tensor local_rel_attention(Ctx& ctx, const Tensor& q, const Tensor& k, const Tensor& v,
                                      const Tensor& rel_k, int window, float softcap);
+  // decoder ops (MoE routing and combining, gates, soft-cap, row adds)
+  virtual MoeRoutes moe_route(Ctx& ctx, const Tensor& logits, const MoeRouteParams& p);
+  virtual void fill_(Ctx& ctx, Tensor& x, float value);
+  virtual void add_rows_scaled_(Ctx& ctx, Tensor& out, std::span<const int64_t> rows, std::span<const float> w,
+                                const Tensor& y);
+  virtual Tensor swiglu_clamped(Ctx& ctx, const Tensor& gu, float alpha, float limit);
+  virtual void sigmoid_mul_(Ctx& ctx, Tensor& x, const Tensor& gate);
+  virtual void softcap_(Ctx& ctx, Tensor& x, float cap);
+  virtual void add_rows_(Ctx& ctx, Tensor& dst, std::span<const int32_t> src_row, const Tensor& src);
 
  protected:
   // The body of every op this device does not override: a bug report naming the op and the device.

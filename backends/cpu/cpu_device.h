@@ -1,7 +1,8 @@
 // The CPU as a Device: the kernels of backends/cpu/kernels.h (the best ISA level this CPU has, or the table a test
 // puts in Ctx::k) split across the thread pool. It implements every op; its memory is the host's (arenas and
 // weights on the heap or mapped), so the memory methods are copies or asserts. Each op's body lives in the .cpp of
-// its family (ops.cpp, ops_linear_attn.cpp, ops_vision.cpp, ops_patch.cpp, ops_audio.cpp).
+// its family (ops.cpp, ops_linear_attn.cpp, ops_vision.cpp, ops_patch.cpp, ops_audio.cpp, ops_moe.cpp,
+// ops_decoder.cpp).
 #pragma once
 
 #include "backends/cpu/kernels.h"
@@ -60,6 +61,15 @@ class CpuDevice final : public Device {
   Tensor conv2d_3x3_s2(Ctx& ctx, const Tensor& x, const Tensor& w) override;
   Tensor local_rel_attention(Ctx& ctx, const Tensor& q, const Tensor& k, const Tensor& v,
                                      const Tensor& rel_k, int window, float softcap) override;
+  // decoder ops (backends/cpu/ops_moe.cpp, ops_decoder.cpp)
+  MoeRoutes moe_route(Ctx& ctx, const Tensor& logits, const MoeRouteParams& p) override;
+  void fill_(Ctx& ctx, Tensor& x, float value) override;
+  void add_rows_scaled_(Ctx& ctx, Tensor& out, std::span<const int64_t> rows, std::span<const float> w,
+                        const Tensor& y) override;
+  Tensor swiglu_clamped(Ctx& ctx, const Tensor& gu, float alpha, float limit) override;
+  void sigmoid_mul_(Ctx& ctx, Tensor& x, const Tensor& gate) override;
+  void softcap_(Ctx& ctx, Tensor& x, float cap) override;
+  void add_rows_(Ctx& ctx, Tensor& dst, std::span<const int32_t> src_row, const Tensor& src) override;
 };
 
 // x * sigmoid(x) over f32 rows in place, the audio tower's plain loop (ops_audio.cpp; activation_ kSilu).
