@@ -306,7 +306,7 @@ class Gemma4Model : public Model {
   OpSet ops_used() const override {
     OpSet s = decoder_block_ops() | op_set({Op::kGated});
     if (n_expert_ > 0) s |= moe_ops_used();
-    if (final_softcap_ > 0.0f) s.set(size_t(Op::kHostLoops));  // output_logits' soft-cap
+    if (final_softcap_ > 0.0f) s.set(size_t(Op::kSoftcap));  // output_logits' soft-cap
     return s;
   }
 
