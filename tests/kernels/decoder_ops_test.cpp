@@ -195,7 +195,8 @@ TEST(DecoderOps, AddRowsFromAColumnBlock) {
     std::vector<float> want(x.ptr<float>(), x.ptr<float>() + x.numel());
     for (int64_t i = 0; i < n; ++i)
       if (row[size_t(i)] >= 0)
-        for (int64_t c = 0; c < d; ++c) want[size_t(i * d + c)] += src.ptr<float>()[row[size_t(i)] * d * blocks + d + c];
+        for (int64_t c = 0; c < d; ++c)
+          want[size_t(i * d + c)] += src.ptr<float>()[row[size_t(i)] * d * blocks + d + c];  // column block 1
     add_rows_(e.ctx, x, row, src.slice(1, d, 2 * d));
     for (int64_t i = 0; i < x.numel(); ++i) ASSERT_EQ(x.ptr<float>()[i], want[size_t(i)]) << n << " " << i;
   }
