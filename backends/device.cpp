@@ -126,5 +126,13 @@ Tensor Device::rel_pos_attention(Ctx&, const Tensor&, int64_t, int64_t, int64_t,
 }
 Tensor Device::resize_bicubic_aa(Ctx&, const Tensor&, int64_t, int64_t) { lacks(Op::kResizeBicubicAa); }
 Tensor Device::resize_bilinear_aligned(Ctx&, const Tensor&, int64_t, int64_t) { lacks(Op::kResizeBilinearAligned); }
+MoeRoutes Device::moe_route(Ctx&, const Tensor&, const MoeRouteParams&) { lacks(Op::kMoeRoute); }
+void Device::add_rows_scaled_(Ctx&, Tensor&, std::span<const int64_t>, std::span<const float>, const Tensor&) {
+  lacks(Op::kAddRowsScaled);
+}
+Tensor Device::swiglu_clamped(Ctx&, const Tensor&, float, float) { lacks(Op::kSwigluClamped); }
+void Device::sigmoid_mul_(Ctx&, Tensor&, const Tensor&) { lacks(Op::kSigmoidMul); }
+void Device::softcap_(Ctx&, Tensor&, float) { lacks(Op::kSoftcap); }
+void Device::add_rows_(Ctx&, Tensor&, std::span<const int32_t>, const Tensor&) { lacks(Op::kAddRows); }
 
 }  // namespace pipit

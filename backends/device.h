@@ -108,6 +108,14 @@ class Device {
                                    int64_t n_head, const Tensor& rel_h, const Tensor& rel_w);
   virtual Tensor resize_bicubic_aa(Ctx& ctx, const Tensor& x, int64_t out_h, int64_t out_w);
   virtual Tensor resize_bilinear_aligned(Ctx& ctx, const Tensor& x, int64_t out_h, int64_t out_w);
+  // decoder ops (MoE routing and combining, gates, soft-cap, row adds)
+  virtual MoeRoutes moe_route(Ctx& ctx, const Tensor& logits, const MoeRouteParams& p);
+  virtual void add_rows_scaled_(Ctx& ctx, Tensor& out, std::span<const int64_t> rows, std::span<const float> w,
+                                const Tensor& y);
+  virtual Tensor swiglu_clamped(Ctx& ctx, const Tensor& gu, float alpha, float limit);
+  virtual void sigmoid_mul_(Ctx& ctx, Tensor& x, const Tensor& gate);
+  virtual void softcap_(Ctx& ctx, Tensor& x, float cap);
+  virtual void add_rows_(Ctx& ctx, Tensor& dst, std::span<const int32_t> src_row, const Tensor& src);
 
  protected:
   // The body of every op this device does not override: a bug report naming the op and the device.

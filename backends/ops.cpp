@@ -261,4 +261,61 @@ Tensor resize_bilinear_aligned(Ctx& ctx, const Tensor& x, int64_t out_h, int64_t
   return ctx.device().resize_bilinear_aligned(ctx, x, out_h, out_w);
 }
 
+// ---- decoder ops ----
+MoeRoutes moe_route(Ctx& ctx, const Tensor& logits, const MoeRouteParams& p) {
+  ctx.seen(Op::kMoeRoute);
+  return ctx.device().moe_route(ctx, logits, p);
+}
+
+ExpertGroups group_by_expert(Ctx& ctx, const MoeRoutes& r, int64_t n_expert) {
+  const Tensor sel = to_host(ctx, r.sel), wt = to_host(ctx, r.wt);
+  const int64_t nk = sel.numel();
+  PIPIT_ASSERT(sel.dtype() == DType::I32 && wt.dtype() == DType::F32 && wt.numel() == nk && sel.is_contiguous() &&
+               wt.is_contiguous(), "group_by_expert of {} and {}", sel.describe(), wt.describe());
+  const int32_t* s = sel.ptr<int32_t>();
+  ExpertGroups g;
+  g.begin.assign(size_t(n_expert + 1), 0);
+  for (int64_t i = 0; i < nk; ++i) {  // counting sort: tokens stay in order within an expert
+    PIPIT_ASSERT(s[i] >= 0 && s[i] < n_expert, "expert {} of {}", s[i], n_expert);
+    ++g.begin[size_t(s[i]) + 1];
+  }
+  for (int64_t e = 0; e < n_expert; ++e) g.begin[size_t(e + 1)] += g.begin[size_t(e)];
+  g.token.resize(size_t(nk));
+  g.weight.resize(size_t(nk));
+  std::vector<int64_t> next(g.begin.begin(), g.begin.end() - 1);
+  const int64_t k = sel.dim(-1);
+  for (int64_t i = 0; i < nk; ++i) {
+    const int64_t at = next[size_t(s[i])]++;
+    g.token[size_t(at)] = i / k;
+    g.weight[size_t(at)] = wt.ptr<float>()[i];
+  }
+  return g;
+}
+
+void add_rows_scaled_(Ctx& ctx, Tensor& out, std::span<const int64_t> rows, std::span<const float> w,
+                      const Tensor& y) {
+  ctx.seen(Op::kAddRowsScaled);
+  ctx.device().add_rows_scaled_(ctx, out, rows, w, y);
+}
+
+Tensor swiglu_clamped(Ctx& ctx, const Tensor& gu, float alpha, float limit) {
+  ctx.seen(Op::kSwigluClamped);
+  return ctx.device().swiglu_clamped(ctx, gu, alpha, limit);
+}
+
+void sigmoid_mul_(Ctx& ctx, Tensor& x, const Tensor& gate) {
+  ctx.seen(Op::kSigmoidMul);
+  ctx.device().sigmoid_mul_(ctx, x, gate);
+}
+
+void softcap_(Ctx& ctx, Tensor& x, float cap) {
+  ctx.seen(Op::kSoftcap);
+  ctx.device().softcap_(ctx, x, cap);
+}
+
+void add_rows_(Ctx& ctx, Tensor& dst, std::span<const int32_t> src_row, const Tensor& src) {
+  ctx.seen(Op::kAddRows);
+  ctx.device().add_rows_(ctx, dst, src_row, src);
+}
+
 }  // namespace pipit

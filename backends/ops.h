@@ -40,6 +40,8 @@ struct Kernels;  // backends/cpu/kernels.h: the CPU's kernel table (only CPU cod
   X(kWindowPartition, "window_partition") X(kWindowUnpartition, "window_unpartition")                             \
   X(kRelPosAttention, "rel_pos_attention") X(kResizeBicubicAa, "resize_bicubic_aa")                               \
   X(kResizeBilinearAligned, "resize_bilinear_aligned")                                                            \
+  X(kMoeRoute, "moe_route") X(kAddRowsScaled, "add_rows_scaled")                                                   \
+  X(kSwigluClamped, "swiglu_clamped") X(kSigmoidMul, "sigmoid_mul") X(kSoftcap, "softcap") X(kAddRows, "add_rows")  \
   X(kHostLoops, "host loops over activations")
 
 enum class Op {
@@ -272,6 +274,51 @@ Tensor resize_bicubic_aa(Ctx& ctx, const Tensor& x, int64_t out_h, int64_t out_w
 // points (align_corners true), Qwen3-VL's fast_pos_embed_interpolate: floor, floor + 1 clipped, weights in float32,
 // the four rows summed in HF's order (00, 01, 10, 11).
 Tensor resize_bilinear_aligned(Ctx& ctx, const Tensor& x, int64_t out_h, int64_t out_w);
+// ---- decoder ops: mixture-of-experts routing and combining, gates, soft-cap, row adds (CPU:
+// backends/cpu/ops_moe.cpp, ops_decoder.cpp) ----
+// A router's choice per token (HF Qwen3MoeSparseMoeBlock, DeepseekV2MoE, Gemma4TextRouter: kSoftmaxTopK; HF
+// GptOssTopKRouter: kTopKSoftmax) from logits [n_tokens, n_expert] f32: the k experts of each row, largest first
+// (ties: the lower expert index), with weights in this order:
+//  kSoftmaxTopK: p = softmax(logits row) in f32, w = p[e]; renormalize: w = w / sum of the k kept (summed in k order);
+//  kTopKSoftmax: w = softmax over the k kept logits (exp(l - l_max) / sum; renormalize is moot);
+// then w = w * scale (skipped when scale == 1), then w = w * expert_scale[e] (when given, [n_expert]).
+enum class MoeOrder { kSoftmaxTopK, kTopKSoftmax };
+struct MoeRouteParams {
+  int64_t k = 1;  // experts per token
+  MoeOrder order = MoeOrder::kSoftmaxTopK;
+  bool renormalize = false;
+  float scale = 1.0f;                   // DeepSeek routed_scaling_factor
+  std::span<const float> expert_scale;  // Gemma 4 per_expert_scale (host values, like AttnParams::sinks)
+};
+struct MoeRoutes {
+  Tensor sel;  // [n_tokens, k] i32 expert ids
+  Tensor wt;   // [n_tokens, k] f32 weights
+};
+MoeRoutes moe_route(Ctx& ctx, const Tensor& logits, const MoeRouteParams& p);
+// The routes read back to the host and grouped by expert, which is where the host decides which expert matmuls run
+// (one small read per MoE layer on a device): expert e's entries are [begin[e], begin[e + 1]) of token / weight,
+// tokens ascending. Not an op (no Op id, like to_host): a counting sort over n_tokens * k ids.
+struct ExpertGroups {
+  std::vector<int64_t> begin;  // [n_expert + 1]
+  std::vector<int64_t> token;
+  std::vector<float> weight;
+};
+ExpertGroups group_by_expert(Ctx& ctx, const MoeRoutes& r, int64_t n_expert);
+// out row rows[i] += w[i] * y row i, for i in order (an expert's outputs summed into its tokens' rows). out: [n, d]
+// f32, y: [rows.size(), d] f32, rows distinct (rows of one call may be updated in parallel).
+void add_rows_scaled_(Ctx& ctx, Tensor& out, std::span<const int64_t> rows, std::span<const float> w,
+                      const Tensor& y);
+// HF GptOssExperts' activation on gu [m, 2 * nf] f32 whose columns interleave gate (even) and up (odd): gate =
+// min(gate, limit), up = clamp(up, -limit, limit), out = (up + 1) * gate * sigmoid(gate * alpha), [m, nf].
+Tensor swiglu_clamped(Ctx& ctx, const Tensor& gu, float alpha, float limit);
+// In place, f32 rows: x = x * sigmoid(gate), gate the same shape (Qwen3.5's gated attention output).
+void sigmoid_mul_(Ctx& ctx, Tensor& x, const Tensor& gate);
+// In place, f32 rows: x = tanh(x / cap) * cap, cap > 0 (Gemma's final logit soft-cap).
+void softcap_(Ctx& ctx, Tensor& x, float cap);
+// dst row i += src row src_row[i] for every src_row[i] >= 0 (Qwen3-VL DeepStack features added after a layer). Like
+// copy_rows_: src is a host f32 tensor [rows, >= dst.dim(1)] (its first dst.dim(1) columns; rows may be strided, e.g.
+// a column block of the batch's embedding rows).
+void add_rows_(Ctx& ctx, Tensor& dst, std::span<const int32_t> src_row, const Tensor& src);
 
 inline Device& Ctx::device() const { return dev ? *dev : cpu_device(); }
 

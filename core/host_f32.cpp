@@ -45,4 +45,19 @@ Tensor host_full_f32(const std::vector<int64_t>& shape, float value) {
   return out;
 }
 
+Result<std::vector<float>> host_f32_values(const Tensor& t) {
+  PIPIT_ASSIGN_OR_RETURN(Tensor f, host_f32(t));
+  return std::vector<float>(f.ptr<float>(), f.ptr<float>() + f.numel());
+}
+
+Result<Tensor> host_f32_transposed(const Tensor& t, int64_t rows, int64_t cols) {
+  PIPIT_ASSIGN_OR_RETURN(Tensor f, host_f32(t));
+  if (rows * cols != f.numel())
+    return Error::invalid_argument("{} read as {} x {}: the element counts differ", t.describe(), rows, cols);
+  Tensor o = Tensor::empty(DType::F32, {cols, rows});
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) o.ptr<float>()[c * rows + r] = f.ptr<float>()[r * cols + c];
+  return o;
+}
+
 }  // namespace pipit

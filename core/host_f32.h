@@ -17,5 +17,9 @@ Result<float> host_scalar_f32(const Tensor& t);
 Result<Tensor> host_f32(const Tensor& t, const std::vector<int64_t>& shape = {});
 // An f32 heap tensor with every element `value` (weightless norms: ones).
 Tensor host_full_f32(const std::vector<int64_t>& shape, float value);
+// t's values as a vector (attention sinks, per-expert scales), as host_f32 reads them.
+Result<std::vector<float>> host_f32_values(const Tensor& t);
+// An f32 [cols, rows] heap tensor: the transpose of t read as [rows, cols] (a [C, K] conv kernel stored tap-major).
+Result<Tensor> host_f32_transposed(const Tensor& t, int64_t rows, int64_t cols);
 
 }  // namespace pipit

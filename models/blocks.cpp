@@ -95,17 +95,12 @@ Tensor input_embeddings(Ctx& ctx, const Tensor& tok_embd, const Batch& batch) {
   return x;
 }
 
-void add_deepstack_(Tensor& x, const Batch& batch, int layer) {
+void add_deepstack_(Ctx& ctx, Tensor& x, const Batch& batch, int layer) {
   if (batch.embd_row.empty()) return;
   const int64_t n_embd = x.dim(1), width = batch.embd.dim(-1);
   if (width < (int64_t(layer) + 2) * n_embd) return;
-  for (size_t i = 0; i < batch.embd_row.size(); ++i) {
-    const int32_t r = batch.embd_row[i];
-    if (r < 0) continue;
-    const float* d = batch.embd.ptr<float>() + int64_t(r) * width + (int64_t(layer) + 1) * n_embd;
-    float* xr = reinterpret_cast<float*>(x.row_ptr(int64_t(i)));
-    for (int64_t e = 0; e < n_embd; ++e) xr[e] += d[e];
-  }
+  const int64_t b = (int64_t(layer) + 1) * n_embd;  // column block layer + 1
+  add_rows_(ctx, x, batch.embd_row, batch.embd.reshape({batch.embd.numel() / width, width}).slice(1, b, b + n_embd));
 }
 
 Tensor gated_mlp(Ctx& ctx, const Tensor& x, const MlpWeights& w, MlpAct act) {
@@ -118,11 +113,7 @@ Tensor output_logits(Ctx& ctx, const Tensor& x, const Tensor& norm, float eps, f
   Tensor sel = gather_rows(ctx, x, batch.logits_rows);
   Tensor h = ctx.name(rms_norm(ctx, sel, norm, eps, norm_offset), "final_norm");
   Tensor logits = linear(ctx, h, head);
-  if (final_softcap > 0.0f) {
-    PIPIT_ASSERT(!ctx.dev, "final logit soft-capping runs on the CPU only");
-    float* p = logits.ptr<float>();
-    for (int64_t i = 0; i < logits.numel(); ++i) p[i] = std::tanh(p[i] / final_softcap) * final_softcap;
-  }
+  if (final_softcap > 0.0f) softcap_(ctx, logits, final_softcap);
   return logits;
 }
 

@@ -49,7 +49,7 @@ Tensor input_embeddings(Ctx& ctx, const Tensor& tok_embd, const Batch& batch);
 // DeepStack (Qwen3-VL): after decoder layer `layer`, x [n_tokens, n_embd] += column block layer + 1 of the batch's
 // embd rows at the image tokens. No-op when the batch carries no such block (text, or a tower without DeepStack).
 // reference: HF modeling_qwen3_vl.py Qwen3VLTextModel._deepstack_process.
-void add_deepstack_(Tensor& x, const Batch& batch, int layer);
+void add_deepstack_(Ctx& ctx, Tensor& x, const Batch& batch, int layer);
 Tensor gated_mlp(Ctx& ctx, const Tensor& x, const MlpWeights& w, MlpAct act);
 
 // Final norm on the rows the batch wants logits for, then the output projection: [n_rows, n_vocab].

@@ -127,7 +127,7 @@ class Gemma3Model : public Model {
   OpSet ops_used() const override {
     OpSet s = decoder_block_ops();
     if (global_.softcap > 0.0f) s.set(size_t(Op::kAttentionSoftcap));
-    if (final_softcap_ > 0.0f) s.set(size_t(Op::kHostLoops));  // output_logits' soft-cap
+    if (final_softcap_ > 0.0f) s.set(size_t(Op::kSoftcap));  // output_logits' soft-cap
     return s;
   }
 

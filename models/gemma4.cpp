@@ -11,7 +11,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "backends/cpu/kernels.h"  // TODO(issue 31 item 2): host loops still call kernels
+#include "core/host_f32.h"
 #include "models/blocks.h"
 #include "models/moe.h"
 #include "models/mapped_weights.h"
@@ -65,12 +65,6 @@ Result<std::vector<bool>> sliding_layers(const HfConfig& cfg, int64_t n_layer) {
   return sliding;
 }
 
-// The one value of a [1] weight (layer_scalar), whatever its dtype.
-float scalar_of(const Tensor& t) {
-  float v = 0.0f;
-  ref_kernels().to_f32[int(t.dtype())](t.data(), &v, 1);
-  return v;
-}
 
 // A layer's [rows, n_head_kv, head_dim] view of a cache layer allocated for the widest row (sliding and full layers
 // have different head dims, k_eq_v full layers their own KV head count; KvCacheSpec has one of each): the first
@@ -217,16 +211,14 @@ class Gemma4Model : public Model {
         PIPIT_ASSIGN_OR_RETURN(L.moe, load_moe_block(w, p));
       }
       PIPIT_ASSIGN_OR_RETURN(Tensor scalar, w.get_optional(p + "layer_scalar", {1}));
-      if (scalar.defined()) L.scalar = scalar_of(scalar);
+      if (scalar.defined()) {  // the one value of a [1] weight
+        PIPIT_ASSIGN_OR_RETURN(std::vector<float> v, host_f32_values(scalar));
+        L.scalar = v[0];
+      }
       layers_.push_back(std::move(L));
     }
-    auto ones = [](int64_t d) {  // the weightless v_norm: a norm with weight 1
-      Tensor t = Tensor::empty(DType::F32, {d});
-      for (int64_t i = 0; i < d; ++i) t.ptr<float>()[i] = 1.0f;
-      return t;
-    };
-    ones_local_ = ones(head_dim);
-    ones_global_ = ones(global_head_dim);
+    ones_local_ = host_full_f32({head_dim}, 1.0f);  // the weightless v_norm: a norm with weight 1
+    ones_global_ = host_full_f32({global_head_dim}, 1.0f);
     fill_common_info(info_, cfg);
     info_.arch = top.model_type();
     for (auto id : top.get_int_list("eos_token_id"))  // gemma4: [eos, <turn|>] at the top level
@@ -303,8 +295,9 @@ class Gemma4Model : public Model {
   }
 
   OpSet ops_used() const override {
-    OpSet s = decoder_block_ops() | op_set({Op::kGated, Op::kSoftmax});
-    if (final_softcap_ > 0.0f || n_expert_ > 0) s.set(size_t(Op::kHostLoops));  // soft-cap, MoE routing
+    OpSet s = decoder_block_ops() | op_set({Op::kGated});
+    if (n_expert_ > 0) s |= moe_ops_used();
+    if (final_softcap_ > 0.0f) s.set(size_t(Op::kSoftcap));  // output_logits' soft-cap
     return s;
   }
 
@@ -329,8 +322,7 @@ class Gemma4Model : public Model {
     PIPIT_ASSIGN_OR_RETURN(M.router_proj, w.get(p + "router.proj.weight", {E, H}));
     PIPIT_ASSIGN_OR_RETURN(M.router_scale, w.get(p + "router.scale", {H}));
     PIPIT_ASSIGN_OR_RETURN(Tensor es, w.get(p + "router.per_expert_scale", {E}));
-    M.expert_scale.resize(size_t(E));
-    ref_kernels().to_f32[int(es.dtype())](es.data(), M.expert_scale.data(), E);
+    PIPIT_ASSIGN_OR_RETURN(M.expert_scale, host_f32_values(es));
     PIPIT_ASSIGN_OR_RETURN(M.gate_up, w.get(p + "experts.gate_up_proj", {E, 2 * I, H}));
     PIPIT_ASSIGN_OR_RETURN(M.down, w.get(p + "experts.down_proj", {E, H, I}));
     PIPIT_ASSIGN_OR_RETURN(M.post_norm_1, w.get(p + "post_feedforward_layernorm_1.weight", {H}));
@@ -344,29 +336,14 @@ class Gemma4Model : public Model {
   // per_expert_scale; each expert (gelu_tanh GLU, gate rows first) on pre_feedforward_layernorm_2(x); the weighted
   // sum through post_feedforward_layernorm_2.
   Tensor moe_block(Ctx& ctx, const Tensor& x, const Gemma4Moe& M, int il) const {
-    const int64_t n = x.dim(0), E = n_expert_, K = n_expert_used_, I = n_ff_exp_;
+    const int64_t I = n_ff_exp_;
     Tensor r = rms_norm(ctx, x, M.router_scale, eps_);
     scale_(ctx, r, float(1.0 / std::sqrt(double(n_embd_))));
-    Tensor probs = ctx.name(linear(ctx, r, M.router_proj), "moe_router_logits", il);
-    softmax_(ctx, probs);
-    Tensor sel = ctx.alloc(DType::I32, {n, K}), wt = ctx.alloc(DType::F32, {n, K});
-    for (int64_t t = 0; t < n; ++t) {
-      const float* pr = probs.ptr<float>() + t * E;
-      int32_t* s = sel.ptr<int32_t>() + t * K;
-      float* ws = wt.ptr<float>() + t * K;
-      float sum = 0.0f;
-      for (int64_t k = 0; k < K; ++k) {
-        int32_t best = -1;
-        for (int32_t e = 0; e < int32_t(E); ++e)
-          if (std::find(s, s + k, e) == s + k && (best < 0 || pr[e] > pr[best])) best = e;
-        s[k] = best;
-        ws[k] = pr[best];
-        sum += pr[best];
-      }
-      for (int64_t k = 0; k < K; ++k) ws[k] = ws[k] / sum * M.expert_scale[size_t(s[k])];
-    }
+    Tensor logits = ctx.name(linear(ctx, r, M.router_proj), "moe_router_logits", il);
+    const MoeRoutes routes = moe_route(ctx, logits, {.k = n_expert_used_, .order = MoeOrder::kSoftmaxTopK,
+                                                     .renormalize = true, .expert_scale = M.expert_scale});
     Tensor h = rms_norm(ctx, x, M.pre_norm_2, eps_);
-    Tensor out = moe_dispatch(ctx, h, sel, wt, E, n_embd_, [&](Ctx& c, const Tensor& xe, int64_t e) {
+    Tensor out = moe_dispatch(ctx, h, routes, n_expert_, n_embd_, [&](Ctx& c, const Tensor& xe, int64_t e) {
       Tensor gu = linear(c, xe, M.gate_up.select(0, e));  // [m, 2 * I]: HF .chunk(2) -> gate, up
       Tensor g = geglu(c, gu.slice(1, 0, I), gu.slice(1, I, 2 * I));
       return linear(c, g, M.down.select(0, e));

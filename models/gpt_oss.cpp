@@ -9,7 +9,7 @@
 // sliding, attention_bias true, swiglu_limit 7.0, alpha 1.702).
 #include <cmath>
 
-#include "backends/cpu/kernels.h"  // TODO(issue 31 item 2): host loops still call kernels
+#include "core/host_f32.h"
 #include "models/moe.h"
 #include "models/layer_types.h"
 
@@ -83,8 +83,7 @@ class GptOssModel : public Model {
       PIPIT_ASSIGN_OR_RETURN(L.attn, load_attn(w, p + "self_attn.", full_, cfg.get_bool_or("attention_bias", true),
                                                /*need_qk_norm=*/false));
       PIPIT_ASSIGN_OR_RETURN(Tensor sinks, w.get(p + "self_attn.sinks", {n_head}));
-      L.sinks.resize(size_t(n_head));
-      ref_kernels().to_f32[int(sinks.dtype())](sinks.data(), L.sinks.data(), n_head);
+      PIPIT_ASSIGN_OR_RETURN(L.sinks, host_f32_values(sinks));
       // a config whose expert count disagrees with the file: say so rather than only report a shape
       const std::string router = p + "mlp.router.weight";
       if (w.has(router)) {
@@ -136,62 +135,23 @@ class GptOssModel : public Model {
     return Status::ok();
   }
 
-  OpSet ops_used() const override {  // routing and the clamped SwiGLU still loop on the host
-    return decoder_block_ops() | op_set({Op::kAttentionSinks, Op::kHostLoops});
+  OpSet ops_used() const override {
+    return decoder_block_ops() | moe_ops_used() | op_set({Op::kAttentionSinks, Op::kSwigluClamped});
   }
 
  private:
   // HF GptOssMLP: router logits = x W^T + b; top-k by logit (ties: the lower expert); softmax over the k kept
   // logits; the experts' outputs summed with those weights (the down bias is weighted too).
   Tensor moe(Ctx& ctx, const Tensor& x, const GptOssLayer& L, int il) const {
-    const int64_t n = x.dim(0), E = n_expert_, K = n_used_;
     Tensor logits = ctx.name(linear(ctx, x, L.router, L.router_bias), "moe_router_logits", il);
-    Tensor sel = ctx.alloc(DType::I32, {n, K});
-    Tensor wt = ctx.alloc(DType::F32, {n, K});
-    for (int64_t t = 0; t < n; ++t) {
-      const float* l = logits.ptr<float>() + t * E;
-      int32_t* s = sel.ptr<int32_t>() + t * K;
-      float* ws = wt.ptr<float>() + t * K;
-      for (int64_t k = 0; k < K; ++k) {
-        int32_t best = -1;
-        for (int32_t e = 0; e < int32_t(E); ++e) {
-          bool taken = false;
-          for (int64_t j = 0; j < k; ++j) taken |= s[j] == e;
-          if (!taken && (best < 0 || l[e] > l[best])) best = e;
-        }
-        s[k] = best;
-        ws[k] = l[best];
-      }
-      // softmax over the k values, largest first (torch.topk's order): exp(v - max) / sum
-      float sum = 0.0f;
-      for (int64_t k = 0; k < K; ++k) sum += (ws[k] = std::exp(ws[k] - l[s[0]]));
-      for (int64_t k = 0; k < K; ++k) ws[k] /= sum;
-    }
-    return moe_dispatch(ctx, x, sel, wt, E, x.dim(1), [&](Ctx& c, const Tensor& xe, int64_t e) {
+    const MoeRoutes r = moe_route(ctx, logits, {.k = n_used_, .order = MoeOrder::kTopKSoftmax});
+    return moe_dispatch(ctx, x, r, n_expert_, x.dim(1), [&](Ctx& c, const Tensor& xe, int64_t e) {
       Tensor gu = linear(c, xe, L.gate_up.select(0, e), L.gate_up_bias.select(0, e));
-      Tensor act = clamped_swiglu(c, gu);
+      // HF GptOssExperts: gate = gu[..., ::2].clamp(max=limit), up = gu[..., 1::2].clamp(-limit, limit),
+      // (up + 1) * gate * sigmoid(gate * alpha), in f32
+      Tensor act = swiglu_clamped(c, gu, alpha_, limit_);
       return linear(c, act, L.down.select(0, e), L.down_bias.select(0, e));
     });
-  }
-
-  // HF GptOssExperts: gate = gu[..., ::2].clamp(max=limit), up = gu[..., 1::2].clamp(-limit, limit),
-  // (up + 1) * gate * sigmoid(gate * alpha), in f32.
-  Tensor clamped_swiglu(Ctx& ctx, const Tensor& gu) const {
-    const int64_t m = gu.dim(0), nf = gu.dim(1) / 2;
-    Tensor out = ctx.alloc(DType::F32, {m, nf});
-    ctx.pool->parallel_for(m, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        const float* g = reinterpret_cast<const float*>(gu.row_ptr(r));
-        float* o = reinterpret_cast<float*>(out.row_ptr(r));
-        for (int64_t j = 0; j < nf; ++j) {
-          const float gate = std::min(g[2 * j], limit_);
-          const float up = std::clamp(g[2 * j + 1], -limit_, limit_);
-          const float glu = gate * (1.0f / (1.0f + std::exp(-(gate * alpha_))));
-          o[j] = (up + 1.0f) * glu;
-        }
-      }
-    }, 8);
-    return out;
   }
 
   float eps_ = 1e-5f, alpha_ = 1.702f, limit_ = 7.0f;

@@ -109,7 +109,7 @@ class LlamaModel : public Model {
                           "ffn_out", il);
       if (residual_scale_ != 1.0f) scale_(ctx, m, residual_scale_);
       add_(ctx, x, m);
-      add_deepstack_(x, batch, il);
+      add_deepstack_(ctx, x, batch, il);
       ctx.name(x, "l_out", il);
     }
     Tensor out = output_logits(ctx, x, out_norm_, eps_, 0.0f, output_, batch);

@@ -37,17 +37,18 @@ Result<MoeWeights> load_moe(const WeightSource& w, const std::string& prefix, in
 // reference: HF Qwen3MoeSparseMoeBlock / DeepseekV2MoE (topk_method greedy, scoring_func softmax): softmax over
 // all experts in f32 -> top-k -> optional renormalisation -> times routed_scaling_factor -> sum over the kept
 // experts (in expert order) of weight * expert(x), plus shared_experts(x) when present.
-// The ops moe_mlp and moe_dispatch call (Model::ops_used of a model with MoE layers); routing and the expert
-// gather / scatter still loop on the host.
+// The ops moe_mlp and moe_dispatch call (Model::ops_used of a model with MoE layers): moe_route, then per expert
+// gather_rows, the expert's matmuls and add_rows_scaled_ into a zero-filled output.
 OpSet moe_ops_used();
 Tensor moe_mlp(Ctx& ctx, const Tensor& x, const MoeWeights& w, const MoeConfig& c, int layer = -1);
 
-// The dispatch every MoE shares: token t goes to experts sel[t, 0..K) with weights wt[t, 0..K) (I32 / F32 [n, K]).
-// The (token, weight) pairs are grouped by expert; expert(ctx, xe, e) runs once per expert that has tokens, on
-// xe = their rows of x ([m, n_embd], in token order), and returns [m, n_out]; out[t] = sum over t's experts, in
-// expert index order, of weight * row. Experts no token chose are never called (their weights stay unread).
+// The dispatch every MoE shares: token t goes to experts r.sel[t, 0..K) with weights r.wt[t, 0..K) (moe_route).
+// The (token, weight) pairs are grouped by expert (group_by_expert); expert(ctx, xe, e) runs once per expert that has
+// tokens, on xe = their rows of x ([m, n_embd], in token order), and returns [m, n_out]; out[t] = sum over t's
+// experts, in expert index order, of weight * row. Experts no token chose are never called (their weights stay
+// unread).
 using ExpertFn = std::function<Tensor(Ctx& ctx, const Tensor& xe, int64_t e)>;
-Tensor moe_dispatch(Ctx& ctx, const Tensor& x, const Tensor& sel, const Tensor& wt, int64_t n_expert, int64_t n_out,
+Tensor moe_dispatch(Ctx& ctx, const Tensor& x, const MoeRoutes& r, int64_t n_expert, int64_t n_out,
                     const ExpertFn& expert);
 
 }  // namespace pipit

@@ -124,10 +124,10 @@ class Qwen2VLModel : public Model, public VisionLanguageModel, public MtpModel {
     return tower_.encode(ctx, img.pixel_values, img.grid_thw);
   }
 
-  // The decoder's ops (the vision tower runs on the CPU); DeepStack features are still added on the host.
+  // The decoder's ops (the vision tower runs on the CPU), and DeepStack's row adds.
   OpSet ops_used() const override {
     OpSet s = lm_->ops_used();
-    if (tokens_.deepstack > 0) s.set(size_t(Op::kHostLoops));
+    if (tokens_.deepstack > 0) s.set(size_t(Op::kAddRows));
     return s;
   }
 

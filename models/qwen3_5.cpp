@@ -11,9 +11,8 @@
 // reference: HF modeling_qwen3_5.py (Qwen3_5GatedDeltaNet, Qwen3_5Attention, Qwen3_5DecoderLayer, Qwen3_5TextModel)
 // and configuration_qwen3_5.py (defaults).
 #include <cmath>
-#include <cstring>
 
-#include "backends/cpu/kernels.h"  // TODO(issue 31 item 2): host loops still call kernels
+#include "core/host_f32.h"
 #include "models/blocks.h"
 #include "models/layer_types.h"
 #include "models/mtp.h"
@@ -56,15 +55,6 @@ std::vector<uint8_t> interleaved_mrope_streams(const nlohmann::json& rope, size_
   for (size_t i = 0; i < n_freq; ++i)
     stream[i] = i % 3 == 1 && int64_t(i) < 3 * sh ? 1 : i % 3 == 2 && int64_t(i) < 3 * sw ? 2 : 0;
   return stream;
-}
-
-// A small parameter as an owned f32 tensor (bf16 in HF files, f32 in converted ones), reshaped to `shape`.
-Tensor owned_f32(const Tensor& t, const std::vector<int64_t>& shape) {
-  Tensor o = Tensor::empty(DType::F32, shape);
-  const auto conv = kernels().to_f32[int(t.dtype())];
-  PIPIT_ASSERT(conv && t.is_contiguous(), "no f32 conversion of {}", t.describe());
-  conv(t.data(), o.ptr<float>(), t.numel());
-  return o;
 }
 
 // The multi-token-prediction head (mtp.*, vLLM Qwen3_5MultiTokenPredictor): pre-fc RMSNorms of the next token's
@@ -213,9 +203,9 @@ class Qwen35Model : public Model, public MtpModel {
     return Status::ok();
   }
 
-  OpSet ops_used() const override {  // the query / gate split and the output gate still loop on the host
+  OpSet ops_used() const override {
     return decoder_block_ops() | op_set({Op::kCausalConv1dSilu, Op::kL2NormGroups, Op::kDeltaGates,
-                                         Op::kGatedDeltaRule, Op::kRmsNormGated, Op::kHostLoops});
+                                         Op::kGatedDeltaRule, Op::kRmsNormGated, Op::kSigmoidMul});
   }
 
  private:
@@ -309,16 +299,14 @@ class Qwen35Model : public Model, public MtpModel {
     PIPIT_ASSIGN_OR_RETURN(L.out, w.get(p + "out_proj.weight", {n_embd, nv_ * dv_}));
     if (w.has(p + "conv1d.bias")) return Error::unsupported("[qwen3_5] {}conv1d.bias: a conv bias is not supported", p);
     PIPIT_ASSIGN_OR_RETURN(Tensor cw, w.get(p + "conv1d.weight", {conv_dim_, 1, kconv_}));
-    const Tensor cf = owned_f32(cw, {conv_dim_, kconv_});
-    L.conv_w = Tensor::empty(DType::F32, {kconv_, conv_dim_});  // tap-major: a tap's channels are contiguous
-    for (int64_t c = 0; c < conv_dim_; ++c)
-      for (int64_t j = 0; j < kconv_; ++j) L.conv_w.ptr<float>()[j * conv_dim_ + c] = cf.ptr<float>()[c * kconv_ + j];
+    // tap-major [kconv, conv_dim]: a tap's channels are contiguous (small parameters: bf16 in HF files, f32 in ours)
+    PIPIT_ASSIGN_OR_RETURN(L.conv_w, host_f32_transposed(cw, conv_dim_, kconv_));
     PIPIT_ASSIGN_OR_RETURN(Tensor al, w.get(p + "A_log", {nv_}));
     PIPIT_ASSIGN_OR_RETURN(Tensor dt, w.get(p + "dt_bias", {nv_}));
     PIPIT_ASSIGN_OR_RETURN(Tensor nw, w.get(p + "norm.weight", {dv_}));
-    L.A_log = owned_f32(al, {nv_});
-    L.dt_bias = owned_f32(dt, {nv_});
-    L.norm = owned_f32(nw, {dv_});
+    PIPIT_ASSIGN_OR_RETURN(L.A_log, host_f32(al, {nv_}));
+    PIPIT_ASSIGN_OR_RETURN(L.dt_bias, host_f32(dt, {nv_}));
+    PIPIT_ASSIGN_OR_RETURN(L.norm, host_f32(nw, {dv_}));
     return L;
   }
 
@@ -366,15 +354,10 @@ class Qwen35Model : public Model, public MtpModel {
     Tensor* ys[] = {&qg, &k, &v};
     linear_multi(ctx, x, ws, bs, ys);
     Tensor q = qg, gate;
-    if (gate_) {  // q_proj(x).view(n, H, 2D): query = first D of each head, gate = last D
-      q = ctx.alloc(DType::F32, {n, H, D});
-      gate = ctx.alloc(DType::F32, {n, H * D});
-      for (int64_t t = 0; t < n; ++t)
-        for (int64_t h = 0; h < H; ++h) {
-          const float* src = qg.ptr<float>() + (t * H + h) * 2 * D;
-          std::memcpy(q.ptr<float>() + (t * H + h) * D, src, size_t(D) * 4);
-          std::memcpy(gate.ptr<float>() + (t * H + h) * D, src + D, size_t(D) * 4);
-        }
+    if (gate_) {  // q_proj(x).view(n, H, 2D): query = first D of each head, gate = last D (contiguous copies)
+      const Tensor heads = qg.reshape({n * H, 2 * D});
+      q = to_f32(ctx, heads.slice(1, 0, D));
+      gate = to_f32(ctx, heads.slice(1, D, 2 * D)).reshape({n, H * D});
     }
     q = q.reshape({n, H, D});
     k = k.reshape({n, attn_.n_head_kv, D});
@@ -390,11 +373,7 @@ class Qwen35Model : public Model, public MtpModel {
       rope_(ctx, k, batch.pos, rope_spec_.inv_freq, rope_spec_.attention_factor);
     }
     Tensor o = cached_attention(ctx, q, k, v, attn_, batch, kv, il).reshape({n, H * D});
-    if (gate_) {
-      float* po = o.ptr<float>();
-      const float* pg = gate.ptr<float>();
-      for (int64_t i = 0; i < o.numel(); ++i) po[i] *= 1.0f / (1.0f + std::exp(-pg[i]));  // attn * sigmoid(gate)
-    }
+    if (gate_) sigmoid_mul_(ctx, o, gate);  // attn * sigmoid(gate)
     return linear(ctx, o, w.o);
   }
 };

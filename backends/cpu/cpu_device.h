@@ -2,6 +2,8 @@
 // puts in Ctx::k) split across the thread pool. It implements every op; its memory is the host's (arenas and
 // weights on the heap or mapped), so the memory methods are copies or asserts. Each op's body lives in the .cpp of
 // its family (ops.cpp, ops_linear_attn.cpp, ops_vision.cpp, ops_patch.cpp, ops_audio.cpp, ops_encoder.cpp).
+// its family (ops.cpp, ops_linear_attn.cpp, ops_vision.cpp, ops_patch.cpp, ops_audio.cpp, ops_moe.cpp,
+// ops_decoder.cpp).
 #pragma once
 
 #include "backends/cpu/kernels.h"
@@ -72,6 +74,14 @@ class CpuDevice final : public Device {
                            const Tensor& rel_h, const Tensor& rel_w) override;
   Tensor resize_bicubic_aa(Ctx& ctx, const Tensor& x, int64_t out_h, int64_t out_w) override;
   Tensor resize_bilinear_aligned(Ctx& ctx, const Tensor& x, int64_t out_h, int64_t out_w) override;
+  // decoder ops (backends/cpu/ops_moe.cpp, ops_decoder.cpp)
+  MoeRoutes moe_route(Ctx& ctx, const Tensor& logits, const MoeRouteParams& p) override;
+  void add_rows_scaled_(Ctx& ctx, Tensor& out, std::span<const int64_t> rows, std::span<const float> w,
+                        const Tensor& y) override;
+  Tensor swiglu_clamped(Ctx& ctx, const Tensor& gu, float alpha, float limit) override;
+  void sigmoid_mul_(Ctx& ctx, Tensor& x, const Tensor& gate) override;
+  void softcap_(Ctx& ctx, Tensor& x, float cap) override;
+  void add_rows_(Ctx& ctx, Tensor& dst, std::span<const int32_t> src_row, const Tensor& src) override;
 };
 
 // x * sigmoid(x) over f32 rows in place, the audio tower's plain loop (ops_audio.cpp; activation_ kSilu).
