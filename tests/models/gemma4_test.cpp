@@ -26,25 +26,9 @@ constexpr double kTraceTol = 1e-3;   // per_layer_inputs and residuals (measured
 
 class Gemma4 : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    auto m = load_model(test::model_dir("gemma4"));
-    ASSERT_TRUE(m.is_ok()) << m.status().message();
-    lm_ = new LoadedModel(std::move(m).value());
-    auto g = SafetensorsFile::open(test::model_dir("gemma4") + "/golden.safetensors");
-    ASSERT_TRUE(g.is_ok()) << g.status().message();
-    g_ = new SafetensorsFile(std::move(g).value());
-  }
-  static void TearDownTestSuite() {
-    delete lm_;
-    delete g_;
-    lm_ = nullptr;
-    g_ = nullptr;
-  }
-  static Tensor get(const std::string& name) {
-    auto t = g_->get(name);
-    EXPECT_TRUE(t.is_ok()) << name << ": " << t.status().message();
-    return t.is_ok() ? *t : Tensor();
-  }
+  static void SetUpTestSuite() { test::load_suite_model("gemma4", &lm_, &g_); }
+  static void TearDownTestSuite() { test::free_suite_model(&lm_, &g_); }
+  static Tensor get(const std::string& name) { return test::golden_tensor(*g_, name); }
   static std::vector<int32_t> ids(const std::string& name) {
     Tensor t = get(name);
     return {t.ptr<int32_t>(), t.ptr<int32_t>() + t.numel()};

@@ -11,6 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <gtest/gtest.h>
+
+#include "format/safetensors.h"
 #include "runtime/loader.h"
 #include "tests/test_util.h"
 
@@ -39,5 +42,33 @@ class EditedCheckpoint {
  private:
   std::string dir_;
 };
+
+// Test checkpoint `model` and (with `golden`) its golden.safetensors, loaded once per suite (SetUpTestSuite: model
+// loads dominate these tests) into the suite's static pointers; a failure fails the test. free_suite_model in
+// TearDownTestSuite.
+inline void load_suite_model(const std::string& model, LoadedModel** lm, SafetensorsFile** golden = nullptr) {
+  auto m = load_model(model_dir(model));
+  ASSERT_TRUE(m.is_ok()) << m.status().message();
+  *lm = new LoadedModel(std::move(m).value());
+  if (!golden) return;
+  auto g = SafetensorsFile::open(model_dir(model) + "/golden.safetensors");
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  *golden = new SafetensorsFile(std::move(g).value());
+}
+inline void free_suite_model(LoadedModel** lm, SafetensorsFile** golden = nullptr) {
+  delete *lm;
+  *lm = nullptr;
+  if (golden) {
+    delete *golden;
+    *golden = nullptr;
+  }
+}
+
+// golden[name], failing the test (and returning an empty tensor) when the golden has no such tensor.
+inline Tensor golden_tensor(const SafetensorsFile& golden, const std::string& name) {
+  auto t = golden.get(name);
+  EXPECT_TRUE(t.is_ok()) << "golden has no " << name << ": " << t.status().message();
+  return t.is_ok() ? *t : Tensor();
+}
 
 }  // namespace pipit::test

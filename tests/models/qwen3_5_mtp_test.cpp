@@ -37,25 +37,9 @@ std::vector<int32_t> ids_of(const Tensor& t) { return {t.ptr<int32_t>(), t.ptr<i
 
 class Qwen35Mtp : public ::testing::TestWithParam<std::string> {
  protected:
-  static void SetUpTestSuite() {
-    auto m = load_model(test::model_dir(kArch));
-    ASSERT_TRUE(m.is_ok()) << m.status().message();
-    lm_ = new LoadedModel(std::move(m).value());
-    auto g = SafetensorsFile::open(test::model_dir(kArch) + "/golden.safetensors");
-    ASSERT_TRUE(g.is_ok()) << g.status().message();
-    golden_ = new SafetensorsFile(std::move(g).value());
-  }
-  static void TearDownTestSuite() {
-    delete lm_;
-    delete golden_;
-    lm_ = nullptr;
-    golden_ = nullptr;
-  }
-  static Tensor get(const std::string& key) {
-    auto t = golden_->get(GetParam() + "." + key);
-    EXPECT_TRUE(t.is_ok()) << "golden has no " << GetParam() << "." << key;
-    return t.is_ok() ? *t : Tensor();
-  }
+  static void SetUpTestSuite() { test::load_suite_model(kArch, &lm_, &golden_); }
+  static void TearDownTestSuite() { test::free_suite_model(&lm_, &golden_); }
+  static Tensor get(const std::string& key) { return test::golden_tensor(*golden_, GetParam() + "." + key); }
   static std::vector<int32_t> ids(const std::string& key) { return ids_of(get(key)); }
   int64_t V() const { return lm_->model->info().n_vocab; }
 

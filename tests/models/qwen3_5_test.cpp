@@ -21,15 +21,8 @@ constexpr double kTol = 1e-3;
 
 class Qwen35 : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    auto m = load_model(test::model_dir("qwen3_5"));
-    ASSERT_TRUE(m.is_ok()) << m.status().message();
-    lm_ = new LoadedModel(std::move(m).value());
-  }
-  static void TearDownTestSuite() {
-    delete lm_;
-    lm_ = nullptr;
-  }
+  static void SetUpTestSuite() { test::load_suite_model("qwen3_5", &lm_); }
+  static void TearDownTestSuite() { test::free_suite_model(&lm_); }
   static SafetensorsFile golden(const char* name) {
     auto f = SafetensorsFile::open(test::model_dir("qwen3_5") + "/" + name);
     EXPECT_TRUE(f.is_ok()) << f.status().message();

@@ -15,6 +15,7 @@
 #include "models/audio/audio_decode.h"
 #include "pipit/pipit.h"
 #include "tests/test_util.h"
+#include "tests/unit/capi_test_util.h"
 #include "tests/unit/convert_test_util.h"
 
 namespace fs = std::filesystem;
@@ -29,29 +30,12 @@ const std::vector<int32_t> kGolden = {490, 210, 210, 210, 210, 210, 210, 210, 21
 class CapiAudio : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("pipit_capi_audio_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    for (const char* f : {"config.json", "generation_config.json", "preprocessor_config.json",
-                          "processor_config.json", "model.safetensors"})
-      fs::create_symlink(test::model_dir("gemma4") + "/" + f, dir_ / f);
-    for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
-      fs::copy_file(std::string(PIPIT_SOURCE_DIR) + "/tests/data/gemma4_tokenizer/" + f, dir_ / f);
-    ASSERT_EQ(pipit_model_load(dir_.c_str(), nullptr, &model_), PIPIT_OK) << pipit_last_error();
-    pipit_session_options so;  // the f32 cache the goldens were made for
-    pipit_session_options_default(&so);
-    so.n_threads = 2;
-    so.kv_type = PIPIT_KV_F32;
-    ASSERT_EQ(pipit_session_create(model_, &so, &session_), PIPIT_OK) << pipit_last_error();
-    pipit_generate_options_default(&opt_);
-    opt_.temperature = 0.0f;
-    opt_.max_tokens = 32;
+    c_.make_dir("capi_audio", "gemma4", {"config.json", "generation_config.json", "preprocessor_config.json",
+                                         "processor_config.json", "model.safetensors"});
+    c_.copy_tokenizer("gemma4_tokenizer");
+    c_.open(32);
   }
-  void TearDown() override {
-    pipit_session_destroy(session_);
-    pipit_model_destroy(model_);
-    fs::remove_all(dir_);
-  }
+  void TearDown() override { c_.close(); }
   std::vector<int32_t> generate(const std::string& prompt, int32_t chat) {
     std::vector<int32_t> got;
     auto cb = [](const char*, size_t, int32_t token, void* user) -> int32_t {
@@ -63,10 +47,11 @@ class CapiAudio : public ::testing::Test {
   }
   static std::string wav() { return test::model_dir("gemma4") + "/tone_1200ms.wav"; }
 
-  fs::path dir_;
-  pipit_model* model_ = nullptr;
-  pipit_session* session_ = nullptr;
-  pipit_generate_options opt_;
+  test::CapiGolden c_;
+  fs::path& dir_ = c_.dir;
+  pipit_model*& model_ = c_.model;
+  pipit_session*& session_ = c_.session;
+  pipit_generate_options& opt_ = c_.opt;
 };
 
 TEST_F(CapiAudio, PcmGivesTheGoldenGreedyIds) {

@@ -15,6 +15,7 @@
 #include "format/safetensors.h"
 #include "tests/deepseek_ocr_goldens.h"
 #include "tests/test_util.h"
+#include "tests/unit/capi_test_util.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -26,28 +27,12 @@ namespace {
 class CapiImage : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("pipit_capi_image_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    for (const char* f : {"config.json", "generation_config.json", "preprocessor_config.json", "model.safetensors"})
-      fs::create_symlink(test::model_dir("qwen3_vl") + "/" + f, dir_ / f);
-    for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
-      fs::copy_file(std::string(PIPIT_SOURCE_DIR) + "/tests/data/vl_tokenizer/" + f, dir_ / f);
-    ASSERT_EQ(pipit_model_load(dir_.c_str(), nullptr, &model_), PIPIT_OK) << pipit_last_error();
-    pipit_session_options so;  // the f32 cache the goldens were made for
-    pipit_session_options_default(&so);
-    so.n_threads = 2;
-    so.kv_type = PIPIT_KV_F32;
-    ASSERT_EQ(pipit_session_create(model_, &so, &session_), PIPIT_OK) << pipit_last_error();
-    pipit_generate_options_default(&opt_);
-    opt_.temperature = 0.0f;
-    opt_.max_tokens = 4;
+    c_.make_dir("capi_image", "qwen3_vl",
+                {"config.json", "generation_config.json", "preprocessor_config.json", "model.safetensors"});
+    c_.copy_tokenizer("vl_tokenizer");
+    c_.open(4);
   }
-  void TearDown() override {
-    pipit_session_destroy(session_);
-    pipit_model_destroy(model_);
-    fs::remove_all(dir_);
-  }
+  void TearDown() override { c_.close(); }
   static std::string image(const std::string& name) { return test::model_dir("qwen3_vl") + "/" + name + ".png"; }
 
   std::vector<int32_t> capi_generate(const std::string& prompt, int32_t chat) {
@@ -81,10 +66,11 @@ class CapiImage : public ::testing::Test {
     return *lm->tokenizer->encode(*text, false);
   }
 
-  fs::path dir_;
-  pipit_model* model_ = nullptr;
-  pipit_session* session_ = nullptr;
-  pipit_generate_options opt_;
+  test::CapiGolden c_;
+  fs::path& dir_ = c_.dir;
+  pipit_model*& model_ = c_.model;
+  pipit_session*& session_ = c_.session;
+  pipit_generate_options& opt_ = c_.opt;
 };
 
 TEST_F(CapiImage, ChatTurnsKeepTheirImages) {

@@ -20,6 +20,7 @@
 #include "runtime/multimodal_video.h"
 #include "models/vision/video_file.h"
 #include "tests/test_util.h"
+#include "tests/unit/capi_test_util.h"
 #include "tests/test_video_util.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -34,13 +35,9 @@ using nlohmann::json;
 class CapiQwen35Image : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("pipit_capi_qwen35_image_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    const std::string q = test::model_dir("qwen3_5_vl");
-    for (const char* f : {"config.json", "generation_config.json", "preprocessor_config.json",
-                          "video_preprocessor_config.json", "model.safetensors"})
-      fs::create_symlink(q + "/" + f, dir_ / f);
+    c_.make_dir("capi_qwen35_image", "qwen3_5_vl", {"config.json", "generation_config.json",
+                                                    "preprocessor_config.json", "video_preprocessor_config.json",
+                                                    "model.safetensors"});
     // HF's tokenizer gives an added token the vocab's id for its content: the special tokens take the places of
     // the vocab pieces at those ids (single characters, which then fall back to bytes), merges using them dropped
     std::ifstream tin(test::model_dir("stories260k") + "/tokenizer.json");
@@ -72,21 +69,9 @@ class CapiQwen35Image : public ::testing::Test {
     const json vl = json::parse(cfg_in);
     std::ofstream(dir_ / "tokenizer_config.json")
         << json{{"bos_token", nullptr}, {"eos_token", "<|im_end|>"}, {"chat_template", vl["chat_template"]}}.dump();
-    ASSERT_EQ(pipit_model_load(dir_.c_str(), nullptr, &model_), PIPIT_OK) << pipit_last_error();
-    pipit_session_options so;  // the f32 cache the goldens were made for
-    pipit_session_options_default(&so);
-    so.n_threads = 2;
-    so.kv_type = PIPIT_KV_F32;
-    ASSERT_EQ(pipit_session_create(model_, &so, &session_), PIPIT_OK) << pipit_last_error();
-    pipit_generate_options_default(&opt_);
-    opt_.temperature = 0.0f;
-    opt_.max_tokens = 6;
+    c_.open(6);
   }
-  void TearDown() override {
-    pipit_session_destroy(session_);
-    pipit_model_destroy(model_);
-    fs::remove_all(dir_);
-  }
+  void TearDown() override { c_.close(); }
   static std::string image(const std::string& name) { return test::model_dir("qwen3_5_vl") + "/" + name + ".png"; }
 
   std::vector<int32_t> capi_generate(const std::string& prompt, int32_t chat) {
@@ -121,10 +106,11 @@ class CapiQwen35Image : public ::testing::Test {
     return *lm->tokenizer->encode(*text, false);
   }
 
-  fs::path dir_;
-  pipit_model* model_ = nullptr;
-  pipit_session* session_ = nullptr;
-  pipit_generate_options opt_;
+  test::CapiGolden c_;
+  fs::path& dir_ = c_.dir;
+  pipit_model*& model_ = c_.model;
+  pipit_session*& session_ = c_.session;
+  pipit_generate_options& opt_ = c_.opt;
 };
 
 TEST_F(CapiQwen35Image, ChatTurnsWithImagesMatchTheRuntime) {
