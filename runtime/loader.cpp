@@ -246,11 +246,10 @@ Result<LoadedModel> load_model_impl(const std::string& given, const LoadOptions&
     // Placement by capability: the model built over the host weights (views, nothing copied) says which ops its
     // forward calls; the device must have every one of them.
     PIPIT_ASSIGN_OR_RETURN(auto probe, create_model(lm.config, *lm.weights));
-    const OpSet needed = probe->ops_used();
+    OpSet needed = probe->ops_used();
     std::string missing;  // every op it lacks, by name: what a backend author needs to add
-    for (size_t i = 0; i < size_t(Op::kCount); ++i)
-      if (needed.test(i) && !opt.device->supports(Op(i)))
-        missing += (missing.empty() ? "'" : ", '") + std::string(op_name(Op(i))) + "'";
+    for (Op op; (op = first_missing_op(*opt.device, needed)) != Op::kCount; needed.reset(size_t(op)))
+      missing += (missing.empty() ? "'" : ", '") + std::string(op_name(op)) + "'";
     if (!missing.empty())
       return Error::unsupported("[load] {}: {} does not implement {}, which this model ({}) needs; use --device cpu",
                                 path, opt.device->name(), missing, lm.config.model_type());
