@@ -16,6 +16,7 @@
 #include "core/status.h"
 #include "runtime/file_watch.h"
 #include "runtime/audio_input.h"
+#include "runtime/conversation.h"
 #include "runtime/generator.h"
 #include "runtime/loader.h"
 #include "runtime/mtp_draft.h"
@@ -35,7 +36,9 @@ struct pipit_model {
 struct pipit_session {
   pipit_model* model;
   std::unique_ptr<pipit::Session> s;
-  std::vector<int32_t> history;  // tokens in the KV cache, in order
+  // `s` with what its KV cache holds: each generation's prompt is the whole conversation, evaluated from where it
+  // differs (runtime/conversation.h)
+  std::unique_ptr<pipit::Conversation> conv;
   // Images of the conversation (vision-language models): attached paths not yet used, the encoded ones in the
   // order their placeholders appear, and the conversation's tokens with one placeholder per image (what the chat
   // template or the raw prompts give, before expansion)
@@ -59,6 +62,8 @@ struct pipit_session {
   std::vector<pipit::AudioSource> pending_audio;
   std::vector<pipit::Tensor> audio_clips;
   std::shared_ptr<const pipit::AudioEncoder> audio_enc;  // built at the first attach
+  // the conversation's tokens with one placeholder per image / video / clip (before expansion), the answers' tokens
+  // included: what the next raw-text prompt continues
   std::vector<int32_t> unexpanded;
   // the last generation: why it ended ("" after an error) and its prompt's counts
   std::string finish_reason;

@@ -70,19 +70,6 @@ using namespace pipit::capi;
 
 namespace {
 
-// Feeds `ids` to the session, reusing the cached prefix they share with what is already in the KV cache. The
-// session may keep less than asked (a sliding-window ring, or a recurrent state rewound to an earlier snapshot):
-// what it kept is n_past(), and the rest is evaluated again.
-void sync_prefix(pipit_session* s, const std::vector<int32_t>& ids, size_t* reused) {
-  size_t n = 0;
-  while (n < ids.size() && n < s->history.size() && ids[n] == s->history[n]) ++n;
-  if (n == ids.size() && n > 0) --n;  // re-evaluate at least the last token to get fresh logits
-  s->s->truncate(int(n));
-  n = size_t(s->s->n_past());
-  s->history.resize(n);
-  *reused = n;
-}
-
 int32_t image_token(const pipit::Model& m) {
   return m.vision() ? m.vision()->vision_tokens().image_token_id : -1;
 }
@@ -221,6 +208,7 @@ pipit_status pipit_session_create(pipit_model* model, const pipit_session_option
     auto session = pipit::Session::create(*model->lm.model, so, nullptr, "n_ctx");
     if (!session) return to_status(session.status());
     auto s = std::unique_ptr<pipit_session>(new pipit_session{model, std::move(session).value()});
+    s->conv = std::make_unique<pipit::Conversation>(*s->s);
     if (opt.mtp > 0) {
       auto d = pipit::MtpDraft::create(*s->s);
       if (!d) return to_status(d.status().with_context("pipit_session_create: mtp"));
@@ -237,8 +225,7 @@ void pipit_session_destroy(pipit_session* session) { delete session; }
 pipit_status pipit_session_reset(pipit_session* session) {
   return guard([&] {
     if (!session) return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_reset: NULL session");
-    session->s->reset();
-    session->history.clear();
+    session->conv->reset();
     session->pending_images.clear();
     session->images.clear();
     session->pending_videos.clear();
@@ -302,7 +289,7 @@ pipit::Result<std::vector<int32_t>> conversation_tokens(pipit_session* session, 
     PIPIT_ASSIGN_OR_RETURN(std::string text, pipit::apply_chat_template(tok, j, true));
     return tok.encode(text, false);
   }
-  PIPIT_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tok.encode(prompt, session->history.empty()));
+  PIPIT_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tok.encode(prompt, session->unexpanded.empty()));
   std::vector<int32_t> full = session->unexpanded;
   // raw text without placeholders: the newly attached images go first (after BOS), as with `pipit run`
   const bool has_marks = std::find(ids.begin(), ids.end(), image_token(model)) != ids.end();
@@ -386,16 +373,15 @@ pipit::Result<pipit::MultimodalPrompt> media_conversation(pipit_session* session
   return mm;
 }
 
-// After generate(): the conversation the KV cache now holds (prompt + the answer tokens fed back), the figures of
-// pipit_session_* getters, and the context saved in the prompt cache; or the session cleared after an error.
+// After a generation: the conversation so far (its answer included), the figures of pipit_session_* getters; or
+// the turn forgotten after an error (runtime/conversation.h says what the context keeps).
 pipit_status finish_generation(pipit_session* session, pipit::Result<pipit::GenerateResult>& res,
-                               const std::vector<int32_t>& full, const std::vector<int32_t>& in_context,
-                               int64_t evaluated0, bool with_media, pipit::PromptCache* cache) {
+                               const std::vector<int32_t>& full, size_t n_prompt, int64_t evaluated0,
+                               bool with_media) {
+  session->n_reused = session->conv->n_reused();
   if (!res && res.status().code() == pipit::Code::kCancelled && !with_media) {
     // cancelled during the prompt: the chunks evaluated so far stay in the context
-    const size_t kept = std::min(full.size(), size_t(session->s->n_past()));
-    session->history.assign(full.begin(), full.begin() + long(kept));
-    session->unexpanded = session->history;
+    session->unexpanded = session->conv->tokens();
     session->finish_reason = "cancelled";
     session->logprobs.clear();
     session->n_prompt = int32_t(full.size());
@@ -404,8 +390,7 @@ pipit_status finish_generation(pipit_session* session, pipit::Result<pipit::Gene
   }
   if (!res) {
     const bool cancelled = res.status().code() == pipit::Code::kCancelled;
-    session->s->reset();
-    session->history.clear();
+    session->conv->reset();
     session->unexpanded.clear();
     session->images.clear();
     session->videos.clear();
@@ -416,19 +401,17 @@ pipit_status finish_generation(pipit_session* session, pipit::Result<pipit::Gene
     }
     return to_status(res.status());
   }
-  // the KV cache holds the prompt and the generated tokens that were fed back (all but possibly the last)
-  const size_t n_fed = size_t(session->s->n_past()) - in_context.size();
-  session->history = in_context;
-  session->history.insert(session->history.end(), res->tokens.begin(), res->tokens.begin() + long(n_fed));
+  // the KV cache holds the prompt and the generated tokens that were fed back (all but possibly the last); the
+  // conversation has them all
+  const size_t n_fed = session->conv->tokens().size() - n_prompt;
   session->unexpanded = full;
-  session->unexpanded.insert(session->unexpanded.end(), res->tokens.begin(), res->tokens.begin() + long(n_fed));
+  session->unexpanded.insert(session->unexpanded.end(), res->tokens.begin(), res->tokens.end());
   session->finish_reason = pipit::stop_reason_name(res->reason);
   session->spec = res->spec;
   session->logprobs = std::move(res->logprobs);
-  session->n_prompt = int32_t(in_context.size());
+  session->n_prompt = int32_t(n_prompt);
   // the prompt's forward passes: what was evaluated minus the decode steps (one per fed answer token)
   session->n_evaluated = int32_t(session->s->n_evaluated() - evaluated0 - int64_t(n_fed));
-  if (cache) session->s->save_to(*cache, pipit::PromptCache::make_key(session->history, nullptr));
   return PIPIT_OK;
 }
 
@@ -456,8 +439,7 @@ pipit_status pipit_session_generate(pipit_session* session, const char* prompt, 
     if (full->empty()) return fail(PIPIT_ERR_INVALID_ARGUMENT, "the prompt is empty");
     session->finish_reason.clear();
     const int64_t evaluated0 = session->s->n_evaluated();
-    // the prompt cache keeps text contexts only (a conversation with media is evaluated from its start)
-    const std::shared_ptr<pipit::PromptCache> cache = with_media ? nullptr : session->model->cache;
+    session->conv->set_cache(session->model->cache);  // the model's sessions share it (text contexts)
     auto on_text = [&](const std::string& piece, int32_t token) {
       if (session->cancel.load(std::memory_order_relaxed)) return false;
       return callback ? callback(piece.c_str(), piece.size(), token, user) != 0 : true;
@@ -470,38 +452,23 @@ pipit_status pipit_session_generate(pipit_session* session, const char* prompt, 
     } progress_reset{*session->s};
     const pipit::Tokenizer& tok = *session->model->lm.tokenizer;
     pipit::Result<pipit::GenerateResult> res = pipit::Status::ok();
-    std::vector<int32_t> in_context;  // the tokens the KV cache will hold before the generated ones
-    std::vector<int32_t> spec_context;  // prompt lookup and the draft see the conversation before the new tokens
+    size_t n_prompt = 0;  // the prompt's tokens, media expanded
     if (!with_media) {
       if (int64_t(full->size()) >= session->s->n_ctx())
         return fail(PIPIT_ERR_OUT_OF_RANGE, "the conversation has " + std::to_string(full->size()) +
                                                 " tokens, which does not fit the context of " +
                                                 std::to_string(session->s->n_ctx()));
-      size_t reused = 0;
-      sync_prefix(session, *full, &reused);
-      if (cache) {  // a longer prefix from the model's other sessions, or this one's earlier contexts
-        const std::vector<uint64_t> key = pipit::PromptCache::make_key(*full, nullptr);
-        reused = size_t(session->s->restore_from(*cache, key, int(full->size()) - 1));
-        session->history.assign(full->begin(), full->begin() + long(reused));
-      }
-      session->n_reused = int32_t(reused);
-      std::vector<int32_t> rest(full->begin() + long(reused), full->end());
-      spec_context.assign(full->begin(), full->begin() + long(reused));
-      gp->spec.context = spec_context;
-      res = pipit::generate(*session->s, &tok, rest, *gp, on_text);
-      in_context = *full;
+      res = session->conv->generate(&tok, *full, *gp, on_text);
+      n_prompt = full->size();
     } else {
-      // media: encode the new ones, expand every placeholder of the conversation and evaluate it from the start
-      // (its media features are not part of the token prefix the text path compares)
+      // media: encode the new ones and expand every placeholder of the conversation; what the context holds of
+      // it (the same text, the same media rows) is kept
       auto mm = media_conversation(session, *full);
       if (!mm) return to_status(mm.status());
-      session->s->reset();
-      session->history.clear();
-      session->n_reused = 0;
-      res = pipit::generate(*session->s, &tok, *mm, *gp, on_text);
-      in_context = mm->tokens;
+      res = session->conv->generate(&tok, *mm, *gp, on_text);
+      n_prompt = mm->tokens.size();
     }
-    return finish_generation(session, res, *full, in_context, evaluated0, with_media, cache.get());
+    return finish_generation(session, res, *full, n_prompt, evaluated0, with_media);
   });
 }
 
@@ -594,25 +561,20 @@ pipit_status pipit_session_eval(pipit_session* session, const int32_t* ids, size
         !session->pending_videos.empty() || !session->audio_clips.empty() || !session->pending_audio.empty())
       return fail(PIPIT_ERR_UNSUPPORTED, "pipit_session_eval: the conversation has images or audio; use "
                                          "pipit_session_generate (or reset the session)");
-    if (int64_t(session->history.size() + n_ids) > session->s->n_ctx())
-      return fail(PIPIT_ERR_OUT_OF_RANGE, "pipit_session_eval: " + std::to_string(n_ids) + " tokens after " +
-                                              std::to_string(session->history.size()) + " do not fit the context of " +
-                                              std::to_string(session->s->n_ctx()));
-    // the KV cache may hold less than the history after a generation (its last token is not fed back)
-    size_t reused = 0;
-    std::vector<int32_t> want = session->history;
+    // the conversation so far (its answers in full: the context may lack an answer's last token) and the new ids
+    std::vector<int32_t> want = session->unexpanded;
     want.insert(want.end(), ids, ids + n_ids);
-    sync_prefix(session, want, &reused);
-    std::vector<int32_t> rest(want.begin() + long(reused), want.end());
-    auto r = session->s->eval(rest);
+    if (int64_t(want.size()) > session->s->n_ctx())
+      return fail(PIPIT_ERR_OUT_OF_RANGE, "pipit_session_eval: " + std::to_string(n_ids) + " tokens after " +
+                                              std::to_string(want.size() - n_ids) + " do not fit the context of " +
+                                              std::to_string(session->s->n_ctx()));
+    session->conv->set_cache(session->model->cache);
+    auto r = session->conv->eval(want);
     if (!r) {
-      session->s->reset();
-      session->history.clear();
       session->unexpanded.clear();
       return to_status(r.status());
     }
     if (logits) std::memcpy(logits, r->ptr<float>(), size_t(V) * sizeof(float));
-    session->history = want;
     session->unexpanded = want;
     return PIPIT_OK;
   });
@@ -637,7 +599,7 @@ pipit_status pipit_embed(pipit_session* session, const char* text, size_t text_l
       return fail(PIPIT_ERR_OUT_OF_RANGE, "pipit_embed: " + std::to_string(ids->size()) +
                                               " tokens do not fit the context of " +
                                               std::to_string(session->s->n_ctx()));
-    session->history.clear();
+    session->conv->reset();
     session->unexpanded.clear();
     session->images.clear();
     session->pending_images.clear();

@@ -90,19 +90,29 @@ bool is_eos(const GenerateParams& p, const Model& m, int32_t token) {
 
 namespace {
 
-// mm: the same prompt with images (its tokens are `prompt`), or null. One Session, one request: its tokens are
-// chosen, streamed and ended by a Sequence, as the Engine's are.
-Result<GenerateResult> generate_impl(Session& s, const Tokenizer* tok, std::span<const int32_t> prompt,
-                                     const MultimodalPrompt* mm, const GenerateParams& p,
+// One Session, one request: its tokens are chosen, streamed and ended by a Sequence, as the Engine's are.
+Result<GenerateResult> generate_impl(Session& s, const Tokenizer* tok, const PromptInput& in, const GenerateParams& p,
                                      const std::function<bool(const std::string&, int32_t)>& on_text) {
   if (p.grammar && !tok) return Error::invalid_argument("[generate] a grammar needs the model's tokenizer");
-  const int n_base = s.n_past();  // the context before this prompt (C API turns)
+  const std::span<const int32_t> prompt = in.tokens;
+  if (in.n_held < 0 || (in.n_held > 0 && size_t(in.n_held) >= prompt.size()) || in.n_held > s.n_past())
+    return Error::internal("[generate] {} of a prompt of {} tokens held by a context of {}", in.n_held, prompt.size(),
+                           s.n_past());
+  const int n_base = s.n_past() - in.n_held;  // the context before this prompt (C API eval() calls before it)
   Sequence seq(s.model(), tok, prompt, p, s.n_ctx(), n_base, on_text);
   GenerateResult& res = seq.result();
+  res.n_cached = in.n_held;
+  res.n_prefilled = int(prompt.size()) - in.n_held;
   const int64_t V = s.model().info().n_vocab;
 
   auto t0 = Clock::now();
-  auto r = mm ? s.eval(*mm) : s.eval(prompt);
+  Result<Tensor> r = Status::ok();
+  if (in.media) {
+    PIPIT_ASSIGN_OR_RETURN(MultimodalPrompt rest, multimodal_suffix(*in.media, in.n_held));
+    r = s.eval(rest);
+  } else {
+    r = s.eval(prompt.subspan(size_t(in.n_held)));
+  }
   if (!r.is_ok()) return r.status();
   res.prompt_ms = ms_since(t0);
   auto t1 = Clock::now();
@@ -159,16 +169,21 @@ Result<GenerateResult> generate_impl(Session& s, const Tokenizer* tok, std::span
 
 }  // namespace
 
+Result<GenerateResult> generate(Session& s, const Tokenizer* tok, const PromptInput& prompt, const GenerateParams& p,
+                                const std::function<bool(const std::string&, int32_t)>& on_text) {
+  return generate_impl(s, tok, prompt, p, on_text);
+}
+
 Result<GenerateResult> generate(Session& s, const Tokenizer* tok, std::span<const int32_t> prompt,
                                 const GenerateParams& p,
                                 const std::function<bool(const std::string&, int32_t)>& on_text) {
-  return generate_impl(s, tok, prompt, nullptr, p, on_text);
+  return generate_impl(s, tok, PromptInput{prompt}, p, on_text);
 }
 
 Result<GenerateResult> generate(Session& s, const Tokenizer* tok, const MultimodalPrompt& prompt,
                                 const GenerateParams& p,
                                 const std::function<bool(const std::string&, int32_t)>& on_text) {
-  return generate_impl(s, tok, prompt.tokens, &prompt, p, on_text);
+  return generate_impl(s, tok, PromptInput{prompt.tokens, &prompt}, p, on_text);
 }
 
 }  // namespace pipit

@@ -81,6 +81,18 @@ class TextStream {
 // Decides whether a sampled token ends generation (EOS).
 bool is_eos(const GenerateParams& p, const Model& m, int32_t token);
 
+// What a generation continues from: the prompt's tokens, its media (images, video, audio; null: text) and how many
+// of its first tokens the session's context already holds (a conversation's earlier turns, runtime/conversation.h).
+// Only the rest is evaluated, but the whole prompt is the request's history (penalties, n-gram bans, prompt lookup,
+// the text stream), so the answer is the one a fresh session would give.
+struct PromptInput {
+  std::span<const int32_t> tokens;
+  const MultimodalPrompt* media = nullptr;  // its tokens are `tokens`
+  int n_held = 0;                           // < tokens.size(); the context ends with exactly these
+};
+Result<GenerateResult> generate(Session& s, const Tokenizer* tok, const PromptInput& prompt, const GenerateParams& p,
+                                const std::function<bool(const std::string& piece, int32_t token)>& on_text = {});
+
 // on_text(piece, token) returns false to stop. `tok` may be null (then no text, no stop strings).
 Result<GenerateResult> generate(Session& s, const Tokenizer* tok, std::span<const int32_t> prompt,
                                 const GenerateParams& p,

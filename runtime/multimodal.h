@@ -76,6 +76,11 @@ Result<MultimodalPrompt> prepare_multimodal_prompt(const LoadedModel& lm, std::s
                                                    const std::vector<std::string>& image_sources,
                                                    const ImageOptions& opt, ThreadPool& pool);
 
+// The part of `mm` from token `from` on, to evaluate after a context that holds mm's first `from` tokens (a
+// conversation's earlier turns: runtime/conversation.h): M-RoPE positions and the spans' offsets are made relative
+// to where that context leaves them. Errors when `from` falls inside an image, video or audio span.
+Result<MultimodalPrompt> multimodal_suffix(const MultimodalPrompt& mm, int64_t from);
+
 // The placeholder text a chat template writes for one image, for prompts built without a template
 // ("<|vision_start|><|image_pad|><|vision_end|>" for Qwen, "<image>" for LLaVA): token ids.
 std::vector<int32_t> image_placeholder_tokens(const Model& m);

@@ -127,6 +127,19 @@ class Session:
         ids = self.model.tokenize(prompt, add_special=self.n_past == 0) if isinstance(prompt, str) else prompt
         return self._s.generate(ids, list(images), _options(**options), on_text, _videos(videos), list(audio))
 
+    def chat(self, messages, on_text=None, images=None, audio=None, **options):
+        """A reply to a conversation, as Model.chat, keeping the KV cache across calls: pass the whole conversation
+        each turn (the earlier messages, the replies as they were given, the new message) and only what differs
+        from what the session holds is evaluated (n_reused says how many prompt tokens were kept). The reply is
+        the one a fresh session would give. Other arguments as in Model.chat."""
+        ids, images, videos, audio = self.model._chat_prompt(messages, images, audio)
+        return self._s.converse(ids, list(images), _options(**options), on_text, _videos(videos), list(audio))
+
+    @property
+    def n_reused(self):
+        """Prompt tokens the last chat() call kept from the session's context instead of evaluating them."""
+        return self._s.n_reused
+
 
 class Model:
     """A loaded model: an HF checkpoint directory, a .pipit file or a .gguf file (weights stay memory-mapped).
@@ -208,14 +221,8 @@ class Model:
         s = self._fit_session(len(ids) + options.get("max_tokens", 256), n_ctx)
         return s.generate(ids, on_text=on_text, images=images, videos=videos, audio=audio, **options)
 
-    def chat(self, messages, on_text=None, images=None, n_ctx=0, audio=None, **options):
-        """A reply to a conversation, through the model's chat template.
-
-        messages: a list of {"role", "content"} dicts (content a string or a list of parts, where
-        {"type": "image", "image": "photo.png"} places an image, {"type": "audio", "audio": "clip.wav"} an audio clip
-        (or OpenAI's input_audio part) and {"type": "video", "video": "clip.mp4"} or {"type": "video", "video":
-        [frame files], "fps": F} a video), or one string (a user message). images / audio: image files / audio clips
-        for a string message, placed before its text. Other arguments as in generate()."""
+    def _chat_prompt(self, messages, images, audio):
+        """(token ids, image sources, videos, audio clips) of a conversation rendered with the chat template."""
         if isinstance(messages, str):
             parts = [{"type": "image", "image": p} for p in (images or [])]
             parts += [{"type": "audio", "audio": a} for a in (audio or [])]
@@ -247,6 +254,17 @@ class Model:
                   for p in msg["content"] if isinstance(p, dict) and p.get("type") == "video"]
         text = self.apply_chat_template(messages, add_generation_prompt=True)
         ids = self.tokenize(text, add_special=False)
+        return ids, images, videos, audio
+
+    def chat(self, messages, on_text=None, images=None, n_ctx=0, audio=None, **options):
+        """A reply to a conversation, through the model's chat template.
+
+        messages: a list of {"role", "content"} dicts (content a string or a list of parts, where
+        {"type": "image", "image": "photo.png"} places an image, {"type": "audio", "audio": "clip.wav"} an audio clip
+        (or OpenAI's input_audio part) and {"type": "video", "video": "clip.mp4"} or {"type": "video", "video":
+        [frame files], "fps": F} a video), or one string (a user message). images / audio: image files / audio clips
+        for a string message, placed before its text. Other arguments as in generate()."""
+        ids, images, videos, audio = self._chat_prompt(messages, images, audio)
         s = self._fit_session(len(ids) + options.get("max_tokens", 256), n_ctx)
         return s.generate(ids, on_text=on_text, images=images, videos=videos, audio=audio, **options)
 

@@ -11,6 +11,7 @@
 #include "models/vision/vision_model.h"
 #include "python/src/py_common.h"
 #include "runtime/audio_input.h"
+#include "runtime/conversation.h"
 #include "runtime/generation_defaults.h"
 #include "runtime/generator.h"
 #include "runtime/grammar.h"
@@ -41,6 +42,8 @@ struct PySession {
   std::shared_ptr<PyModel> m;
   std::unique_ptr<Session> s;
   std::unique_ptr<MtpDraft> mtp;  // GenerateOptions.mtp: the model's MTP head following `s` (made at first use)
+  // Session.chat(): each turn's prompt is the whole conversation, evaluated from where the KV cache differs
+  std::unique_ptr<Conversation> conv = std::make_unique<Conversation>(*s);
 };
 
 // Sampling and stopping, filled by pipit.GenerateOptions in __init__.py.
@@ -206,9 +209,11 @@ std::optional<MultimodalPrompt> image_prompt(PyModel& m, const std::vector<int32
 
 // Runs generate() without the GIL; on_text (a Python callable or None) gets (piece, token) with the GIL and may
 // return False to stop. A Python exception inside it, or a pending signal (Ctrl-C), stops the run and is raised.
+// whole_conversation: `ids` is the whole conversation (Session.chat), evaluated from where the context differs;
+// else they continue the context.
 Completion run_generate(PySession& ps, const std::vector<int32_t>& ids, const std::vector<std::string>& images,
                         const Videos& videos, const GenOptions& o, const py::object& on_text,
-                        const std::vector<AudioSource>& audio = {}) {
+                        const std::vector<AudioSource>& audio = {}, bool whole_conversation = false) {
   GenerateParams gp = gen_params(o, ps.m->lm);
   if (o.mtp > 0) {  // the head follows the session from its first use on (earlier turns give it no pairs)
     if (!ps.mtp) ps.mtp = unwrap(MtpDraft::create(*ps.s));
@@ -238,7 +243,10 @@ Completion run_generate(PySession& ps, const std::vector<int32_t>& ids, const st
   Result<GenerateResult> r = Status::ok();
   {
     py::gil_scoped_release nogil;
-    r = mm ? generate(*ps.s, tok, *mm, gp, cb) : generate(*ps.s, tok, std::span<const int32_t>(ids), gp, cb);
+    if (whole_conversation)
+      r = mm ? ps.conv->generate(tok, *mm, gp, cb) : ps.conv->generate(tok, ids, gp, cb);
+    else
+      r = mm ? generate(*ps.s, tok, *mm, gp, cb) : generate(*ps.s, tok, std::span<const int32_t>(ids), gp, cb);
   }
   if (raised) throw *raised;
   GenerateResult g = unwrap(std::move(r));
@@ -331,7 +339,13 @@ void bind_model(py::module_& m) {
         return run_generate(s, to_ids(ids, "ids"), images, videos, o, on_text, audio_sources(audio));
       }, py::arg("ids"), py::arg("images"), py::arg("options"), py::arg("on_text"), py::arg("videos") = Videos{},
          py::arg("audio") = py::list())
-      .def("reset", [](PySession& s) { s.s->reset(); })
+      .def("converse", [](PySession& s, const py::handle& ids, const std::vector<std::string>& images,
+                          const GenOptions& o, const py::object& on_text, const Videos& videos, const py::list& audio) {
+        return run_generate(s, to_ids(ids, "ids"), images, videos, o, on_text, audio_sources(audio), true);
+      }, py::arg("ids"), py::arg("images"), py::arg("options"), py::arg("on_text"), py::arg("videos") = Videos{},
+         py::arg("audio") = py::list())
+      .def_property_readonly("n_reused", [](const PySession& s) { return s.conv->n_reused(); })
+      .def("reset", [](PySession& s) { s.conv->reset(); })
       .def("truncate", [](PySession& s, int n) {
         if (n < 0 || n > s.s->n_past()) bad_arg("truncate({}): the session holds {} positions", n, s.s->n_past());
         s.s->truncate(n);

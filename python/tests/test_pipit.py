@@ -391,6 +391,27 @@ class ChatWithImages(unittest.TestCase):
         with self.assertRaises(pipit.Error):  # more images than placeholders
             m.chat([{"role": "user", "content": "no placeholder"}], images=[img], max_tokens=2)
 
+    def test_session_chat_keeps_the_cache(self):
+        """Session.chat: the whole conversation each turn, only what the KV cache lacks evaluated (the image's
+        rows kept), the answer of a fresh Model.chat (issue 36)."""
+        m = pipit.Model(os.path.join(SERVER_MODELS, "qwen2_vl_chat"), n_threads=2, kv_type="f32")
+        img = os.path.join(MODELS, "qwen2_vl", "img_100x75.png")
+        msgs = [{"role": "user", "content": [{"type": "image", "image": img},
+                                             {"type": "text", "text": "Describe the picture."}]}]
+        s = m.session()
+        opts = dict(max_tokens=6, temperature=0.8, seed=3, repeat_penalty=1.3, ignore_eos=True)
+        c1 = s.chat(msgs, **opts)
+        self.assertEqual(s.n_reused, 0)
+        self.assertEqual(c1.tokens, m.chat(msgs, **opts).tokens)
+        msgs += [{"role": "assistant", "content": c1.text}, {"role": "user", "content": "And the colours?"}]
+        c2 = s.chat(msgs, **opts)
+        self.assertGreater(s.n_reused, 12)  # the image's 12 tokens and the text around them
+        self.assertEqual(c2.tokens, m.chat(msgs, **opts).tokens)
+        s.reset()
+        c3 = s.chat(msgs, **opts)
+        self.assertEqual(s.n_reused, 0)
+        self.assertEqual(c3.tokens, c2.tokens)
+
 
 class Gemma4Images(unittest.TestCase):
     """Gemma 4 with an image (the tiny checkpoint with the toy tokenizer of tests/data/gemma4_tokenizer): logits of

@@ -96,7 +96,8 @@ class Chat(unittest.TestCase):
         self.assertIn("unknown command /nope", turns[4])
         self.assertIn("[conversation cleared]", turns[5])
         self.assertEqual(turns[1], turns[6])  # after /clear the same question gets the same answer
-        self.assertEqual([int(x.split()[0]) for x in err.split("[reused")[1:]], [0, 22, 0], err)
+        # the second turn keeps the first prompt and the answer but its last token (evaluated with the new turn)
+        self.assertEqual([int(x.split()[0]) for x in err.split("[reused")[1:]], [0, 21, 0], err)
 
     def test_context_full_is_said(self):
         """An answer cut by a full context ends with a marker, not as if the model had finished (issue 36)."""
@@ -104,6 +105,83 @@ class Chat(unittest.TestCase):
         self.assertIn("[context full (48 tokens): the answer is cut", out)
         out, _ = self.run_piped(MODEL, "Hello there\n", "-n", "4")
         self.assertNotIn("[context full", out)
+
+    def test_long_chat_drops_the_oldest_turns(self):
+        """A conversation that outgrows the context goes on without its oldest turns, and says so (issue 36)."""
+        lines = "".join(f"Tell me about number {i}\n" for i in range(8))
+        out, err = self.run_piped(MODEL, lines, "-n", "16", "-c", "128", "--ignore-eos")
+        self.assertEqual(out.count("> "), 9, out)  # 8 answers + the prompt Ctrl-D ends
+        self.assertNotIn("error", out)
+        self.assertIn("oldest messages were dropped to fit the context of 128 tokens", err)
+
+    def test_commands(self):
+        """/system, /set, /regen, /save and /load (issue 36): a loaded conversation continues as the saved one."""
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            saved = os.path.join(d, "conv.json")
+            out, _ = self.run_piped(MODEL, f"/system You are terse.\nHello there\n/set temp 0.7\n/set top_k x\n"
+                                           f"/set\n/regen\n/set temp 0\n/save {saved}\nHow are you?\n", "-n", "12")
+            turns = out.split("> ")
+            self.assertIn("[system message set]", turns[1])
+            self.assertIn("temp 0.7", turns[3])
+            self.assertIn("not a number: x", turns[4])
+            self.assertIn("temp 0.7, top_k", turns[5])
+            self.assertIn("[conversation saved to", turns[8])
+            with open(saved) as f:
+                msgs = json.load(f)["messages"]
+            self.assertEqual([m["role"] for m in msgs], ["system", "user", "assistant"])
+            self.assertEqual(msgs[0]["content"], "You are terse.")
+            self.assertEqual(msgs[2]["content"], turns[6].rstrip("\n"))  # the regenerated answer is the one kept
+            # loaded in a new chat, the next (greedy) turn answers as the chat that saved it did
+            out2, _ = self.run_piped(MODEL, f"/load {saved}\nHow are you?\n", "-n", "12")
+            self.assertIn("[conversation loaded from", out2.split("> ")[1])
+            self.assertEqual(out2.split("> ")[2], turns[9])
+            out3, _ = self.run_piped(MODEL, f"/load {os.path.join(d, 'missing.json')}\n/nope x\n", "-n", "4")
+            self.assertIn("error:", out3.split("> ")[1])
+            self.assertIn("unknown command /nope", out3.split("> ")[2])
+
+    def test_terminal_line_editing(self):
+        """On a terminal: libedit's line editing, Ctrl-C at the prompt a hint (no exit), the up arrow brings the last
+        line back (issue 36)."""
+        import pty
+        ldd = subprocess.run(["ldd", PIPIT], capture_output=True, text=True).stdout
+        if "libedit" not in ldd:
+            self.skipTest("pipit built without libedit")
+        master, slave = pty.openpty()
+        p = subprocess.Popen(chat(MODEL, "-n", "8"), stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
+                             preexec_fn=None)
+        os.close(slave)
+        buf = b""
+
+        def read_until(pred, timeout=60):
+            nonlocal buf
+            deadline = time.time() + timeout
+            while not pred(buf):
+                self.assertLess(time.time(), deadline, f"timed out; the terminal shows {buf[-1500:]!r}")
+                r, _, _ = select.select([master], [], [], 0.1)
+                if r:
+                    try:
+                        buf += os.read(master, 65536)
+                    except OSError:
+                        break
+
+        try:
+            read_until(lambda b: b.rstrip().endswith(b">"))
+            time.sleep(0.3)  # libedit has the terminal
+            os.write(master, b"Hello there\r")
+            read_until(lambda b: b.count(b"\n> ") >= 2)  # answered: the next prompt
+            p.send_signal(signal.SIGINT)
+            read_until(lambda b: b"/exit quits" in b and b.rstrip().endswith(b">"))
+            os.write(master, b"\x1b[A")  # up: the last line again
+            read_until(lambda b: b.rstrip().endswith(b"> Hello there"))
+            os.write(master, b"\r")
+            read_until(lambda b: b.count(b"\n> ") >= 4)
+            os.write(master, b"\x04")  # Ctrl-D quits
+            self.assertEqual(p.wait(timeout=30), 0, buf[-1500:])
+        finally:
+            if p.poll() is None:
+                p.kill()
+            os.close(master)
 
     def test_image_paths_as_typed(self):
         """/image takes a path quoted, with escaped spaces (a file dragged onto a terminal) or under ~ (issue 36)."""
@@ -170,6 +248,10 @@ class Chat(unittest.TestCase):
                               "--temp", "0", "-t", "1"], capture_output=True, text=True, timeout=300)
         self.assertEqual(turns[2].rstrip("\n"), run.stdout.rstrip("\n"))
         self.assertEqual(len(err.split("[reused")), 3, err)  # both questions answered
+        # the second question keeps the image's KV: it reuses more than the image's tokens
+        reused = [int(x.split()[0]) for x in err.split("[reused")[1:]]
+        self.assertEqual(reused[0], 0, err)
+        self.assertGreater(reused[1], 12, err)
         # --image attaches to the first message
         out2, _ = self.run_piped(VL_MODEL, "Describe the picture.\n", "-n", "20", "--image", img)
         self.assertEqual(out2.split("> ")[1].rstrip("\n"), run.stdout.rstrip("\n"))
