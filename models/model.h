@@ -3,6 +3,7 @@
 // from: safetensors, .pipit or GGUF).
 #pragma once
 
+#include <array>
 #include <memory>
 #include <span>
 #include <string>
@@ -140,6 +141,21 @@ struct ModelInfo {
   std::shared_ptr<Device> device;
 };
 
+// One image (or one temporal patch of a video) in an expanded prompt: what Model::media_positions is told.
+struct MediaSpan {
+  int64_t begin, end;               // its tokens [begin, end) in the prompt
+  std::array<int32_t, 3> grid_thw;  // the vision tower's patch grid (temporal, height, width), before any merge
+};
+
+// A model's own rotary positions for a prompt with media, counted from 0 at the prompt's first token (the runtime
+// adds where the context stands, and carries `delta` for the tokens after: Batch::mrope_pos).
+struct MediaPositions {
+  int n_stream = 0;                  // 0: plain positions (token i at i, nothing below is set); M-RoPE: 3
+  std::vector<int32_t> pos;          // n_stream streams of the prompt's n_tokens positions, stream-major
+  int32_t delta = 0;                 // position - token index of the tokens after the prompt
+  std::vector<int32_t> delta_after;  // per span: position - token index of the tokens right after it
+};
+
 class VisionLanguageModel;
 
 class Model {
@@ -147,6 +163,13 @@ class Model {
   virtual ~Model() = default;
   // The image side of a vision-language model (models/vision/vision_model.h); null for text-only models.
   virtual const VisionLanguageModel* vision() const { return nullptr; }
+  // The positions of a prompt of n_tokens whose media sit at `media` (in prompt order). Models that rotate by
+  // position alone keep this default (n_stream 0: the runtime uses Batch::pos); Qwen's M-RoPE family answers with
+  // get_rope_index (models/qwen_rope_index.h).
+  virtual Result<MediaPositions> media_positions(int64_t n_tokens, std::span<const MediaSpan> media) const {
+    (void)n_tokens, (void)media;
+    return MediaPositions{};
+  }
   const ModelInfo& info() const { return info_; }
   ModelInfo& mutable_info() { return info_; }  // the loader merges generation_config.json into it
   // Runs the batch, appends its keys/values to `kv`, and writes f32 logits [logits_rows.size(), n_vocab].
