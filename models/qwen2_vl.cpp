@@ -53,7 +53,7 @@ class Qwen2VLModel : public Model, public VisionLanguageModel, public MtpModel {
                                 : tc.json().contains("rope_scaling") ? tc.json()["rope_scaling"] : nlohmann::json();
       if (!rs.is_object() || !rs.contains("mrope_section"))
         return Error::invalid_argument("[{}] config has no rope_scaling.mrope_section", arch);
-      PIPIT_ASSIGN_OR_RETURN(lm_, make_llama_like(tc, w, v3 ? LlamaOptions{.qk_norm = true}
+      PIPIT_ASSIGN_OR_RETURN(lm_, make_llama_like(tc, w, v3 ? LlamaOptions{.qk_norm = true, .deepstack = true}
                                                             : LlamaOptions{.qkv_bias = true}));
     }
     PIPIT_ASSIGN_OR_RETURN(tower_, QwenVisionTower::load(cfg.sub("vision_config"), w, kind, lm_->info().n_embd));

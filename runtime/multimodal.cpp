@@ -89,14 +89,21 @@ Result<MultimodalPrompt> build_multimodal_prompt(const Model& m, std::span<const
     return Error::invalid_argument("[image] the prompt has {} image tokens for {} image(s): expected one placeholder "
                                    "per image ({}), or {} when already expanded", n_marks, n_img, n_img, n_feat);
 
+  // the tower's rows: n_embd features, then one block per DeepStack layer; each goes to its own tensor
   MultimodalPrompt p;
-  p.embd = Tensor::empty(DType::F32, {std::max<int64_t>(n_feat, 1), width});
+  const int64_t E = m.info().n_embd, n_rows = std::max<int64_t>(n_feat, 1);
+  p.embd = Tensor::empty(DType::F32, {n_rows, E});
+  for (int k = 0; k < vt.deepstack; ++k) p.deepstack.push_back(Tensor::empty(DType::F32, {n_rows, E}));
   int64_t row = 0;
   for (const auto& im : images) {
     if (im.features.ndim() != 2 || im.features.dim(1) != width)
       return Error::invalid_argument("[image] image features {}, expected rows of {}", im.features.describe(), width);
-    std::memcpy(p.embd.row_ptr(row), im.features.data(), im.features.nbytes());
-    row += im.features.dim(0);
+    for (int64_t r = 0; r < im.features.dim(0); ++r, ++row) {
+      const float* f = im.features.ptr<float>() + r * width;
+      std::memcpy(p.embd.row_ptr(row), f, size_t(E) * 4);
+      for (int k = 0; k < vt.deepstack; ++k)
+        std::memcpy(p.deepstack[size_t(k)].row_ptr(row), f + (k + 1) * E, size_t(E) * 4);
+    }
   }
   // expand: each image's run of tokens takes its feature rows
   std::vector<MediaSpan> media;

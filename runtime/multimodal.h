@@ -51,8 +51,10 @@ Result<EncodedImage> encode_image(const Model& m, const ImageProcessorConfig& pr
 // A prompt with its images, ready for Session::eval(const MultimodalPrompt&).
 struct MultimodalPrompt {
   std::vector<int32_t> tokens;    // placeholders expanded: one image token per feature row
-  Tensor embd;                    // [n_image_tokens, n_embd * (1 + K)] f32: every image's features, in prompt order
+  Tensor embd;                    // [n_image_tokens, n_embd] f32: every image's features, in prompt order
   std::vector<int32_t> embd_row;  // per token: its row of embd, or -1 for text
+  // Qwen3-VL: the K DeepStack feature blocks of the same rows ([n_image_tokens, n_embd] each; Batch::deepstack)
+  std::vector<Tensor> deepstack;
   // The model's answer (Model::media_positions), carried as it is. M-RoPE models: 3 streams (t, h, w) of
   // tokens.size() positions, counted from 0 at the prompt's first token (Session adds where the context stands).
   // Empty for plain-position models.

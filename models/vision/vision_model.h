@@ -25,7 +25,7 @@ struct VisionTokens {
   int32_t video_token_id = -1;   // Qwen3.5: <|video_pad|>, repeated per video token (-1: the model takes no video)
   int merge_size = 1;            // Qwen: spatial merge; the LM sees an image as a (t, h/m, w/m) grid
   // Qwen3-VL: DeepStack feature blocks after the n_embd image features of each row encode_image returns; block k
-  // is added to the image token's hidden state after decoder layer k (Batch::embd carries them the same way)
+  // is added to the image token's hidden state after decoder layer k (the runtime splits them into Batch::deepstack)
   int deepstack = 0;
 };
 
