@@ -54,10 +54,11 @@ Tensor self_attention(Ctx& ctx, const Tensor& x, const AttnWeights& w, const Att
     rms_norm_heads_(ctx, q, w.q_norm, c.norm_eps, c.norm_offset);
     rms_norm_heads_(ctx, k, w.k_norm, c.norm_eps, c.norm_offset);
   }
-  if (rope && !rope->mrope_stream.empty() && !batch.mrope_pos.empty()) {  // M-RoPE positions after an image
-    PIPIT_ASSERT(batch.mrope_pos.size() == 3 * batch.tokens.size() && rope->attention_factor == 1.0f);
-    rope_multi_(ctx, q, batch.mrope_pos, rope->mrope_stream, rope->inv_freq);
-    rope_multi_(ctx, k, batch.mrope_pos, rope->mrope_stream, rope->inv_freq);
+  if (rope && !rope->mrope_stream.empty() && !batch.pos_streams.empty()) {  // M-RoPE positions after an image
+    const std::vector<int32_t>& pos3 = batch.pos_streams.pos;
+    PIPIT_ASSERT(pos3.size() == PosStreams::kStreams * batch.tokens.size() && rope->attention_factor == 1.0f);
+    rope_multi_(ctx, q, pos3, rope->mrope_stream, rope->inv_freq);
+    rope_multi_(ctx, k, pos3, rope->mrope_stream, rope->inv_freq);
   } else if (rope) {
     rope_(ctx, q, batch.pos, rope->inv_freq, rope->attention_factor);
     rope_(ctx, k, batch.pos, rope->inv_freq, rope->attention_factor);
@@ -87,20 +88,20 @@ Tensor cached_attention(Ctx& ctx, const Tensor& q, const Tensor& k, const Tensor
 
 Tensor input_embeddings(Ctx& ctx, const Tensor& tok_embd, const Batch& batch) {
   Tensor x = embedding(ctx, tok_embd, batch.tokens);
-  if (batch.embd_row.empty()) return x;
-  PIPIT_ASSERT(batch.embd_row.size() == batch.tokens.size() && batch.embd.dtype() == DType::F32 &&
-               batch.embd.dim(-1) % x.dim(1) == 0 && batch.embd.is_contiguous(), "embd {} for {} tokens",
-               batch.embd.describe(), batch.tokens.size());
-  copy_rows_(ctx, x, batch.embd_row, batch.embd);  // DeepStack blocks past the first n_embd columns stay out
+  const MediaEmbd& m = batch.media;
+  if (m.empty()) return x;
+  PIPIT_ASSERT(m.row.size() == batch.tokens.size() && m.embd.dtype() == DType::F32 && m.embd.dim(-1) == x.dim(1) &&
+               m.embd.is_contiguous(), "media embd {} for {} tokens", m.embd.describe(), batch.tokens.size());
+  copy_rows_(ctx, x, m.row, m.embd);
   return x;
 }
 
 void add_deepstack_(Ctx& ctx, Tensor& x, const Batch& batch, int layer) {
-  if (batch.embd_row.empty()) return;
-  const int64_t n_embd = x.dim(1), width = batch.embd.dim(-1);
-  if (width < (int64_t(layer) + 2) * n_embd) return;
-  const int64_t b = (int64_t(layer) + 1) * n_embd;  // column block layer + 1
-  add_rows_(ctx, x, batch.embd_row, batch.embd.reshape({batch.embd.numel() / width, width}).slice(1, b, b + n_embd));
+  if (batch.media.empty() || layer >= int(batch.deepstack.size())) return;
+  const Tensor& f = batch.deepstack[size_t(layer)];
+  PIPIT_ASSERT(f.dtype() == DType::F32 && f.ndim() == 2 && f.dim(1) == x.dim(1), "deepstack {} for width {}",
+               f.describe(), x.dim(1));
+  add_rows_(ctx, x, batch.media.row, f);
 }
 
 Tensor gated_mlp(Ctx& ctx, const Tensor& x, const MlpWeights& w, MlpAct act) {

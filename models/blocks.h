@@ -44,10 +44,11 @@ Tensor self_attention(Ctx& ctx, const Tensor& x, const AttnWeights& w, const Att
 // cache rows and attends q ([n, n_head, head_dim]) over them; returns [n, n_head, head_dim], named "attn_out".
 Tensor cached_attention(Ctx& ctx, const Tensor& q, const Tensor& k, const Tensor& v, const AttnConfig& c,
                         const Batch& batch, KvCache& kv, int layer);
-// Token embeddings of the batch with the rows of batch.embd spliced in where batch.embd_row says (image features).
+// Token embeddings of the batch with the media features spliced in (Batch::media: image, video, audio tokens).
 Tensor input_embeddings(Ctx& ctx, const Tensor& tok_embd, const Batch& batch);
-// DeepStack (Qwen3-VL): after decoder layer `layer`, x [n_tokens, n_embd] += column block layer + 1 of the batch's
-// embd rows at the image tokens. No-op when the batch carries no such block (text, or a tower without DeepStack).
+// DeepStack (Qwen3-VL): after decoder layer `layer`, x [n_tokens, n_embd] += row media.row[i] of
+// batch.deepstack[layer] at each media token i. No-op when the batch has no such layer (text, a tower without
+// DeepStack, a layer past the last).
 // reference: HF modeling_qwen3_vl.py Qwen3VLTextModel._deepstack_process.
 void add_deepstack_(Ctx& ctx, Tensor& x, const Batch& batch, int layer);
 Tensor gated_mlp(Ctx& ctx, const Tensor& x, const MlpWeights& w, MlpAct act);

@@ -250,19 +250,19 @@ class Gemma4Model : public Model {
       return Error::unsupported("[gemma4] a q8 KV cache needs head dims that are multiples of {} (this model has "
                                 "{}): use f16 or f32", kQBlock, min_head_dim_);
     // Image / audio / video placeholder ids are looked up as pad, for the token embedding and for PLE's token part
-    // (HF Gemma4Model.forward); multimodal rows (batch.embd_row >= 0) then get their features, and a placeholder
+    // (HF Gemma4Model.forward); multimodal rows (batch.media.row >= 0) then get their features, and a placeholder
     // without features (text-only use, or one the model generated) stays pad, as in HF. Ids past the PLE
     // vocabulary read PLE row 0 (HF's mask).
     std::vector<int32_t> ids(batch.tokens), ple_ids(batch.tokens.size());
-    const bool spliced = !batch.embd_row.empty();
+    const bool spliced = !batch.media.empty();
     for (size_t i = 0; i < ids.size(); ++i) {
       const bool media = std::find(media_ids_.begin(), media_ids_.end(), ids[i]) != media_ids_.end();
-      if (media || (spliced && batch.embd_row[i] >= 0)) ids[i] = pad_id_;
+      if (media || (spliced && batch.media.row[i] >= 0)) ids[i] = pad_id_;
       ple_ids[i] = ids[i] < ple_vocab_ ? ids[i] : 0;
     }
     Tensor x = embedding(ctx, tok_embd_, ids);
     scale_(ctx, x, embd_scale_);
-    if (spliced) copy_rows_(ctx, x, batch.embd_row, batch.embd);  // soft tokens are not scaled
+    if (spliced) copy_rows_(ctx, x, batch.media.row, batch.media.embd);  // soft tokens are not scaled
     ctx.name(x, "embd");
     Tensor ple = n_ple_ > 0 ? per_layer_inputs(ctx, x, ple_ids) : Tensor();
     for (int il = 0; il < int(layers_.size()); ++il) {

@@ -53,6 +53,7 @@ class LlamaModel : public Model {
     residual_scale_ = opt.residual_scale;
     logit_scale_ = opt.logit_scale;
     max_pos_ = opt.max_pos;
+    deepstack_ = opt.deepstack;
     moe_ = opt.moe;
 
     PIPIT_ASSIGN_OR_RETURN(tok_embd_, w.get("model.embed_tokens.weight", {n_vocab, n_embd}));
@@ -109,7 +110,7 @@ class LlamaModel : public Model {
                           "ffn_out", il);
       if (residual_scale_ != 1.0f) scale_(ctx, m, residual_scale_);
       add_(ctx, x, m);
-      add_deepstack_(ctx, x, batch, il);
+      if (deepstack_) add_deepstack_(ctx, x, batch, il);
       ctx.name(x, "l_out", il);
     }
     Tensor out = output_logits(ctx, x, out_norm_, eps_, 0.0f, output_, batch);
@@ -129,6 +130,7 @@ class LlamaModel : public Model {
   float eps_ = 1e-6f;
   float embd_scale_ = 1.0f, residual_scale_ = 1.0f, logit_scale_ = 1.0f;
   int64_t max_pos_ = 0;
+  bool deepstack_ = false;
   MoeConfig moe_{};
   AttnConfig attn_{};
   RopeSpec rope_;

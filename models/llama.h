@@ -20,6 +20,9 @@ struct LlamaOptions {
   float embd_scale = 1.0f, residual_scale = 1.0f, logit_scale = 1.0f;
   // A RoPE the family computed itself (MiniCPM's LongRoPE); empty: rope_from_config.
   std::optional<RopeSpec> rope;
+  // Qwen3-VL's DeepStack: Batch::deepstack[k] added to the media tokens after layer k (models/blocks.h
+  // add_deepstack_). Off: the decoder never reads it.
+  bool deepstack = false;
   // Positions the RoPE is defined for (MiniCPM's table length); 0: no limit.
   int64_t max_pos = 0;
   // Sparse MoE MLP on the layers flagged here (DeepSeek-OCR's decoder); empty: dense MLPs everywhere. A dense layer

@@ -3,6 +3,7 @@
 // from: safetensors, .pipit or GGUF).
 #pragma once
 
+#include <array>
 #include <memory>
 #include <span>
 #include <string>
@@ -26,9 +27,28 @@ class WeightSource {
   Result<Tensor> get_optional(const std::string& name, const std::vector<int64_t>& shape) const;
 };
 
+// Media features that take the place of some tokens' input embeddings (image, video frame and audio tokens). Read
+// by the models that take media (models/blocks.h input_embeddings; Gemma 4 splices its own).
+struct MediaEmbd {
+  Tensor embd;               // [n_rows, n_embd] f32: the features, one row per media token
+  std::vector<int32_t> row;  // per token of the batch: its row of `embd`, or -1 (text). Empty: no media in the batch
+  bool empty() const { return row.empty(); }
+};
+
+// Rotary positions in 3 streams (temporal, height, width) for the models with M-RoPE (Qwen's VL family), which
+// position media tokens themselves (Model::media_positions): stream s of token i is pos[s * n_tokens + i]. They
+// differ from Batch::pos (the KV row) after an image. Empty: every stream equals Batch::pos.
+struct PosStreams {
+  static constexpr int kStreams = 3;
+  std::vector<int32_t> pos;
+  bool empty() const { return pos.empty(); }
+};
+
 // A batch: tokens of several sequences concatenated. Sequence s owns tokens [begin, begin + n) and KV slot `slot`;
-// pos[i] is token i's position in its sequence. `logits_rows` lists the token indices whose logits are wanted,
-// in output order (usually the last token of each sequence; all tokens for `pipit logits`).
+// pos[i] is token i's position in its sequence (and its KV row). `logits_rows` lists the token indices whose logits
+// are wanted, in output order (usually the last token of each sequence; all tokens for `pipit logits`).
+// The multimodal inputs (runtime/multimodal.h builds them) are empty for text, and each is read only by the models
+// that use it: the others ignore them.
 struct Batch {
   struct Seq {
     int slot;
@@ -38,15 +58,12 @@ struct Batch {
   std::vector<int32_t> pos;
   std::vector<Seq> seqs;
   std::vector<int64_t> logits_rows;
-  // Optional multimodal inputs (runtime/multimodal.h). Both empty for text: existing models ignore them.
-  // embd_row[i] >= 0: token i's input embedding is row embd_row[i] of `embd` ([rows, n_embd] f32, image features)
-  // instead of its token embedding. DeepStack (Qwen3-VL): `embd` is [rows, n_embd * (1 + K)] and column block k + 1
-  // of the row is added to the token's hidden state after decoder layer k (models/blocks.h add_deepstack_).
-  Tensor embd;
-  std::vector<int32_t> embd_row;
-  // M-RoPE positions (Qwen2-VL): 3 streams (temporal, height, width) of n_tokens each, stream-major. They differ
-  // from `pos` (the KV row) after an image. Empty: every stream equals `pos`.
-  std::vector<int32_t> mrope_pos;
+  MediaEmbd media;  // media features in place of token embeddings
+  // DeepStack (Qwen3-VL): deepstack[k] [n_rows, n_embd] f32 is added to the hidden state of every media token after
+  // decoder layer k (row media.row[i] to token i). Read by the decoders that ask for it (LlamaOptions::deepstack,
+  // models/blocks.h add_deepstack_); empty for every other model.
+  std::vector<Tensor> deepstack;
+  PosStreams pos_streams;  // M-RoPE positions (models that have none ignore them)
 
   int64_t n_tokens() const { return int64_t(tokens.size()); }
   // One sequence in slot `slot`, tokens at positions pos0.., logits for the last token (or all).
@@ -140,6 +157,21 @@ struct ModelInfo {
   std::shared_ptr<Device> device;
 };
 
+// One image (or one temporal patch of a video) in an expanded prompt: what Model::media_positions is told.
+struct MediaSpan {
+  int64_t begin, end;               // its tokens [begin, end) in the prompt
+  std::array<int32_t, 3> grid_thw;  // the vision tower's patch grid (temporal, height, width), before any merge
+};
+
+// A model's own rotary positions for a prompt with media, counted from 0 at the prompt's first token (the runtime
+// adds where the context stands, and carries `delta` for the tokens after: Batch::pos_streams).
+struct MediaPositions {
+  int n_stream = 0;  // 0: plain positions (token i at i, nothing below is set); M-RoPE: PosStreams::kStreams
+  std::vector<int32_t> pos;          // n_stream streams of the prompt's n_tokens positions, stream-major
+  int32_t delta = 0;                 // position - token index of the tokens after the prompt
+  std::vector<int32_t> delta_after;  // per span: position - token index of the tokens right after it
+};
+
 class VisionLanguageModel;
 
 class Model {
@@ -147,6 +179,13 @@ class Model {
   virtual ~Model() = default;
   // The image side of a vision-language model (models/vision/vision_model.h); null for text-only models.
   virtual const VisionLanguageModel* vision() const { return nullptr; }
+  // The positions of a prompt of n_tokens whose media sit at `media` (in prompt order). Models that rotate by
+  // position alone keep this default (n_stream 0: the runtime uses Batch::pos); Qwen's M-RoPE family answers with
+  // get_rope_index (models/qwen_rope_index.h).
+  virtual Result<MediaPositions> media_positions(int64_t n_tokens, std::span<const MediaSpan> media) const {
+    (void)n_tokens, (void)media;
+    return MediaPositions{};
+  }
   const ModelInfo& info() const { return info_; }
   ModelInfo& mutable_info() { return info_; }  // the loader merges generation_config.json into it
   // Runs the batch, appends its keys/values to `kv`, and writes f32 logits [logits_rows.size(), n_vocab].

@@ -20,9 +20,9 @@ class MtpModel {
   virtual Status forward_hidden(Ctx& ctx, const Batch& batch, KvCache& kv, Tensor* logits, Tensor* hidden) = 0;
   // The head's own KV cache: one attention layer.
   virtual KvCacheSpec mtp_kv_spec() const = 0;
-  // The head over "pairs": row i of the batch is pair p: batch.tokens[i] = x_{p+1} (embd / embd_row: its image
-  // features where x_{p+1} is an image placeholder), batch.pos[i] = the head's KV row of the pair, mrope_pos (or pos
-  // when empty) = the target's rotary position of token p; hidden row i = h_p ([n_tokens, n_embd] f32). Writes the
+  // The head over "pairs": row i of the batch is pair p: batch.tokens[i] = x_{p+1} (batch.media: its image
+  // features where x_{p+1} is an image placeholder), batch.pos[i] = the head's KV row of the pair, pos_streams (or
+  // pos when empty) = the target's rotary position of token p; hidden row i = h_p ([n_tokens, n_embd] f32). Writes the
   // logits of batch.logits_rows (predictions of x_{p+2}) and, when `out` is not null, the head's own final-norm output
   // of every row (the hidden state a chained guess continues from).
   virtual Status forward_mtp(Ctx& ctx, const Batch& batch, const Tensor& hidden, KvCache& kv, Tensor* logits,

@@ -1,13 +1,14 @@
 // Qwen2-VL (and, with the other towers, Qwen2.5-VL and Qwen3-VL; with a decoder of its own, Qwen3.5): the Qwen2
 // decoder from models/llama.cpp (Qwen3's for Qwen3-VL), fed token embeddings with image features spliced in at the
 // <|image_pad|> tokens and rotated with M-RoPE positions (rope_scaling mrope_section splits the frequencies into
-// t/h/w sections). Both come from the Batch the runtime builds (runtime/multimodal.cpp: get_rope_index); so do
-// Qwen3-VL's DeepStack features.
+// t/h/w sections). The positions are the model's own (media_positions: get_rope_index, models/qwen_rope_index.h);
+// the runtime carries them, and the image features (and Qwen3-VL's DeepStack features), into the Batch.
 // reference: HF modeling_qwen2_vl.py (Qwen2VLForConditionalGeneration), modeling_qwen3_vl.py.
 #include "models/qwen2_vl.h"
 
 #include "models/llama.h"
 #include "models/mtp.h"
+#include "models/qwen_rope_index.h"
 #include "models/rope.h"
 #include "models/vision/vision_model.h"
 
@@ -52,7 +53,7 @@ class Qwen2VLModel : public Model, public VisionLanguageModel, public MtpModel {
                                 : tc.json().contains("rope_scaling") ? tc.json()["rope_scaling"] : nlohmann::json();
       if (!rs.is_object() || !rs.contains("mrope_section"))
         return Error::invalid_argument("[{}] config has no rope_scaling.mrope_section", arch);
-      PIPIT_ASSIGN_OR_RETURN(lm_, make_llama_like(tc, w, v3 ? LlamaOptions{.qk_norm = true}
+      PIPIT_ASSIGN_OR_RETURN(lm_, make_llama_like(tc, w, v3 ? LlamaOptions{.qk_norm = true, .deepstack = true}
                                                             : LlamaOptions{.qkv_bias = true}));
     }
     PIPIT_ASSIGN_OR_RETURN(tower_, QwenVisionTower::load(cfg.sub("vision_config"), w, kind, lm_->info().n_embd));
@@ -72,7 +73,6 @@ class Qwen2VLModel : public Model, public VisionLanguageModel, public MtpModel {
         return Error::invalid_argument("[{}] video token id {} outside the vocabulary of {}", arch,
                                        tokens_.video_token_id, lm_->info().n_vocab);
     }
-    tokens_.mrope = true;
     tokens_.merge_size = tower_.merge_size();
     tokens_.deepstack = tower_.n_deepstack();
     for (int32_t id : {tokens_.image_token_id, tokens_.vision_start_id})
@@ -85,6 +85,9 @@ class Qwen2VLModel : public Model, public VisionLanguageModel, public MtpModel {
     return lm_->forward(ctx, batch, kv, logits);
   }
   const VisionLanguageModel* vision() const override { return this; }
+  Result<MediaPositions> media_positions(int64_t n_tokens, std::span<const MediaSpan> media) const override {
+    return qwen_rope_index(n_tokens, media, tower_.merge_size());
+  }
 
   std::string mtp_missing() const override {
     const auto* h = dynamic_cast<const MtpModel*>(lm_.get());

@@ -111,7 +111,7 @@ class Qwen35Model : public Model, public MtpModel {
     const int64_t rot_dim = int64_t(double(head_dim) * prf);  // HF: int(head_dim * partial_rotary_factor)
     PIPIT_ASSIGN_OR_RETURN(rope_spec_, rope_from_config(cfg, rot_dim));
     // Interleaved M-RoPE. Text has every position stream equal to the token's position, where the plain rotation
-    // is exact (and used); a batch with image positions (Batch::mrope_pos) turns frequency i with stream
+    // is exact (and used); a batch with image positions (Batch::pos_streams) turns frequency i with stream
     // mrope_stream[i].
     rope_spec_.mrope_stream = interleaved_mrope_streams(rp.is_object() ? rp : cfg.json().value("rope_scaling",
                                                         nlohmann::json()), rope_spec_.inv_freq.size());
@@ -364,10 +364,11 @@ class Qwen35Model : public Model, public MtpModel {
     v = v.reshape({n, attn_.n_head_kv, D});
     rms_norm_heads_(ctx, q, w.q_norm, eps_, kNormOffset);
     rms_norm_heads_(ctx, k, w.k_norm, eps_, kNormOffset);
-    if (!batch.mrope_pos.empty()) {  // 3-D positions of a prompt with images, or of the tokens after one
-      PIPIT_ASSERT(batch.mrope_pos.size() == 3 * batch.tokens.size() && rope_spec_.attention_factor == 1.0f);
-      rope_multi_(ctx, q, batch.mrope_pos, rope_spec_.mrope_stream, rope_spec_.inv_freq);
-      rope_multi_(ctx, k, batch.mrope_pos, rope_spec_.mrope_stream, rope_spec_.inv_freq);
+    if (!batch.pos_streams.empty()) {  // 3-D positions of a prompt with images, or of the tokens after one
+      const std::vector<int32_t>& pos3 = batch.pos_streams.pos;
+      PIPIT_ASSERT(pos3.size() == PosStreams::kStreams * batch.tokens.size() && rope_spec_.attention_factor == 1.0f);
+      rope_multi_(ctx, q, pos3, rope_spec_.mrope_stream, rope_spec_.inv_freq);
+      rope_multi_(ctx, k, pos3, rope_spec_.mrope_stream, rope_spec_.inv_freq);
     } else {
       rope_(ctx, q, batch.pos, rope_spec_.inv_freq, rope_spec_.attention_factor);
       rope_(ctx, k, batch.pos, rope_spec_.inv_freq, rope_spec_.attention_factor);

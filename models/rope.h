@@ -14,7 +14,7 @@ struct RopeSpec {
   std::vector<float> inv_freq;  // rot_dim / 2 entries
   float attention_factor = 1.0f;  // multiplies cos and sin
   // M-RoPE (rope_scaling.mrope_section, Qwen2-VL): the position stream (0 = t, 1 = h, 2 = w) of each frequency;
-  // empty for plain RoPE. Used when a batch carries mrope_pos. Sections in order (Qwen2-VL: t t .. h h .. w w ..),
+  // empty for plain RoPE. Used when a batch carries pos_streams. Sections in order (Qwen2-VL: t t .. h h .. w w ..),
   // or interleaved when rope_scaling.mrope_interleaved is true (Qwen3-VL: t h w t h w .. t t).
   std::vector<uint8_t> mrope_stream;
 };

@@ -119,7 +119,7 @@ Result<uint64_t> Engine::submit(EngineRequest r) {
     const MultimodalPrompt& mm = *r.images;
     const size_t n = mm.tokens.size();
     if (mm.tokens != r.prompt || (!mm.embd_row.empty() && mm.embd_row.size() != n) ||
-        (!mm.mrope_pos.empty() && mm.mrope_pos.size() != 3 * n))
+        (!mm.mrope_pos.empty() && mm.mrope_pos.size() != PosStreams::kStreams * n))
       return Error::invalid_argument("[engine] the multimodal prompt does not match the request's {} tokens", n);
   }
   if (int64_t(r.prompt.size()) >= n_ctx_)
@@ -312,12 +312,15 @@ void Engine::add_image_inputs(Batch& b, const std::vector<std::pair<Seq*, int64_
       any_mrope |= !mm->mrope_pos.empty();
     }
   if (!any_embd && !any_mrope) return;
-  // Per token of the batch, in order: its image feature row (copied into embd_buf_) and its three M-RoPE
-  // positions. Text tokens of a sequence with images sit at kv row + rope_delta on all three streams.
+  // Per token of the batch, in order: its image feature row (and DeepStack rows, copied into embd_buf_ and
+  // deepstack_buf_) and its M-RoPE positions, the model's for the prompt (MultimodalPrompt::mrope_pos). Text tokens
+  // of a sequence with images sit at kv row + rope_delta on every stream.
+  constexpr int64_t kS = PosStreams::kStreams;
   const int64_t n_tokens = b.n_tokens();
-  std::vector<std::array<int32_t, 3>> pos3;
+  std::vector<std::array<int32_t, kS>> pos3;
   embd_buf_.clear();
-  if (any_embd) b.embd_row.clear();
+  for (auto& d : deepstack_buf_) d.clear();
+  if (any_embd) b.media.row.clear();
   int64_t n_embd = 0;
   for (auto& [s, n] : parts) {
     const MultimodalPrompt* mm = s->req.images.get();
@@ -326,35 +329,45 @@ void Engine::add_image_inputs(Batch& b, const std::vector<std::pair<Seq*, int64_
       const int64_t idx = s->n_done + i;
       const bool in_prompt = mm && idx < n_prompt;
       if (any_mrope) {
-        if (in_prompt && !mm->mrope_pos.empty())
-          pos3.push_back({mm->mrope_pos[size_t(idx)], mm->mrope_pos[size_t(n_prompt + idx)],
-                          mm->mrope_pos[size_t(2 * n_prompt + idx)]});
-        else {
-          const int32_t p = int32_t(idx) + (mm && !mm->mrope_pos.empty() ? mm->rope_delta : 0);
-          pos3.push_back({p, p, p});
-        }
+        std::array<int32_t, kS> p{};
+        for (int64_t st = 0; st < kS; ++st)
+          p[size_t(st)] = in_prompt && !mm->mrope_pos.empty()
+                              ? mm->mrope_pos[size_t(st * n_prompt + idx)]
+                              : int32_t(idx) + (mm && !mm->mrope_pos.empty() ? mm->rope_delta : 0);
+        pos3.push_back(p);
       }
       if (any_embd) {
         const int32_t r = in_prompt && !mm->embd_row.empty() ? mm->embd_row[size_t(idx)] : -1;
         if (r < 0) {
-          b.embd_row.push_back(-1);
+          b.media.row.push_back(-1);
           continue;
         }
         n_embd = mm->embd.dim(1);
-        const float* row = mm->embd.ptr<float>() + int64_t(r) * n_embd;
-        b.embd_row.push_back(int32_t(int64_t(embd_buf_.size()) / n_embd));
-        embd_buf_.insert(embd_buf_.end(), row, row + n_embd);
+        auto put = [&](std::vector<float>& buf, const Tensor& t) {
+          const float* row = t.ptr<float>() + int64_t(r) * n_embd;
+          buf.insert(buf.end(), row, row + n_embd);
+        };
+        b.media.row.push_back(int32_t(int64_t(embd_buf_.size()) / n_embd));
+        put(embd_buf_, mm->embd);
+        if (deepstack_buf_.size() < mm->deepstack.size()) deepstack_buf_.resize(mm->deepstack.size());
+        for (size_t k = 0; k < mm->deepstack.size(); ++k) put(deepstack_buf_[k], mm->deepstack[k]);
       }
     }
   }
   if (any_mrope) {
-    b.mrope_pos.resize(size_t(3 * n_tokens));
-    for (int64_t st = 0; st < 3; ++st)
-      for (int64_t i = 0; i < n_tokens; ++i) b.mrope_pos[size_t(st * n_tokens + i)] = pos3[size_t(i)][size_t(st)];
+    b.pos_streams.pos.resize(size_t(kS * n_tokens));
+    for (int64_t st = 0; st < kS; ++st)
+      for (int64_t i = 0; i < n_tokens; ++i) b.pos_streams.pos[size_t(st * n_tokens + i)] = pos3[size_t(i)][size_t(st)];
   }
-  if (any_embd && !embd_buf_.empty())
-    b.embd = Tensor::from_data(DType::F32, {int64_t(embd_buf_.size()) / n_embd, n_embd}, embd_buf_.data(), nullptr);
-  else b.embd_row.clear();  // no image rows in this batch
+  if (any_embd && !embd_buf_.empty()) {
+    const int64_t rows = int64_t(embd_buf_.size()) / n_embd;
+    b.media.embd = Tensor::from_data(DType::F32, {rows, n_embd}, embd_buf_.data(), nullptr);
+    for (auto& d : deepstack_buf_)  // every image of one model has the same DeepStack layers
+      if (!d.empty() && d.size() == embd_buf_.size())
+        b.deepstack.push_back(Tensor::from_data(DType::F32, {rows, n_embd}, d.data(), nullptr));
+  } else {
+    b.media.row.clear();  // no image rows in this batch
+  }
 }
 
 bool Engine::step() {

@@ -147,7 +147,8 @@ class Engine {
   Arena arena_;
   KvCache kv_;
   Ctx ctx_;
-  std::vector<float> embd_buf_;  // this step's image feature rows
+  std::vector<float> embd_buf_;                     // this step's image feature rows (Batch::media)
+  std::vector<std::vector<float>> deepstack_buf_;  // and their DeepStack rows, per layer (Batch::deepstack)
   std::unique_ptr<PromptCache> cache_;  // null when EngineOptions::cache_bytes is 0
   void restore_prefix(Seq& s);          // a newly admitted request's cached prefix into its slot
   void save_prefix(Seq& s);             // a finished request's KV into the cache

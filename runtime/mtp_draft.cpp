@@ -64,10 +64,9 @@ void MtpDraft::observe(int slot, const Batch& b, int64_t begin, int64_t n, const
     const float* row = hidden.ptr<float>() + i * E_;
     S.hid.insert(S.hid.end(), row, row + E_);
     for (int64_t st = 0; st < 3; ++st)
-      S.pos3.push_back(b.mrope_pos.empty() ? b.pos[size_t(i)] : b.mrope_pos[size_t(st * nt + i)]);
-    if (!b.embd_row.empty() && b.embd_row[size_t(i)] >= 0) {
-      const int64_t width = b.embd.dim(-1);
-      const float* f = b.embd.ptr<float>() + int64_t(b.embd_row[size_t(i)]) * width;
+      S.pos3.push_back(b.pos_streams.empty() ? b.pos[size_t(i)] : b.pos_streams.pos[size_t(st * nt + i)]);
+    if (!b.media.empty() && b.media.row[size_t(i)] >= 0) {
+      const float* f = b.media.embd.ptr<float>() + int64_t(b.media.row[size_t(i)]) * E_;
       S.img[p0 + int(i - begin)] = std::vector<float>(f, f + E_);
     }
   }
@@ -119,19 +118,20 @@ Result<int32_t> MtpDraft::run_pairs(int slot, int start, int end, const std::fun
       rotated |= p3[0] != i || p3[1] != i || p3[2] != i;
       auto f = S.img.find(i + 1);
       if (f != S.img.end()) {
-        if (b.embd_row.empty()) b.embd_row.assign(size_t(i - b0), -1);
-        b.embd_row.push_back(int32_t(feats.size() / size_t(E_)));
+        if (b.media.row.empty()) b.media.row.assign(size_t(i - b0), -1);
+        b.media.row.push_back(int32_t(feats.size() / size_t(E_)));
         feats.insert(feats.end(), f->second.begin(), f->second.end());
-      } else if (!b.embd_row.empty()) {
-        b.embd_row.push_back(-1);
+      } else if (!b.media.row.empty()) {
+        b.media.row.push_back(-1);
       }
     }
     if (rotated) {
-      b.mrope_pos.resize(size_t(3 * m));
+      b.pos_streams.pos.resize(size_t(3 * m));
       for (int st = 0; st < 3; ++st)
-        for (int i = 0; i < m; ++i) b.mrope_pos[size_t(st * m + i)] = S.pos3[size_t(b0 + i - S.hbase) * 3 + size_t(st)];
+        for (int i = 0; i < m; ++i)
+          b.pos_streams.pos[size_t(st * m + i)] = S.pos3[size_t(b0 + i - S.hbase) * 3 + size_t(st)];
     }
-    if (!feats.empty()) b.embd = Tensor::from_data(DType::F32, {int64_t(feats.size()) / E_, E_}, feats.data(), nullptr);
+    if (!feats.empty()) b.media.embd = Tensor::from_data(DType::F32, {int64_t(feats.size()) / E_, E_}, feats.data(), nullptr);
     arena_.reset();
     const Tensor hidden =
         Tensor::from_data(DType::F32, {m, E_}, S.hid.data() + size_t(b0 - S.hbase) * size_t(E_), nullptr);
@@ -208,7 +208,7 @@ Result<std::vector<int32_t>> MtpDraft::propose(int slot, std::span<const int32_t
     Batch b;
     b.tokens = {guess.back()};
     b.pos = {p - S.origin};
-    if (S.origin != 0 || delta != 0) b.mrope_pos = {p + delta, p + delta, p + delta};
+    if (S.origin != 0 || delta != 0) b.pos_streams.pos = {p + delta, p + delta, p + delta};
     arena_.reset();
     const Tensor hidden = Tensor::from_data(DType::F32, {1, E_}, last_h.data(), nullptr);
     Tensor out;

@@ -1,7 +1,6 @@
-// Multimodal prompts: processor selection, image encoding, placeholder expansion and get_rope_index.
-// reference: HF processing_qwen2_vl.py / processing_llava.py / processing_gemma4.py (placeholder expansion),
-// modeling_qwen2_vl.py
-// (Qwen2VLModel.get_rope_index).
+// Multimodal prompts: processor selection, image encoding and placeholder expansion; the positions are the model's
+// (Model::media_positions; Qwen's get_rope_index is models/qwen_rope_index.cpp).
+// reference: HF processing_qwen2_vl.py / processing_llava.py / processing_gemma4.py (placeholder expansion).
 #include "runtime/multimodal.h"
 
 #include <algorithm>
@@ -90,25 +89,29 @@ Result<MultimodalPrompt> build_multimodal_prompt(const Model& m, std::span<const
     return Error::invalid_argument("[image] the prompt has {} image tokens for {} image(s): expected one placeholder "
                                    "per image ({}), or {} when already expanded", n_marks, n_img, n_img, n_feat);
 
+  // the tower's rows: n_embd features, then one block per DeepStack layer; each goes to its own tensor
   MultimodalPrompt p;
-  p.embd = Tensor::empty(DType::F32, {std::max<int64_t>(n_feat, 1), width});
+  const int64_t E = m.info().n_embd, n_rows = std::max<int64_t>(n_feat, 1);
+  p.embd = Tensor::empty(DType::F32, {n_rows, E});
+  for (int k = 0; k < vt.deepstack; ++k) p.deepstack.push_back(Tensor::empty(DType::F32, {n_rows, E}));
   int64_t row = 0;
   for (const auto& im : images) {
     if (im.features.ndim() != 2 || im.features.dim(1) != width)
       return Error::invalid_argument("[image] image features {}, expected rows of {}", im.features.describe(), width);
-    std::memcpy(p.embd.row_ptr(row), im.features.data(), im.features.nbytes());
-    row += im.features.dim(0);
+    for (int64_t r = 0; r < im.features.dim(0); ++r, ++row) {
+      const float* f = im.features.ptr<float>() + r * width;
+      std::memcpy(p.embd.row_ptr(row), f, size_t(E) * 4);
+      for (int k = 0; k < vt.deepstack; ++k)
+        std::memcpy(p.deepstack[size_t(k)].row_ptr(row), f + (k + 1) * E, size_t(E) * 4);
+    }
   }
-  // get_rope_index: `next` is the position the next text token takes
-  int32_t next = 0;
-  std::vector<int32_t> pos[3];
+  // expand: each image's run of tokens takes its feature rows
+  std::vector<MediaSpan> media;
   size_t image = 0;
   for (size_t i = 0; i < tokens.size();) {
     if (tokens[i] != vt.image_token_id) {
-      p.tokens.push_back(tokens[i]);
+      p.tokens.push_back(tokens[i++]);
       p.embd_row.push_back(-1);
-      for (auto& s : pos) s.push_back(next);
-      ++next, ++i;
       continue;
     }
     const EncodedImage& im = images[image];
@@ -125,8 +128,6 @@ Result<MultimodalPrompt> build_multimodal_prompt(const Model& m, std::span<const
       if (expanded || id < 0) return;
       p.tokens.push_back(id);
       p.embd_row.push_back(-1);
-      for (auto& s : pos) s.push_back(next);
-      ++next;
     };
     wrap(vt.image_begin_id);
     const int64_t begin = int64_t(p.tokens.size());
@@ -134,37 +135,22 @@ Result<MultimodalPrompt> build_multimodal_prompt(const Model& m, std::span<const
       p.tokens.push_back(vt.image_token_id);
       p.embd_row.push_back(int32_t(first_row + j));
     }
-    if (vt.mrope) {  // the LLM's grid: (t, h / merge, w / merge), row-major as the merger emits it
-      const int64_t gt = im.processed.grid_thw[0], gh = im.processed.grid_thw[1] / vt.merge_size,
-                    gw = im.processed.grid_thw[2] / vt.merge_size;
-      if (gt * gh * gw != n)
-        return Error::internal("[image] grid {}x{}x{} for {} features", gt, gh, gw, n);
-      for (int64_t t = 0; t < gt; ++t)
-        for (int64_t y = 0; y < gh; ++y)
-          for (int64_t x = 0; x < gw; ++x) {
-            pos[0].push_back(next + int32_t(t));
-            pos[1].push_back(next + int32_t(y));
-            pos[2].push_back(next + int32_t(x));
-          }
-      next += int32_t(std::max({gt, gh, gw}));
-    } else {
-      for (int64_t j = 0; j < n; ++j)
-        for (auto& s : pos) s.push_back(next + int32_t(j));
-      next += int32_t(n);
-    }
-    const int64_t end = int64_t(p.tokens.size());
-    p.image_spans.push_back({begin, end, int32_t(next - end)});
+    media.push_back({begin, int64_t(p.tokens.size()), im.processed.grid_thw});
     wrap(vt.image_end_id);
     i += expanded ? size_t(n) : 1;
     ++image;
   }
   if (image != images.size()) return Error::internal("[image] placed {} of {} images", image, images.size());
-  if (vt.mrope) {
-    for (auto& s : pos) p.mrope_pos.insert(p.mrope_pos.end(), s.begin(), s.end());
-    p.rope_delta = next - int32_t(p.tokens.size());
-  } else {
-    for (auto& sp : p.image_spans) sp.delta_after = 0;
-  }
+  // the positions are the model's (M-RoPE: get_rope_index); plain positions need none
+  PIPIT_ASSIGN_OR_RETURN(MediaPositions mp, m.media_positions(int64_t(p.tokens.size()), media));
+  if (mp.n_stream > 0 && (mp.pos.size() != size_t(mp.n_stream) * p.tokens.size() ||
+                          mp.delta_after.size() != media.size()))
+    return Error::internal("[image] {} positions and {} span offsets for {} tokens and {} images", mp.pos.size(),
+                           mp.delta_after.size(), p.tokens.size(), media.size());
+  for (size_t k = 0; k < media.size(); ++k)
+    p.image_spans.push_back({media[k].begin, media[k].end, mp.n_stream > 0 ? mp.delta_after[k] : 0});
+  p.mrope_pos = std::move(mp.pos);
+  p.rope_delta = mp.delta;
   return p;
 }
 

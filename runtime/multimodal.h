@@ -1,8 +1,7 @@
 // Images in a prompt, from files to a Session::eval: decode (models/vision/image.h), preprocess with the model's HF
 // image processor, encode with its vision tower, then expand each image placeholder token into one token per
-// image feature and compute the positions. For Qwen2-VL that is get_rope_index: text tokens advance one position
-// each, an image's tokens take (t, h, w) grid offsets from where the text stopped, and the text after an image
-// continues from the image's largest position + 1 (so positions fall behind KV rows: rope_delta < 0).
+// image feature, and ask the model for the positions (Model::media_positions: for Qwen's M-RoPE family that is
+// get_rope_index, models/qwen_rope_index.h; the positions then fall behind KV rows after an image: rope_delta < 0).
 #pragma once
 
 #include <functional>
@@ -52,15 +51,18 @@ Result<EncodedImage> encode_image(const Model& m, const ImageProcessorConfig& pr
 // A prompt with its images, ready for Session::eval(const MultimodalPrompt&).
 struct MultimodalPrompt {
   std::vector<int32_t> tokens;    // placeholders expanded: one image token per feature row
-  Tensor embd;                    // [n_image_tokens, n_embd * (1 + K)] f32: every image's features, in prompt order
+  Tensor embd;                    // [n_image_tokens, n_embd] f32: every image's features, in prompt order
   std::vector<int32_t> embd_row;  // per token: its row of embd, or -1 for text
-  // M-RoPE models: 3 streams (t, h, w) of tokens.size() positions, counted from 0 at the prompt's first token
-  // (Session adds where the context stands). Empty for plain-position models.
+  // Qwen3-VL: the K DeepStack feature blocks of the same rows ([n_image_tokens, n_embd] each; Batch::deepstack)
+  std::vector<Tensor> deepstack;
+  // The model's answer (Model::media_positions), carried as it is. M-RoPE models: 3 streams (t, h, w) of
+  // tokens.size() positions, counted from 0 at the prompt's first token (Session adds where the context stands).
+  // Empty for plain-position models.
   std::vector<int32_t> mrope_pos;
-  int32_t rope_delta = 0;  // max(mrope_pos) + 1 - tokens.size(): the offset of the tokens that follow
+  int32_t rope_delta = 0;  // MediaPositions::delta: the offset of the tokens that follow
   struct Span {
     int64_t begin, end;    // the image's tokens [begin, end)
-    int32_t delta_after;   // position - token index for text after it
+    int32_t delta_after;   // MediaPositions::delta_after: position - token index for text after it
   };
   std::vector<Span> image_spans;
 };

@@ -1,6 +1,7 @@
 // Videos in a prompt: processor selection, encoding, and the per-temporal-patch expansion (see multimodal_video.h).
 // reference: HF processing_qwen3_vl.py (Qwen3VLProcessor.__call__: the video placeholder replaced per temporal patch
-// with its timestamp), modeling_qwen3_5.py (get_rope_index: a video grid split into t grids of (1, h, w)).
+// with its timestamp); each temporal patch is then a span of grid (1, h, w) for the model's positions
+// (models/qwen_rope_index.h).
 #include "runtime/multimodal_video.h"
 
 #include <cstring>

@@ -2,7 +2,8 @@
 // its vision tower (a video is an image of t temporal patches, each attended within itself) -> the prompt's video
 // placeholder expanded as HF's Qwen3VLProcessor does: per temporal patch, its timestamp as text ("<0.2 seconds>"),
 // <|vision_start|>, h * w / merge^2 <|video_pad|>, <|vision_end|>. Each temporal patch then sits in the prompt as a
-// (1, h, w) image would (HF's get_rope_index splits a video's grid so), so build_multimodal_prompt places it.
+// (1, h, w) image would (HF's get_rope_index splits a video's grid so: models/qwen_rope_index.h), so
+// build_multimodal_prompt places it.
 // Video files and data URLs are decoded with FFmpeg's libraries (models/vision/video_file.h) where the build has them.
 #pragma once
 

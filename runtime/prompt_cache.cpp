@@ -36,9 +36,12 @@ std::vector<uint64_t> PromptCache::make_key(std::span<const int32_t> tokens, con
   for (size_t i = 0; i < n && i < mm->embd_row.size(); ++i) {
     const int32_t r = mm->embd_row[i];
     if (r < 0) continue;
+    // the row's features, its DeepStack rows (the same bytes, in the same order, as when they were one wide row),
+    // and its positions
     uint64_t h = fnv1a(mm->embd.ptr<float>() + int64_t(r) * width, size_t(width) * 4, 0xcbf29ce484222325ull);
-    if (mm->mrope_pos.size() == 3 * n)
-      for (size_t s = 0; s < 3; ++s) h = fnv1a(&mm->mrope_pos[s * n + i], 4, h);
+    for (const Tensor& d : mm->deepstack) h = fnv1a(d.ptr<float>() + int64_t(r) * width, size_t(width) * 4, h);
+    if (mm->mrope_pos.size() == PosStreams::kStreams * n)
+      for (size_t s = 0; s < PosStreams::kStreams; ++s) h = fnv1a(&mm->mrope_pos[s * n + i], 4, h);
     key[i] = h | kImageBit;
   }
   return key;

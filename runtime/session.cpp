@@ -59,7 +59,8 @@ Result<Tensor> Session::eval(std::span<const int32_t> tokens, bool all_logits) {
 
 Result<Tensor> Session::eval(const MultimodalPrompt& mm, bool all_logits) {
   const size_t n = mm.tokens.size();
-  if ((!mm.embd_row.empty() && mm.embd_row.size() != n) || (!mm.mrope_pos.empty() && mm.mrope_pos.size() != 3 * n))
+  if ((!mm.embd_row.empty() && mm.embd_row.size() != n) ||
+      (!mm.mrope_pos.empty() && mm.mrope_pos.size() != PosStreams::kStreams * n))
     return Error::invalid_argument("[eval] multimodal prompt of {} tokens has {} embedding rows and {} positions", n,
                                    mm.embd_row.size(), mm.mrope_pos.size());
   const int n0 = n_past_;
@@ -121,14 +122,16 @@ Result<Tensor> Session::eval_chunks(std::span<const int32_t> tokens, bool all_lo
     arena_.reset();
     Batch batch = Batch::single(tokens.subspan(size_t(b), size_t(n)), n_past_, 0, all_logits);
     if (mm && !mm->embd_row.empty()) {
-      batch.embd = mm->embd;
-      batch.embd_row.assign(mm->embd_row.begin() + b, mm->embd_row.begin() + b + n);
+      batch.media.embd = mm->embd;
+      batch.media.row.assign(mm->embd_row.begin() + b, mm->embd_row.begin() + b + n);
+      batch.deepstack = mm->deepstack;
     }
-    if (mrope) {  // three streams: the prompt's own positions shifted to follow the context, or kv row + delta
-      batch.mrope_pos.resize(size_t(3 * n));
-      for (int64_t s = 0; s < 3; ++s)
+    if (mrope) {  // the model's positions for the prompt shifted to follow the context; text: kv row + delta
+      std::vector<int32_t>& pos3 = batch.pos_streams.pos;
+      pos3.resize(size_t(PosStreams::kStreams * n));
+      for (int64_t s = 0; s < PosStreams::kStreams; ++s)
         for (int64_t i = 0; i < n; ++i)
-          batch.mrope_pos[size_t(s * n + i)] =
+          pos3[size_t(s * n + i)] =
               mm && !mm->mrope_pos.empty() ? n_past_ - int32_t(b) + rope_delta_ + mm->mrope_pos[size_t(s * n_all + b + i)]
                                            : n_past_ + int32_t(i) + rope_delta_;
     }

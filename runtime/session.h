@@ -49,7 +49,8 @@ class Session {
   // The returned tensor stays valid until the next eval(). Errors when the context would overflow.
   Result<Tensor> eval(std::span<const int32_t> tokens, bool all_logits = false);
   // A prompt with images: their features replace the image tokens' embeddings, and for M-RoPE models (Qwen2-VL)
-  // its positions continue from the last one; the tokens evaluated after it keep that offset (rope_delta()).
+  // the model's positions for it (Model::media_positions) continue from the last one; the tokens evaluated after it
+  // keep that offset (rope_delta()).
   Result<Tensor> eval(const MultimodalPrompt& prompt, bool all_logits = false);
   void reset() { truncate(0); }
   // Forget everything after position n (n <= n_past): for re-using a shared prompt prefix. When a sliding-window

@@ -1,7 +1,7 @@
 // What a vision-language model adds to Model (Model::vision() returns it): its image processor defaults, how many
 // language-model tokens an image becomes, which token ids mark images, and the vision tower + projector.
 // The runtime (runtime/multimodal.h) uses it to turn images and a prompt into a Batch with image features
-// spliced in and M-RoPE positions. Also: AliasedWeights, which lets one model read both the Hub tensor names and
+// spliced in (the positions of such a prompt are the model's: Model::media_positions). Also: AliasedWeights, which lets one model read both the Hub tensor names and
 // the names newer transformers versions write.
 #pragma once
 
@@ -23,10 +23,9 @@ struct VisionTokens {
   // of image tokens (-1: none)
   int32_t image_begin_id = -1, image_end_id = -1;
   int32_t video_token_id = -1;   // Qwen3.5: <|video_pad|>, repeated per video token (-1: the model takes no video)
-  bool mrope = false;            // Qwen: positions by get_rope_index (3 streams), else plain positions
   int merge_size = 1;            // Qwen: spatial merge; the LM sees an image as a (t, h/m, w/m) grid
   // Qwen3-VL: DeepStack feature blocks after the n_embd image features of each row encode_image returns; block k
-  // is added to the image token's hidden state after decoder layer k (Batch::embd carries them the same way)
+  // is added to the image token's hidden state after decoder layer k (the runtime splits them into Batch::deepstack)
   int deepstack = 0;
 };
 

@@ -90,9 +90,9 @@ TEST_P(Qwen35Mtp, HeadMatchesGolden) {
   Tensor embeds = get("mtp.inputs_embeds"), hidden = get("mtp.hidden_in");
   Batch b = Batch::single(in_ids, 0, 0, /*all_logits=*/true);
   // the embedding of x_{i+1} as the golden has it (image features at placeholders): every row from `embd`
-  b.embd = embeds.reshape({L, E});
-  for (int64_t i = 0; i < L; ++i) b.embd_row.push_back(int32_t(i));
-  b.mrope_pos = pos;
+  b.media.embd = embeds.reshape({L, E});
+  for (int64_t i = 0; i < L; ++i) b.media.row.push_back(int32_t(i));
+  b.pos_streams.pos = pos;
   KvCache kv((*head)->mtp_kv_spec(), 1, 256, DType::F32);
   Arena arena;
   ThreadPool pool(2);

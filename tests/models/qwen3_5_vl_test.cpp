@@ -347,7 +347,7 @@ TEST(Qwen35VLModel, TextCaseAndTheMtpTensorsLeftAlone) {
   EXPECT_EQ(vt.image_token_id, 492);
   EXPECT_EQ(vt.vision_start_id, 489);
   EXPECT_EQ(vt.vision_end_id, 490);
-  EXPECT_TRUE(vt.mrope);
+  EXPECT_EQ(lm->model->media_positions(1, {}).value().n_stream, 3);  // M-RoPE: get_rope_index
   const auto& eos = lm->model->info().eos_ids;  // <|im_end|> (config), <|endoftext|> too (generation_config.json)
   EXPECT_NE(std::find(eos.begin(), eos.end(), 482), eos.end());
   expect_text_case(*lm->model, "multimodal model");
