@@ -21,6 +21,7 @@ Result<MultimodalPrompt> multimodal_suffix(const MultimodalPrompt& mm, int64_t f
   MultimodalPrompt out;
   out.tokens.assign(mm.tokens.begin() + from, mm.tokens.end());
   out.embd = mm.embd;  // rows keep their numbers
+  out.deepstack = mm.deepstack;
   if (!mm.embd_row.empty()) out.embd_row.assign(mm.embd_row.begin() + from, mm.embd_row.end());
   if (!mm.mrope_pos.empty()) {
     const int32_t shift = int32_t(from) + delta;
