@@ -48,17 +48,28 @@ def _run(cmd):
         raise RuntimeError("command failed (exit %d): %s" % (r.returncode, " ".join(cmd)))
 
 
+def _read(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
 def _build_extension(config_settings):
     """Builds target pipit_python; returns the package folder it assembled (build/python/pipit)."""
     given = (config_settings or {}).get("build-dir") or os.environ.get("PIPIT_BUILD_DIR")
     build = os.path.abspath(os.path.join(ROOT, given or "build-pip"))
     if not shutil.which("cmake"):
         raise RuntimeError("cmake not found (Debian: bash scripts/setup.sh --python)")
-    if not os.path.exists(os.path.join(build, "CMakeCache.txt")):
-        if given:
-            raise RuntimeError("%s is not a configured CMake build folder" % build)
+    # the interpreter the venv was made from (a venv's python goes away with the venv; headers and ABI are the same)
+    python = getattr(sys, "_base_executable", None) or sys.executable
+    cache = os.path.join(build, "CMakeCache.txt")
+    if given and not os.path.exists(cache):
+        raise RuntimeError("%s is not a configured CMake build folder" % build)
+    if not given and "Python3_EXECUTABLE:FILEPATH=%s\n" % python not in _read(cache):
         cmd = ["cmake", "-S", ROOT, "-B", build, "-DCMAKE_BUILD_TYPE=Release", "-DPIPIT_BUILD_TESTS=OFF",
-               "-DPIPIT_BUILD_BENCH=OFF", "-DPIPIT_WITH_PYTHON=ON", "-DPython3_EXECUTABLE=" + sys.executable]
+               "-DPIPIT_BUILD_BENCH=OFF", "-DPIPIT_WITH_PYTHON=ON", "-DPython3_EXECUTABLE:FILEPATH=" + python]
         if shutil.which("ninja"):
             cmd += ["-G", "Ninja"]
         _run(cmd)
@@ -68,7 +79,7 @@ def _build_extension(config_settings):
     if not os.path.exists(os.path.join(pkg, ext)):
         made = [f for f in os.listdir(pkg) if f.startswith("_pipit")] if os.path.isdir(pkg) else []
         raise RuntimeError("%s has no %s for this Python (%s) but %s: use a build folder configured with "
-                           "-DPython3_EXECUTABLE=%s" % (pkg, ext, sys.executable, made or "nothing", sys.executable))
+                           "-DPython3_EXECUTABLE=%s" % (pkg, ext, python, made or "nothing", python))
     return build, pkg
 
 
