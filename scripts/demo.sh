@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The main job in one command: install dependencies, build, and generate text with a real model.
+# The main job in one command: install what building and running needs (scripts/setup.sh: no test toolchain), build
+# pipit, and generate text with a real model.
 # MODEL defaults to the real stories260k model in the test data; point it at any HF checkpoint dir, .pipit or .gguf.
 set -euo pipefail
 cd "$(dirname "$0")/.."

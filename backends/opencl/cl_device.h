@@ -2,7 +2,7 @@
 // built at open, buffers, and the op methods, each defined in its own ops_<op>.cpp. Internal to backends/opencl.
 #pragma once
 
-#include <CL/cl.h>
+#include "backends/opencl/cl_api.h"
 
 #include <map>
 #include <memory>
@@ -124,7 +124,7 @@ class OpenclDevice : public Device {
   static cl_int set_arg(cl_kernel k, cl_uint& i, const T& v) {
     static_assert(std::is_arithmetic_v<T>, "kernel arguments: BufArg or scalars");
     const cl_uint at = i++;
-    return clSetKernelArg(k, at, sizeof(T), &v);
+    return cl_api().clSetKernelArg(k, at, sizeof(T), &v);
   }
   cl_int enqueue(cl_kernel k, size_t g0, size_t g1, size_t l0, size_t l1);
   Status build_programs();

@@ -10,7 +10,7 @@
 namespace pipit::opencl {
 
 ClBuffer::~ClBuffer() {
-  if (mem_) clReleaseMemObject(mem_);
+  if (mem_) cl_api().clReleaseMemObject(mem_);
 }
 
 BufArg buf(const Tensor& t) {
@@ -32,24 +32,24 @@ int weight_code(DType t) {
 std::shared_ptr<DeviceStorage> OpenclDevice::alloc(size_t bytes) {
   const size_t size = (std::max<size_t>(bytes, 1) + kAlign - 1) / kAlign * kAlign;
   cl_int err = CL_SUCCESS;
-  cl_mem m = clCreateBuffer(cl_->context, CL_MEM_READ_WRITE, size, nullptr, &err);
+  cl_mem m = cl_api().clCreateBuffer(cl_->context, CL_MEM_READ_WRITE, size, nullptr, &err);
   if (!m) throw std::bad_alloc();
   auto b = std::make_shared<ClBuffer>(cl_, m, size);
   const cl_uint zero = 0;
-  err = clEnqueueFillBuffer(cl_->queue, m, &zero, sizeof zero, 0, size, 0, nullptr, nullptr);
+  err = cl_api().clEnqueueFillBuffer(cl_->queue, m, &zero, sizeof zero, 0, size, 0, nullptr, nullptr);
   if (err != CL_SUCCESS) fail("zeroing a buffer", err);
   return b;
 }
 
 void OpenclDevice::write(const Tensor& dst, const void* src, size_t bytes) {
   const BufArg b = buf(dst);
-  cl_int err = clEnqueueWriteBuffer(cl_->queue, b.mem, CL_TRUE, b.offset, bytes, src, 0, nullptr, nullptr);
+  cl_int err = cl_api().clEnqueueWriteBuffer(cl_->queue, b.mem, CL_TRUE, b.offset, bytes, src, 0, nullptr, nullptr);
   if (err != CL_SUCCESS) fail("writing to the device", err);
 }
 
 void OpenclDevice::read(const Tensor& src, void* dst, size_t bytes) {
   const BufArg b = buf(src);
-  cl_int err = clEnqueueReadBuffer(cl_->queue, b.mem, CL_TRUE, b.offset, bytes, dst, 0, nullptr, nullptr);
+  cl_int err = cl_api().clEnqueueReadBuffer(cl_->queue, b.mem, CL_TRUE, b.offset, bytes, dst, 0, nullptr, nullptr);
   if (err != CL_SUCCESS) fail("reading from the device", err);
 }
 

@@ -1,8 +1,7 @@
 // OpenCL platforms and devices: listing them, opening one (context, in-order queue) and building every program
 // from the sources embedded in the binary, through an on-disk cache of program binaries (PoCL spends seconds in
 // LLVM per program; a phone's driver about as long), so a second start loads binaries instead of compiling.
-#include <CL/cl.h>
-
+// The OpenCL library itself is loaded here at first use (cl_api.h).
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -35,27 +34,27 @@ std::string cl_error_name(cl_int err) {
 }
 
 ClContext::~ClContext() {
-  for (cl_program p : programs) clReleaseProgram(p);
-  if (queue) clReleaseCommandQueue(queue);
-  if (context) clReleaseContext(context);
+  for (cl_program p : programs) cl_api().clReleaseProgram(p);
+  if (queue) cl_api().clReleaseCommandQueue(queue);
+  if (context) cl_api().clReleaseContext(context);
 }
 
 namespace {
 
 std::string device_str(cl_device_id d, cl_device_info what) {
   size_t n = 0;
-  if (clGetDeviceInfo(d, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return "?";
+  if (cl_api().clGetDeviceInfo(d, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return "?";
   std::string s(n, '\0');
-  clGetDeviceInfo(d, what, n, s.data(), nullptr);
+  cl_api().clGetDeviceInfo(d, what, n, s.data(), nullptr);
   while (!s.empty() && s.back() == '\0') s.pop_back();
   return s;
 }
 
 std::string platform_str(cl_platform_id p, cl_platform_info what) {
   size_t n = 0;
-  if (clGetPlatformInfo(p, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return "?";
+  if (cl_api().clGetPlatformInfo(p, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return "?";
   std::string s(n, '\0');
-  clGetPlatformInfo(p, what, n, s.data(), nullptr);
+  cl_api().clGetPlatformInfo(p, what, n, s.data(), nullptr);
   while (!s.empty() && s.back() == '\0') s.pop_back();
   return s;
 }
@@ -65,22 +64,23 @@ struct DeviceEntry {
   cl_device_id device;
 };
 
-// Every device of every platform, in order; an error when there is no OpenCL runtime at all.
+// Every device of every platform, in order; an error when there is no OpenCL library or runtime at all.
 Result<std::vector<DeviceEntry>> all_devices() {
+  PIPIT_TRY(load_cl_api());  // no libOpenCL.so.1: one line naming the package
   cl_uint n_plat = 0;
-  cl_int err = clGetPlatformIDs(0, nullptr, &n_plat);
+  cl_int err = cl_api().clGetPlatformIDs(0, nullptr, &n_plat);
   if (err == -1001 || (err == CL_SUCCESS && n_plat == 0))
     return Error::not_found("[opencl] no OpenCL platform: no ICD is installed (e.g. apt install pocl-opencl-icd "
                             "for the CPU, or the GPU vendor's driver); use --device cpu");
   if (err != CL_SUCCESS) return Error::unavailable("[opencl] clGetPlatformIDs failed: {}", cl_error_name(err));
   std::vector<cl_platform_id> plats(n_plat);
-  clGetPlatformIDs(n_plat, plats.data(), nullptr);
+  cl_api().clGetPlatformIDs(n_plat, plats.data(), nullptr);
   std::vector<DeviceEntry> out;
   for (cl_platform_id p : plats) {
     cl_uint n_dev = 0;
-    if (clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 0, nullptr, &n_dev) != CL_SUCCESS || n_dev == 0) continue;
+    if (cl_api().clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 0, nullptr, &n_dev) != CL_SUCCESS || n_dev == 0) continue;
     std::vector<cl_device_id> devs(n_dev);
-    clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, n_dev, devs.data(), nullptr);
+    cl_api().clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, n_dev, devs.data(), nullptr);
     for (cl_device_id d : devs) out.push_back({p, d});
   }
   if (out.empty())
@@ -91,8 +91,8 @@ Result<std::vector<DeviceEntry>> all_devices() {
 std::string describe(int index, const DeviceEntry& e) {
   cl_device_type type = 0;
   cl_ulong mem = 0;
-  clGetDeviceInfo(e.device, CL_DEVICE_TYPE, sizeof type, &type, nullptr);
-  clGetDeviceInfo(e.device, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof mem, &mem, nullptr);
+  cl_api().clGetDeviceInfo(e.device, CL_DEVICE_TYPE, sizeof type, &type, nullptr);
+  cl_api().clGetDeviceInfo(e.device, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof mem, &mem, nullptr);
   const char* t = (type & CL_DEVICE_TYPE_GPU) ? "gpu" : (type & CL_DEVICE_TYPE_CPU) ? "cpu" : "accelerator";
   return "opencl:" + std::to_string(index) + ": " + platform_str(e.platform, CL_PLATFORM_NAME) + " / " +
          device_str(e.device, CL_DEVICE_NAME) + " (" + t + ", " + std::to_string(mem >> 20) + " MiB, " +
@@ -147,14 +147,14 @@ bool OpenclDevice::supports(Op op) const {
 }
 
 OpenclDevice::~OpenclDevice() {
-  if (cl_ && cl_->queue) clFinish(cl_->queue);
-  for (auto& [name, k] : kernels_) clReleaseKernel(k);
+  if (cl_ && cl_->queue) cl_api().clFinish(cl_->queue);
+  for (auto& [name, k] : kernels_) cl_api().clReleaseKernel(k);
 }
 
 cl_int OpenclDevice::set_arg(cl_kernel k, cl_uint& i, const BufArg& b) {
-  cl_int err = clSetKernelArg(k, i++, sizeof(cl_mem), &b.mem);
+  cl_int err = cl_api().clSetKernelArg(k, i++, sizeof(cl_mem), &b.mem);
   if (err != CL_SUCCESS) return err;
-  return clSetKernelArg(k, i++, sizeof(cl_ulong), &b.offset);
+  return cl_api().clSetKernelArg(k, i++, sizeof(cl_ulong), &b.offset);
 }
 
 cl_int OpenclDevice::enqueue(cl_kernel k, size_t g0, size_t g1, size_t l0, size_t l1) {
@@ -164,7 +164,7 @@ cl_int OpenclDevice::enqueue(cl_kernel k, size_t g0, size_t g1, size_t l0, size_
     global[0] = (g0 + l0 - 1) / l0 * l0;
     global[1] = (g1 + l1 - 1) / l1 * l1;
   }
-  return clEnqueueNDRangeKernel(cl_->queue, k, 2, nullptr, global, l0 ? local : nullptr, 0, nullptr, nullptr);
+  return cl_api().clEnqueueNDRangeKernel(cl_->queue, k, 2, nullptr, global, l0 ? local : nullptr, 0, nullptr, nullptr);
 }
 
 void OpenclDevice::fail(const char* what, cl_int err) {
@@ -200,25 +200,25 @@ Status OpenclDevice::build_programs() {
         const unsigned char* p = reinterpret_cast<const unsigned char*>(bin.data());
         const size_t n = bin.size();
         cl_int status = CL_SUCCESS;
-        prog = clCreateProgramWithBinary(cl_->context, 1, &device_, &n, &p, &status, &err);
+        prog = cl_api().clCreateProgramWithBinary(cl_->context, 1, &device_, &n, &p, &status, &err);
         if (prog && (err != CL_SUCCESS || status != CL_SUCCESS ||
-                     clBuildProgram(prog, 1, &device_, options.c_str(), nullptr, nullptr) != CL_SUCCESS)) {
-          clReleaseProgram(prog);
+                     cl_api().clBuildProgram(prog, 1, &device_, options.c_str(), nullptr, nullptr) != CL_SUCCESS)) {
+          cl_api().clReleaseProgram(prog);
           prog = nullptr;
         }
       }
     }
     if (!prog) {
       const char* s = src.c_str();
-      prog = clCreateProgramWithSource(cl_->context, 1, &s, nullptr, &err);
+      prog = cl_api().clCreateProgramWithSource(cl_->context, 1, &s, nullptr, &err);
       if (!prog) return Error::unavailable("[opencl] creating program {}: {}", b.source, cl_error_name(err));
-      err = clBuildProgram(prog, 1, &device_, options.c_str(), nullptr, nullptr);
+      err = cl_api().clBuildProgram(prog, 1, &device_, options.c_str(), nullptr, nullptr);
       if (err != CL_SUCCESS) {
         size_t n = 0;
-        clGetProgramBuildInfo(prog, device_, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
+        cl_api().clGetProgramBuildInfo(prog, device_, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
         std::string log(n, '\0');
-        clGetProgramBuildInfo(prog, device_, CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
-        clReleaseProgram(prog);
+        cl_api().clGetProgramBuildInfo(prog, device_, CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
+        cl_api().clReleaseProgram(prog);
         while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
         if (log.size() > 400) log = log.substr(0, 400) + "...";
         for (char& c : log)
@@ -228,10 +228,10 @@ Status OpenclDevice::build_programs() {
       }
       if (!file.empty()) {  // cache the binary; a read-only home only costs the next start a compile
         size_t n = 0;
-        clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof n, &n, nullptr);
+        cl_api().clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof n, &n, nullptr);
         std::string bin(n, '\0');
         unsigned char* p = reinterpret_cast<unsigned char*>(bin.data());
-        if (n && clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof p, &p, nullptr) == CL_SUCCESS) {
+        if (n && cl_api().clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof p, &p, nullptr) == CL_SUCCESS) {
           std::error_code ec;
           std::filesystem::create_directories(dir, ec);
           const auto tmp = file.string() + ".tmp" + std::to_string(::getpid());
@@ -244,12 +244,12 @@ Status OpenclDevice::build_programs() {
     }
     cl_->programs.push_back(prog);
     cl_uint n_k = 0;
-    clCreateKernelsInProgram(prog, 0, nullptr, &n_k);
+    cl_api().clCreateKernelsInProgram(prog, 0, nullptr, &n_k);
     std::vector<cl_kernel> ks(n_k);
-    clCreateKernelsInProgram(prog, n_k, ks.data(), nullptr);
+    cl_api().clCreateKernelsInProgram(prog, n_k, ks.data(), nullptr);
     for (cl_kernel k : ks) {
       char kname[128] = {};
-      clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, sizeof kname - 1, kname, nullptr);
+      cl_api().clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, sizeof kname - 1, kname, nullptr);
       kernels_[std::string(kname) + b.suffix] = k;
     }
   }
@@ -267,9 +267,10 @@ Result<std::shared_ptr<OpenclDevice>> OpenclDevice::open(int index) {
   d->name_ = "opencl:" + std::to_string(index) + " (" + device_str(d->device_, CL_DEVICE_NAME) + ")";
   d->cl_ = std::make_shared<ClContext>();
   cl_int err = CL_SUCCESS;
-  d->cl_->context = clCreateContext(nullptr, 1, &d->device_, nullptr, nullptr, &err);
-  if (!d->cl_->context) return Error::unavailable("[opencl] creating a context on {}: {}", d->name_, cl_error_name(err));
-  d->cl_->queue = clCreateCommandQueue(d->cl_->context, d->device_, 0, &err);
+  d->cl_->context = cl_api().clCreateContext(nullptr, 1, &d->device_, nullptr, nullptr, &err);
+  if (!d->cl_->context)
+    return Error::unavailable("[opencl] creating a context on {}: {}", d->name_, cl_error_name(err));
+  d->cl_->queue = cl_api().clCreateCommandQueue(d->cl_->context, d->device_, 0, &err);
   if (!d->cl_->queue) return Error::unavailable("[opencl] creating a queue on {}: {}", d->name_, cl_error_name(err));
   PIPIT_TRY(d->build_programs());
   return d;

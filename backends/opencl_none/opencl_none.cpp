@@ -5,7 +5,7 @@
 namespace pipit {
 
 Result<std::shared_ptr<Device>> open_opencl_device(int) {
-  return Error::unsupported("[opencl] this pipit was built without OpenCL (install ocl-icd-opencl-dev and "
+  return Error::unsupported("[opencl] this pipit was built without OpenCL (install opencl-c-headers and "
                             "opencl-c-headers and rebuild); use --device cpu");
 }
 
