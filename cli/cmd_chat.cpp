@@ -161,13 +161,13 @@ struct Chat {
     return r;
   }
 
-  // /regen: the last answer again, with a new seed.
+  // /regen: the last answer again, with the next seed (reproducible in a scripted chat with --seed).
   Result<GenerateResult> regenerate() {
     if (messages.empty() || messages.back()["role"] != "assistant")
       return Error::invalid_argument("there is no answer to regenerate");
     const nlohmann::json last = messages.back();
     messages.erase(messages.end() - 1);
-    params.sampler.seed = random_seed();
+    params.sampler.seed += 1;
     Result<GenerateResult> r = answer();
     if (!r.is_ok()) messages.push_back(last);
     return r;
@@ -332,7 +332,7 @@ struct Chat {
 };
 
 const char* kHelp =
-    "commands: /clear (forget the conversation), /regen (the last answer again, new seed), /system TEXT (the system\n"
+    "commands: /clear (forget the conversation), /regen (the last answer again, next seed), /system TEXT (the system\n"
     "          message; /system alone removes it), /save FILE, /load FILE (the conversation as JSON),\n"
     "          /set [temp|top_k|top_p|min_p|repeat_penalty|max_tokens|seed VALUE] (shows the settings without one),\n"
     "          /image PATH (attach an image to your next message), /audio PATH (attach an audio clip: WAV, FLAC,\n"

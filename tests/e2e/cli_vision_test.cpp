@@ -445,7 +445,7 @@ TEST_F(CliVision, DeepseekOcrGroundingPrompt) {
 // `pipit chat --image` on DeepSeek-OCR: its tokenizer has no chat template, so the model's built-in plain format
 // (models/deepseek_ocr.cpp) renders the turn "Free OCR." with the image as BOS + "<image>\nFree OCR.", the prompt of
 // golden_base: 284 tokens and the golden's 8 greedy ids. A second turn is appended without separators (the plain
-// format) and reuses the first turn's cache.
+// format) and reuses the first turn's prompt from the cache.
 TEST_F(CliVision, DeepseekOcrChatUsesThePlainFormat) {
   const std::string d = test::deepseek_ocr_goldens();
   ASSERT_FALSE(d.empty()) << "the DeepSeek-OCR goldens could not be made (see stderr)";
@@ -461,7 +461,10 @@ TEST_F(CliVision, DeepseekOcrChatUsesThePlainFormat) {
     want += id >= 2 + 0x20 && id < 2 + 0x7f ? std::string(1, char(id - 2)) : "<unused_" + std::to_string(id) + ">";
   EXPECT_NE(r.out.find("> " + want + "\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("[reused 0 cached tokens | prompt 284 tokens"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("[reused 292 cached tokens"), std::string::npos) << r.out;  // 284 + 8: the format appends
+  // the second turn starts with the first one (the format appends) and keeps its prompt; the answer, unused ids of
+  // the toy vocabulary written as "<unused_N>" text, tokenizes otherwise when the conversation is rendered again,
+  // so it is evaluated again (a real model's answer tokens come back as they were generated)
+  EXPECT_NE(r.out.find("[reused 284 cached tokens"), std::string::npos) << r.out;
 }
 
 }  // namespace
