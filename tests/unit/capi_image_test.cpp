@@ -86,6 +86,11 @@ TEST_F(CapiImage, ChatTurnsKeepTheirImages) {
   ASSERT_EQ(pipit_session_attach_image(session_, image("img_256x160").c_str()), PIPIT_OK);
   const auto got2 = capi_generate(turn2, 1);
   EXPECT_EQ(got2, cpp_generate(chat_ids(turn2), {image("img_150x90"), image("img_256x160")}));
+  // and keeps the first turn's KV, its image rows included: only the answer and the new turn are evaluated
+  int32_t n_prompt = 0, n_reused = 0, n_evaluated = 0;
+  ASSERT_EQ(pipit_session_prompt_stats(session_, &n_prompt, &n_reused, &n_evaluated), PIPIT_OK);
+  EXPECT_GT(n_reused, int32_t(chat_ids(turn1).size())) << "the first image's rows are reused";
+  EXPECT_EQ(n_evaluated, n_prompt - n_reused);
   // a placeholder without an image: one clear error, and the session stays usable
   const std::string turn3 = turn2.substr(0, turn2.size() - 1) +
                             R"(,{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "?"}]}])";
