@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 
 #include "backends/cpu/kernels.h"
 #include "core/output_file.h"
@@ -69,12 +70,18 @@ class Progress {
   int last_decile_ = -1;
 };
 
-Status write_tensor(const Tensor& src, DType dst, PipitWriter& w, size_t index, ThreadPool& pool);
+// Called with the source bytes of the tensor done so far, after each block of rows (progress inside large tensors:
+// a 151k-row embedding at q4_k_m takes tens of seconds).
+using RowsDone = std::function<void(uint64_t src_bytes)>;
+
+Status write_tensor(const Tensor& src, DType dst, PipitWriter& w, size_t index, ThreadPool& pool,
+                    const RowsDone& on_rows);
 
 // A panel dtype (q4_0x16, q8_0x16; core/dtype.h): the rows are made in the plain dtype (copied or quantized, as
 // write_tensor does), then packed 16 rows at a time. Blocks of rows are whole panels, so the stream of packed blocks
 // is the packed tensor.
-Status write_panels(const Tensor& src, DType dst, PipitWriter& w, size_t index, ThreadPool& pool) {
+Status write_panels(const Tensor& src, DType dst, PipitWriter& w, size_t index, ThreadPool& pool,
+                    const RowsDone& on_rows) {
   const DType plain = dtype_unpanel(dst);
   const int64_t K = src.dim(-1), rows = src.dim(0), row = dtype_row_bytes(plain, K);
   const int64_t block = std::max<int64_t>(1, (int64_t(1) << 18) / std::max<int64_t>(K, 1)) * kPanelRows;
@@ -103,6 +110,7 @@ Status write_panels(const Tensor& src, DType dst, PipitWriter& w, size_t index, 
     }
     pack_panels(plain, flat.data(), row, nr, K, packed.data());
     PIPIT_TRY(w.append(index, packed.data(), size_t(nr * row)));
+    if (on_rows) on_rows(uint64_t(r0 + nr) * uint64_t(dtype_row_bytes(src.dtype(), K)));
   }
   return Status::ok();
 }
@@ -110,8 +118,9 @@ Status write_panels(const Tensor& src, DType dst, PipitWriter& w, size_t index, 
 // Converts `src` to `dst` and appends it to the writer: plain copies go straight from the mapping; everything else
 // goes through f32, a block of rows at a time, rows split across the pool (each row's bytes depend only on that
 // row, so the output does not depend on the thread count).
-Status write_tensor(const Tensor& src, DType dst, PipitWriter& w, size_t index, ThreadPool& pool) {
-  if (dtype_is_panel(dst)) return write_panels(src, dst, w, index, pool);
+Status write_tensor(const Tensor& src, DType dst, PipitWriter& w, size_t index, ThreadPool& pool,
+                    const RowsDone& on_rows) {
+  if (dtype_is_panel(dst)) return write_panels(src, dst, w, index, pool, on_rows);
   if (src.dtype() == dst) {
     const size_t n = src.nbytes(), chunk = size_t(16) << 20;
     for (size_t off = 0; off < n || off == 0; off += chunk) {
@@ -139,6 +148,7 @@ Status write_tensor(const Tensor& src, DType dst, PipitWriter& w, size_t index, 
       }
     }, std::max<int64_t>(16, (int64_t(1) << 16) / std::max<int64_t>(K, 1)));  // >= 64K elements per thread
     PIPIT_TRY(w.append(index, out.data(), size_t(nr * dst_row)));
+    if (on_rows) on_rows(uint64_t(r0 + nr) * uint64_t(src_row));
   }
   if (rows == 0) PIPIT_TRY(w.append(index, nullptr, 0));
   return Status::ok();
@@ -217,7 +227,8 @@ Result<ConvertReport> convert_checkpoint(const Checkpoint& c, const ConvertOptio
     const TensorPlan& p = rep.plans[i];
     const Tensor& t = c.tensors.at(p.name);
     if (!t.is_contiguous()) return Error::internal("[convert] {}: source tensor is not contiguous", p.name);
-    PIPIT_TRY(write_tensor(t, p.dst, *writer, i, pool).with_context("[convert] " + p.name));
+    const RowsDone on_rows = [&](uint64_t in_tensor) { progress.update(int64_t(i), done_bytes + in_tensor, p.name); };
+    PIPIT_TRY(write_tensor(t, p.dst, *writer, i, pool, on_rows).with_context("[convert] " + p.name));
     rep.bytes_in += t.nbytes();
     rep.bytes_out += dtype_row_bytes(p.dst, t.dim(-1)) * (t.numel() / std::max<int64_t>(t.dim(-1), 1));
     rep.n_params += t.numel();
