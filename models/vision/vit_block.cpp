@@ -40,8 +40,9 @@ Result<VitBlock> load_vit_block(const WeightSource& w, const std::string& p, con
 
 std::array<Tensor, 3> vit_qkv(Ctx& ctx, const Tensor& h, const VitBlock& b, int64_t n_head, int64_t hd) {
   const int64_t n = h.dim(0), width = n_head * hd;
-  if (!b.qkv_w.defined())  // a fresh contiguous linear output: the reshape is a view
-    return {linear(ctx, h, b.q_w, b.q_b).reshape({n, n_head, hd}), linear(ctx, h, b.k_w, b.k_b).reshape({n, n_head, hd}),
+  if (!b.qkv_w.defined())  // a fresh contiguous linear output: the reshape is a view (q, k, v in this order)
+    return {linear(ctx, h, b.q_w, b.q_b).reshape({n, n_head, hd}),
+            linear(ctx, h, b.k_w, b.k_b).reshape({n, n_head, hd}),
             linear(ctx, h, b.v_w, b.v_b).reshape({n, n_head, hd})};
   Tensor qkv = linear(ctx, h, b.qkv_w, b.qkv_b);  // [n, (3, heads, hd)]
   auto part = [&](int64_t i) {                    // column block i copied out as [n, heads, hd]

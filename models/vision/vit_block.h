@@ -1,5 +1,5 @@
 // One pre-norm ViT encoder block's weights, shared by the towers whose blocks are the same modules under different
-// names: LlaVA's CLIP (separate q/k/v), Qwen2-VL / Qwen2.5-VL / Qwen3-VL (fused qkv, RoPE inside, Qwen2.5's RMSNorm
+// names: LLaVA's CLIP (separate q/k/v), Qwen2-VL / Qwen2.5-VL / Qwen3-VL (fused qkv, RoPE inside, Qwen2.5's RMSNorm
 // and SwiGLU kept by the tower), DeepSeek-OCR's CLIP-L trunk (fused qkv_proj) and its SAM blocks (fused qkv; the
 // rel-pos tables and windowed attention stay in the SAM code). Gemma 4's blocks (RMS sandwich norms, q/k norms,
 // clippable bias-free linears) are a different block and keep their own loader.
