@@ -5,15 +5,10 @@
 
 namespace pipit {
 
-Result<ClipVisionTower::Act> ClipVisionTower::parse_act(const std::string& a) {
+Result<Act> ClipVisionTower::parse_act(const std::string& a) {
   if (a == "quick_gelu") return Act::kQuickGelu;
   if (a == "gelu") return Act::kGelu;
   return Error::unsupported("[llava] activation '{}' (quick_gelu and gelu are supported)", a);
-}
-
-void ClipVisionTower::act_(Ctx& ctx, Tensor& x, Act a) const {
-  if (a == Act::kQuickGelu) quick_gelu_(ctx, x);
-  else gelu_(ctx, x);
 }
 
 int64_t ClipVisionTower::n_tokens() const {
@@ -69,23 +64,10 @@ Result<ClipVisionTower> ClipVisionTower::load(const HfConfig& cfg, const WeightS
   PIPIT_ASSIGN_OR_RETURN(t.pre_ln_b_, w.get(p + "pre_layrnorm.bias", {E}));
   for (int i = 0; i < max_layer; ++i) {  // hidden_states[i] is the output of layer i - 1: later layers are unused
     const std::string q = p + "encoder.layers." + std::to_string(i) + ".";
-    Layer L;
-    PIPIT_ASSIGN_OR_RETURN(L.ln1_w, w.get(q + "layer_norm1.weight", {E}));
-    PIPIT_ASSIGN_OR_RETURN(L.ln1_b, w.get(q + "layer_norm1.bias", {E}));
-    PIPIT_ASSIGN_OR_RETURN(L.ln2_w, w.get(q + "layer_norm2.weight", {E}));
-    PIPIT_ASSIGN_OR_RETURN(L.ln2_b, w.get(q + "layer_norm2.bias", {E}));
-    PIPIT_ASSIGN_OR_RETURN(L.q_w, w.get(q + "self_attn.q_proj.weight", {E, E}));
-    PIPIT_ASSIGN_OR_RETURN(L.q_b, w.get(q + "self_attn.q_proj.bias", {E}));
-    PIPIT_ASSIGN_OR_RETURN(L.k_w, w.get(q + "self_attn.k_proj.weight", {E, E}));
-    PIPIT_ASSIGN_OR_RETURN(L.k_b, w.get(q + "self_attn.k_proj.bias", {E}));
-    PIPIT_ASSIGN_OR_RETURN(L.v_w, w.get(q + "self_attn.v_proj.weight", {E, E}));
-    PIPIT_ASSIGN_OR_RETURN(L.v_b, w.get(q + "self_attn.v_proj.bias", {E}));
-    PIPIT_ASSIGN_OR_RETURN(L.o_w, w.get(q + "self_attn.out_proj.weight", {E, E}));
-    PIPIT_ASSIGN_OR_RETURN(L.o_b, w.get(q + "self_attn.out_proj.bias", {E}));
-    PIPIT_ASSIGN_OR_RETURN(L.fc1_w, w.get(q + "mlp.fc1.weight", {t.n_ff_, E}));
-    PIPIT_ASSIGN_OR_RETURN(L.fc1_b, w.get(q + "mlp.fc1.bias", {t.n_ff_}));
-    PIPIT_ASSIGN_OR_RETURN(L.fc2_w, w.get(q + "mlp.fc2.weight", {E, t.n_ff_}));
-    PIPIT_ASSIGN_OR_RETURN(L.fc2_b, w.get(q + "mlp.fc2.bias", {E}));
+    static const VitBlockNames names{.norm1 = "layer_norm1", .norm2 = "layer_norm2", .q = "self_attn.q_proj",
+                                     .k = "self_attn.k_proj", .v = "self_attn.v_proj", .o = "self_attn.out_proj",
+                                     .fc1 = "mlp.fc1", .fc2 = "mlp.fc2"};
+    PIPIT_ASSIGN_OR_RETURN(VitBlock L, load_vit_block(w, q, names, E, t.n_ff_));
     t.layers_.push_back(std::move(L));
   }
   const int64_t in = E * int64_t(t.feature_layers_.size());
@@ -123,27 +105,16 @@ Result<Tensor> ClipVisionTower::encode(Ctx& ctx, const Tensor& pv) const {
   Tensor x = heap_copy(ctx, x0);
   keep(x, 0);
   ctx.arena->reset();
-  const int64_t hd = E / n_head_;
   const std::vector<int32_t> cu = {0, int32_t(n)};
   for (int il = 0; il < int(layers_.size()); ++il) {
-    const Layer& L = layers_[size_t(il)];
-    Tensor h = layer_norm(ctx, x, L.ln1_w, L.ln1_b, eps_);
-    Tensor q = linear(ctx, h, L.q_w, L.q_b).reshape({n, n_head_, hd});
-    Tensor k = linear(ctx, h, L.k_w, L.k_b).reshape({n, n_head_, hd});
-    Tensor v = linear(ctx, h, L.v_w, L.v_b).reshape({n, n_head_, hd});
-    Tensor o = ctx.alloc(DType::F32, {n, n_head_, hd});
-    attention_segments(ctx, q, k, v, cu, 1.0f / std::sqrt(float(hd)), o);
-    add_(ctx, x, linear(ctx, o.reshape({n, E}), L.o_w, L.o_b));
-    Tensor a = linear(ctx, layer_norm(ctx, x, L.ln2_w, L.ln2_b, eps_), L.fc1_w, L.fc1_b);
-    act_(ctx, a, act_tower_);
-    add_(ctx, x, linear(ctx, a, L.fc2_w, L.fc2_b));
+    clip_block_forward(ctx, x, layers_[size_t(il)], n_head_, eps_, cu, act_tower_);
     ctx.name(x, "vision.hidden_states", il + 1);
     keep(x, il + 1);
     ctx.arena->reset();
   }
   ctx.name(feats, "vision.selected");
   Tensor a = linear(ctx, feats, proj1_w_, proj1_b_);
-  act_(ctx, a, act_proj_);
+  activation_(ctx, a, act_proj_);
   Tensor y = linear(ctx, a, proj2_w_, proj2_b_);
   Tensor out = heap_copy(ctx, y);
   ctx.arena->reset();

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "models/model.h"
+#include "models/vision/vit_block.h"
 
 namespace pipit {
 
@@ -26,14 +27,7 @@ class ClipVisionTower {
   int64_t n_tokens() const;  // per image: patches (+1 with the "full" strategy)
 
  private:
-  struct Layer {
-    Tensor ln1_w, ln1_b, ln2_w, ln2_b;          // [n_embd]
-    Tensor q_w, q_b, k_w, k_b, v_w, v_b, o_w, o_b;  // [n_embd, n_embd], [n_embd]
-    Tensor fc1_w, fc1_b, fc2_w, fc2_b;          // [n_ff, n_embd], [n_embd, n_ff]
-  };
-  enum class Act { kQuickGelu, kGelu };
-  static Result<Act> parse_act(const std::string& name);
-  void act_(Ctx& ctx, Tensor& x, Act a) const;
+  static Result<Act> parse_act(const std::string& name);  // quick_gelu or gelu
 
   int64_t n_embd_ = 0, n_head_ = 0, n_ff_ = 0, out_dim_ = 0;
   int image_size_ = 224, patch_ = 14;
@@ -44,7 +38,7 @@ class ClipVisionTower {
   Tensor patch_w_;                     // [n_embd, 3 * patch * patch]
   Tensor cls_, pos_embd_;              // [n_embd], [n_patches + 1, n_embd]
   Tensor pre_ln_w_, pre_ln_b_;
-  std::vector<Layer> layers_;          // only the layers the selected features need
+  std::vector<VitBlock> layers_;       // only the layers the selected features need
   Tensor proj1_w_, proj1_b_, proj2_w_, proj2_b_;  // [out_dim, n_embd * n_feature_layers], [out_dim, out_dim]
 };
 

@@ -87,22 +87,13 @@ Result<DeepEncoder> DeepEncoder::load(const HfConfig& cfg, const WeightSource& w
     const std::string p = s + "blocks." + std::to_string(i) + ".";
     SamBlock b;
     b.global = std::find(global.begin(), global.end(), i) != global.end();
-    PIPIT_ASSIGN_OR_RETURN(b.n1_w, w.get(p + "norm1.weight", {W}));
-    PIPIT_ASSIGN_OR_RETURN(b.n1_b, w.get(p + "norm1.bias", {W}));
-    PIPIT_ASSIGN_OR_RETURN(b.n2_w, w.get(p + "norm2.weight", {W}));
-    PIPIT_ASSIGN_OR_RETURN(b.n2_b, w.get(p + "norm2.bias", {W}));
-    PIPIT_ASSIGN_OR_RETURN(b.qkv_w, w.get(p + "attn.qkv.weight", {3 * W, W}));
-    PIPIT_ASSIGN_OR_RETURN(b.qkv_b, w.get(p + "attn.qkv.bias", {3 * W}));
-    PIPIT_ASSIGN_OR_RETURN(b.proj_w, w.get(p + "attn.proj.weight", {W, W}));
-    PIPIT_ASSIGN_OR_RETURN(b.proj_b, w.get(p + "attn.proj.bias", {W}));
+    static const VitBlockNames names{.norm1 = "norm1", .norm2 = "norm2", .qkv = "attn.qkv", .o = "attn.proj",
+                                     .fc1 = "mlp.lin1", .fc2 = "mlp.lin2"};
+    PIPIT_ASSIGN_OR_RETURN(b.vit, load_vit_block(w, p, names, W, sam_ff));
     // 2 * input_size - 1 rows: the window, or the 64 x 64 grid of 1024 px for global blocks
     const int64_t L = 2 * (b.global ? kSamTable : kWindow) - 1;
     PIPIT_ASSIGN_OR_RETURN(b.rel_h, w.get(p + "attn.rel_pos_h", {L, shd}));
     PIPIT_ASSIGN_OR_RETURN(b.rel_w, w.get(p + "attn.rel_pos_w", {L, shd}));
-    PIPIT_ASSIGN_OR_RETURN(b.fc1_w, w.get(p + "mlp.lin1.weight", {sam_ff, W}));
-    PIPIT_ASSIGN_OR_RETURN(b.fc1_b, w.get(p + "mlp.lin1.bias", {sam_ff}));
-    PIPIT_ASSIGN_OR_RETURN(b.fc2_w, w.get(p + "mlp.lin2.weight", {W, sam_ff}));
-    PIPIT_ASSIGN_OR_RETURN(b.fc2_b, w.get(p + "mlp.lin2.bias", {W}));
     e.sam_blocks_.push_back(std::move(b));
   }
   PIPIT_ASSIGN_OR_RETURN(Tensor n0, w.find(s + "neck.0.weight"));
@@ -135,19 +126,9 @@ Result<DeepEncoder> DeepEncoder::load(const HfConfig& cfg, const WeightSource& w
   const int64_t clip_ff = fc1.ndim() == 2 ? fc1.dim(0) : 4 * C;
   for (int64_t i = 0; i < clip_layers; ++i) {
     const std::string p = c + "transformer.layers." + std::to_string(i) + ".";
-    ClipBlock b;
-    PIPIT_ASSIGN_OR_RETURN(b.ln1_w, w.get(p + "layer_norm1.weight", {C}));
-    PIPIT_ASSIGN_OR_RETURN(b.ln1_b, w.get(p + "layer_norm1.bias", {C}));
-    PIPIT_ASSIGN_OR_RETURN(b.ln2_w, w.get(p + "layer_norm2.weight", {C}));
-    PIPIT_ASSIGN_OR_RETURN(b.ln2_b, w.get(p + "layer_norm2.bias", {C}));
-    PIPIT_ASSIGN_OR_RETURN(b.qkv_w, w.get(p + "self_attn.qkv_proj.weight", {3 * C, C}));
-    PIPIT_ASSIGN_OR_RETURN(b.qkv_b, w.get(p + "self_attn.qkv_proj.bias", {3 * C}));
-    PIPIT_ASSIGN_OR_RETURN(b.o_w, w.get(p + "self_attn.out_proj.weight", {C, C}));
-    PIPIT_ASSIGN_OR_RETURN(b.o_b, w.get(p + "self_attn.out_proj.bias", {C}));
-    PIPIT_ASSIGN_OR_RETURN(b.fc1_w, w.get(p + "mlp.fc1.weight", {clip_ff, C}));
-    PIPIT_ASSIGN_OR_RETURN(b.fc1_b, w.get(p + "mlp.fc1.bias", {clip_ff}));
-    PIPIT_ASSIGN_OR_RETURN(b.fc2_w, w.get(p + "mlp.fc2.weight", {C, clip_ff}));
-    PIPIT_ASSIGN_OR_RETURN(b.fc2_b, w.get(p + "mlp.fc2.bias", {C}));
+    static const VitBlockNames names{.norm1 = "layer_norm1", .norm2 = "layer_norm2", .qkv = "self_attn.qkv_proj",
+                                     .o = "self_attn.out_proj", .fc1 = "mlp.fc1", .fc2 = "mlp.fc2"};
+    PIPIT_ASSIGN_OR_RETURN(VitBlock b, load_vit_block(w, p, names, C, clip_ff));
     e.clip_blocks_.push_back(std::move(b));
   }
   PIPIT_ASSIGN_OR_RETURN(e.proj_w_, w.get("model.projector.layers.weight", {n_embd, C + e.d3_}));
@@ -159,22 +140,21 @@ Result<DeepEncoder> DeepEncoder::load(const HfConfig& cfg, const WeightSource& w
 
 void DeepEncoder::sam_block(Ctx& ctx, Tensor& x, int64_t g, const SamBlock& b) const {
   ArenaScope scope(*ctx.arena);
-  Tensor h = layer_norm(ctx, x, b.n1_w, b.n1_b, 1e-6f);
+  const VitBlock& v = b.vit;
+  Tensor h = layer_norm(ctx, x, v.norm1_w, v.norm1_b, 1e-6f);
   Tensor attn;
   if (b.global) {
-    attn = rel_pos_attention(ctx, linear(ctx, h, b.qkv_w, b.qkv_b), 1, g, g, sam_heads_, b.rel_h, b.rel_w);
+    attn = rel_pos_attention(ctx, linear(ctx, h, v.qkv_w, v.qkv_b), 1, g, g, sam_heads_, b.rel_h, b.rel_w);
   } else {
     // window_partition: the grid zero-padded to a multiple of the window; padded tokens are keys too (their
     // q/k/v are the qkv bias), as in the remote code. window_unpartition drops them again.
     const int64_t nw = (g + kWindow - 1) / kWindow;
-    Tensor qkv = linear(ctx, window_partition(ctx, h, g, g, kWindow), b.qkv_w, b.qkv_b);
+    Tensor qkv = linear(ctx, window_partition(ctx, h, g, g, kWindow), v.qkv_w, v.qkv_b);
     attn = window_unpartition(
         ctx, rel_pos_attention(ctx, qkv, nw * nw, kWindow, kWindow, sam_heads_, b.rel_h, b.rel_w), g, g, kWindow);
   }
-  add_(ctx, x, linear(ctx, attn, b.proj_w, b.proj_b));  // proj is per token: after unpartition is the same
-  Tensor a = linear(ctx, layer_norm(ctx, x, b.n2_w, b.n2_b, 1e-6f), b.fc1_w, b.fc1_b);
-  gelu_(ctx, a);
-  add_(ctx, x, linear(ctx, a, b.fc2_w, b.fc2_b));
+  add_(ctx, x, linear(ctx, attn, v.o_w, v.o_b));  // proj is per token: after unpartition is the same
+  add_(ctx, x, vit_mlp(ctx, layer_norm(ctx, x, v.norm2_w, v.norm2_b, 1e-6f), v, Act::kGelu));
 }
 
 Tensor DeepEncoder::sam(Ctx& ctx, const Tensor& px, int64_t* grid) const {
@@ -208,7 +188,7 @@ Tensor DeepEncoder::sam(Ctx& ctx, const Tensor& px, int64_t* grid) const {
 }
 
 Tensor DeepEncoder::clip(Ctx& ctx, const Tensor& patches, int64_t grid) const {
-  const int64_t N = grid * grid, n = N + 1, C = clip_w_, hd = C / clip_heads_;
+  const int64_t N = grid * grid, n = N + 1, C = clip_w_;
   Tensor x;
   {
     ArenaScope scope(*ctx.arena);
@@ -231,21 +211,8 @@ Tensor DeepEncoder::clip(Ctx& ctx, const Tensor& patches, int64_t grid) const {
   ctx.name(x, "vision.clip.embed");
   const std::vector<int32_t> cu = {0, int32_t(n)};
   for (size_t il = 0; il < clip_blocks_.size(); ++il) {
-    const ClipBlock& L = clip_blocks_[il];
     ArenaScope scope(*ctx.arena);
-    Tensor qkv = linear(ctx, layer_norm(ctx, x, L.ln1_w, L.ln1_b, 1e-5f), L.qkv_w, L.qkv_b);  // [n, (3, heads, hd)]
-    auto part = [&](int64_t i) {  // q, k or v as [n, heads, hd]
-      Tensor t = ctx.alloc(DType::F32, {n, clip_heads_, hd}), rows = t.reshape({n, C});
-      copy_(ctx, rows, qkv.slice(1, i * C, (i + 1) * C));
-      return t;
-    };
-    Tensor q = part(0), k = part(1), v = part(2);
-    Tensor o = ctx.alloc(DType::F32, {n, clip_heads_, hd});
-    attention_segments(ctx, q, k, v, cu, 1.0f / std::sqrt(float(hd)), o);
-    add_(ctx, x, linear(ctx, o.reshape({n, C}), L.o_w, L.o_b));
-    Tensor a = linear(ctx, layer_norm(ctx, x, L.ln2_w, L.ln2_b, 1e-5f), L.fc1_w, L.fc1_b);
-    quick_gelu_(ctx, a);
-    add_(ctx, x, linear(ctx, a, L.fc2_w, L.fc2_b));
+    clip_block_forward(ctx, x, clip_blocks_[il], clip_heads_, 1e-5f, cu, Act::kQuickGelu);
     ctx.name(x, "vision.clip.block", int(il));
   }
   return x;

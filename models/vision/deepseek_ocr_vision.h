@@ -20,6 +20,7 @@
 
 #include "models/model.h"
 #include "models/vision/image_processor.h"
+#include "models/vision/vit_block.h"
 
 namespace pipit {
 
@@ -41,12 +42,10 @@ class DeepEncoder {
   Result<Tensor> encode(Ctx& ctx, const ProcessedImage& img) const;
 
  private:
-  struct SamBlock {
-    Tensor n1_w, n1_b, n2_w, n2_b, qkv_w, qkv_b, proj_w, proj_b, rel_h, rel_w, fc1_w, fc1_b, fc2_w, fc2_b;
+  struct SamBlock {  // the shared pre-LN block (fused qkv) + its decomposed relative position tables
+    VitBlock vit;
+    Tensor rel_h, rel_w;
     bool global = false;
-  };
-  struct ClipBlock {
-    Tensor ln1_w, ln1_b, ln2_w, ln2_b, qkv_w, qkv_b, o_w, o_b, fc1_w, fc1_b, fc2_w, fc2_b;
   };
   // One square view, pixels [3, S, S] f32 -> projected tokens [g * g, n_embd] (heap).
   Tensor view_features(Ctx& ctx, const Tensor& pixels) const;
@@ -60,7 +59,7 @@ class DeepEncoder {
   std::vector<SamBlock> sam_blocks_;
   Tensor neck0_, neck1_w_, neck1_b_, neck2_, neck3_w_, neck3_b_, net2_, net3_;  // convs as [O, C * k * k]
   Tensor cls_, clip_pos_, pre_w_, pre_b_;
-  std::vector<ClipBlock> clip_blocks_;
+  std::vector<VitBlock> clip_blocks_;
   Tensor proj_w_, proj_b_, newline_, separator_;
 };
 

@@ -5,18 +5,6 @@
 
 namespace pipit {
 
-namespace {
-
-// Every intermediate is f32 on the arena; the residual stream lives on the heap so the arena can be reset per block.
-Tensor split_heads(Ctx& ctx, const Tensor& qkv, int64_t part, int64_t n_head, int64_t head_dim) {
-  const int64_t n = qkv.dim(0), width = n_head * head_dim;
-  Tensor out = ctx.alloc(DType::F32, {n, n_head, head_dim}), rows = out.reshape({n, width});
-  copy_(ctx, rows, qkv.slice(1, part * width, (part + 1) * width));
-  return out;
-}
-
-}  // namespace
-
 Result<QwenVisionTower> QwenVisionTower::load(const HfConfig& v, const WeightSource& w, Kind kind, int64_t out_dim) {
   const bool v25 = kind == Kind::kQwen2_5, v3 = kind == Kind::kQwen3;
   const char* arch = v25 ? "qwen2_5_vl vision" : v3 ? "qwen3_vl vision" : "qwen2_vl vision";
@@ -92,16 +80,11 @@ Result<QwenVisionTower> QwenVisionTower::load(const HfConfig& v, const WeightSou
   for (int64_t i = 0; i < depth; ++i) {
     const std::string p = "visual.blocks." + std::to_string(i) + ".";
     Block b;
-    PIPIT_ASSIGN_OR_RETURN(b.norm1_w, w.get(p + "norm1.weight", {E}));
-    PIPIT_ASSIGN_OR_RETURN(b.norm2_w, w.get(p + "norm2.weight", {E}));
-    if (!v25) {  // LayerNorm
-      PIPIT_ASSIGN_OR_RETURN(b.norm1_b, w.get(p + "norm1.bias", {E}));
-      PIPIT_ASSIGN_OR_RETURN(b.norm2_b, w.get(p + "norm2.bias", {E}));
-    }
-    PIPIT_ASSIGN_OR_RETURN(b.qkv_w, w.get(p + "attn.qkv.weight", {3 * E, E}));
-    PIPIT_ASSIGN_OR_RETURN(b.qkv_b, w.get(p + "attn.qkv.bias", {3 * E}));
-    PIPIT_ASSIGN_OR_RETURN(b.proj_w, w.get(p + "attn.proj.weight", {E, E}));
-    PIPIT_ASSIGN_OR_RETURN(b.proj_b, w.get(p + "attn.proj.bias", {E}));
+    // Qwen2-VL: mlp.fc1 / mlp.fc2; Qwen3-VL: mlp.linear_fc1 / mlp.linear_fc2; Qwen2.5-VL: the gated MLP below
+    const VitBlockNames names{.norm1 = "norm1", .norm2 = "norm2", .norm_bias = !v25, .qkv = "attn.qkv",
+                              .o = "attn.proj", .fc1 = v25 ? "" : v3 ? "mlp.linear_fc1" : "mlp.fc1",
+                              .fc2 = v25 ? "" : v3 ? "mlp.linear_fc2" : "mlp.fc2"};
+    PIPIT_ASSIGN_OR_RETURN(b.vit, load_vit_block(w, p, names, E, t.n_ff_));
     if (v25) {
       PIPIT_ASSIGN_OR_RETURN(b.gate_w, w.get(p + "mlp.gate_proj.weight", {t.n_ff_, E}));
       PIPIT_ASSIGN_OR_RETURN(b.gate_b, w.get(p + "mlp.gate_proj.bias", {t.n_ff_}));
@@ -109,12 +92,6 @@ Result<QwenVisionTower> QwenVisionTower::load(const HfConfig& v, const WeightSou
       PIPIT_ASSIGN_OR_RETURN(b.up_b, w.get(p + "mlp.up_proj.bias", {t.n_ff_}));
       PIPIT_ASSIGN_OR_RETURN(b.down_w, w.get(p + "mlp.down_proj.weight", {E, t.n_ff_}));
       PIPIT_ASSIGN_OR_RETURN(b.down_b, w.get(p + "mlp.down_proj.bias", {E}));
-    } else {
-      const std::string fc1 = v3 ? "mlp.linear_fc1." : "mlp.fc1.", fc2 = v3 ? "mlp.linear_fc2." : "mlp.fc2.";
-      PIPIT_ASSIGN_OR_RETURN(b.fc1_w, w.get(p + fc1 + "weight", {t.n_ff_, E}));
-      PIPIT_ASSIGN_OR_RETURN(b.fc1_b, w.get(p + fc1 + "bias", {t.n_ff_}));
-      PIPIT_ASSIGN_OR_RETURN(b.fc2_w, w.get(p + fc2 + "weight", {E, t.n_ff_}));
-      PIPIT_ASSIGN_OR_RETURN(b.fc2_b, w.get(p + fc2 + "bias", {E}));
     }
     t.blocks_.push_back(std::move(b));
   }
@@ -186,12 +163,8 @@ Tensor QwenVisionTower::mlp(Ctx& ctx, const Tensor& h, const Block& b) const {
     Tensor g = linear(ctx, h, b.gate_w, b.gate_b), u = linear(ctx, h, b.up_w, b.up_b);
     return linear(ctx, act_ == Act::kSilu ? swiglu(ctx, g, u) : geglu(ctx, g, u), b.down_w, b.down_b);
   }
-  Tensor a = linear(ctx, h, b.fc1_w, b.fc1_b);
-  if (act_ == Act::kQuickGelu) quick_gelu_(ctx, a);
-  else if (act_ == Act::kGelu) gelu_(ctx, a);
-  else if (act_ == Act::kGeluTanh) gelu_tanh_(ctx, a);
-  else PIPIT_ASSERT(false, "activation {} in a plain MLP", int(act_));
-  return linear(ctx, a, b.fc2_w, b.fc2_b);
+  PIPIT_ASSERT(act_ != Act::kSilu, "silu in a plain MLP");
+  return vit_mlp(ctx, h, b.vit, act_);
 }
 
 Tensor QwenVisionTower::merge(Ctx& ctx, const Tensor& x, const Merger& m, bool postshuffle_norm) const {
@@ -271,16 +244,13 @@ Result<Tensor> QwenVisionTower::encode(Ctx& ctx, const Tensor& pv, std::array<in
   const float scale = 1.0f / std::sqrt(float(head_dim_));
   for (int il = 0; il < int(blocks_.size()); ++il) {
     const Block& b = blocks_[size_t(il)];
-    Tensor hn = norm(ctx, x, b.norm1_w, b.norm1_b);
-    Tensor qkv = linear(ctx, hn, b.qkv_w, b.qkv_b);
-    Tensor q = split_heads(ctx, qkv, 0, n_head_, head_dim_), k = split_heads(ctx, qkv, 1, n_head_, head_dim_);
-    Tensor v = split_heads(ctx, qkv, 2, n_head_, head_dim_);
+    auto [q, k, v] = vit_qkv(ctx, norm(ctx, x, b.vit.norm1_w, b.vit.norm1_b), b.vit, n_head_, head_dim_);
     rope_multi_(ctx, q, pos, rope_stream_, rope_freq_);
     rope_multi_(ctx, k, pos, rope_stream_, rope_freq_);
     Tensor o = ctx.alloc(DType::F32, {n, n_head_, head_dim_});
     attention_segments(ctx, q, k, v, full_attn_[size_t(il)] ? cu_full : win.cu, scale, o);
-    add_(ctx, x, linear(ctx, o.reshape({n, n_embd_}), b.proj_w, b.proj_b));
-    add_(ctx, x, mlp(ctx, norm(ctx, x, b.norm2_w, b.norm2_b), b));
+    add_(ctx, x, linear(ctx, o.reshape({n, n_embd_}), b.vit.o_w, b.vit.o_b));
+    add_(ctx, x, mlp(ctx, norm(ctx, x, b.vit.norm2_w, b.vit.norm2_b), b));
     ctx.name(x, "vision.block", il);
     for (size_t k = 0; k < deepstack_.size(); ++k)
       if (deepstack_[k].first == il) put(ctx.name(merge(ctx, x, deepstack_[k].second, true), "vision.deepstack",

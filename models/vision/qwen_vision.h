@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "models/model.h"
+#include "models/vision/vit_block.h"
 
 namespace pipit {
 
@@ -50,14 +51,11 @@ class QwenVisionTower {
   Windows window_index(std::array<int32_t, 3> grid_thw) const;
 
  private:
-  enum class Act { kQuickGelu, kGelu, kSilu, kGeluTanh };
   struct Merger {  // LayerNorm (over n_embd, or over merge^2 n_embd after the concatenation), Linear, GELU, Linear
     Tensor norm_w, norm_b, w0, b0, w2, b2;  // w0 [4 n_embd, 4 n_embd], w2 [out_dim, 4 n_embd]
   };
   struct Block {
-    Tensor norm1_w, norm1_b, norm2_w, norm2_b;  // [n_embd]; biases only for LayerNorm (Qwen2-VL)
-    Tensor qkv_w, qkv_b, proj_w, proj_b;        // [3 n_embd, n_embd], [n_embd, n_embd]
-    Tensor fc1_w, fc1_b, fc2_w, fc2_b;          // Qwen2-VL MLP [n_ff, n_embd], [n_embd, n_ff]
+    VitBlock vit;  // norms (no biases for Qwen2.5-VL's RMSNorm), fused qkv, proj, fc1/fc2 (not Qwen2.5-VL)
     Tensor gate_w, gate_b, up_w, up_b, down_w, down_b;  // Qwen2.5-VL SwiGLU
   };
   Tensor norm(Ctx& ctx, const Tensor& x, const Tensor& w, const Tensor& b) const;
