@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 
@@ -65,7 +66,9 @@ class PlainInput : public LineInput {
 
 #ifdef PIPIT_WITH_LIBEDIT
 // libedit's el_gets with an in-memory history of this chat's lines. EL_SIGNAL: libedit puts the terminal back on
-// a signal and calls the chat's SIGINT handler; the interrupted read returns no line (errno EINTR).
+// a signal and calls the chat's SIGINT handler. Characters come through read_char (EL_GETCFN), which polls stdin
+// and looks at the flag every kPollMs: a Ctrl-C that lands outside a read() (libedit redrawing, between keys)
+// still ends the line at once instead of at the next key.
 class EditInput : public LineInput {
  public:
   explicit EditInput(volatile sig_atomic_t* interrupted) : interrupted_(interrupted) {
@@ -79,6 +82,7 @@ class EditInput : public LineInput {
     el_set(el_, EL_EDITOR, "emacs");
     el_set(el_, EL_SIGNAL, 1);
     el_set(el_, EL_HIST, history, hist_);
+    el_set(el_, EL_GETCFN, &EditInput::read_char);
     el_source(el_, nullptr);  // the user's ~/.editrc, if any
   }
   ~EditInput() override {
@@ -120,12 +124,53 @@ class EditInput : public LineInput {
   }
 
  private:
+  // One character from stdin (UTF-8 decoded), or -1 with errno EINTR once the SIGINT flag is set, 0 at EOF.
+  static int read_char(EditLine* el, wchar_t* out) {
+    void* self = nullptr;
+    el_get(el, EL_CLIENTDATA, &self);
+    volatile sig_atomic_t* interrupted = static_cast<EditInput*>(self)->interrupted_;
+    unsigned char b[4];
+    for (;;) {
+      if (*interrupted) {
+        errno = EINTR;
+        return -1;
+      }
+      pollfd p{STDIN_FILENO, POLLIN, 0};
+      const int r = poll(&p, 1, kPollMs);
+      if (r < 0 && errno != EINTR) return -1;
+      if (r <= 0) continue;
+      const ssize_t n = read(STDIN_FILENO, b, 1);
+      if (n == 0) return 0;
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return -1;
+      }
+      break;
+    }
+    // the rest of a UTF-8 sequence (a lead byte says how many follow); anything malformed passes as a byte
+    const int more = (b[0] & 0xE0) == 0xC0 ? 1 : (b[0] & 0xF0) == 0xE0 ? 2 : (b[0] & 0xF8) == 0xF0 ? 3 : 0;
+    uint32_t c = more == 0 ? b[0] : more == 1 ? (b[0] & 0x1F) : more == 2 ? (b[0] & 0x0F) : (b[0] & 0x07);
+    for (int i = 1; i <= more; ++i) {
+      ssize_t n;
+      while ((n = read(STDIN_FILENO, b + i, 1)) < 0 && errno == EINTR) {
+      }
+      if (n != 1 || (b[i] & 0xC0) != 0x80) {
+        *out = wchar_t(b[0]);
+        return 1;
+      }
+      c = (c << 6) | (b[i] & 0x3F);
+    }
+    *out = wchar_t(c);
+    return 1;
+  }
+
   static char* prompt_of(EditLine* el) {
     void* self = nullptr;
     el_get(el, EL_CLIENTDATA, &self);
     return const_cast<char*>(static_cast<EditInput*>(self)->prompt_);
   }
 
+  static constexpr int kPollMs = 100;
   volatile sig_atomic_t* interrupted_;
   EditLine* el_ = nullptr;
   History* hist_ = nullptr;
