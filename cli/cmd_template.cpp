@@ -2,13 +2,13 @@
 // is that of testdata/tokenizers/*/chat.jsonl, so the output diffs against the goldens; ids are
 // encode(text, add_special_tokens=false), as transformers' apply_chat_template(tokenize=True) computes them.
 #include <cstdio>
-#include <fstream>
-#include <iostream>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/jsonl_input.h"
+#include "core/limits.h"
 #include "runtime/loader.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -68,24 +68,6 @@ Status render_line(const Tokenizer& tok, const ojson& line, const ojson& base_kw
   return Status::ok();
 }
 
-Status for_each_line(const std::string& path, const Tokenizer& tok, const ojson& kwargs) {
-  std::ifstream file;
-  std::istream* in = &std::cin;
-  if (path != "-") {
-    file.open(path);
-    if (!file) return Error::io("cannot open {}", path);
-    in = &file;
-  }
-  std::string line;
-  for (int n = 1; std::getline(*in, line); ++n) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    ojson j = ojson::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.is_object()) return Error::invalid_argument("{}:{}: not a JSON object", path, n);
-    if (Status st = render_line(tok, j, kwargs); !st) return Error::invalid_argument("{}:{}: {}", path, n, st.message());
-  }
-  return Status::ok();
-}
-
 int cmd_template(Args& a) {
   a.option({"-m", "--model"}, "model: HF folder (tokenizer.json + tokenizer_config.json), .pipit or .gguf file");
   a.option({"--messages"}, "a JSON list of messages; prints the rendered text");
@@ -120,7 +102,12 @@ int cmd_template(Args& a) {
     const std::string err = stdout_error();
     return err.empty() ? 0 : fail(a, err);
   }
-  if (Status st = for_each_line(a.get("--jsonl"), t, kwargs); !st) return fail(a, st.message());
+  Status st = for_each_input_line(a.get("--jsonl"), Limits::kMaxPromptFile, [&](const std::string& line) -> Status {
+    ojson j = ojson::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object()) return Error::invalid_argument("not a JSON object");
+    return render_line(t, j, kwargs);
+  });
+  if (!st) return fail(a, st.message());
   if (const std::string err = stdout_error(); !err.empty()) return fail(a, err);
   return 0;
 }

@@ -1,13 +1,13 @@
 // `pipit tokenize`: encode or decode with a model's tokenizer, one text or a JSONL file at a time. The JSONL
 // schemas are those of testdata/tokenizers/*/cases.jsonl and decode.jsonl, so outputs diff against the goldens.
 #include <cstdio>
-#include <fstream>
-#include <iostream>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/jsonl_input.h"
+#include "core/limits.h"
 #include "runtime/loader.h"
 #include "tokenizer/tokenizer.h"
 
@@ -37,26 +37,6 @@ std::string dump_line(const ojson& j) {
   }
   out += '\n';
   return out;
-}
-
-// Runs `fn(line_json)` on each non-empty line of `path` ("-" = stdin); stops at the first error, naming the line.
-template <class Fn>
-Status for_each_line(const std::string& path, Fn fn) {
-  std::ifstream file;
-  std::istream* in = &std::cin;
-  if (path != "-") {
-    file.open(path);
-    if (!file) return Error::io("cannot open {}", path);
-    in = &file;
-  }
-  std::string line;
-  for (int n = 1; std::getline(*in, line); ++n) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.is_object()) return Error::invalid_argument("{}:{}: not a JSON object", path, n);
-    if (Status st = fn(j); !st) return Error::invalid_argument("{}:{}: {}", path, n, st.message());
-  }
-  return Status::ok();
 }
 
 Status encode_line(const Tokenizer& tok, const nlohmann::json& j) {
@@ -129,7 +109,9 @@ int cmd_tokenize(Args& a) {
     return 0;
   }
   bool decode = a.has("--decode");
-  Status st = for_each_line(a.get("--jsonl"), [&](const nlohmann::json& j) {
+  Status st = for_each_input_line(a.get("--jsonl"), Limits::kMaxPromptFile, [&](const std::string& line) -> Status {
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object()) return Error::invalid_argument("not a JSON object");
     return decode ? decode_line(t, j) : encode_line(t, j);
   });
   if (!st) return fail(a, st.message());

@@ -143,8 +143,10 @@ Result<Recipe> Recipe::parse(const std::string& text, const std::string& origin)
 }
 
 Result<Recipe> Recipe::load(const std::string& path) {
-  PIPIT_ASSIGN_OR_RETURN(std::string text, read_file(path));
-  return parse(text, path);
+  constexpr size_t kMaxRecipeFile = size_t(1) << 20;  // a recipe is a list of glob rules: 1 MiB is ~20k of them
+  Result<std::string> text = read_file(path, kMaxRecipeFile);
+  if (!text) return text.status().with_context("[recipe]");
+  return parse(*text, path);
 }
 
 std::vector<std::string> default_rule_descriptions(const std::string& q) {

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "core/file_probe.h"
+
 namespace pipit {
 
 namespace {
@@ -133,13 +135,6 @@ Result<std::pair<const uint8_t*, uint64_t>> ZipArchive::data(const ZipEntry& e) 
   return std::make_pair(data_ + start, e.size);
 }
 
-bool is_zip_file(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) return false;
-  unsigned char m[4] = {};
-  const bool ok = std::fread(m, 1, 4, f) == 4 && m[0] == 'P' && m[1] == 'K' && m[2] == 3 && m[3] == 4;
-  std::fclose(f);
-  return ok;
-}
+bool is_zip_file(const std::string& path) { return file_starts_with(path, std::string_view("PK\x03\x04", 4)); }
 
 }  // namespace pipit

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <string>
 
+#include "core/file_probe.h"
 #include "core/status.h"
 
 namespace pipit {
@@ -21,9 +22,7 @@ inline Result<bool> optional_file(const std::string& path) {
     return Error::io("[load] cannot read '{}': {}", path, std::strerror(errno));
   }
   if (S_ISREG(st.st_mode)) return true;
-  const char* kind = S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO"
-                     : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : "not a regular file";
-  return Error::format("[load] '{}' is {}, expected a file (or nothing)", path, kind);
+  return Error::format("[load] '{}' is {}, expected a file (or nothing)", path, file_kind(st.st_mode));
 }
 
 }  // namespace pipit

@@ -10,19 +10,11 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/file_probe.h"
+
 namespace pipit {
 
 namespace {
-
-const char* kind_of(mode_t m) {
-  if (S_ISDIR(m)) return "a directory";
-  if (S_ISCHR(m)) return "a character device";
-  if (S_ISBLK(m)) return "a block device";
-  if (S_ISFIFO(m)) return "a FIFO";
-  if (S_ISSOCK(m)) return "a socket";
-  if (S_ISLNK(m)) return "a symlink";
-  return "not a regular file";
-}
 
 // A path that exists now and is not a regular file (nor absent): a replacing writer must not rename onto it.
 Status check_replaceable_now(const std::string& path, const std::string& what) {
@@ -34,7 +26,7 @@ Status check_replaceable_now(const std::string& path, const std::string& what) {
   if (S_ISREG(st.st_mode)) return Status::ok();
   return Error::invalid_argument("{} the output '{}' is {}, not a regular file: the output is written to a new file "
                                  "that is renamed onto this name, which would replace it; give a file name",
-                                 what, path, kind_of(st.st_mode));
+                                 what, path, file_kind(st.st_mode));
 }
 
 }  // namespace
@@ -55,7 +47,7 @@ Result<std::string> replaceable_output(const std::string& path, const std::strin
   struct stat ts{};
   if (::stat(target.c_str(), &ts) != 0 || !S_ISREG(ts.st_mode))
     return Error::invalid_argument("{} the output '{}' is a symlink to '{}', which is {}, not a regular file; give "
-                                   "a file name", what, path, target, kind_of(ts.st_mode));
+                                   "a file name", what, path, target, file_kind(ts.st_mode));
   return target;
 }
 
@@ -87,7 +79,7 @@ Result<std::FILE*> open_output_stream(const std::string& path, const std::string
   };
   struct stat st{};
   if (::stat(path.c_str(), &st) == 0 && (S_ISDIR(st.st_mode) || S_ISBLK(st.st_mode) || S_ISSOCK(st.st_mode)))
-    return refuse(kind_of(st.st_mode));
+    return refuse(file_kind(st.st_mode));
   // O_NONBLOCK: opening a FIFO that nobody reads fails (ENXIO) instead of blocking for ever
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_CLOEXEC, 0666);
   if (fd < 0) {

@@ -1,6 +1,7 @@
 // Heap, mmap and arena storages.
 #include "core/storage.h"
 
+#include "core/file_probe.h"
 #include "core/limits.h"
 
 #include <fcntl.h>
@@ -68,7 +69,8 @@ HeapStorage::~HeapStorage() {
 }
 
 Result<std::shared_ptr<MmapStorage>> MmapStorage::open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO opens at once (to be refused below) instead of waiting for a writer; mmap ignores the flag
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return Error::io("[mmap] cannot open '{}': {}", path, std::strerror(errno));
   struct stat st{};
   if (fstat(fd, &st) != 0) {
@@ -76,9 +78,9 @@ Result<std::shared_ptr<MmapStorage>> MmapStorage::open(const std::string& path) 
     ::close(fd);
     return Error::io("[mmap] cannot stat '{}': {}", path, std::strerror(e));
   }
-  if (S_ISDIR(st.st_mode)) {
+  if (!S_ISREG(st.st_mode)) {  // a directory, FIFO or device: nothing to map (a device's st_size is 0)
     ::close(fd);
-    return Error::io("[mmap] '{}' is a directory, expected a file", path);
+    return Error::io("[mmap] '{}' is {}, expected a file", path, file_kind(st.st_mode));
   }
   auto s = std::shared_ptr<MmapStorage>(new MmapStorage());
   s->path_ = path;

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "core/file_probe.h"
 #include "core/storage.h"
 
 namespace pipit {
@@ -315,13 +316,6 @@ Result<Tensor> GgufFile::tensor(const GgufTensorInfo& t) const {
   return Tensor::from_data(dt, t.shape(), p, owner_);
 }
 
-bool is_gguf_file(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) return false;
-  char m[4] = {};
-  const bool ok = std::fread(m, 1, 4, f) == 4 && std::memcmp(m, "GGUF", 4) == 0;
-  std::fclose(f);
-  return ok;
-}
+bool is_gguf_file(const std::string& path) { return file_starts_with(path, "GGUF"); }
 
 }  // namespace pipit

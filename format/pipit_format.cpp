@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include "core/file_probe.h"
 #include "core/json_depth.h"
 #include "core/output_file.h"
 #include "core/storage.h"
@@ -193,14 +194,7 @@ std::optional<std::string> PipitFile::text(const std::string& key) const {
   return header_[key].get<std::string>();
 }
 
-bool is_pipit_file(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) return false;
-  char m[8] = {};
-  const bool ok = std::fread(m, 1, 8, f) == 8 && std::memcmp(m, kPipitMagic, 8) == 0;
-  std::fclose(f);
-  return ok;
-}
+bool is_pipit_file(const std::string& path) { return file_starts_with(path, std::string_view(kPipitMagic, 8)); }
 
 // ---- writer ----
 

@@ -273,6 +273,9 @@ Result<Target> Parser::to_target(const Expr& e) {
 }
 
 Result<std::shared_ptr<const Program>> parse_template(std::string_view source) {
+  if (source.size() > kMaxTemplateSource)
+    return Error::out_of_range("the template is {} bytes, more than the {} a chat template may have", source.size(),
+                               kMaxTemplateSource);
   PIPIT_ASSIGN_OR_RETURN(std::vector<Token> toks, lex(source));
   Parser p(std::move(toks));
   PIPIT_ASSIGN_OR_RETURN(Body body, p.parse_all());

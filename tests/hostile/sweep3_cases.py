@@ -22,6 +22,11 @@
             (dropped silently; now an error naming the id)
   unicode   NFC of a long run of combining marks (utf8proc orders them by neighbour exchanges: 40k marks 5.5 s,
             quadratic): tokenized within a few seconds
+  streams   inputs that never end or never open (issue 35.10): `--recipe /dev/zero` (read 1.1 GB), JSONL input on
+            /dev/zero or one endless line (tokenize / template --jsonl kept one line of gigabytes), a weights file or
+            shard that is a FIFO nobody writes (the open waited for ever), a GGUF whose chat template is 10 MB.
+            Stream inputs (-f, --jsonl, stdin) that are pipes are read as pipes, waiting for their writer as `cat`
+            does; files that must be mapped or sniffed (weights, shards) are refused unless regular
 Every case runs under the suite's time and RSS bounds.
 """
 import json
@@ -493,6 +498,53 @@ def wrong_cases(s):
               ["tokenize", "-m", s.model("stories260k"), "--decode", "--jsonl", path], "error", "vocabulary")
 
 
+# ---- inputs that never end or never open (issue 35.10) ----
+
+def stream_cases(s):
+    st = s.model("stories260k")
+    d = s.fresh("streams")
+    out = os.path.join(d, "out.pipit")
+    # a recipe is a list of rules: past 1 MiB it is refused (a FIFO is read as a pipe, as `cat` would: not a case)
+    s.add("streams", "convert --recipe /dev/zero", ["convert", st, "-o", out, "--quiet", "--recipe", "/dev/zero"],
+          needle="1.0 MB", timeout=5)
+    # JSONL on an endless input: one line may have 64 MiB (the -f bound), then an error naming the line
+    tok = os.path.join(s.td, "tokenizers", "qwen3")
+    for label, argv in [("tokenize --jsonl", ["tokenize", "-m", st, "--jsonl"]),
+                        ("tokenize --decode --jsonl", ["tokenize", "-m", st, "--decode", "--jsonl"]),
+                        ("template --jsonl", ["template", "-m", tok, "--jsonl"])]:
+        s.add("streams", label + " /dev/zero", argv + ["/dev/zero"], needle="67.1 MB", timeout=10)
+    endless = write(os.path.join(d, "endless.jsonl"), '{"text": "' + "a" * (70 << 20) + '"}\n')
+    s.add("streams", "tokenize --jsonl with a 70 MB line", ["tokenize", "-m", st, "--jsonl", endless],
+          needle="67.1 MB", timeout=10)
+    # weights that are a FIFO: the model file itself, a shard of a folder, a GGUF, a .pipit
+    for name in ("model.gguf", "model.pipit"):
+        p = os.path.join(d, name)
+        os.mkfifo(p)
+        s.add("streams", "run -m a FIFO named " + name, ["run", "-m", p, "-p", "x", "-n", "2", "-t", "1"], timeout=5)
+    m = s.copy_model("stories260k", skip=("model.safetensors",))
+    os.mkfifo(os.path.join(m, "model.safetensors"))
+    for cmd in (["run", "-m", m, "-p", "x", "-n", "2", "-t", "1"], ["convert", m, "-o", out, "--quiet"]):
+        s.add("streams", cmd[0] + " with model.safetensors a FIFO", cmd, needle="model.safetensors", timeout=5)
+    m = s.copy_model("stories260k", skip=("model.safetensors",))
+    os.mkfifo(os.path.join(m, "model-00002-of-00002.safetensors"))
+    os.symlink(os.path.join(st, "model.safetensors"), os.path.join(m, "model-00001-of-00002.safetensors"))
+    with open(os.path.join(st, "model.safetensors"), "rb") as f:
+        hdr = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+    names = sorted(k for k in hdr if k != "__metadata__")
+    wmap = {k: "model-0000%d-of-00002.safetensors" % (1 if i % 2 == 0 else 2) for i, k in enumerate(names)}
+    write(os.path.join(m, "model.safetensors.index.json"), json.dumps({"metadata": {}, "weight_map": wmap}))
+    s.add("streams", "run with a shard that is a FIFO", ["run", "-m", m, "-p", "x", "-n", "2", "-t", "1"],
+          needle="model-00002-of-00002", timeout=5)
+    # a GGUF carrying a 10 MB chat template of small expressions (8.6 s and 930 MB to parse before; 35 s and 1.4 GB
+    # in the sweep): templates over 1 MiB are refused when used; the model still runs without its template
+    big = "{% for m in messages %}{{ m.content }}{% endfor %}" + "{{ 'x' }}" * ((10 << 20) // 9)
+    p = write(os.path.join(d, "template.gguf"),
+              TinyLlamaGguf.build(raw=[("tokenizer.chat_template", 8, make_seeds.Gguf.s(big))]))
+    run = ["run", "-m", p, "-p", "a", "-n", "2", "-t", "1"]
+    s.add("streams", "GGUF with a 10 MB chat template", run, needle="chat template may have", timeout=5)
+    s.add("streams", "GGUF with a 10 MB chat template, --no-template", run + ["--no-template"], "ok", timeout=5)
+
+
 def add_all(s, inp):
     """Called by hostile_test.py before the setup conversion; pipit_header_cases is called after it."""
     output_cases(s, inp)
@@ -506,3 +558,4 @@ def add_all(s, inp):
     unicode_cases(s)
     jpeg_cases(s)
     wrong_cases(s)
+    stream_cases(s)
