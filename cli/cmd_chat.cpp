@@ -24,6 +24,8 @@
 #include "cli/image_args.h"
 #include "cli/line_input.h"
 #include "cli/structured_args.h"
+#include "core/limits.h"
+#include "core/output_file.h"
 #include "models/media_note.h"
 #include "models/vision/image.h"
 #include "models/vision/vision_model.h"
@@ -285,18 +287,17 @@ struct Chat {
 
   // /save FILE: the conversation as JSON ({"messages": [...]}, media parts naming their files).
   Status save(const std::string& path) const {
-    std::FILE* f = std::fopen(path.c_str(), "wb");
-    if (!f) return Error::io("cannot write {}: {}", path, std::strerror(errno));
+    // as a shell redirection would write it: a FIFO nobody reads, a directory or /dev/full is an error, not a hang
+    PIPIT_ASSIGN_OR_RETURN(std::FILE * f, open_output_stream(path, "/save"));
     const std::string text = nlohmann::json{{"messages", messages}}.dump(2) + "\n";
-    const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-    if (std::fclose(f) != 0 || !ok) return Error::io("cannot write {}: {}", path, std::strerror(errno));
-    return Status::ok();
+    std::fwrite(text.data(), 1, text.size(), f);
+    return close_output(f, path, "/save");
   }
 
   // /load FILE: a conversation /save wrote (or any {"messages": [...]} / [...] of role + content), its media
   // checked (images load, clips decode, videos encode) before it replaces the current one.
   Status load(const std::string& path) {
-    PIPIT_ASSIGN_OR_RETURN(std::string text, read_file(path));
+    PIPIT_ASSIGN_OR_RETURN(std::string text, read_file(path, Limits::kMaxPromptFile));
     nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
     if (j.is_object() && j.contains("messages")) j = j["messages"];
     if (j.is_discarded() || !j.is_array()) return Error::invalid_argument("{}: expected {\"messages\": [...]}", path);

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/json_depth.h"
+#include "core/optional_file.h"
 #include "core/storage.h"
 #include "runtime/loader.h"
 
@@ -15,7 +16,9 @@ namespace {
 // processor_config.json next to config.json (null when absent: the Hub defaults apply).
 Result<nlohmann::json> processor_config_of(const LoadedModel& lm) {
   const std::string path = lm.path + "/processor_config.json";
-  if (!is_directory(lm.path) || !file_exists(path)) return nlohmann::json();
+  if (!is_directory(lm.path)) return nlohmann::json();
+  PIPIT_ASSIGN_OR_RETURN(bool present, optional_file(path));  // a directory, FIFO or device is an error, not absent
+  if (!present) return nlohmann::json();
   PIPIT_ASSIGN_OR_RETURN(std::string text, read_file(path));
   if (json_depth(text) > kMaxJsonDepth)
     return Error::format("[audio] {}: JSON nested deeper than {} levels", path, kMaxJsonDepth);

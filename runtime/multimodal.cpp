@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "core/json_depth.h"
+#include "core/optional_file.h"
 #include "core/storage.h"
 #include "models/media_note.h"
 #include "models/vision/vision_model.h"
@@ -51,7 +52,9 @@ Result<ImageProcessorConfig> image_processor_for(const Model& m, const nlohmann:
 Result<nlohmann::json> preprocessor_config_of(const LoadedModel& lm) {
   if (!lm.preprocessor_config.is_null()) return lm.preprocessor_config;
   const std::string path = lm.path + "/preprocessor_config.json";
-  if (!is_directory(lm.path) || !file_exists(path)) return nlohmann::json();
+  if (!is_directory(lm.path)) return nlohmann::json();
+  PIPIT_ASSIGN_OR_RETURN(bool present, optional_file(path));  // a directory, FIFO or device is an error, not absent
+  if (!present) return nlohmann::json();
   PIPIT_ASSIGN_OR_RETURN(std::string text, read_file(path));
   if (json_depth(text) > kMaxJsonDepth)
     return Error::format("[image] {}: JSON nested deeper than {} levels", path, kMaxJsonDepth);

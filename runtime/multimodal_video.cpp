@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "core/json_depth.h"
+#include "core/optional_file.h"
 #include "core/storage.h"
 #include "models/vision/video_file.h"
 #include "models/vision/vision_model.h"
@@ -42,7 +43,9 @@ Result<VideoProcessorConfig> video_processor_for(const Model& m, const nlohmann:
 
 Result<nlohmann::json> video_preprocessor_config_of(const LoadedModel& lm) {
   const std::string path = lm.path + "/video_preprocessor_config.json";
-  if (!is_directory(lm.path) || !file_exists(path)) return nlohmann::json();
+  if (!is_directory(lm.path)) return nlohmann::json();
+  PIPIT_ASSIGN_OR_RETURN(bool present, optional_file(path));  // a directory, FIFO or device is an error, not absent
+  if (!present) return nlohmann::json();
   PIPIT_ASSIGN_OR_RETURN(std::string text, read_file(path));
   if (json_depth(text) > kMaxJsonDepth)
     return Error::format("[video] {}: JSON nested deeper than {} levels", path, kMaxJsonDepth);

@@ -140,6 +140,15 @@ class Chat(unittest.TestCase):
             out3, _ = self.run_piped(MODEL, f"/load {os.path.join(d, 'missing.json')}\n/nope x\n", "-n", "4")
             self.assertIn("error:", out3.split("> ")[1])
             self.assertIn("unknown command /nope", out3.split("> ")[2])
+            # /save onto a FIFO nobody reads and /dev/full, /load of /dev/zero: an error each, and the chat goes on
+            fifo = os.path.join(d, "fifo")
+            os.mkfifo(fifo)
+            out4, _ = self.run_piped(MODEL, f"Hi\n/save {fifo}\n/save /dev/full\n/load /dev/zero\n/nope\n", "-n", "2")
+            turns = out4.split("> ")
+            self.assertIn("FIFO", turns[2])
+            self.assertIn("error", turns[3])
+            self.assertIn("67.1 MB", turns[4])
+            self.assertIn("unknown command /nope", turns[5])
 
     def test_terminal_line_editing(self):
         """On a terminal: libedit's line editing, Ctrl-C at the prompt a hint (no exit), the up arrow brings the last

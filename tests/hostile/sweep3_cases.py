@@ -387,6 +387,30 @@ def sidefile_cases(s):
                 if cmd[0] == "tokenize" and fname == "generation_config.json":
                     continue  # the tokenizer does not read it
                 s.add("sidefiles", "%s %s is %s" % (cmd[0], fname, label), cmd, needle=fname)
+    # the processors' configs, read when an image, a video or a clip comes (they were silently ignored: the Hub
+    # defaults applied)
+    here = os.path.dirname(os.path.abspath(__file__))
+    for model, fname, media in [
+            ("qwen2_vl", "preprocessor_config.json", ["--image", os.path.join(s.model("qwen2_vl"), "img_100x75.png")]),
+            ("qwen3_5_vl", "video_preprocessor_config.json",
+             ["--video", ",".join(os.path.join(s.model("qwen3_5_vl"), "video_frame%02d.png" % i) for i in range(4))]),
+            ("gemma4", "processor_config.json", ["--audio", os.path.join(s.model("gemma4"), "tone_1200ms.wav")])]:
+        for label in ["a directory", "a FIFO", "a device"]:
+            d = s.copy_model(model, skip=(fname,))
+            p = os.path.join(d, fname)
+            if label == "a directory":
+                os.makedirs(p)
+            elif label == "a FIFO":
+                os.mkfifo(p)
+            else:
+                os.symlink("/dev/zero", p)
+            if model == "gemma4":  # the toy tokenizer that writes audio placeholders (as audio_cases uses)
+                for f in ("tokenizer.json", "tokenizer_config.json"):
+                    os.symlink(os.path.join(here, "..", "data", "gemma4_tokenizer", f), os.path.join(d, f))
+                cmd = ["run", "-m", d, "-p", "Transcribe", "-n", "1", "-t", "1"] + media
+            else:
+                cmd = ["vision", "-m", d, "-o", "/dev/null", "-t", "1"] + media
+            s.add("sidefiles", "%s %s is %s" % (cmd[0], fname, label), cmd, needle=fname)
 
 
 def schema_cases(s):
