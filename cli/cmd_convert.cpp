@@ -59,8 +59,8 @@ int cmd_convert(Args& a) {
   a.option({"-q", "--quant"}, "f32 | f16 | bf16 | q8 | q4 | q4_k_m (= q4_k) | q4_k_s | q5_k_m (= q5_k) | q5_k_s |\n"
             "q6_k (llama.cpp's K-quant mixes) | auto (keep each tensor's source dtype)", "auto");
   a.option({"--recipe"}, "JSON recipe: {\"rules\": [{\"pattern\": GLOB, \"dtype\": TYPE}, ...]}, first match wins");
-  a.option({"--target"}, "generic | x86 | arm (x86, arm: q4/q8 matrices stored as the\n"
-            "16-row panels of the integer kernels; no repacking at load)", "generic");
+  a.option({"--target"}, "cpu | generic (cpu: q4/q8 matrices stored as the 16-row panels every CPU\n"
+            "kernel reads in place, no repacking at load; generic: GGUF's plain blocks; x86 and arm are cpu)", "cpu");
   a.option({"-t", "--threads"}, "threads for quantization (default: physical cores)");
   a.flag({"--quiet"}, "no progress output");
   a.flag({"--force"}, "replace -o even when it is an existing file that is not a .pipit");
@@ -68,7 +68,7 @@ int cmd_convert(Args& a) {
   if (a.help() || a.positionals().size() != 1 || !a.has("-o")) {
     std::printf("usage: pipit convert INPUT -o OUT.pipit [--quant f32|f16|bf16|q8|q4|q4_k_m|q5_k_m|q6_k|...] "
                 "[--recipe FILE] "
-                "[--target generic|x86|arm]\n"
+                "[--target cpu|generic]\n"
                 "INPUT: a HF checkpoint directory (safetensors or pytorch_model.bin), a .gguf or a .pipit file.\n%s",
                 a.usage().c_str());
     return a.help() ? 0 : 1;

@@ -115,12 +115,33 @@ Status write_panels(const Tensor& src, DType dst, PipitWriter& w, size_t index, 
   return Status::ok();
 }
 
+// A panel source (a .pipit written for the cpu target) converted to anything else: a block of whole panels at a
+// time is unpacked to its plain dtype (exact) and converted as a plain tensor's rows would be.
+Status write_from_panels(const Tensor& src, DType dst, PipitWriter& w, size_t index, ThreadPool& pool,
+                         const RowsDone& on_rows) {
+  const DType plain = dtype_unpanel(src.dtype());
+  const int64_t K = src.dim(-1), rows = src.rows();
+  const int64_t block = std::max<int64_t>(1, (int64_t(1) << 18) / std::max<int64_t>(K, 1)) * kPanelRows;
+  for (int64_t r0 = 0; r0 < rows; r0 += block) {
+    const int64_t nr = std::min(block, rows - r0);
+    Tensor part = Tensor::empty(plain, {nr, K});
+    unpack_panel_rows(src.dtype(), src.data(), K, r0, r0 + nr, part.data());
+    const uint64_t before = uint64_t(r0) * uint64_t(dtype_row_bytes(src.dtype(), K));
+    const RowsDone in_part = [&](uint64_t b) {
+      if (on_rows) on_rows(before + b);
+    };
+    PIPIT_TRY(write_tensor(part, dst, w, index, pool, in_part));
+  }
+  return Status::ok();
+}
+
 // Converts `src` to `dst` and appends it to the writer: plain copies go straight from the mapping; everything else
 // goes through f32, a block of rows at a time, rows split across the pool (each row's bytes depend only on that
 // row, so the output does not depend on the thread count).
 Status write_tensor(const Tensor& src, DType dst, PipitWriter& w, size_t index, ThreadPool& pool,
                     const RowsDone& on_rows) {
-  if (dtype_is_panel(dst)) return write_panels(src, dst, w, index, pool, on_rows);
+  if (dtype_is_panel(src.dtype()) && src.dtype() != dst) return write_from_panels(src, dst, w, index, pool, on_rows);
+  if (dtype_is_panel(dst) && src.dtype() != dst) return write_panels(src, dst, w, index, pool, on_rows);
   if (src.dtype() == dst) {
     const size_t n = src.nbytes(), chunk = size_t(16) << 20;
     for (size_t off = 0; off < n || off == 0; off += chunk) {
@@ -170,8 +191,8 @@ Result<ConvertReport> convert_checkpoint(const Checkpoint& c, const ConvertOptio
   const auto t0 = Clock::now();
   PIPIT_ASSIGN_OR_RETURN(std::string quant, canonical_quant(opt.quant));
   if (quant == "source") quant = "auto";
-  if (opt.target != "generic" && opt.target != "x86" && opt.target != "arm")
-    return Error::invalid_argument("[convert] --target '{}' (expected generic, x86 or arm)", opt.target);
+  if (opt.target != "cpu" && opt.target != "generic" && opt.target != "x86" && opt.target != "arm")
+    return Error::invalid_argument("[convert] --target '{}' (expected cpu or generic)", opt.target);
   if (opt.output.empty()) return Error::invalid_argument("[convert] no output path (-o OUT.pipit)");
   Recipe user;
   if (!opt.recipe_path.empty()) {
@@ -183,18 +204,21 @@ Result<ConvertReport> convert_checkpoint(const Checkpoint& c, const ConvertOptio
   ConvertReport rep;
   PIPIT_ASSIGN_OR_RETURN(rep.plans, plan_conversion(c, quant, user));
   rep.notes = c.notes;
-  // x86 and arm: q4_0 / q8_0 matrices as 16-row panels, the layout of their integer GEMV/GEMM kernels, so a load
-  // uses them in place (a generic file is packed at load instead: a copy of those weights in memory). Not the
-  // weights the model reads by rows or not at all (models/mapped_weights.h: a row lookup in panels reads 16 rows).
+  // cpu (and its old names x86, arm): q4_0 / q8_0 matrices as 16-row panels, the layout of the integer GEMV/GEMM
+  // kernels, so a load uses them in place (a generic file is packed at load instead: a copy of those weights in
+  // memory). Not the weights the model reads by rows or not at all (models/mapped_weights.h: a row lookup in panels
+  // reads 16 rows). The file is the same on every machine: the panels do not depend on the CPU converting them.
   std::string layout = "generic";
   const std::string model_type = c.config["model_type"].get<std::string>();
-  if (opt.target != "generic")
-    for (auto& p : rep.plans)
-      if ((p.dst == DType::Q4_0 || p.dst == DType::Q8_0) && p.shape.size() == 2 && p.shape[0] % kPanelRows == 0 &&
-          !keep_mapped(model_type, p.name)) {
-        p.dst = dtype_panel_of(p.dst);
-        layout = "panel16";
-      }
+  for (auto& p : rep.plans) {
+    if (opt.target == "generic") {
+      p.dst = dtype_unpanel(p.dst);  // a panel source (a cpu-target .pipit) back to GGUF's plain blocks
+    } else if ((p.dst == DType::Q4_0 || p.dst == DType::Q8_0) && p.shape.size() == 2 &&
+               p.shape[0] % kPanelRows == 0 && !keep_mapped(model_type, p.name)) {
+      p.dst = dtype_panel_of(p.dst);
+    }
+    if (dtype_is_panel(p.dst)) layout = "panel16";
+  }
 
   nlohmann::json q = {{"quant", quant}, {"target", opt.target}, {"layout", layout}, {"source_format", c.format}};
   nlohmann::json rules = nlohmann::json::array();

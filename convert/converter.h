@@ -2,8 +2,10 @@
 // Tensors are planned by the recipe, then converted one at a time in name order, a block of rows at a time, and
 // appended to the output, so memory stays at a few MB beyond the mapped input. Quantization uses the scalar
 // reference quantizers (backends/cpu/ref, llama.cpp's rounding), so the same input gives a byte-identical file on
-// every machine. --target x86 / arm stores q4_0 / q8_0 matrices as 16-row panels (q4_0x16, q8_0x16: the layout of
-// the integer kernels, core/dtype.h; header "layout": "panel16"); generic keeps plain blocks (GGUF's bytes).
+// every machine. The default target, cpu (x86 and arm are its old names, the same bytes), stores q4_0 / q8_0
+// matrices as 16-row panels (q4_0x16, q8_0x16: the layout of the integer kernels, core/dtype.h; header "layout":
+// "panel16"), which every CPU kernel level reads in place and the OpenCL device unpacks at upload; generic keeps
+// plain blocks (GGUF's bytes), which a SIMD CPU packs into panels at load (a copy of those weights in memory).
 #pragma once
 
 #include <functional>
@@ -20,7 +22,7 @@ struct ConvertOptions {
   std::string output;
   std::string quant = "auto";   // auto f32 f16 bf16 q8 q4
   std::string recipe_path;      // optional JSON recipe
-  std::string target = "generic";  // generic x86 arm
+  std::string target = "cpu";   // cpu (= x86 = arm: 16-row panels) or generic (plain blocks)
   int n_threads = 0;            // 0: physical cores
   bool progress = true;         // progress bar / lines on stderr
 };

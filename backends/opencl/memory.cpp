@@ -6,6 +6,7 @@
 
 #include "backends/cpu/kernels.h"
 #include "backends/opencl/cl_device.h"
+#include "core/panels.h"
 
 namespace pipit::opencl {
 
@@ -68,11 +69,18 @@ Tensor OpenclDevice::upload_f32(Ctx& ctx, std::span<const float> v) {
 Result<Tensor> OpenclDevice::upload_weight(const Tensor& host) {
   PIPIT_ASSERT(host.is_contiguous(), "weights are contiguous: {}", host.describe());
   const DType dt = host.dtype();
+  if (dtype_is_panel(dt)) {
+    // A .pipit converted for a CPU target stores q4_0 / q8_0 (and K-quant) matrices as 16-row panels: the same
+    // blocks, interleaved. The device kernels read plain rows, so they are unpacked (exact) and uploaded as such.
+    Tensor plain = Tensor::empty(dtype_unpanel(dt), host.shape());
+    unpack_panel_rows(dt, host.data(), host.dim(-1), 0, host.rows(), plain.data());
+    return upload_weight(plain);
+  }
   const bool keep = host.ndim() == 2 && (dt == DType::F32 || dt == DType::F16 || dt == DType::Q8_0 ||
                                          dt == DType::Q4_0);
   if (!keep) {  // widened to f32 (exact for bf16 / f16; other block formats are dequantized)
     auto conv = kernels().to_f32[int(dt)];
-    if (!conv || dtype_is_panel(dt))
+    if (!conv)
       return Error::unsupported("[opencl] weights of dtype {} cannot be uploaded (re-convert to f16, q8 or q4)",
                                 dtype_name(dt));
     Tensor f = Tensor::empty(DType::F32, host.shape());

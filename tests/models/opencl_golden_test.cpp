@@ -153,6 +153,18 @@ TEST_P(OpenclGoldenText, QuantizedFilesWithinTheCpuBounds) {
                 GetParam().c_str(), q, err, err_cpu, bound);
     EXPECT_LE(err, bound) << q;
     EXPECT_GT(err, 0.0) << q << ": quantization changed nothing?";
+    // the file above is the default cpu target (16-row panels), unpacked at upload: the same logits on the device as
+    // the generic file's plain blocks
+    ConvertOptions o;
+    o.quant = q;
+    o.target = "generic";
+    o.n_threads = 2;
+    o.progress = false;
+    o.output = d.path(GetParam() + "_" + q + "_generic.pipit");
+    ASSERT_TRUE(convert_file(test::model_dir(GetParam()), o).is_ok());
+    LoadedModel gpu_generic = load_on(o.output, dev);
+    const auto got_generic = test::all_logits(*gpu_generic.model, ids);
+    EXPECT_EQ(test::max_abs_diff(got.data(), got_generic.data(), int64_t(got.size())).max_abs, 0.0) << q;
   }
 }
 
