@@ -1,0 +1,247 @@
+// llama.cpp's own GGUF files of the 2026 models (issue 37 item 3): Qwen3.5 (text + MTP, arch qwen35; and its
+// qwen3vl_merger mmproj) and GPT-OSS (arch gpt-oss, MXFP4 experts as stored), written by llama.cpp's
+// convert_hf_to_gguf.py from the tiny test checkpoints (tests/data/llamacpp_gguf/make_qwen35_gpt_oss_gguf.py). They
+// import to the same tensors as the HF checkpoints (BF16: the same values; Q8_0: within the quantizer's half step)
+// and run to the goldens: text logits, the MTP head's logits, an image's vision embeddings and prefill logits through
+// `load_model(..., {.mmproj})`, GPT-OSS logits bit for bit. A file missing a tensor names it.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "backends/cpu/kernels.h"
+#include "convert/checkpoint.h"
+#include "convert/gguf_import.h"
+#include "format/safetensors.h"
+#include "models/mtp.h"
+#include "runtime/multimodal.h"
+#include "tests/unit/convert_test_util.h"
+
+namespace pipit {
+namespace {
+
+constexpr double kTol = 1e-3;  // the f32 path's bound against the PyTorch goldens
+
+std::string data(const std::string& f) { return std::string(PIPIT_SOURCE_DIR) + "/tests/data/llamacpp_gguf/" + f; }
+
+std::vector<float> values(const Tensor& t) {
+  std::vector<float> v(size_t(t.numel()));
+  const int64_t n = t.dim(-1);
+  for (int64_t r = 0; r < t.rows(); ++r) ref_kernels().to_f32[int(t.dtype())](t.row_ptr(r), v.data() + r * n, n);
+  return v;
+}
+
+SafetensorsFile golden(const std::string& model) {
+  auto g = SafetensorsFile::open(test::model_dir(model) + "/golden.safetensors");
+  EXPECT_TRUE(g.is_ok());
+  return std::move(g).value();
+}
+
+std::vector<int32_t> ids_of(const Tensor& t) { return {t.ptr<int32_t>(), t.ptr<int32_t>() + t.numel()}; }
+
+// The Hub checkpoint's tensor names as the import gives them (text under model., the tower under visual.).
+std::string import_name(const std::string& hf) {
+  using P = std::pair<const char*, const char*>;
+  for (auto [from, to] : {P{"model.language_model.", "model."}, P{"model.visual.", "visual."}})
+    if (hf.rfind(from, 0) == 0) return to + hf.substr(std::string(from).size());
+  return hf;
+}
+
+// Every tensor of the HF checkpoint is in the GGUF import under its name and shape. Unquantized: the same values
+// up to what the converter computes in f32 (norms stored as 1 + w: a w under 2^-16 loses bits below 2^-24;
+// A_log through -exp then log: an ulp). Q8_0: within 0.57 of a step of the tensor's largest block (half a step
+// plus the f16 rounding of the scale, 127 * 2^-11 of a step).
+void expect_same_tensors(const Checkpoint& hf, const Checkpoint& gg, bool with_tower) {
+  size_t n = 0, exact = 0, quantized = 0;
+  for (const auto& [name, t] : hf.tensors) {
+    if (!with_tower && name.rfind("model.visual.", 0) == 0) continue;
+    const std::string g = import_name(name);
+    auto it = gg.tensors.find(g);
+    ASSERT_NE(it, gg.tensors.end()) << g;
+    ASSERT_EQ(it->second.shape(), t.shape()) << g;
+    const auto a = values(t), b = values(it->second);
+    double diff = 0, amax = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+      diff = std::max(diff, std::fabs(double(a[i]) - double(b[i])));
+      amax = std::max(amax, std::fabs(double(a[i])));
+    }
+    const bool q = dtype_is_quantized(it->second.dtype());
+    const double bound = q ? 0.57 * amax / 127 : name.ends_with("A_log") ? 1e-6 * amax : 6e-8;
+    EXPECT_LE(diff, bound) << g << " " << it->second.describe();
+    ++n, exact += diff == 0, quantized += q;
+  }
+  EXPECT_EQ(n, gg.tensors.size()) << "the import has tensors the checkpoint has not";
+  std::printf("[ measure  ] %zu tensors: %zu bit-identical, %zu quantized\n", n, exact, quantized);
+}
+
+TEST(LlamaCppGguf2026, Qwen35TensorsAreTheCheckpoints) {
+  auto hf = open_checkpoint(test::model_dir("qwen3_5_vl"));
+  ASSERT_TRUE(hf.is_ok()) << hf.status().message();
+  auto gg = open_gguf_checkpoint(data("qwen3_5_vl-BF16.gguf"), data("mmproj-qwen3_5_vl-BF16.gguf"));
+  ASSERT_TRUE(gg.is_ok()) << gg.status().message();
+  expect_same_tensors(*hf, *gg, true);
+  auto q8 = open_gguf_checkpoint(data("qwen3_5_vl-Q8_0.gguf"));
+  ASSERT_TRUE(q8.is_ok()) << q8.status().message();
+  expect_same_tensors(*hf, *q8, false);
+  // the config the model reads: the decoder's sizes, hybrid layout, partial interleaved M-RoPE, MTP layer
+  const auto& tc = gg->config["text_config"];
+  EXPECT_EQ(gg->config["model_type"], "qwen3_5");
+  EXPECT_EQ(tc["layer_types"], (nlohmann::json{"linear_attention", "linear_attention", "linear_attention",
+                                               "full_attention"}));
+  EXPECT_EQ(tc["rope_parameters"]["mrope_section"], (nlohmann::json{3, 3, 2}));
+  EXPECT_EQ(tc["rope_parameters"]["partial_rotary_factor"].get<double>(), 0.25);
+  EXPECT_EQ(tc["mtp_num_hidden_layers"].get<int64_t>(), 1);
+  EXPECT_EQ(tc["linear_num_value_heads"].get<int64_t>(), 4);
+  EXPECT_EQ(gg->config["image_token_id"].get<int64_t>(), 492);
+}
+
+// Text: the GGUF's logits on the golden text prompt are the goldens' and (nearly) the HF checkpoint's; the Q8_0
+// file's keep every argmax.
+TEST(LlamaCppGguf2026, Qwen35TextLogits) {
+  auto g = golden("qwen3_5_vl");
+  const auto ids = ids_of(*g.get("text.input_ids"));
+  const Tensor want = *g.get("text.logits");
+  LoadedModel hf = test::load_or_fail(test::model_dir("qwen3_5_vl"));
+  const auto ref = test::all_logits(*hf.model, ids);
+  const int64_t V = hf.model->info().n_vocab, T = int64_t(ids.size());
+  LoadedModel bf = test::load_or_fail(data("qwen3_5_vl-BF16.gguf"));
+  ASSERT_TRUE(bf.model);
+  EXPECT_EQ(bf.config.model_type(), "qwen3_5_text");
+  const auto got = test::all_logits(*bf.model, ids);
+  ASSERT_EQ(int64_t(got.size()), want.numel());
+  const double vs_golden = test::max_abs_diff(got.data(), want.ptr<float>(), want.numel()).max_abs;
+  const double vs_hf = test::max_abs_diff(got.data(), ref.data(), int64_t(ref.size())).max_abs;
+  EXPECT_LE(vs_golden, kTol);
+  EXPECT_LE(vs_hf, 1e-5);  // the same weights but A_log's ulp
+  LoadedModel q8 = test::load_or_fail(data("qwen3_5_vl-Q8_0.gguf"));
+  const auto gq = test::all_logits(*q8.model, ids);
+  ASSERT_EQ(gq.size(), ref.size());
+  const double q_vs_hf = test::max_abs_diff(gq.data(), ref.data(), int64_t(ref.size())).max_abs;
+  for (int64_t t = 0; t < T; ++t) {
+    auto am = [&](const float* p) { return std::max_element(p, p + V) - p; };
+    EXPECT_EQ(am(gq.data() + t * V), am(ref.data() + t * V)) << "position " << t;
+  }
+  EXPECT_LE(q_vs_hf, 0.05);
+  std::printf("[ measure  ] qwen35 BF16 gguf: |logits - golden| %.3g, - HF %.3g; Q8_0 - HF %.3g (max |logit| %.3g)\n",
+              vs_golden, vs_hf, q_vs_hf, double(*std::max_element(ref.begin(), ref.end())));
+}
+
+// The MTP layer (NextN block 4 of the file) is the model's head: its logits on the golden pairs of the text case.
+TEST(LlamaCppGguf2026, Qwen35MtpHead) {
+  auto g = golden("qwen3_5_vl");
+  LoadedModel lm = test::load_or_fail(data("qwen3_5_vl-BF16.gguf"));
+  auto head = mtp_of(*lm.model);
+  ASSERT_TRUE(head.is_ok()) << head.status().message();
+  const auto in_ids = ids_of(*g.get("text.mtp.input_ids")), pos = ids_of(*g.get("text.mtp.position_ids"));
+  const int64_t L = int64_t(in_ids.size()), E = lm.model->info().n_embd;
+  Tensor embeds = *g.get("text.mtp.inputs_embeds"), hidden = *g.get("text.mtp.hidden_in");
+  Batch b = Batch::single(in_ids, 0, 0, /*all_logits=*/true);
+  b.media.embd = embeds.reshape({L, E});
+  for (int64_t i = 0; i < L; ++i) b.media.row.push_back(int32_t(i));
+  b.pos_streams.pos = pos;
+  KvCache kv((*head)->mtp_kv_spec(), 1, 256, DType::F32);
+  Arena arena;
+  ThreadPool pool(2);
+  Ctx ctx{&arena, &pool, &kernels()};
+  Tensor logits;
+  ASSERT_TRUE((*head)->forward_mtp(ctx, b, hidden.reshape({L, E}), kv, &logits, nullptr).is_ok());
+  const Tensor want = *g.get("text.mtp.logits");
+  ASSERT_EQ(logits.numel(), want.numel());
+  const double d = test::max_abs_diff(logits.ptr<float>(), want.ptr<float>(), want.numel()).max_abs;
+  EXPECT_LE(d, kTol);
+  std::printf("[ measure  ] qwen35 gguf MTP logits - golden %.3g\n", d);
+}
+
+// The mmproj: `pipit run -m qwen3_5_vl-BF16.gguf --mmproj mmproj-qwen3_5_vl-BF16.gguf` loads Qwen3.5 with its tower;
+// the golden image case (200x130: within llama.cpp's pixel bounds for this projector, so resized as HF resizes it)
+// gives the golden vision embeddings, prompt length and prefill logits.
+TEST(LlamaCppGguf2026, Qwen35MmprojImage) {
+  auto lm = load_model(data("qwen3_5_vl-BF16.gguf"), LoadOptions{.mmproj = data("mmproj-qwen3_5_vl-BF16.gguf")});
+  ASSERT_TRUE(lm.is_ok()) << lm.status().message();
+  ASSERT_NE(lm->model->vision(), nullptr);
+  EXPECT_EQ(lm->model->info().arch, "qwen3_5_vl");
+  // llama.cpp's bounds for qwen3vl_merger: 8 to 4096 merged tokens of 32 x 32 pixels
+  EXPECT_EQ(lm->preprocessor_config["min_pixels"].get<int64_t>(), 8 * 32 * 32);
+  EXPECT_EQ(lm->preprocessor_config["max_pixels"].get<int64_t>(), 4096 * 32 * 32);
+  auto g = golden("qwen3_5_vl");
+  const std::string c = "img_200x130";
+  ThreadPool pool(2);
+  const auto ids = ids_of(*g.get(c + ".input_ids_unexpanded"));
+  auto p = prepare_multimodal_prompt(*lm, ids, {test::model_dir("qwen3_5_vl") + "/img_200x130.png"}, {}, pool);
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  ASSERT_EQ(int64_t(p->tokens.size()), g.get(c + ".input_ids")->numel());
+  const Tensor ve = *g.get(c + ".vision_embeds");
+  ASSERT_EQ(p->embd.numel(), ve.numel());
+  const double d_vis = test::max_abs_diff(p->embd.ptr<float>(), ve.ptr<float>(), ve.numel()).max_abs;
+  EXPECT_LE(d_vis, kTol);
+  Session s(*lm->model, SessionOptions{.n_ctx = int(p->tokens.size()) + 8, .n_threads = 2});
+  auto r = s.eval(*p, /*all_logits=*/true);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  const Tensor want = *g.get(c + ".logits");
+  ASSERT_EQ(r->numel(), want.numel());
+  const double d_log = test::max_abs_diff(r->ptr<float>(), want.ptr<float>(), want.numel()).max_abs;
+  EXPECT_LE(d_log, kTol);
+  std::printf("[ measure  ] qwen35 gguf + mmproj %s: vision_embeds %.3g, logits %.3g\n", c.c_str(), d_vis, d_log);
+}
+
+// GPT-OSS: the converter's MXFP4 blocks are the bytes pipit rebuilds from the Hub's (no requantization), so the
+// GGUF's logits are the HF checkpoint's bit for bit.
+TEST(LlamaCppGguf2026, GptOssMxfp4AsStored) {
+  auto hf = open_checkpoint(test::model_dir("gpt_oss_mxfp4"));
+  ASSERT_TRUE(hf.is_ok()) << hf.status().message();
+  auto gg = open_gguf_checkpoint(data("gpt_oss_mxfp4.gguf"));
+  ASSERT_TRUE(gg.is_ok()) << gg.status().message();
+  EXPECT_EQ(gg->tensors.size(), hf->tensors.size());
+  for (const auto& [name, t] : hf->tensors) {
+    auto it = gg->tensors.find(name);
+    ASSERT_NE(it, gg->tensors.end()) << name;
+    ASSERT_EQ(it->second.dtype(), t.dtype()) << name;
+    ASSERT_EQ(it->second.shape(), t.shape()) << name;
+    EXPECT_EQ(std::memcmp(it->second.data(), t.data(), t.nbytes()), 0) << name;
+  }
+  const auto ids = test::golden_ids("gpt_oss_mxfp4");
+  LoadedModel a = test::load_or_fail(test::model_dir("gpt_oss_mxfp4"));
+  LoadedModel b = test::load_or_fail(data("gpt_oss_mxfp4.gguf"));
+  EXPECT_EQ(b.config.model_type(), "gpt_oss");
+  const auto la = test::all_logits(*a.model, ids), lb = test::all_logits(*b.model, ids);
+  ASSERT_EQ(la.size(), lb.size());
+  EXPECT_EQ(test::max_abs_diff(la.data(), lb.data(), int64_t(la.size())).max_abs, 0.0);
+}
+
+void expect_error(const Status& st, const std::string& part) {
+  ASSERT_FALSE(st.is_ok()) << "expected an error containing '" << part << "'";
+  EXPECT_NE(st.message().find(part), std::string::npos) << st.message();
+}
+
+// A copy of a file with one tensor name changed (same length: the header stays valid).
+std::string renamed(const test::ScratchDir& d, const std::string& file, const std::string& from,
+                    const std::string& to) {
+  std::string bytes = test::read_bytes(data(file));
+  const size_t at = bytes.find(from);
+  EXPECT_NE(at, std::string::npos);
+  bytes.replace(at, from.size(), to);
+  const std::string out = d.path("renamed_" + file);
+  test::write_bytes(out, bytes);
+  return out;
+}
+
+TEST(LlamaCppGguf2026, BadFilesGiveOneClearError) {
+  test::ScratchDir d("gguf2026");
+  expect_error(load_model(renamed(d, "qwen3_5_vl-BF16.gguf", "blk.1.attn_qkv.weight", "blk.1.attn_qkx.weight"))
+                   .status(), "missing tensor 'blk.1.attn_qkv.weight'");
+  expect_error(load_model(renamed(d, "gpt_oss_mxfp4.gguf", "blk.2.ffn_up_exps.weight", "blk.2.ffn_up_exps.weighx"))
+                   .status(), "missing tensor 'blk.2.ffn_up_exps.weight'");
+  expect_error(load_model(data("qwen3_5_vl-BF16.gguf"),
+                          LoadOptions{.mmproj = renamed(d, "mmproj-qwen3_5_vl-BF16.gguf", "v.blk.2.attn_qkv.bias",
+                                                        "v.blk.2.attn_qkx.bias")})
+                   .status(), "missing tensor 'v.blk.2.attn_qkv.bias'");
+  // a Qwen3.5 tower with another language model
+  expect_error(load_model(data("gpt_oss_mxfp4.gguf"), LoadOptions{.mmproj = data("mmproj-qwen3_5_vl-BF16.gguf")})
+                   .status(), "needs a qwen35 (Qwen3.5) language model");
+  // a truncated file
+  const std::string whole = test::read_bytes(data("qwen3_5_vl-Q8_0.gguf"));
+  test::write_bytes(d.path("cut.gguf"), whole.substr(0, whole.size() / 2));
+  EXPECT_FALSE(load_model(d.path("cut.gguf")).is_ok());
+}
+
+}  // namespace
+}  // namespace pipit
