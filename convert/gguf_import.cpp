@@ -199,7 +199,7 @@ Result<nlohmann::json> llama3_scaling_from_factors(const float* f, int64_t n, do
 
 // Gemma's RMSNorm multiplies by (1 + w); llama.cpp's converter stores 1 + w (Gemma3Model.norm_shift) so its graph
 // multiplies by the stored value. pipit's Gemma 3 takes HF's w: subtract the 1 again (f32; for weights from bf16
-// both steps are exact).
+// both steps are exact). Qwen3.5's norms likewise; shift 0: a plain f32 copy.
 Result<Tensor> unshift_norm(const Tensor& t, const std::string& name, float shift = 1.0f) {
   if (t.dtype() != DType::F32 && t.dtype() != DType::F16 && t.dtype() != DType::BF16)
     return Error::unsupported("[gguf] {}: a norm weight of type {} (expected F32/F16/BF16)", name,
@@ -285,7 +285,7 @@ Result<Tensor> untile_value_heads(Tensor t, const Qwen35Dims& d, int64_t first, 
   const int64_t R = d.nv / d.nk, n = d.nv * per_head;
   if (d.nk == d.nv) return t;  // the converter reorders only when the counts differ
   if (cols) {
-    if (t.ndim() != 2 || t.dim(1) != n)
+    if (t.ndim() != 2 || t.dim(1) != n || t.dim(0) <= 0)
       return Error::format("[gguf] {}: {}, expected [rows, {}]", name, t.describe(), n);
     if (per_head % dtype_info(t.dtype()).block_elems != 0) {  // a head splits a quantized block: move floats
       PIPIT_ASSIGN_OR_RETURN(t, widen_f32(t, name));
@@ -356,7 +356,7 @@ Status check_layer_tensors(const GgufFile& f, int64_t n_layer,
   return Status::ok();
 }
 
-// Small f32 values of an F32 / F16 / BF16 tensor.
+// An f32 copy of a small F32 / F16 / BF16 tensor.
 Result<Tensor> small_f32(const Tensor& t, const std::string& name) {
   if (t.dtype() != DType::F32 && t.dtype() != DType::F16 && t.dtype() != DType::BF16)
     return Error::unsupported("[gguf] {}: type {} (expected F32/F16/BF16)", name, dtype_name(t.dtype()));
@@ -466,7 +466,7 @@ const std::pair<const char*, const char*> kGptOssLayer[] = {
 // [E, I, ...] gate and up -> [E, 2I, ...] with gate row j at 2j and up row j at 2j + 1 (any dtype: whole rows; two
 // dtypes: both as f32).
 Result<Tensor> interleave_gate_up(Tensor gate, Tensor up, const std::string& name) {
-  if (gate.shape() != up.shape() || gate.ndim() < 2)
+  if (gate.shape() != up.shape() || gate.ndim() < 2 || gate.numel() == 0)
     return Error::format("[gguf] {}: gate {} and up {} must have one [experts, rows, ...] shape", name,
                          gate.describe(), up.describe());
   if (gate.dtype() != up.dtype()) {
@@ -612,10 +612,10 @@ Status arch_config(const ArchInfo& arch, const Meta& m, const GgufFile& f, int64
       PIPIT_ASSIGN_OR_RETURN(int64_t nk, m.get_int("ssm.group_count"));
       PIPIT_ASSIGN_OR_RETURN(int64_t nv, m.get_int("ssm.time_step_rank"));
       PIPIT_ASSIGN_OR_RETURN(int64_t inner, m.get_int("ssm.inner_size"));
-      if (nk <= 0 || nv <= 0 || nv % nk || inner % nv)
-        return Error::format("{}: ssm.group_count {} / time_step_rank {} / inner_size {} are not a Gated DeltaNet "
-                             "layout (value heads a multiple of key heads, inner_size of value heads)", ctx, nk, nv,
-                             inner);
+      if (nk <= 0 || nv <= 0 || nv % nk || inner <= 0 || inner % nv || dk <= 0 || kconv <= 0)
+        return Error::format("{}: ssm.group_count {} / time_step_rank {} / inner_size {} / state_size {} / "
+                             "conv_kernel {} are not a Gated DeltaNet layout (positive; value heads a multiple of key "
+                             "heads, inner_size of value heads)", ctx, nk, nv, inner, dk, kconv);
       cfg["linear_conv_kernel_dim"] = kconv;
       cfg["linear_key_head_dim"] = dk;
       cfg["linear_num_key_heads"] = nk;
