@@ -14,7 +14,11 @@
 #include "format/safetensors.h"
 #include "models/mtp.h"
 #include "runtime/multimodal.h"
+#ifdef PIPIT_WITH_TOKENIZER
+#include "tokenizer/tokenizer.h"
+#endif
 #include "tests/unit/convert_test_util.h"
+#include "tests/unit/gguf_test_writer.h"
 
 namespace pipit {
 namespace {
@@ -218,6 +222,46 @@ TEST(LlamaCppGguf2026, GptOssMxfp4AsStored) {
   ASSERT_EQ(la.size(), lb.size());
   EXPECT_EQ(test::max_abs_diff(la.data(), lb.data(), int64_t(la.size())).max_abs, 0.0);
 }
+
+#ifdef PIPIT_WITH_TOKENIZER
+// A byte-level vocabulary with tokenizer.ggml.pre `pre`, back as a tokenizer: the bytes of Devanagari "की" (ka
+// E0 A4 95, vowel sign ii E0 A5 80, a combining mark) in GPT-2's byte alphabet and merges up to the whole syllable.
+std::shared_ptr<Tokenizer> ki_vocab_with_pre(const std::string& pre) {
+  test::GgufWriter g;
+  g.str("tokenizer.ggml.model", "gpt2");
+  g.str("tokenizer.ggml.pre", pre);
+  // à = E0, ¤ = A4, ¥ = A5, ķ = 95, Ģ = 80 (GPT-2's byte-to-unicode)
+  g.strs("tokenizer.ggml.tokens", {"\u00e0", "\u00a4", "\u0137", "\u00a5", "\u0122", "\u00e0\u00a4",
+                                   "\u00e0\u00a4\u0137", "\u00e0\u00a5", "\u00e0\u00a5\u0122",
+                                   "\u00e0\u00a4\u0137\u00e0\u00a5\u0122"});
+  g.i32s("tokenizer.ggml.token_type", std::vector<int32_t>(10, 1));
+  g.strs("tokenizer.ggml.merges", {"\u00e0 \u00a4", "\u00e0\u00a4 \u0137", "\u00e0 \u00a5", "\u00e0\u00a5 \u0122",
+                                   "\u00e0\u00a4\u0137 \u00e0\u00a5\u0122"});
+  const std::string bytes = g.bytes();
+  auto f = GgufFile::parse(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), nullptr, "ki vocab");
+  EXPECT_TRUE(f.is_ok()) << f.status().message();
+  auto texts = gguf_tokenizer_to_hf(*f);
+  EXPECT_TRUE(texts.is_ok()) << texts.status().message();
+  if (!texts.is_ok()) return nullptr;
+  auto tok = Tokenizer::load(texts->tokenizer_json, texts->tokenizer_config_json);
+  EXPECT_TRUE(tok.is_ok()) << tok.status().message();
+  return tok.is_ok() ? std::move(tok).value() : nullptr;
+}
+
+// Real Qwen3.5 GGUFs say tokenizer.ggml.pre "qwen35" (llama.cpp's converter, from the Hub tokenizer's hash): Qwen2's
+// pre-tokenizer with combining marks kept inside words, so a vocabulary trained with it can merge a letter with its
+// vowel sign, which Qwen2's split keeps apart.
+TEST(LlamaCppGguf2026, Qwen35PreTokenizer) {
+  auto q2 = ki_vocab_with_pre("qwen2"), q35 = ki_vocab_with_pre("qwen35");
+  ASSERT_TRUE(q2 && q35);
+  const std::string ki = "\xe0\xa4\x95\xe0\xa5\x80";
+  auto a = q2->encode(ki, false), b = q35->encode(ki, false);
+  ASSERT_TRUE(a.is_ok() && b.is_ok());
+  EXPECT_EQ(*a, (std::vector<int32_t>{6, 8}));
+  EXPECT_EQ(*b, (std::vector<int32_t>{9}));
+  EXPECT_EQ(q35->decode(*b, false), ki);
+}
+#endif
 
 void expect_error(const Status& st, const std::string& part) {
   ASSERT_FALSE(st.is_ok()) << "expected an error containing '" << part << "'";
