@@ -14,6 +14,7 @@
 #include "format/safetensors.h"
 #include "models/mtp.h"
 #include "runtime/multimodal.h"
+#include "runtime/multimodal_video.h"
 #ifdef PIPIT_WITH_TOKENIZER
 #include "tokenizer/tokenizer.h"
 #endif
@@ -193,6 +194,28 @@ TEST(LlamaCppGguf2026, Qwen35MmprojImage) {
   const double d_log = test::max_abs_diff(r->ptr<float>(), want.ptr<float>(), want.numel()).max_abs;
   EXPECT_LE(d_log, kTol);
   std::printf("[ measure  ] qwen35 gguf + mmproj %s: vision_embeds %.3g, logits %.3g\n", c.c_str(), d_vis, d_log);
+}
+
+// The golden video case through the mmproj's tower. An mmproj holds no video settings (a GGUF model takes HF's
+// Qwen3-VL video defaults); this checkpoint lowers them, so its video_preprocessor_config.json is given here.
+TEST(LlamaCppGguf2026, Qwen35MmprojVideo) {
+  auto lm = load_model(data("qwen3_5_vl-BF16.gguf"), LoadOptions{.mmproj = data("mmproj-qwen3_5_vl-BF16.gguf")});
+  ASSERT_TRUE(lm.is_ok()) << lm.status().message();
+  const std::string dir = test::model_dir("qwen3_5_vl");
+  const auto vpp = nlohmann::json::parse(test::read_bytes(dir + "/video_preprocessor_config.json"));
+  auto vc = video_processor_for(*lm->model, vpp);
+  ASSERT_TRUE(vc.is_ok()) << vc.status().message();
+  std::vector<std::string> frames;
+  for (int i = 0; i < 8; ++i) frames.push_back(dir + "/video_frame0" + std::to_string(i) + ".png");
+  auto g = golden("qwen3_5_vl");
+  ThreadPool pool(2);
+  auto ev = encode_video_files(*lm->model, *vc, frames, double(g.get("video.video_fps")->ptr<float>()[0]), pool);
+  ASSERT_TRUE(ev.is_ok()) << ev.status().message();
+  const Tensor want = *g.get("video.video_embeds");
+  ASSERT_EQ(ev->features.numel(), want.numel());
+  const double d = test::max_abs_diff(ev->features.ptr<float>(), want.ptr<float>(), want.numel()).max_abs;
+  EXPECT_LE(d, kTol);
+  std::printf("[ measure  ] qwen35 gguf + mmproj video_embeds - golden %.3g\n", d);
 }
 
 // GPT-OSS: the converter's MXFP4 blocks are the bytes pipit rebuilds from the Hub's (no requantization), so the
