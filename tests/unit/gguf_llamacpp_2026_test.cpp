@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/ref/ref.h"
 #include "convert/checkpoint.h"
 #include "convert/gguf_import.h"
 #include "format/safetensors.h"
@@ -216,6 +217,71 @@ TEST(LlamaCppGguf2026, Qwen35MmprojVideo) {
   const double d = test::max_abs_diff(ev->features.ptr<float>(), want.ptr<float>(), want.numel()).max_abs;
   EXPECT_LE(d, kTol);
   std::printf("[ measure  ] qwen35 gguf + mmproj video_embeds - golden %.3g\n", d);
+}
+
+// A Q4_K out_proj whose 64-wide value heads split its 256-element blocks (Qwen3.5-9B's 128-wide heads in a K-quant
+// file): its columns come back in HF's head order as f16 (the dequantized values to 2^-11); the rows of the other
+// tensors move whole, in their own type. A synthetic one-layer qwen35 file, 2 key heads and 4 value heads.
+TEST(LlamaCppGguf2026, Qwen35KQuantValueHeadsRegrouped) {
+  const int64_t H = 256, nk = 2, nv = 4, d = 64, conv = 2 * nk * d + nv * d;
+  test::GgufWriter g;
+  g.str("general.architecture", "qwen35");
+  for (auto [k, v] : std::vector<std::pair<const char*, uint32_t>>{
+           {"embedding_length", H}, {"block_count", 1}, {"feed_forward_length", 32}, {"attention.head_count", 2},
+           {"attention.head_count_kv", 1}, {"attention.key_length", 64}, {"rope.dimension_count", 16},
+           {"ssm.conv_kernel", 4}, {"ssm.state_size", d}, {"ssm.group_count", nk}, {"ssm.time_step_rank", nv},
+           {"ssm.inner_size", nv * d}})
+    g.u32(std::string("qwen35.") + k, v);
+  auto f32 = [&](const std::string& name, std::vector<uint64_t> ne, float v) {
+    uint64_t n = 1;
+    for (auto x : ne) n *= x;
+    std::vector<float> a(n, v);
+    g.tensor(name, 0, ne, std::string(reinterpret_cast<const char*>(a.data()), a.size() * 4));
+  };
+  f32("token_embd.weight", {H, 8}, 0.1f);
+  f32("output_norm.weight", {H}, 1.0f);
+  for (const char* n : {"attn_norm", "post_attention_norm"}) f32(std::string("blk.0.") + n + ".weight", {H}, 1.0f);
+  f32("blk.0.attn_qkv.weight", {H, conv}, 0.01f);
+  f32("blk.0.attn_gate.weight", {H, nv * d}, 0.01f);
+  f32("blk.0.ssm_beta.weight", {H, nv}, 0.01f);
+  f32("blk.0.ssm_alpha.weight", {H, nv}, 0.01f);
+  f32("blk.0.ssm_a", {nv}, -0.5f);
+  f32("blk.0.ssm_dt.bias", {nv}, 0.0f);
+  f32("blk.0.ssm_conv1d.weight", {4, conv}, 0.1f);
+  f32("blk.0.ssm_norm.weight", {d}, 1.0f);
+  f32("blk.0.ffn_gate.weight", {H, 32}, 0.01f);
+  f32("blk.0.ffn_up.weight", {H, 32}, 0.01f);
+  f32("blk.0.ffn_down.weight", {32, H}, 0.01f);
+  // ssm_out [H rows, nv * d columns], column c of row r = r + c / 1000 (so every head's columns differ), as Q4_K
+  std::vector<float> w(size_t(H * nv * d));
+  for (int64_t r = 0; r < H; ++r)
+    for (int64_t c = 0; c < nv * d; ++c) w[size_t(r * nv * d + c)] = float(r % 7) - 3.0f + float(c) / 100.0f;
+  std::string q(size_t(dtype_row_bytes(DType::Q4_K, nv * d) * H), '\0');
+  ref::q4_k_from_f32(w.data(), q.data(), int64_t(w.size()));
+  g.tensor("blk.0.ssm_out.weight", 12, {uint64_t(nv * d), uint64_t(H)}, q);
+  test::ScratchDir dir("gguf2026_kq");
+  g.write(dir.path("kq.gguf"));
+  auto c = open_gguf_checkpoint(dir.path("kq.gguf"));
+  ASSERT_TRUE(c.is_ok()) << c.status().message();
+  const Tensor out = c->tensors.at("model.layers.0.linear_attn.out_proj.weight");
+  ASSERT_EQ(out.dtype(), DType::F16);
+  ASSERT_EQ(out.shape(), (std::vector<int64_t>{H, nv * d}));
+  // the file's values, dequantized, with HF's head h = k * 2 + r taken from the file's head r * nk + k
+  Tensor src = Tensor::from_data(DType::Q4_K, {H, nv * d}, q.data(), nullptr);
+  const std::vector<float> deq = values(src), got = values(out);
+  double worst = 0;
+  for (int64_t r = 0; r < H; ++r)
+    for (int64_t k = 0; k < nk; ++k)
+      for (int64_t rep = 0; rep < nv / nk; ++rep)
+        for (int64_t i = 0; i < d; ++i) {
+          const float want = deq[size_t(r * nv * d + (rep * nk + k) * d + i)];
+          const float have = got[size_t(r * nv * d + (k * (nv / nk) + rep) * d + i)];
+          worst = std::max(worst, std::fabs(double(have) - double(want)) / std::max(1.0, std::fabs(double(want))));
+        }
+  EXPECT_LE(worst, std::ldexp(1.0, -11));
+  // rows move whole: in_proj_z keeps the file's f32, its head blocks regrouped (all equal here: the shape)
+  EXPECT_EQ(c->tensors.at("model.layers.0.linear_attn.in_proj_z.weight").dtype(), DType::F32);
+  EXPECT_EQ(c->tensors.at("model.layers.0.linear_attn.conv1d.weight").shape(), (std::vector<int64_t>{conv, 1, 4}));
 }
 
 // GPT-OSS: the converter's MXFP4 blocks are the bytes pipit rebuilds from the Hub's (no requantization), so the
