@@ -6,8 +6,10 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <optional>
 
+#include "backends/cpu/kernels.h"
 #include "core/limits.h"
 
 namespace pipit {
@@ -15,7 +17,7 @@ namespace pipit {
 namespace {
 
 // What llama.cpp's converter does beyond the shared llama-family layout (conversion/*.py, src/models/*.cpp).
-enum class ArchKind { kPlain, kGemma3, kQwen3Moe, kSmolLM3, kQwen2VL };
+enum class ArchKind { kPlain, kGemma3, kQwen3Moe, kSmolLM3, kQwen2VL, kQwen35, kGptOss };
 struct ArchInfo {
   const char* gguf;
   const char* model_type;
@@ -34,6 +36,11 @@ const ArchInfo kArchs[] = {
     // every M-RoPE stream alike, which is plain RoPE); with an mmproj file it becomes qwen2_vl / qwen2_5_vl
     // (gguf_mmproj.cpp).
     {"qwen2vl", "qwen2", "Qwen2ForCausalLM", false, ArchKind::kQwen2VL},
+    // Qwen3.5 (dense): Gated DeltaNet + gated attention, its MTP layer as a NextN block after the decoder's; with a
+    // qwen3vl_merger mmproj it becomes qwen3_5 (gguf_mmproj.cpp). Tensors: import_qwen35_tensor.
+    {"qwen35", "qwen3_5_text", "Qwen3_5ForCausalLM", false, ArchKind::kQwen35},
+    // GPT-OSS: experts as the converter repacks them (MXFP4 as stored): import_gpt_oss_tensors.
+    {"gpt-oss", "gpt_oss", "GptOssForCausalLM", false, ArchKind::kGptOss},
 };
 
 // llama.cpp tensor name -> HF name: whole names, then per-layer suffixes of blk.N.
@@ -192,8 +199,8 @@ Result<nlohmann::json> llama3_scaling_from_factors(const float* f, int64_t n, do
 
 // Gemma's RMSNorm multiplies by (1 + w); llama.cpp's converter stores 1 + w (Gemma3Model.norm_shift) so its graph
 // multiplies by the stored value. pipit's Gemma 3 takes HF's w: subtract the 1 again (f32; for weights from bf16
-// both steps are exact).
-Result<Tensor> unshift_norm(const Tensor& t, const std::string& name) {
+// both steps are exact). Qwen3.5's norms likewise; shift 0: a plain f32 copy.
+Result<Tensor> unshift_norm(const Tensor& t, const std::string& name, float shift = 1.0f) {
   if (t.dtype() != DType::F32 && t.dtype() != DType::F16 && t.dtype() != DType::BF16)
     return Error::unsupported("[gguf] {}: a norm weight of type {} (expected F32/F16/BF16)", name,
                               dtype_name(t.dtype()));
@@ -203,7 +210,7 @@ Result<Tensor> unshift_norm(const Tensor& t, const std::string& name) {
     const float v = t.dtype() == DType::F32  ? t.ptr<float>()[i]
                     : t.dtype() == DType::F16 ? f16_to_f32(t.ptr<uint16_t>()[i])
                                               : bf16_to_f32(t.ptr<uint16_t>()[i]);
-    o[i] = v - 1.0f;
+    o[i] = v - shift;
   }
   return out;
 }
@@ -227,6 +234,306 @@ bool split_experts(const std::string& gname, const Tensor& t, std::map<std::stri
   return false;
 }
 
+// A layer's sliding-window kinds as llama.cpp's load_swa_pattern reads them: one bool per layer
+// (attention.sliding_window_pattern as an array), or an int n (layer il slides when il % n < n - 1), else the arch's
+// default n (Gemma 3: 6, GPT-OSS: 2).
+Result<std::vector<bool>> sliding_layers(const Meta& m, const GgufFile& f, const std::string& arch, int64_t n_layer,
+                                         int64_t default_pattern) {
+  std::vector<bool> sliding(size_t(n_layer), false);
+  const GgufValue* pv = m.find("attention.sliding_window_pattern");
+  if (pv && pv->type == GgufType::kArray) {
+    if (int64_t(pv->arr.size()) != n_layer || (!pv->arr.empty() && !pv->arr[0].is_int()))
+      return Error::format("[gguf] {}: {}.attention.sliding_window_pattern must hold {} bools", f.path(), arch,
+                           n_layer);
+    for (int64_t il = 0; il < n_layer; ++il) sliding[size_t(il)] = pv->arr[size_t(il)].as_int() != 0;
+    return sliding;
+  }
+  PIPIT_ASSIGN_OR_RETURN(int64_t n, m.get_int_or("attention.sliding_window_pattern", default_pattern));
+  for (int64_t il = 0; il < n_layer; ++il) sliding[size_t(il)] = n == 0 || il % n < n - 1;
+  return sliding;
+}
+
+// ---- Qwen3.5 (arch qwen35): llama.cpp conversion/qwen.py Qwen3_5TextModel (with Qwen3NextModel, _QwenMtpMixin,
+// _LinearAttentionVReorderBase), src/models/qwen35.cpp. What the converter changed, undone per tensor:
+//  - Qwen3_5RMSNorm weights (used as 1 + w) stored as 1 + w, except the gated norm linear_attn.norm (plain w);
+//  - A_log stored as ssm_a = -exp(A_log): A_log = log(-ssm_a) (f32; within an ulp of the original);
+//  - dt_bias named ssm_dt.bias; conv1d.weight [C, 1, K] squeezed to [C, K];
+//  - with fewer key heads than value heads, the value heads reordered from grouped by key head (HF head k * R + r,
+//    R = value heads / key heads) to tiled (r * key_heads + k) in in_proj_qkv's v rows, in_proj_z, in_proj_a / b,
+//    A_log, dt_bias, conv1d's v channels and out_proj's columns;
+//  - the MTP layer (mtp.*) appended as block n_layer: its decoder layer under the usual names, fc as nextn.eh_proj,
+//    pre_fc_norm_embedding / _hidden as nextn.enorm / hnorm, mtp.norm as nextn.shared_head_norm.
+// The full-attention q_proj keeps HF's [query | gate] rows per head.
+struct Qwen35Dims {
+  int64_t n_layer, nk, nv, dk, dv;
+};
+
+// An f32 copy of any tensor the CPU kernels can read (whole rows).
+Result<Tensor> widen_f32(const Tensor& t, const std::string& name) {
+  const auto to_f32 = ref_kernels().to_f32[int(t.dtype())];
+  if (!to_f32) return Error::unsupported("[gguf] {}: type {}", name, dtype_name(t.dtype()));
+  Tensor w = Tensor::empty(DType::F32, t.shape());
+  const int64_t n = t.dim(-1);
+  for (int64_t r = 0; r < t.rows(); ++r) to_f32(t.row_ptr(r), w.ptr<float>() + r * n, n);
+  return w;
+}
+
+// The value heads back from tiled to grouped order on a copy of t: along rows (cols = false: `per_head` rows per
+// head, starting at row `first`) or along columns (cols = true: `per_head` columns per head, every row).
+Result<Tensor> untile_value_heads(Tensor t, const Qwen35Dims& d, int64_t first, int64_t per_head, bool cols,
+                                  const std::string& name) {
+  const int64_t R = d.nv / d.nk, n = d.nv * per_head;
+  if (d.nk == d.nv) return t;  // the converter reorders only when the counts differ
+  if (cols) {
+    if (t.ndim() != 2 || t.dim(1) != n || t.dim(0) <= 0)
+      return Error::format("[gguf] {}: {}, expected [rows, {}]", name, t.describe(), n);
+    if (per_head % dtype_info(t.dtype()).block_elems != 0) {
+      // a head splits a quantized block (K-quants' 256 with 128-wide heads): move the values as f16, which holds a
+      // dequantized K-quant weight within 2^-11 (f32 would be 7x the block's bytes, f16 3.5x)
+      PIPIT_ASSIGN_OR_RETURN(Tensor w, widen_f32(t, name));
+      t = Tensor::empty(DType::F16, w.shape());
+      for (int64_t i = 0; i < w.numel(); ++i) t.ptr<uint16_t>()[i] = f32_to_f16(w.ptr<float>()[i]);
+    }
+  } else if (t.ndim() < 1 || t.dim(0) != first + n) {
+    return Error::format("[gguf] {}: {}, expected {} rows", name, t.describe(), first + n);
+  }
+  Tensor out = Tensor::empty(t.dtype(), t.shape());
+  std::memcpy(out.data(), t.data(), t.nbytes());
+  const int64_t outer = cols ? t.dim(0) : 1;
+  const size_t stride = cols ? t.nbytes() / size_t(outer) : 0;
+  const size_t unit = cols ? size_t(dtype_row_bytes(t.dtype(), per_head))
+                           : t.nbytes() / size_t(t.dim(0)) * size_t(per_head);
+  const size_t off = cols ? 0 : t.nbytes() / size_t(t.dim(0)) * size_t(first);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t k = 0; k < d.nk; ++k)
+      for (int64_t r = 0; r < R; ++r)
+        std::memcpy(out.data() + size_t(o) * stride + off + size_t(k * R + r) * unit,
+                    t.data() + size_t(o) * stride + off + size_t(r * d.nk + k) * unit, unit);
+  return out;
+}
+
+enum class Q35Fix { kNone, kNorm, kQkvRows, kHeadRows, kScalarRows, kHeadCols, kALog, kConv };
+struct Q35Name {
+  const char* gguf;
+  const char* hf;
+  Q35Fix fix;
+};
+const Q35Name kQwen35Layer[] = {
+    {"attn_norm.weight", "input_layernorm.weight", Q35Fix::kNorm},
+    {"post_attention_norm.weight", "post_attention_layernorm.weight", Q35Fix::kNorm},
+    {"attn_q.weight", "self_attn.q_proj.weight", Q35Fix::kNone},
+    {"attn_k.weight", "self_attn.k_proj.weight", Q35Fix::kNone},
+    {"attn_v.weight", "self_attn.v_proj.weight", Q35Fix::kNone},
+    {"attn_output.weight", "self_attn.o_proj.weight", Q35Fix::kNone},
+    {"attn_q_norm.weight", "self_attn.q_norm.weight", Q35Fix::kNorm},
+    {"attn_k_norm.weight", "self_attn.k_norm.weight", Q35Fix::kNorm},
+    {"attn_qkv.weight", "linear_attn.in_proj_qkv.weight", Q35Fix::kQkvRows},
+    {"attn_gate.weight", "linear_attn.in_proj_z.weight", Q35Fix::kHeadRows},
+    {"ssm_beta.weight", "linear_attn.in_proj_b.weight", Q35Fix::kScalarRows},
+    {"ssm_alpha.weight", "linear_attn.in_proj_a.weight", Q35Fix::kScalarRows},
+    {"ssm_out.weight", "linear_attn.out_proj.weight", Q35Fix::kHeadCols},
+    {"ssm_a", "linear_attn.A_log", Q35Fix::kALog},
+    {"ssm_dt.bias", "linear_attn.dt_bias", Q35Fix::kScalarRows},
+    {"ssm_conv1d.weight", "linear_attn.conv1d.weight", Q35Fix::kConv},
+    {"ssm_norm.weight", "linear_attn.norm.weight", Q35Fix::kNone},
+    {"ffn_gate.weight", "mlp.gate_proj.weight", Q35Fix::kNone},
+    {"ffn_up.weight", "mlp.up_proj.weight", Q35Fix::kNone},
+    {"ffn_down.weight", "mlp.down_proj.weight", Q35Fix::kNone},
+};
+// The MTP block's own tensors (full names under mtp.).
+const Q35Name kQwen35NextN[] = {
+    {"nextn.eh_proj.weight", "mtp.fc.weight", Q35Fix::kNone},
+    {"nextn.enorm.weight", "mtp.pre_fc_norm_embedding.weight", Q35Fix::kNorm},
+    {"nextn.hnorm.weight", "mtp.pre_fc_norm_hidden.weight", Q35Fix::kNorm},
+    {"nextn.shared_head_norm.weight", "mtp.norm.weight", Q35Fix::kNorm},
+};
+
+// Every tensor the layers need, checked by its GGUF name before any is mapped (the model would otherwise report the
+// HF name it misses, which the file's owner cannot find in it).
+Status check_layer_tensors(const GgufFile& f, int64_t n_layer,
+                           const std::function<std::vector<const char*>(int64_t)>& need) {
+  for (int64_t il = 0; il < n_layer; ++il)
+    for (const char* n : need(il)) {
+      const std::string name = "blk." + std::to_string(il) + "." + n;
+      if (!f.find_tensor(name)) return Error::not_found("[gguf] {}: missing tensor '{}'", f.path(), name);
+    }
+  return Status::ok();
+}
+
+// An f32 copy of a small F32 / F16 / BF16 tensor.
+Result<Tensor> small_f32(const Tensor& t, const std::string& name) {
+  if (t.dtype() != DType::F32 && t.dtype() != DType::F16 && t.dtype() != DType::BF16)
+    return Error::unsupported("[gguf] {}: type {} (expected F32/F16/BF16)", name, dtype_name(t.dtype()));
+  return unshift_norm(t, name, 0.0f);
+}
+
+// One tensor of a qwen35 file under its HF name (false: a name this arch does not have).
+Result<bool> import_qwen35_tensor(const GgufFile& f, const GgufTensorInfo& ti, const Qwen35Dims& d, Checkpoint& c) {
+  const std::string& g = ti.name;
+  std::string hf;
+  Q35Fix fix = Q35Fix::kNone;
+  if (g == "token_embd.weight") {
+    hf = "model.embed_tokens.weight";
+  } else if (g == "output.weight") {
+    hf = "lm_head.weight";
+  } else if (g == "output_norm.weight") {
+    hf = "model.norm.weight", fix = Q35Fix::kNorm;
+  } else if (g.rfind("blk.", 0) == 0) {
+    const size_t dot = g.find('.', 4);
+    if (dot == std::string::npos || dot == 4 || dot - 4 > 6) return false;
+    for (size_t k = 4; k < dot; ++k)
+      if (g[k] < '0' || g[k] > '9') return false;
+    const int64_t il = std::stoll(g.substr(4, dot - 4));
+    const std::string rest = g.substr(dot + 1);
+    const bool mtp = il >= d.n_layer;
+    if (mtp)
+      for (auto& n : kQwen35NextN)
+        if (rest == n.gguf) hf = n.hf, fix = n.fix;
+    if (hf.empty())
+      for (auto& n : kQwen35Layer)
+        if (rest == n.gguf) {
+          hf = (mtp ? "mtp.layers." + std::to_string(il - d.n_layer) : "model.layers." + std::to_string(il)) + "." +
+               n.hf;
+          fix = n.fix;
+        }
+  }
+  if (hf.empty()) return false;
+  PIPIT_ASSIGN_OR_RETURN(Tensor t, f.tensor(ti));
+  const int64_t kdim = d.nk * d.dk;
+  switch (fix) {
+    case Q35Fix::kNone: break;
+    case Q35Fix::kNorm: {
+      PIPIT_ASSIGN_OR_RETURN(t, unshift_norm(t, g));
+      break;
+    }
+    case Q35Fix::kQkvRows: {
+      PIPIT_ASSIGN_OR_RETURN(t, untile_value_heads(t, d, 2 * kdim, d.dv, false, g));
+      break;
+    }
+    case Q35Fix::kHeadRows: {
+      PIPIT_ASSIGN_OR_RETURN(t, untile_value_heads(t, d, 0, d.dv, false, g));
+      break;
+    }
+    case Q35Fix::kHeadCols: {
+      PIPIT_ASSIGN_OR_RETURN(t, untile_value_heads(t, d, 0, d.dv, true, g));
+      break;
+    }
+    case Q35Fix::kScalarRows: {
+      PIPIT_ASSIGN_OR_RETURN(t, untile_value_heads(t, d, 0, 1, false, g));
+      break;
+    }
+    case Q35Fix::kALog: {
+      PIPIT_ASSIGN_OR_RETURN(t, small_f32(t, g));
+      float* a = t.ptr<float>();
+      for (int64_t i = 0; i < t.numel(); ++i) {
+        if (!(a[i] < 0) || !std::isfinite(a[i]))
+          return Error::format("[gguf] {}: {}[{}] = {} (ssm_a = -exp(A_log) must be negative)", f.path(), g, i, a[i]);
+        a[i] = std::log(-a[i]);
+      }
+      PIPIT_ASSIGN_OR_RETURN(t, untile_value_heads(t, d, 0, 1, false, g));
+      break;
+    }
+    case Q35Fix::kConv: {  // [C, K] -> HF's [C, 1, K]
+      if (t.ndim() != 2) return Error::format("[gguf] {}: {} (expected [channels, kernel])", g, t.describe());
+      PIPIT_ASSIGN_OR_RETURN(t, untile_value_heads(t, d, 2 * kdim, d.dv, false, g));
+      t = t.reshape({t.dim(0), 1, t.dim(1)});
+      break;
+    }
+  }
+  c.tensors[hf] = t;
+  return true;
+}
+
+// ---- GPT-OSS (arch gpt-oss): conversion/gpt_oss.py GptOssModel, src/models/openai-moe.cpp. The converter splits
+// HF's fused experts: gate_up_proj (rows 2j gate, 2j + 1 up; MXFP4 blocks repacked in ggml's nibble order, which is
+// pipit's mxfp4) into ffn_gate_exps / ffn_up_exps [E, I, H], and its bias into two [E, I]; down_proj is
+// ffn_down_exps [E, H, I]. pipit's GPT-OSS takes the fused layout of gpt_oss_import.h: rows interleaved back (whole
+// rows of blocks, no requantization).
+const std::pair<const char*, const char*> kGptOssLayer[] = {
+    {"attn_norm.weight", "input_layernorm.weight"},
+    {"post_attention_norm.weight", "post_attention_layernorm.weight"},
+    {"attn_q.weight", "self_attn.q_proj.weight"},
+    {"attn_q.bias", "self_attn.q_proj.bias"},
+    {"attn_k.weight", "self_attn.k_proj.weight"},
+    {"attn_k.bias", "self_attn.k_proj.bias"},
+    {"attn_v.weight", "self_attn.v_proj.weight"},
+    {"attn_v.bias", "self_attn.v_proj.bias"},
+    {"attn_output.weight", "self_attn.o_proj.weight"},
+    {"attn_output.bias", "self_attn.o_proj.bias"},
+    {"attn_sinks.weight", "self_attn.sinks"},
+    {"ffn_gate_inp.weight", "mlp.router.weight"},
+    {"ffn_gate_inp.bias", "mlp.router.bias"},
+    {"ffn_down_exps.weight", "mlp.experts.down_proj.weight"},
+    {"ffn_down_exps.bias", "mlp.experts.down_proj_bias"},
+};
+
+// [E, I, ...] gate and up -> [E, 2I, ...] with gate row j at 2j and up row j at 2j + 1 (any dtype: whole rows; two
+// dtypes: both as f32).
+Result<Tensor> interleave_gate_up(Tensor gate, Tensor up, const std::string& name) {
+  if (gate.shape() != up.shape() || gate.ndim() < 2 || gate.numel() == 0)
+    return Error::format("[gguf] {}: gate {} and up {} must have one [experts, rows, ...] shape", name,
+                         gate.describe(), up.describe());
+  if (gate.dtype() != up.dtype()) {
+    PIPIT_ASSIGN_OR_RETURN(gate, widen_f32(gate, name));
+    PIPIT_ASSIGN_OR_RETURN(up, widen_f32(up, name));
+  }
+  std::vector<int64_t> shape = gate.shape();
+  shape[1] *= 2;
+  Tensor out = Tensor::empty(gate.dtype(), shape);
+  const int64_t rows = gate.dim(0) * gate.dim(1);
+  const size_t row = gate.nbytes() / size_t(rows);
+  for (int64_t r = 0; r < rows; ++r) {
+    std::memcpy(out.data() + size_t(2 * r) * row, gate.data() + size_t(r) * row, row);
+    std::memcpy(out.data() + size_t(2 * r + 1) * row, up.data() + size_t(r) * row, row);
+  }
+  return out;
+}
+
+Status import_gpt_oss_tensors(const GgufFile& f, Checkpoint& c) {
+  const std::string ctx = "[gguf] " + f.path();
+  for (auto& ti : f.tensors()) {
+    const std::string& g = ti.name;
+    std::string hf = g == "token_embd.weight" ? "model.embed_tokens.weight"
+                     : g == "output.weight"   ? "lm_head.weight"
+                     : g == "output_norm.weight" ? "model.norm.weight" : "";
+    const size_t dot = g.rfind("blk.", 0) == 0 ? g.find('.', 4) : std::string::npos;
+    const std::string layer = dot == std::string::npos ? "" : g.substr(4, dot - 4);
+    const std::string rest = dot == std::string::npos ? "" : g.substr(dot + 1);
+    if (hf.empty() && !layer.empty()) {
+      for (auto& [a, b] : kGptOssLayer)
+        if (rest == a) hf = "model.layers." + layer + "." + b;
+      // the up half is read with its gate half
+      if (rest == "ffn_up_exps.weight" || rest == "ffn_up_exps.bias") continue;
+      if (rest == "ffn_gate_exps.weight" || rest == "ffn_gate_exps.bias") {
+        const std::string kind = rest.substr(rest.rfind('.'));
+        const GgufTensorInfo* ui = f.find_tensor("blk." + layer + ".ffn_up_exps" + kind);
+        if (!ui)
+          return Error::not_found("{}: missing tensor 'blk.{}.ffn_up_exps{}' (the up half of {})", ctx, layer, kind, g);
+        PIPIT_ASSIGN_OR_RETURN(Tensor gate, f.tensor(ti));
+        PIPIT_ASSIGN_OR_RETURN(Tensor up, f.tensor(*ui));
+        PIPIT_ASSIGN_OR_RETURN(c.tensors["model.layers." + layer + ".mlp.experts.gate_up_proj" +
+                                         (kind == ".weight" ? ".weight" : "_bias")],
+                               interleave_gate_up(gate, up, g));
+        continue;
+      }
+    }
+    if (hf.empty()) {
+      c.notes.push_back("skipped unknown tensor '" + g + "'");
+      continue;
+    }
+    PIPIT_ASSIGN_OR_RETURN(c.tensors[hf], f.tensor(ti));
+  }
+  // an up half without its gate half
+  for (auto& ti : f.tensors())
+    if (ti.name.find(".ffn_up_exps.") != std::string::npos) {
+      const std::string gate = std::string(ti.name).replace(ti.name.find(".ffn_up_exps."), 13, ".ffn_gate_exps.");
+      if (!f.find_tensor(gate))
+        return Error::not_found("{}: missing tensor '{}' (the gate half of {})", ctx, gate, ti.name);
+    }
+  c.notes.push_back("gpt-oss: ffn_gate_exps / ffn_up_exps rows interleaved back into gate_up_proj");
+  return Status::ok();
+}
+
 // The per-architecture HF config fields llama.cpp keeps as metadata (or as the fixed rules of its graph code).
 Status arch_config(const ArchInfo& arch, const Meta& m, const GgufFile& f, int64_t n_layer, int64_t n_embd,
                    int64_t n_head, int64_t head_dim, nlohmann::json& cfg, std::vector<std::string>& notes) {
@@ -244,15 +551,7 @@ Status arch_config(const ArchInfo& arch, const Meta& m, const GgufFile& f, int64
       PIPIT_ASSIGN_OR_RETURN(int64_t window, m.get_int_or("attention.sliding_window", 0));
       std::vector<bool> sliding(size_t(n_layer), false);
       if (window > 0) {
-        const GgufValue* pv = m.find("attention.sliding_window_pattern");
-        if (pv && pv->type == GgufType::kArray) {
-          if (int64_t(pv->arr.size()) != n_layer || (!pv->arr.empty() && !pv->arr[0].is_int()))
-            return Error::format("{}: gemma3.attention.sliding_window_pattern must hold {} bools", ctx, n_layer);
-          for (int64_t il = 0; il < n_layer; ++il) sliding[size_t(il)] = pv->arr[size_t(il)].as_int() != 0;
-        } else {
-          PIPIT_ASSIGN_OR_RETURN(int64_t n, m.get_int_or("attention.sliding_window_pattern", 6));
-          for (int64_t il = 0; il < n_layer; ++il) sliding[size_t(il)] = n == 0 || il % n < n - 1;
-        }
+        PIPIT_ASSIGN_OR_RETURN(sliding, sliding_layers(m, f, arch.gguf, n_layer, 6));
         cfg["sliding_window"] = window;
       }
       nlohmann::json types = nlohmann::json::array();
@@ -309,6 +608,100 @@ Status arch_config(const ArchInfo& arch, const Meta& m, const GgufFile& f, int64
       cfg["use_sliding_window"] = false;
       break;
     }
+    case ArchKind::kQwen35: {
+      // the Gated DeltaNet sizes (Qwen3NextModel.set_gguf_parameters): key heads = ssm.group_count, value heads =
+      // ssm.time_step_rank, key head dim = ssm.state_size, value head dim = ssm.inner_size / value heads
+      PIPIT_ASSIGN_OR_RETURN(int64_t kconv, m.get_int("ssm.conv_kernel"));
+      PIPIT_ASSIGN_OR_RETURN(int64_t dk, m.get_int("ssm.state_size"));
+      PIPIT_ASSIGN_OR_RETURN(int64_t nk, m.get_int("ssm.group_count"));
+      PIPIT_ASSIGN_OR_RETURN(int64_t nv, m.get_int("ssm.time_step_rank"));
+      PIPIT_ASSIGN_OR_RETURN(int64_t inner, m.get_int("ssm.inner_size"));
+      if (nk <= 0 || nv <= 0 || nv % nk || inner <= 0 || inner % nv || dk <= 0 || kconv <= 0)
+        return Error::format("{}: ssm.group_count {} / time_step_rank {} / inner_size {} / state_size {} / "
+                             "conv_kernel {} are not a Gated DeltaNet layout (positive; value heads a multiple of key "
+                             "heads, inner_size of value heads)", ctx, nk, nv, inner, dk, kconv);
+      cfg["linear_conv_kernel_dim"] = kconv;
+      cfg["linear_key_head_dim"] = dk;
+      cfg["linear_num_key_heads"] = nk;
+      cfg["linear_num_value_heads"] = nv;
+      cfg["linear_value_head_dim"] = inner / nv;
+      // which layers are linear: attention.recurrent_layers (one bool per block, MTP blocks included), else
+      // llama.cpp's rule from full_attention_interval (default 4): layer il is full when (il + 1) % interval == 0
+      nlohmann::json types = nlohmann::json::array();
+      const GgufValue* rv = m.find("attention.recurrent_layers");
+      if (rv && rv->type == GgufType::kArray) {
+        if (int64_t(rv->arr.size()) < n_layer || (!rv->arr.empty() && !rv->arr[0].is_int()))
+          return Error::format("{}: qwen35.attention.recurrent_layers must hold a bool per layer", ctx);
+        for (int64_t il = 0; il < n_layer; ++il)
+          types.push_back(rv->arr[size_t(il)].as_int() != 0 ? "linear_attention" : "full_attention");
+      } else {
+        PIPIT_ASSIGN_OR_RETURN(int64_t interval, m.get_int_or("full_attention_interval", 4));
+        if (interval <= 0) return Error::format("{}: qwen35.full_attention_interval must be positive", ctx);
+        for (int64_t il = 0; il < n_layer; ++il)
+          types.push_back((il + 1) % interval != 0 ? "linear_attention" : "full_attention");
+      }
+      cfg["layer_types"] = types;
+      // partial interleaved M-RoPE: rope.dimension_count rotary dims of head_dim, sections (t, h, w, 0)
+      PIPIT_ASSIGN_OR_RETURN(int64_t rope_dim, m.get_int_or("rope.dimension_count", head_dim));
+      if (rope_dim <= 0 || rope_dim > head_dim || rope_dim % 2)
+        return Error::format("{}: rope.dimension_count {} must be even and in (0, head_dim {}]", ctx, rope_dim,
+                             head_dim);
+      nlohmann::json sec = nlohmann::json::array();
+      const GgufValue* sv = m.find("rope.dimension_sections");
+      if (sv && sv->type == GgufType::kArray && sv->arr.size() >= 3) {
+        for (size_t k = 0; k < 3; ++k) {
+          if (!sv->arr[k].is_int() || sv->arr[k].as_int() < 0)
+            return Error::format("{}: qwen35.rope.dimension_sections must hold non-negative integers", ctx);
+          sec.push_back(sv->arr[k].as_int());
+        }
+      } else {
+        sec = {11, 11, 10};  // what the converter writes when the config names none (_Qwen35MRopeMixin)
+      }
+      cfg["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", cfg["rope_theta"]},
+                                {"partial_rotary_factor", double(rope_dim) / double(head_dim)},
+                                {"mrope_section", sec}, {"mrope_interleaved", true}};
+      cfg["attn_output_gate"] = true;  // llama.cpp's qwen35 graph always splits q_proj into query and gate
+      PIPIT_ASSIGN_OR_RETURN(int64_t n_mtp, m.get_int_or("nextn_predict_layers", 0));
+      cfg["mtp_num_hidden_layers"] = n_mtp;
+      const std::string mtp_embd = "blk." + std::to_string(n_layer) + ".nextn.embed_tokens.weight";
+      cfg["mtp_use_dedicated_embeddings"] = f.find_tensor(mtp_embd) != nullptr;
+      notes.push_back("qwen35: norm weights stored as 1 + w and ssm_a = -exp(A_log) taken back; value heads "
+                      "regrouped by key head");
+      break;
+    }
+    case ArchKind::kGptOss: {
+      PIPIT_ASSIGN_OR_RETURN(int64_t n_expert, m.get_int("expert_count"));
+      PIPIT_ASSIGN_OR_RETURN(int64_t n_used, m.get_int("expert_used_count"));
+      PIPIT_ASSIGN_OR_RETURN(int64_t n_ff_exp,
+                             m.get_int_or("expert_feed_forward_length", cfg["intermediate_size"].get<int64_t>()));
+      PIPIT_ASSIGN_OR_RETURN(int64_t window, m.get_int("attention.sliding_window"));
+      cfg["num_local_experts"] = n_expert;
+      cfg["num_experts_per_tok"] = n_used;
+      cfg["experts_per_token"] = n_used;
+      cfg["intermediate_size"] = n_ff_exp;
+      cfg["sliding_window"] = window;
+      PIPIT_ASSIGN_OR_RETURN(auto sliding, sliding_layers(m, f, arch.gguf, n_layer, 2));
+      nlohmann::json types = nlohmann::json::array();
+      for (bool sl : sliding) types.push_back(sl ? "sliding_attention" : "full_attention");
+      cfg["layer_types"] = types;
+      cfg["attention_bias"] = true;
+      // llama.cpp's graph fixes the clamped SwiGLU (alpha 1.702, limit 7.0), as every GPT-OSS config does
+      cfg["swiglu_limit"] = 7.0;
+      // YaRN: rope.scaling.* as the converter writes them. truncate: false is every GPT-OSS config's value (HF's
+      // correction range unrounded); ggml's rope rounds it, so llama.cpp itself differs from HF there.
+      const GgufValue* st = m.find("rope.scaling.type");
+      if (st && st->type == GgufType::kString && st->s == "yarn") {
+        PIPIT_ASSIGN_OR_RETURN(double factor, m.get_float_or("rope.scaling.factor", 1.0));
+        PIPIT_ASSIGN_OR_RETURN(int64_t orig, m.get_int_or("rope.scaling.original_context_length", 4096));
+        PIPIT_ASSIGN_OR_RETURN(double beta_fast, m.get_float_or("rope.scaling.yarn_beta_fast", 32.0));
+        PIPIT_ASSIGN_OR_RETURN(double beta_slow, m.get_float_or("rope.scaling.yarn_beta_slow", 1.0));
+        cfg["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", factor}, {"original_max_position_embeddings", orig},
+                               {"beta_fast", beta_fast}, {"beta_slow", beta_slow}, {"truncate", false}};
+      } else if (st && st->type == GgufType::kString && st->s != "none") {
+        return Error::unsupported("{}: gpt-oss rope scaling '{}' is not supported (yarn and none are)", ctx, st->s);
+      }
+      break;
+    }
   }
   return Status::ok();
 }
@@ -326,11 +719,18 @@ Result<Checkpoint> import_gguf(const GgufFile& f) {
     if (av->s == a.gguf) arch = &a;
   if (!arch)
     return Error::unsupported("{}: architecture '{}' is not supported (llama, qwen2, qwen3, gemma3, qwen3moe, "
-                              "smollm3, qwen2vl are)", ctx, av->s);
+                              "smollm3, qwen2vl, qwen35, gpt-oss are)", ctx, av->s);
   Meta m(f, arch->gguf);
 
   PIPIT_ASSIGN_OR_RETURN(int64_t n_embd, m.get_int("embedding_length"));
   PIPIT_ASSIGN_OR_RETURN(int64_t n_layer, m.get_int("block_count"));
+  if (arch->kind == ArchKind::kQwen35) {  // block_count counts the MTP blocks, which follow the decoder's
+    PIPIT_ASSIGN_OR_RETURN(int64_t n_mtp, m.get_int_or("nextn_predict_layers", 0));
+    if (n_mtp >= n_layer)
+      return Error::format("{}: nextn_predict_layers {} leaves no decoder layer of block_count {}", ctx, n_mtp,
+                           n_layer);
+    n_layer -= n_mtp;
+  }
   // a MoE model may have no dense width (its experts' is expert_feed_forward_length)
   PIPIT_ASSIGN_OR_RETURN(int64_t n_ff, arch->kind == ArchKind::kQwen3Moe ? m.get_int_or("feed_forward_length", 0)
                                                                           : m.get_int("feed_forward_length"));
@@ -342,7 +742,7 @@ Result<Checkpoint> import_gguf(const GgufFile& f) {
   PIPIT_ASSIGN_OR_RETURN(int64_t v_dim, m.get_int_or("attention.value_length", head_dim));
   PIPIT_ASSIGN_OR_RETURN(int64_t rope_dim, m.get_int_or("rope.dimension_count", head_dim));
   if (v_dim != head_dim) return Error::unsupported("{}: value_length {} != key_length {}", ctx, v_dim, head_dim);
-  if (rope_dim != head_dim)
+  if (rope_dim != head_dim && arch->kind != ArchKind::kQwen35)  // Qwen3.5's partial RoPE: arch_config
     return Error::unsupported("{}: rope.dimension_count {} != head_dim {} (partial RoPE is not supported)", ctx,
                               rope_dim, head_dim);
   if (head_dim <= 0 || head_dim % 2) return Error::format("{}: head_dim {} must be even and positive", ctx, head_dim);
@@ -371,7 +771,8 @@ Result<Checkpoint> import_gguf(const GgufFile& f) {
       {"hidden_act", "silu"},
       {"rope_scaling", nullptr},
   };
-  if (const GgufValue* st = m.find("rope.scaling.type"); st && st->type == GgufType::kString && st->s != "none") {
+  if (const GgufValue* st = m.find("rope.scaling.type");
+      st && st->type == GgufType::kString && st->s != "none" && arch->kind != ArchKind::kGptOss) {
     if (st->s != "linear")
       return Error::unsupported("{}: rope scaling '{}' is not supported (none, linear, and Llama 3 rope_freqs are)",
                                 ctx, st->s);
@@ -405,31 +806,59 @@ Result<Checkpoint> import_gguf(const GgufFile& f) {
   PIPIT_TRY(arch_config(*arch, m, f, n_layer, n_embd, n_head, head_dim, cfg, c.notes));
   c.config = cfg;
 
-  for (auto& ti : f.tensors()) {
-    if (ti.name == "rope_freqs.weight") continue;
-    const std::string name = hf_name(ti.name, arch->kind);
-    if (name.empty()) {
-      if (arch->kind == ArchKind::kQwen3Moe && ti.ne.size() == 3) {
-        PIPIT_ASSIGN_OR_RETURN(Tensor t, f.tensor(ti));
-        if (split_experts(ti.name, t, c.tensors)) continue;
+  if (arch->kind == ArchKind::kQwen35) {
+    const nlohmann::json types = cfg["layer_types"];
+    PIPIT_TRY(check_layer_tensors(f, n_layer, [&](int64_t il) -> std::vector<const char*> {
+      if (types[size_t(il)] == "linear_attention")
+        return {"attn_norm.weight", "post_attention_norm.weight", "attn_qkv.weight", "attn_gate.weight",
+                "ssm_beta.weight", "ssm_alpha.weight", "ssm_out.weight", "ssm_a", "ssm_dt.bias", "ssm_conv1d.weight",
+                "ssm_norm.weight", "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight"};
+      return {"attn_norm.weight", "post_attention_norm.weight", "attn_q.weight", "attn_k.weight", "attn_v.weight",
+              "attn_output.weight", "attn_q_norm.weight", "attn_k_norm.weight", "ffn_gate.weight", "ffn_up.weight",
+              "ffn_down.weight"};
+    }));
+    const Qwen35Dims d{n_layer, cfg["linear_num_key_heads"].get<int64_t>(),
+                       cfg["linear_num_value_heads"].get<int64_t>(), cfg["linear_key_head_dim"].get<int64_t>(),
+                       cfg["linear_value_head_dim"].get<int64_t>()};
+    for (auto& ti : f.tensors()) {
+      PIPIT_ASSIGN_OR_RETURN(bool known, import_qwen35_tensor(f, ti, d, c));
+      if (!known) c.notes.push_back("skipped unknown tensor '" + ti.name + "'");
+    }
+  } else if (arch->kind == ArchKind::kGptOss) {
+    PIPIT_TRY(check_layer_tensors(f, n_layer, [](int64_t) -> std::vector<const char*> {
+      return {"attn_norm.weight", "post_attention_norm.weight", "attn_q.weight", "attn_k.weight", "attn_v.weight",
+              "attn_output.weight", "attn_sinks.weight", "ffn_gate_inp.weight", "ffn_gate_exps.weight",
+              "ffn_up_exps.weight", "ffn_down_exps.weight"};
+    }));
+    PIPIT_TRY(import_gpt_oss_tensors(f, c));
+  } else {
+    for (auto& ti : f.tensors()) {
+      if (ti.name == "rope_freqs.weight") continue;
+      const std::string name = hf_name(ti.name, arch->kind);
+      if (name.empty()) {
+        if (arch->kind == ArchKind::kQwen3Moe && ti.ne.size() == 3) {
+          PIPIT_ASSIGN_OR_RETURN(Tensor t, f.tensor(ti));
+          if (split_experts(ti.name, t, c.tensors)) continue;
+        }
+        c.notes.push_back("skipped unknown tensor '" + ti.name + "'");
+        continue;
       }
-      c.notes.push_back("skipped unknown tensor '" + ti.name + "'");
-      continue;
+      PIPIT_ASSIGN_OR_RETURN(Tensor t, f.tensor(ti));
+      if (arch->kind == ArchKind::kGemma3 && ti.name.size() > 11 &&
+          ti.name.compare(ti.name.size() - 11, 11, "norm.weight") == 0) {
+        PIPIT_ASSIGN_OR_RETURN(t, unshift_norm(t, ti.name));
+      }
+      const bool is_q = ti.name.find(".attn_q.") != std::string::npos;
+      const bool is_k = ti.name.find(".attn_k.") != std::string::npos;
+      if (arch->permuted_qk && (is_q || is_k)) {
+        const int64_t heads = is_q ? n_head : n_head_kv;
+        if (t.dim(0) != heads * head_dim)
+          return Error::format("{}: {} has {} rows, expected {} heads x {}", ctx, ti.name, t.dim(0), heads,
+                               head_dim);
+        t = unpermute_rows(t, heads);
+      }
+      c.tensors[name] = t;
     }
-    PIPIT_ASSIGN_OR_RETURN(Tensor t, f.tensor(ti));
-    if (arch->kind == ArchKind::kGemma3 && ti.name.size() > 11 &&
-        ti.name.compare(ti.name.size() - 11, 11, "norm.weight") == 0) {
-      PIPIT_ASSIGN_OR_RETURN(t, unshift_norm(t, ti.name));
-    }
-    const bool is_q = ti.name.find(".attn_q.") != std::string::npos;
-    const bool is_k = ti.name.find(".attn_k.") != std::string::npos;
-    if (arch->permuted_qk && (is_q || is_k)) {
-      const int64_t heads = is_q ? n_head : n_head_kv;
-      if (t.dim(0) != heads * head_dim)
-        return Error::format("{}: {} has {} rows, expected {} heads x {}", ctx, ti.name, t.dim(0), heads, head_dim);
-      t = unpermute_rows(t, heads);
-    }
-    c.tensors[name] = t;
   }
   if (arch->permuted_qk) c.notes.push_back("un-permuted llama.cpp q/k rows for HF rotate_half RoPE");
 

@@ -1,6 +1,7 @@
 // llama.cpp's mmproj files (the vision tower of a multimodal model as a GGUF of its own, general.architecture
 // "clip") merged with their language model's GGUF into one HF-style checkpoint. Supported projectors:
-// qwen2vl_merger (Qwen2-VL) and qwen2.5vl_merger (Qwen2.5-VL), whose language model is the qwen2vl arch.
+// qwen2vl_merger (Qwen2-VL) and qwen2.5vl_merger (Qwen2.5-VL), whose language model is the qwen2vl arch, and
+// qwen3vl_merger with a qwen35 language model (Qwen3.5; add_qwen3vl_mmproj).
 // Layout differences undone here (llama.cpp's convert_hf_to_gguf.py Qwen2VLVisionModel, tools/mtmd/clip.cpp):
 //  - the Conv3d patch embedding [E, 3, 2, p, p] is stored as two Conv2d kernels, v.patch_embd.weight (frame 0) and
 //    v.patch_embd.weight.1 (frame 1): interleaved back (a copy);
@@ -107,6 +108,87 @@ Result<Tensor> join_frames(Tensor f0, Tensor f1, const std::string& name) {
   return out;
 }
 
+// Qwen3.5's vision tower, projector qwen3vl_merger (llama.cpp conversion/qwen3vl.py Qwen3VLVisionModel, which also
+// writes Qwen3-VL's; tools/mtmd/clip.cpp). Unlike the Qwen2 towers the fused qkv stays fused (v.blk.N.attn_qkv), the
+// patch embedding has a bias, the learned position table is v.position_embd, and the merger's norm / fc1 / fc2 are
+// v.post_ln / mm.0 / mm.2. The image processor's pixel bounds are llama.cpp's for this projector (8 to 4096 merged
+// tokens, clip.cpp set_limit_image_tokens) unless the file names them (clip.vision.image_min/max_pixels); the
+// mmproj holds no video settings, so videos take HF's Qwen3-VL video defaults.
+Status add_qwen3vl_mmproj(Checkpoint& c, const GgufFile& text, const GgufFile& mm) {
+  const std::string ctx = "[gguf] " + mm.path();
+  const nlohmann::json text_cfg = c.config;
+  if (text_cfg.value("model_type", "") != "qwen3_5_text")
+    return Error::invalid_argument("{}: a qwen3vl_merger projector needs a qwen35 (Qwen3.5) language model, and {} is "
+                                   "{}", ctx, text.path(), text_cfg.value("model_type", std::string("?")));
+  if (const GgufValue* ds = clip_key(mm, "vision.is_deepstack_layers"); ds && ds->type == GgufType::kArray)
+    for (const auto& x : ds->arr)
+      if (x.is_int() && x.as_int() != 0)
+        return Error::unsupported("{}: DeepStack layers (Qwen3-VL's) in a Qwen3.5 mmproj are not supported", ctx);
+  PIPIT_ASSIGN_OR_RETURN(int64_t E, clip_int(mm, "vision.embedding_length"));
+  PIPIT_ASSIGN_OR_RETURN(int64_t F, clip_int(mm, "vision.feed_forward_length"));
+  PIPIT_ASSIGN_OR_RETURN(int64_t depth, clip_int(mm, "vision.block_count"));
+  PIPIT_ASSIGN_OR_RETURN(int64_t n_head, clip_int(mm, "vision.attention.head_count"));
+  PIPIT_ASSIGN_OR_RETURN(int64_t patch, clip_int(mm, "vision.patch_size"));
+  PIPIT_ASSIGN_OR_RETURN(int64_t out_dim, clip_int(mm, "vision.projection_dim"));
+  PIPIT_ASSIGN_OR_RETURN(int64_t merge, clip_int(mm, "vision.spatial_merge_size", 2));
+  if (out_dim != text_cfg.value("hidden_size", int64_t(0)))
+    return Error::invalid_argument("{}: projection_dim {} but the language model's width is {}", ctx, out_dim,
+                                   text_cfg.value("hidden_size", int64_t(0)));
+  auto get = [&](const std::string& name) -> Result<Tensor> {
+    const GgufTensorInfo* ti = mm.find_tensor(name);
+    if (!ti) return Error::not_found("{}: missing tensor '{}'", ctx, name);
+    return mm.tensor(*ti);
+  };
+  PIPIT_ASSIGN_OR_RETURN(Tensor pos, get("v.position_embd.weight"));
+  if (pos.ndim() != 2 || pos.dim(1) != E)
+    return Error::format("{}: v.position_embd.weight is {}, expected [positions, {}]", ctx, pos.describe(), E);
+  c.tensors["visual.pos_embed.weight"] = pos;
+  const nlohmann::json v = {{"depth", depth}, {"hidden_size", E}, {"intermediate_size", F}, {"num_heads", n_head},
+                            {"patch_size", patch}, {"spatial_merge_size", merge}, {"temporal_patch_size", 2},
+                            {"in_channels", 3}, {"out_hidden_size", out_dim}, {"num_position_embeddings", pos.dim(0)},
+                            {"hidden_act", "gelu_pytorch_tanh"}, {"deepstack_visual_indexes", nlohmann::json::array()}};
+  nlohmann::json top = {{"architectures", {"Qwen3_5ForConditionalGeneration"}}, {"model_type", "qwen3_5"},
+                        {"text_config", text_cfg}, {"vision_config", v},
+                        {"tie_word_embeddings", text_cfg.value("tie_word_embeddings", false)}};
+  if (text_cfg.contains("eos_token_id")) top["eos_token_id"] = text_cfg["eos_token_id"];
+  PIPIT_ASSIGN_OR_RETURN(top["image_token_id"], token_id(text, "<|image_pad|>"));
+  PIPIT_ASSIGN_OR_RETURN(top["video_token_id"], token_id(text, "<|video_pad|>"));
+  PIPIT_ASSIGN_OR_RETURN(top["vision_start_token_id"], token_id(text, "<|vision_start|>"));
+  PIPIT_ASSIGN_OR_RETURN(top["vision_end_token_id"], token_id(text, "<|vision_end|>"));
+  c.config = top;
+
+  const int64_t unit = patch * patch * merge * merge;  // pixels per merged token
+  nlohmann::json pp = {{"image_processor_type", "Qwen2VLImageProcessor"}, {"patch_size", patch},
+                       {"merge_size", merge}, {"temporal_patch_size", 2}};
+  PIPIT_ASSIGN_OR_RETURN(pp["image_mean"], clip_floats(mm, "vision.image_mean", 3));
+  PIPIT_ASSIGN_OR_RETURN(pp["image_std"], clip_floats(mm, "vision.image_std", 3));
+  PIPIT_ASSIGN_OR_RETURN(pp["min_pixels"], clip_int(mm, "vision.image_min_pixels", 8 * unit));
+  PIPIT_ASSIGN_OR_RETURN(pp["max_pixels"], clip_int(mm, "vision.image_max_pixels", 4096 * unit));
+  c.texts["preprocessor_config"] = pp.dump();
+
+  PIPIT_ASSIGN_OR_RETURN(Tensor f0, get("v.patch_embd.weight"));
+  PIPIT_ASSIGN_OR_RETURN(Tensor f1, get("v.patch_embd.weight.1"));
+  PIPIT_ASSIGN_OR_RETURN(c.tensors["visual.patch_embed.proj.weight"], join_frames(f0, f1, "v.patch_embd.weight"));
+  PIPIT_ASSIGN_OR_RETURN(c.tensors["visual.patch_embed.proj.bias"], get("v.patch_embd.bias"));
+  const std::pair<const char*, const char*> kBlock[] = {{"attn_qkv", "attn.qkv"}, {"attn_out", "attn.proj"},
+                                                        {"ln1", "norm1"},         {"ln2", "norm2"},
+                                                        {"ffn_up", "mlp.linear_fc1"}, {"ffn_down", "mlp.linear_fc2"}};
+  for (int64_t b = 0; b < depth; ++b)
+    for (auto& [from, to] : kBlock)
+      for (const char* kind : {".weight", ".bias"}) {
+        PIPIT_ASSIGN_OR_RETURN(c.tensors["visual.blocks." + std::to_string(b) + "." + to + kind],
+                               get("v.blk." + std::to_string(b) + "." + from + kind));
+      }
+  const std::pair<const char*, const char*> kMerger[] = {
+      {"v.post_ln", "visual.merger.norm"}, {"mm.0", "visual.merger.linear_fc1"}, {"mm.2", "visual.merger.linear_fc2"}};
+  for (auto& [from, to] : kMerger)
+    for (const char* kind : {".weight", ".bias"}) {
+      PIPIT_ASSIGN_OR_RETURN(c.tensors[std::string(to) + kind], get(std::string(from) + kind));
+    }
+  c.notes.push_back("mmproj " + mm.path() + " (qwen3vl_merger): patch embedding frames joined");
+  return Status::ok();
+}
+
 }  // namespace
 
 Status add_gguf_mmproj(Checkpoint& c, const GgufFile& text, const GgufFile& mm) {
@@ -117,10 +199,11 @@ Status add_gguf_mmproj(Checkpoint& c, const GgufFile& text, const GgufFile& mm) 
   const GgufValue* pt = clip_key(mm, "vision.projector_type");
   if (!pt) pt = clip_key(mm, "projector_type");
   if (!pt || pt->type != GgufType::kString) return Error::format("{}: no clip.projector_type", ctx);
+  if (pt->s == "qwen3vl_merger") return add_qwen3vl_mmproj(c, text, mm);
   const bool v25 = pt->s == "qwen2.5vl_merger";
   if (pt->s != "qwen2vl_merger" && !v25)
-    return Error::unsupported("{}: projector type '{}' is not supported (qwen2vl_merger, qwen2.5vl_merger are)", ctx,
-                              pt->s);
+    return Error::unsupported("{}: projector type '{}' is not supported (qwen2vl_merger, qwen2.5vl_merger, "
+                              "qwen3vl_merger are)", ctx, pt->s);
   const nlohmann::json& rs = c.config["rope_scaling"];
   if (!rs.is_object() || !rs.contains("mrope_section"))
     return Error::invalid_argument("{}: a {} projector needs a qwen2vl language model, and {} is {}", ctx, pt->s,

@@ -27,6 +27,12 @@ constexpr const char* kQwen2Regex =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"
     "\\s+(?!\\S)|\\s+";
 
+// Qwen3.5's (llama.cpp's "qwen35": the regex of the Hub tokenizer.json, quoted in llama-vocab.cpp): Qwen2's with
+// combining marks kept in words ([\p{L}\p{M}]+ where Qwen2 has \p{L}+).
+constexpr const char* kQwen35Regex =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| ?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|"
+    "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
 enum TokenType { kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6 };
 
 json byte_level(bool use_regex) {
@@ -193,12 +199,15 @@ Result<HfTokenizerTexts> gguf_tokenizer_to_hf(const GgufFile& f) {
     } else if (pre == "llama3" || pre == "llama-v3" || pre == "llama-bpe") {
       tj["pre_tokenizer"] = {{"type", "Sequence"}, {"pretokenizers", {split_regex(kLlama3Regex), byte_level(false)}}};
       ignore_merges = true;
-    } else if (pre == "qwen2") {
+    } else if (pre == "qwen2" || pre == "qwen35") {
+      // NFC as Qwen2's tokenizer.json (Qwen3.5's is taken to keep it: the GGUF does not say)
       tj["normalizer"] = {{"type", "NFC"}};
-      tj["pre_tokenizer"] = {{"type", "Sequence"}, {"pretokenizers", {split_regex(kQwen2Regex), byte_level(false)}}};
+      tj["pre_tokenizer"] = {{"type", "Sequence"},
+                             {"pretokenizers", {split_regex(pre == "qwen2" ? kQwen2Regex : kQwen35Regex),
+                                                byte_level(false)}}};
     } else {
       return Error::unsupported("{}: pre-tokenizer '{}' (tokenizer.ggml.pre) is not supported (default, gpt2, "
-                                "llama-bpe, qwen2 are)",
+                                "llama-bpe, qwen2, qwen35 are)",
                                 ctx, pre);
     }
     tj["decoder"] = byte_level(true);

@@ -280,6 +280,32 @@ TEST_F(CliVision, GgufWithMmprojRunsLikeTheCheckpoint) {
   EXPECT_EQ(text_only.code, 1) << text_only.out;
 }
 
+// llama.cpp's own Qwen3.5 GGUF + mmproj (tests/data/llamacpp_gguf, made by its convert_hf_to_gguf.py from the
+// qwen3_5_vl checkpoint with the byte-level tokenizer beside them): `pipit run --mmproj --image` gives what the HF
+// checkpoint with that tokenizer gives (same prompt tokens, same greedy text).
+TEST_F(CliVision, LlamaCppQwen35GgufWithMmprojRunsLikeTheCheckpoint) {
+  const std::string data = std::string(PIPIT_SOURCE_DIR) + "/tests/data/llamacpp_gguf/";
+  const fs::path m = dir_ / "qwen3_5_vl";
+  fs::copy(model("qwen3_5_vl"), m, fs::copy_options::recursive);
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
+    fs::copy_file(data + "qwen35_tokenizer/" + f, m / f);
+  const std::string args = " --image " + image("qwen3_5_vl", "img_200x130") +
+                           " -p 'Describe this image.' -n 8 --temp 0 --ignore-eos";
+  auto want = run_cli("run -t 2 -m " + m.string() + args);
+  auto got = run_cli("run -t 2 -m " + data + "qwen3_5_vl-BF16.gguf --mmproj " + data + "mmproj-qwen3_5_vl-BF16.gguf" +
+                     args);
+  ASSERT_EQ(want.code, 0) << want.out;
+  ASSERT_EQ(got.code, 0) << got.out;
+  auto text_of = [](const std::string& s) { return s.substr(0, s.find("[pipit] load ")); };
+  auto prompt_of = [](const std::string& s) {
+    const size_t p = s.find("| prompt ");
+    return p == std::string::npos ? std::string() : s.substr(p, s.find(" tokens", p) - p);
+  };
+  EXPECT_EQ(text_of(got.out), text_of(want.out));
+  EXPECT_EQ(prompt_of(got.out), prompt_of(want.out));
+  EXPECT_FALSE(prompt_of(got.out).empty()) << got.out;
+}
+
 TEST_F(CliVision, ImageMaxPixelsMeansFewerTokens) {
   const std::string out = (dir_ / "small.safetensors").string();
   auto r = run_cli("vision -m " + model("qwen2_vl") + " --image " + image("qwen2_vl", "img_300x200") +

@@ -1,0 +1,392 @@
+// llama.cpp's own GGUF files of the 2026 models (issue 37 item 3): Qwen3.5 (text + MTP, arch qwen35; and its
+// qwen3vl_merger mmproj) and GPT-OSS (arch gpt-oss, MXFP4 experts as stored), written by llama.cpp's
+// convert_hf_to_gguf.py from the tiny test checkpoints (tests/data/llamacpp_gguf/make_qwen35_gpt_oss_gguf.py). They
+// import to the same tensors as the HF checkpoints (BF16: the same values; Q8_0: within the quantizer's half step)
+// and run to the goldens: text logits, the MTP head's logits, an image's vision embeddings and prefill logits through
+// `load_model(..., {.mmproj})`, GPT-OSS logits bit for bit. A file missing a tensor names it.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "backends/cpu/kernels.h"
+#include "backends/cpu/ref/ref.h"
+#include "convert/checkpoint.h"
+#include "convert/gguf_import.h"
+#include "format/safetensors.h"
+#include "models/mtp.h"
+#include "runtime/multimodal.h"
+#include "runtime/multimodal_video.h"
+#ifdef PIPIT_WITH_TOKENIZER
+#include "tokenizer/tokenizer.h"
+#endif
+#include "tests/unit/convert_test_util.h"
+#include "tests/unit/gguf_test_writer.h"
+
+namespace pipit {
+namespace {
+
+constexpr double kTol = 1e-3;  // the f32 path's bound against the PyTorch goldens
+
+std::string data(const std::string& f) { return std::string(PIPIT_SOURCE_DIR) + "/tests/data/llamacpp_gguf/" + f; }
+
+std::vector<float> values(const Tensor& t) {
+  std::vector<float> v(size_t(t.numel()));
+  const int64_t n = t.dim(-1);
+  for (int64_t r = 0; r < t.rows(); ++r) ref_kernels().to_f32[int(t.dtype())](t.row_ptr(r), v.data() + r * n, n);
+  return v;
+}
+
+SafetensorsFile golden(const std::string& model) {
+  auto g = SafetensorsFile::open(test::model_dir(model) + "/golden.safetensors");
+  EXPECT_TRUE(g.is_ok());
+  return std::move(g).value();
+}
+
+std::vector<int32_t> ids_of(const Tensor& t) { return {t.ptr<int32_t>(), t.ptr<int32_t>() + t.numel()}; }
+
+// The Hub checkpoint's tensor names as the import gives them (text under model., the tower under visual.).
+std::string import_name(const std::string& hf) {
+  using P = std::pair<const char*, const char*>;
+  for (auto [from, to] : {P{"model.language_model.", "model."}, P{"model.visual.", "visual."}})
+    if (hf.rfind(from, 0) == 0) return to + hf.substr(std::string(from).size());
+  return hf;
+}
+
+// Every tensor of the HF checkpoint is in the GGUF import under its name and shape. Unquantized: the same values
+// up to what the converter computes in f32 (norms stored as 1 + w: a w under 2^-16 loses bits below 2^-24;
+// A_log through -exp then log: an ulp). Q8_0: within 0.57 of a step of the tensor's largest block (half a step
+// plus the f16 rounding of the scale, 127 * 2^-11 of a step).
+void expect_same_tensors(const Checkpoint& hf, const Checkpoint& gg, bool with_tower) {
+  size_t n = 0, exact = 0, quantized = 0;
+  for (const auto& [name, t] : hf.tensors) {
+    if (!with_tower && name.rfind("model.visual.", 0) == 0) continue;
+    const std::string g = import_name(name);
+    auto it = gg.tensors.find(g);
+    ASSERT_NE(it, gg.tensors.end()) << g;
+    ASSERT_EQ(it->second.shape(), t.shape()) << g;
+    const auto a = values(t), b = values(it->second);
+    double diff = 0, amax = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+      diff = std::max(diff, std::fabs(double(a[i]) - double(b[i])));
+      amax = std::max(amax, std::fabs(double(a[i])));
+    }
+    const bool q = dtype_is_quantized(it->second.dtype());
+    const double bound = q ? 0.57 * amax / 127 : name.ends_with("A_log") ? 1e-6 * amax : 6e-8;
+    EXPECT_LE(diff, bound) << g << " " << it->second.describe();
+    ++n, exact += diff == 0, quantized += q;
+  }
+  EXPECT_EQ(n, gg.tensors.size()) << "the import has tensors the checkpoint has not";
+  std::printf("[ measure  ] %zu tensors: %zu bit-identical, %zu quantized\n", n, exact, quantized);
+}
+
+TEST(LlamaCppGguf2026, Qwen35TensorsAreTheCheckpoints) {
+  auto hf = open_checkpoint(test::model_dir("qwen3_5_vl"));
+  ASSERT_TRUE(hf.is_ok()) << hf.status().message();
+  auto gg = open_gguf_checkpoint(data("qwen3_5_vl-BF16.gguf"), data("mmproj-qwen3_5_vl-BF16.gguf"));
+  ASSERT_TRUE(gg.is_ok()) << gg.status().message();
+  expect_same_tensors(*hf, *gg, true);
+  auto q8 = open_gguf_checkpoint(data("qwen3_5_vl-Q8_0.gguf"));
+  ASSERT_TRUE(q8.is_ok()) << q8.status().message();
+  expect_same_tensors(*hf, *q8, false);
+  // the config the model reads: the decoder's sizes, hybrid layout, partial interleaved M-RoPE, MTP layer
+  const auto& tc = gg->config["text_config"];
+  EXPECT_EQ(gg->config["model_type"], "qwen3_5");
+  EXPECT_EQ(tc["layer_types"], (nlohmann::json{"linear_attention", "linear_attention", "linear_attention",
+                                               "full_attention"}));
+  EXPECT_EQ(tc["rope_parameters"]["mrope_section"], (nlohmann::json{3, 3, 2}));
+  EXPECT_EQ(tc["rope_parameters"]["partial_rotary_factor"].get<double>(), 0.25);
+  EXPECT_EQ(tc["mtp_num_hidden_layers"].get<int64_t>(), 1);
+  EXPECT_EQ(tc["linear_num_value_heads"].get<int64_t>(), 4);
+  EXPECT_EQ(gg->config["image_token_id"].get<int64_t>(), 492);
+}
+
+// Text: the GGUF's logits on the golden text prompt are the goldens' and the HF checkpoint's; the Q8_0 file's are
+// within the bound pipit's own q8 file of this checkpoint is held to (tests/models/qwen3_5_vl_test.cpp: relative RMS
+// 0.12 of the logits; a random model with logits under 1 and top-2 margins down to 4e-4 moves far under 8-bit
+// weights) and keep the last position's argmax.
+TEST(LlamaCppGguf2026, Qwen35TextLogits) {
+  auto g = golden("qwen3_5_vl");
+  const auto ids = ids_of(*g.get("text.input_ids"));
+  const Tensor want = *g.get("text.logits");
+  LoadedModel hf = test::load_or_fail(test::model_dir("qwen3_5_vl"));
+  const auto ref = test::all_logits(*hf.model, ids);
+  const int64_t V = hf.model->info().n_vocab, T = int64_t(ids.size());
+  LoadedModel bf = test::load_or_fail(data("qwen3_5_vl-BF16.gguf"));
+  ASSERT_TRUE(bf.model);
+  EXPECT_EQ(bf.config.model_type(), "qwen3_5_text");
+  const auto got = test::all_logits(*bf.model, ids);
+  ASSERT_EQ(int64_t(got.size()), want.numel());
+  const double vs_golden = test::max_abs_diff(got.data(), want.ptr<float>(), want.numel()).max_abs;
+  const double vs_hf = test::max_abs_diff(got.data(), ref.data(), int64_t(ref.size())).max_abs;
+  EXPECT_LE(vs_golden, kTol);
+  EXPECT_LE(vs_hf, 1e-5);  // the same weights but A_log's ulp
+  LoadedModel q8 = test::load_or_fail(data("qwen3_5_vl-Q8_0.gguf"));
+  const auto gq = test::all_logits(*q8.model, ids);
+  ASSERT_EQ(gq.size(), ref.size());
+  const std::vector<float> golden_logits(want.ptr<float>(), want.ptr<float>() + want.numel());
+  const double q_rel = test::rel_rms(gq, golden_logits);
+  auto last_argmax = [&](const std::vector<float>& l) {
+    return std::max_element(l.end() - V, l.end()) - (l.end() - V);
+  };
+  EXPECT_LE(q_rel, 0.12);
+  EXPECT_EQ(last_argmax(gq), last_argmax(golden_logits));
+  // for scale: pipit's own q8 file of the same checkpoint
+  test::ScratchDir d("gguf2026_q8");
+  test::convert_or_fail(test::model_dir("qwen3_5_vl"), d.path("q8.pipit"), "q8");
+  LoadedModel own = test::load_or_fail(d.path("q8.pipit"));
+  const double own_rel = test::rel_rms(test::all_logits(*own.model, ids), golden_logits);
+  std::printf("[ measure  ] qwen35 BF16 gguf: |logits - golden| %.3g, - HF %.3g; Q8_0 gguf relative RMS %.4f (pipit "
+              "q8 %.4f), T %lld\n", vs_golden, vs_hf, q_rel, own_rel, (long long)T);
+}
+
+// The MTP layer (NextN block 4 of the file) is the model's head: its logits on the golden pairs of the text case.
+TEST(LlamaCppGguf2026, Qwen35MtpHead) {
+  auto g = golden("qwen3_5_vl");
+  LoadedModel lm = test::load_or_fail(data("qwen3_5_vl-BF16.gguf"));
+  auto head = mtp_of(*lm.model);
+  ASSERT_TRUE(head.is_ok()) << head.status().message();
+  const auto in_ids = ids_of(*g.get("text.mtp.input_ids")), pos = ids_of(*g.get("text.mtp.position_ids"));
+  const int64_t L = int64_t(in_ids.size()), E = lm.model->info().n_embd;
+  Tensor embeds = *g.get("text.mtp.inputs_embeds"), hidden = *g.get("text.mtp.hidden_in");
+  Batch b = Batch::single(in_ids, 0, 0, /*all_logits=*/true);
+  b.media.embd = embeds.reshape({L, E});
+  for (int64_t i = 0; i < L; ++i) b.media.row.push_back(int32_t(i));
+  b.pos_streams.pos = pos;
+  KvCache kv((*head)->mtp_kv_spec(), 1, 256, DType::F32);
+  Arena arena;
+  ThreadPool pool(2);
+  Ctx ctx{&arena, &pool, &kernels()};
+  Tensor logits;
+  ASSERT_TRUE((*head)->forward_mtp(ctx, b, hidden.reshape({L, E}), kv, &logits, nullptr).is_ok());
+  const Tensor want = *g.get("text.mtp.logits");
+  ASSERT_EQ(logits.numel(), want.numel());
+  const double d = test::max_abs_diff(logits.ptr<float>(), want.ptr<float>(), want.numel()).max_abs;
+  EXPECT_LE(d, kTol);
+  std::printf("[ measure  ] qwen35 gguf MTP logits - golden %.3g\n", d);
+}
+
+// The mmproj: `pipit run -m qwen3_5_vl-BF16.gguf --mmproj mmproj-qwen3_5_vl-BF16.gguf` loads Qwen3.5 with its tower;
+// the golden image case (200x130: within llama.cpp's pixel bounds for this projector, so resized as HF resizes it)
+// gives the golden vision embeddings, prompt length and prefill logits.
+TEST(LlamaCppGguf2026, Qwen35MmprojImage) {
+  auto lm = load_model(data("qwen3_5_vl-BF16.gguf"), LoadOptions{.mmproj = data("mmproj-qwen3_5_vl-BF16.gguf")});
+  ASSERT_TRUE(lm.is_ok()) << lm.status().message();
+  ASSERT_NE(lm->model->vision(), nullptr);
+  EXPECT_EQ(lm->model->info().arch, "qwen3_5");
+  // llama.cpp's bounds for qwen3vl_merger: 8 to 4096 merged tokens of 32 x 32 pixels
+  EXPECT_EQ(lm->preprocessor_config["min_pixels"].get<int64_t>(), 8 * 32 * 32);
+  EXPECT_EQ(lm->preprocessor_config["max_pixels"].get<int64_t>(), 4096 * 32 * 32);
+  auto g = golden("qwen3_5_vl");
+  const std::string c = "img_200x130";
+  ThreadPool pool(2);
+  const auto ids = ids_of(*g.get(c + ".input_ids_unexpanded"));
+  auto p = prepare_multimodal_prompt(*lm, ids, {test::model_dir("qwen3_5_vl") + "/img_200x130.png"}, {}, pool);
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  ASSERT_EQ(int64_t(p->tokens.size()), g.get(c + ".input_ids")->numel());
+  const Tensor ve = *g.get(c + ".vision_embeds");
+  ASSERT_EQ(p->embd.numel(), ve.numel());
+  const double d_vis = test::max_abs_diff(p->embd.ptr<float>(), ve.ptr<float>(), ve.numel()).max_abs;
+  EXPECT_LE(d_vis, kTol);
+  Session s(*lm->model, SessionOptions{.n_ctx = int(p->tokens.size()) + 8, .n_threads = 2});
+  auto r = s.eval(*p, /*all_logits=*/true);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  const Tensor want = *g.get(c + ".logits");
+  ASSERT_EQ(r->numel(), want.numel());
+  const double d_log = test::max_abs_diff(r->ptr<float>(), want.ptr<float>(), want.numel()).max_abs;
+  EXPECT_LE(d_log, kTol);
+  std::printf("[ measure  ] qwen35 gguf + mmproj %s: vision_embeds %.3g, logits %.3g\n", c.c_str(), d_vis, d_log);
+}
+
+// The golden video case through the mmproj's tower. An mmproj holds no video settings (a GGUF model takes HF's
+// Qwen3-VL video defaults); this checkpoint lowers them, so its video_preprocessor_config.json is given here.
+TEST(LlamaCppGguf2026, Qwen35MmprojVideo) {
+  auto lm = load_model(data("qwen3_5_vl-BF16.gguf"), LoadOptions{.mmproj = data("mmproj-qwen3_5_vl-BF16.gguf")});
+  ASSERT_TRUE(lm.is_ok()) << lm.status().message();
+  const std::string dir = test::model_dir("qwen3_5_vl");
+  const auto vpp = nlohmann::json::parse(test::read_bytes(dir + "/video_preprocessor_config.json"));
+  auto vc = video_processor_for(*lm->model, vpp);
+  ASSERT_TRUE(vc.is_ok()) << vc.status().message();
+  std::vector<std::string> frames;
+  for (int i = 0; i < 8; ++i) frames.push_back(dir + "/video_frame0" + std::to_string(i) + ".png");
+  auto g = golden("qwen3_5_vl");
+  ThreadPool pool(2);
+  auto ev = encode_video_files(*lm->model, *vc, frames, double(g.get("video.video_fps")->ptr<float>()[0]), pool);
+  ASSERT_TRUE(ev.is_ok()) << ev.status().message();
+  const Tensor want = *g.get("video.video_embeds");
+  ASSERT_EQ(ev->features.numel(), want.numel());
+  const double d = test::max_abs_diff(ev->features.ptr<float>(), want.ptr<float>(), want.numel()).max_abs;
+  EXPECT_LE(d, kTol);
+  std::printf("[ measure  ] qwen35 gguf + mmproj video_embeds - golden %.3g\n", d);
+}
+
+// A Q4_K out_proj whose 64-wide value heads split its 256-element blocks (Qwen3.5-9B's 128-wide heads in a K-quant
+// file): its columns come back in HF's head order as f16 (the dequantized values to 2^-11); the rows of the other
+// tensors move whole, in their own type. A synthetic one-layer qwen35 file, 2 key heads and 4 value heads.
+TEST(LlamaCppGguf2026, Qwen35KQuantValueHeadsRegrouped) {
+  const int64_t H = 256, nk = 2, nv = 4, d = 64, conv = 2 * nk * d + nv * d;
+  test::GgufWriter g;
+  g.str("general.architecture", "qwen35");
+  for (auto [k, v] : std::vector<std::pair<const char*, uint32_t>>{
+           {"embedding_length", H}, {"block_count", 1}, {"feed_forward_length", 32}, {"attention.head_count", 2},
+           {"attention.head_count_kv", 1}, {"attention.key_length", 64}, {"rope.dimension_count", 16},
+           {"ssm.conv_kernel", 4}, {"ssm.state_size", d}, {"ssm.group_count", nk}, {"ssm.time_step_rank", nv},
+           {"ssm.inner_size", nv * d}})
+    g.u32(std::string("qwen35.") + k, v);
+  auto f32 = [&](const std::string& name, std::vector<uint64_t> ne, float v) {
+    uint64_t n = 1;
+    for (auto x : ne) n *= x;
+    std::vector<float> a(n, v);
+    g.tensor(name, 0, ne, std::string(reinterpret_cast<const char*>(a.data()), a.size() * 4));
+  };
+  f32("token_embd.weight", {H, 8}, 0.1f);
+  f32("output_norm.weight", {H}, 1.0f);
+  for (const char* n : {"attn_norm", "post_attention_norm"}) f32(std::string("blk.0.") + n + ".weight", {H}, 1.0f);
+  f32("blk.0.attn_qkv.weight", {H, conv}, 0.01f);
+  f32("blk.0.attn_gate.weight", {H, nv * d}, 0.01f);
+  f32("blk.0.ssm_beta.weight", {H, nv}, 0.01f);
+  f32("blk.0.ssm_alpha.weight", {H, nv}, 0.01f);
+  f32("blk.0.ssm_a", {nv}, -0.5f);
+  f32("blk.0.ssm_dt.bias", {nv}, 0.0f);
+  f32("blk.0.ssm_conv1d.weight", {4, conv}, 0.1f);
+  f32("blk.0.ssm_norm.weight", {d}, 1.0f);
+  f32("blk.0.ffn_gate.weight", {H, 32}, 0.01f);
+  f32("blk.0.ffn_up.weight", {H, 32}, 0.01f);
+  f32("blk.0.ffn_down.weight", {32, H}, 0.01f);
+  // ssm_out [H rows, nv * d columns], column c of row r = r + c / 1000 (so every head's columns differ), as Q4_K
+  std::vector<float> w(size_t(H * nv * d));
+  for (int64_t r = 0; r < H; ++r)
+    for (int64_t c = 0; c < nv * d; ++c) w[size_t(r * nv * d + c)] = float(r % 7) - 3.0f + float(c) / 100.0f;
+  std::string q(size_t(dtype_row_bytes(DType::Q4_K, nv * d) * H), '\0');
+  ref::q4_k_from_f32(w.data(), q.data(), int64_t(w.size()));
+  g.tensor("blk.0.ssm_out.weight", 12, {uint64_t(nv * d), uint64_t(H)}, q);
+  test::ScratchDir dir("gguf2026_kq");
+  g.write(dir.path("kq.gguf"));
+  auto c = open_gguf_checkpoint(dir.path("kq.gguf"));
+  ASSERT_TRUE(c.is_ok()) << c.status().message();
+  const Tensor out = c->tensors.at("model.layers.0.linear_attn.out_proj.weight");
+  ASSERT_EQ(out.dtype(), DType::F16);
+  ASSERT_EQ(out.shape(), (std::vector<int64_t>{H, nv * d}));
+  // the file's values, dequantized, with HF's head h = k * 2 + r taken from the file's head r * nk + k
+  Tensor src = Tensor::from_data(DType::Q4_K, {H, nv * d}, q.data(), nullptr);
+  const std::vector<float> deq = values(src), got = values(out);
+  double worst = 0;
+  for (int64_t r = 0; r < H; ++r)
+    for (int64_t k = 0; k < nk; ++k)
+      for (int64_t rep = 0; rep < nv / nk; ++rep)
+        for (int64_t i = 0; i < d; ++i) {
+          const float want = deq[size_t(r * nv * d + (rep * nk + k) * d + i)];
+          const float have = got[size_t(r * nv * d + (k * (nv / nk) + rep) * d + i)];
+          worst = std::max(worst, std::fabs(double(have) - double(want)) / std::max(1.0, std::fabs(double(want))));
+        }
+  EXPECT_LE(worst, std::ldexp(1.0, -11));
+  // rows move whole: in_proj_z keeps the file's f32, its head blocks regrouped (all equal here: the shape)
+  EXPECT_EQ(c->tensors.at("model.layers.0.linear_attn.in_proj_z.weight").dtype(), DType::F32);
+  EXPECT_EQ(c->tensors.at("model.layers.0.linear_attn.conv1d.weight").shape(), (std::vector<int64_t>{conv, 1, 4}));
+}
+
+// GPT-OSS: the converter's MXFP4 blocks are the bytes pipit rebuilds from the Hub's (no requantization), so the
+// GGUF's logits are the HF checkpoint's bit for bit.
+TEST(LlamaCppGguf2026, GptOssMxfp4AsStored) {
+  auto hf = open_checkpoint(test::model_dir("gpt_oss_mxfp4"));
+  ASSERT_TRUE(hf.is_ok()) << hf.status().message();
+  auto gg = open_gguf_checkpoint(data("gpt_oss_mxfp4.gguf"));
+  ASSERT_TRUE(gg.is_ok()) << gg.status().message();
+  EXPECT_EQ(gg->tensors.size(), hf->tensors.size());
+  for (const auto& [name, t] : hf->tensors) {
+    auto it = gg->tensors.find(name);
+    ASSERT_NE(it, gg->tensors.end()) << name;
+    ASSERT_EQ(it->second.shape(), t.shape()) << name;
+    if (t.dtype() == DType::MXFP4) {  // the experts: the same bytes
+      ASSERT_EQ(it->second.dtype(), t.dtype()) << name;
+      EXPECT_EQ(std::memcmp(it->second.data(), t.data(), t.nbytes()), 0) << name;
+    } else {  // bf16, or the f32 the converter writes norms and biases in: the same values
+      EXPECT_EQ(values(it->second), values(t)) << name;
+    }
+  }
+  const auto ids = test::golden_ids("gpt_oss_mxfp4");
+  LoadedModel a = test::load_or_fail(test::model_dir("gpt_oss_mxfp4"));
+  LoadedModel b = test::load_or_fail(data("gpt_oss_mxfp4.gguf"));
+  EXPECT_EQ(b.config.model_type(), "gpt_oss");
+  const auto la = test::all_logits(*a.model, ids), lb = test::all_logits(*b.model, ids);
+  ASSERT_EQ(la.size(), lb.size());
+  EXPECT_EQ(test::max_abs_diff(la.data(), lb.data(), int64_t(la.size())).max_abs, 0.0);
+}
+
+#ifdef PIPIT_WITH_TOKENIZER
+// A byte-level vocabulary with tokenizer.ggml.pre `pre`, back as a tokenizer: the bytes of Devanagari "की" (ka
+// E0 A4 95, vowel sign ii E0 A5 80, a combining mark) in GPT-2's byte alphabet and merges up to the whole syllable.
+std::shared_ptr<Tokenizer> ki_vocab_with_pre(const std::string& pre) {
+  test::GgufWriter g;
+  g.str("tokenizer.ggml.model", "gpt2");
+  g.str("tokenizer.ggml.pre", pre);
+  // à = E0, ¤ = A4, ¥ = A5, ķ = 95, Ģ = 80 (GPT-2's byte-to-unicode)
+  g.strs("tokenizer.ggml.tokens", {"\u00e0", "\u00a4", "\u0137", "\u00a5", "\u0122", "\u00e0\u00a4",
+                                   "\u00e0\u00a4\u0137", "\u00e0\u00a5", "\u00e0\u00a5\u0122",
+                                   "\u00e0\u00a4\u0137\u00e0\u00a5\u0122"});
+  g.i32s("tokenizer.ggml.token_type", std::vector<int32_t>(10, 1));
+  g.strs("tokenizer.ggml.merges", {"\u00e0 \u00a4", "\u00e0\u00a4 \u0137", "\u00e0 \u00a5", "\u00e0\u00a5 \u0122",
+                                   "\u00e0\u00a4\u0137 \u00e0\u00a5\u0122"});
+  const std::string bytes = g.bytes();
+  auto f = GgufFile::parse(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), nullptr, "ki vocab");
+  EXPECT_TRUE(f.is_ok()) << f.status().message();
+  auto texts = gguf_tokenizer_to_hf(*f);
+  EXPECT_TRUE(texts.is_ok()) << texts.status().message();
+  if (!texts.is_ok()) return nullptr;
+  auto tok = Tokenizer::load(texts->tokenizer_json, texts->tokenizer_config_json);
+  EXPECT_TRUE(tok.is_ok()) << tok.status().message();
+  return tok.is_ok() ? std::move(tok).value() : nullptr;
+}
+
+// Real Qwen3.5 GGUFs say tokenizer.ggml.pre "qwen35" (llama.cpp's converter, from the Hub tokenizer's hash): Qwen2's
+// pre-tokenizer with combining marks kept inside words, so a vocabulary trained with it can merge a letter with its
+// vowel sign, which Qwen2's split keeps apart.
+TEST(LlamaCppGguf2026, Qwen35PreTokenizer) {
+  auto q2 = ki_vocab_with_pre("qwen2"), q35 = ki_vocab_with_pre("qwen35");
+  ASSERT_TRUE(q2 && q35);
+  const std::string ki = "\xe0\xa4\x95\xe0\xa5\x80";
+  auto a = q2->encode(ki, false), b = q35->encode(ki, false);
+  ASSERT_TRUE(a.is_ok() && b.is_ok());
+  EXPECT_EQ(*a, (std::vector<int32_t>{6, 8}));
+  EXPECT_EQ(*b, (std::vector<int32_t>{9}));
+  EXPECT_EQ(q35->decode(*b, false), ki);
+}
+#endif
+
+void expect_error(const Status& st, const std::string& part) {
+  ASSERT_FALSE(st.is_ok()) << "expected an error containing '" << part << "'";
+  EXPECT_NE(st.message().find(part), std::string::npos) << st.message();
+}
+
+// A copy of a file with one tensor name changed (same length: the header stays valid).
+std::string renamed(const test::ScratchDir& d, const std::string& file, const std::string& from,
+                    const std::string& to) {
+  std::string bytes = test::read_bytes(data(file));
+  const size_t at = bytes.find(from);
+  EXPECT_NE(at, std::string::npos);
+  bytes.replace(at, from.size(), to);
+  const std::string out = d.path("renamed_" + file);
+  test::write_bytes(out, bytes);
+  return out;
+}
+
+TEST(LlamaCppGguf2026, BadFilesGiveOneClearError) {
+  test::ScratchDir d("gguf2026");
+  expect_error(load_model(renamed(d, "qwen3_5_vl-BF16.gguf", "blk.1.attn_qkv.weight", "blk.1.attn_qkx.weight"))
+                   .status(), "missing tensor 'blk.1.attn_qkv.weight'");
+  expect_error(load_model(renamed(d, "gpt_oss_mxfp4.gguf", "blk.2.ffn_up_exps.weight", "blk.2.ffn_up_exps.weighx"))
+                   .status(), "missing tensor 'blk.2.ffn_up_exps.weight'");
+  expect_error(load_model(data("qwen3_5_vl-BF16.gguf"),
+                          LoadOptions{.mmproj = renamed(d, "mmproj-qwen3_5_vl-BF16.gguf", "v.blk.2.attn_qkv.bias",
+                                                        "v.blk.2.attn_qkx.bias")})
+                   .status(), "missing tensor 'v.blk.2.attn_qkv.bias'");
+  // a Qwen3.5 tower with another language model
+  expect_error(load_model(data("gpt_oss_mxfp4.gguf"), LoadOptions{.mmproj = data("mmproj-qwen3_5_vl-BF16.gguf")})
+                   .status(), "needs a qwen35 (Qwen3.5) language model");
+  // a truncated file
+  const std::string whole = test::read_bytes(data("qwen3_5_vl-Q8_0.gguf"));
+  test::write_bytes(d.path("cut.gguf"), whole.substr(0, whole.size() / 2));
+  EXPECT_FALSE(load_model(d.path("cut.gguf")).is_ok());
+}
+
+}  // namespace
+}  // namespace pipit
