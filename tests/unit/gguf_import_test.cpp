@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "convert/gguf_import.h"
+#include "core/panels.h"
 #include "format/gguf.h"
 #include "format/pipit_format.h"
 #include "tests/unit/convert_test_util.h"
@@ -87,11 +88,15 @@ TEST(GgufImport, QuantizedTensorsAreUsedInPlace) {
     LoadedModel b = test::load_or_fail(d.path("q.pipit"));
     const auto la = test::all_logits(*a.model, ids), lb = test::all_logits(*b.model, ids);
     EXPECT_EQ(test::max_abs_diff(la.data(), lb.data(), int64_t(la.size())).max_abs, 0.0) << q;
-    // GGUF -> .pipit keeps the quantized bytes ("auto" = no requantization)
+    // GGUF -> .pipit keeps the quantized bytes ("auto" = no requantization), in the default cpu target's panels
     test::convert_or_fail(d.path("q.gguf"), d.path("g.pipit"), "auto");
     auto p = PipitFile::open(d.path("g.pipit"));
     ASSERT_TRUE(p.is_ok());
-    EXPECT_EQ(std::memcmp(p->tensors().at("model.layers.0.mlp.down_proj.weight").data(), w.data(), w.nbytes()), 0);
+    const Tensor& pt = p->tensors().at("model.layers.0.mlp.down_proj.weight");
+    ASSERT_EQ(pt.dtype(), dtype_panel_of(w.dtype()));
+    std::vector<uint8_t> plain(w.nbytes());
+    unpack_panel_rows(pt.dtype(), pt.data(), pt.dim(-1), 0, pt.rows(), plain.data());
+    EXPECT_EQ(std::memcmp(plain.data(), w.data(), w.nbytes()), 0);
   }
 }
 
