@@ -152,14 +152,26 @@ async function copyText(text, button) {
 // ---- settings --------------------------------------------------------------------------------------------------
 const DEFAULTS = { system: '', temperature: 0.7, top_p: 0.95, top_k: 40, max_tokens: 1024, seed: '', apikey: '' };
 const NUMERIC = ['temperature', 'top_p', 'top_k', 'max_tokens', 'seed'];
-let settings = Object.assign({}, DEFAULTS, store.get('pipit.settings', {}));
+// What is stored is read as untrusted too (another page version, a hand edit): wrong types fall back to defaults.
+function loadSettings() {
+  const saved = store.get('pipit.settings', {});
+  const s = Object.assign({}, DEFAULTS);
+  if (saved && typeof saved === 'object') {
+    for (const k of Object.keys(DEFAULTS)) {
+      if (typeof saved[k] === 'string' || (typeof saved[k] === 'number' && Number.isFinite(saved[k]))) s[k] = saved[k];
+    }
+  }
+  return s;
+}
+let settings = loadSettings();
 
 // ---- conversations ---------------------------------------------------------------------------------------------
 // 'pipit.chats': [{id, title, updated}] newest first; 'pipit.chat.ID': {id, title, named, messages}. A message:
 // {role: 'user' | 'assistant', content, image?: data URL, reasoning?, state?: streaming|done|stopped|error,
 // error?, stats?}. A new conversation is stored once it has a message.
 let index = store.get('pipit.chats', []);
-if (!Array.isArray(index)) index = [];
+index = (Array.isArray(index) ? index : []).filter((e) => e && typeof e.id === 'string')
+  .map((e) => ({ id: e.id, title: String(e.title || 'Untitled'), updated: Number(e.updated) || 0 }));
 let conv = null;      // the conversation on screen
 let active = null;    // the answer being streamed: {conv, msg, controller, el, tokens}
 let pendingImage = null;
@@ -175,8 +187,19 @@ function freshConversation() {
 
 function loadConversation(id) {
   const c = store.get('pipit.chat.' + id, null);
-  if (!c || !Array.isArray(c.messages)) return null;
-  for (const m of c.messages) if (m.state === 'streaming') m.state = 'stopped';  // the page went away mid-answer
+  if (!c || typeof c !== 'object' || !Array.isArray(c.messages)) return null;
+  c.id = id;
+  c.title = String(c.title || 'Untitled');
+  c.messages = c.messages.filter((m) => m && (m.role === 'user' || m.role === 'assistant')).map((m) => ({
+    role: m.role,
+    content: String(m.content || ''),
+    image: typeof m.image === 'string' && m.image.startsWith('data:image/') ? m.image : null,
+    imageDropped: !!m.imageDropped,
+    reasoning: m.reasoning ? String(m.reasoning) : '',
+    state: m.state === 'streaming' ? 'stopped' : String(m.state || 'done'),  // the page went away mid-answer
+    error: m.error ? String(m.error) : undefined,
+    stats: m.stats ? String(m.stats) : undefined,
+  }));
   return c;
 }
 

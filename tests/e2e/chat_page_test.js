@@ -141,6 +141,23 @@ async function viewport(browser, srv, phone) {
   assert.equal(await page.evaluate(() => window.pipitChat.haveMarkdown), true,
                'marked / DOMPurify missing from the build (see the configure warning)');
   await checkComposer(page, w, h, 'empty');
+  if (phone) {  // storage written by something else (an older page, a hand edit) is read, not trusted
+    await page.evaluate(() => {
+      localStorage.setItem('pipit.chats', '[null, 5, {"id": "zz"}]');
+      localStorage.setItem('pipit.current', '"zz"');
+      localStorage.setItem('pipit.chat.zz', '{"messages": [null, 7, {"role": "user", "content": 3, "image": "x"}]}');
+      localStorage.setItem('pipit.settings', '{"temperature": "1\'", "max_tokens": {}}');
+    });
+    await page.reload();
+    await page.waitForSelector('.msg.user');
+    assert.equal(await page.textContent('.msg.user .text'), '3');
+    assert.equal(await page.locator('.msg.user img').count(), 0);
+    assert.equal(await page.textContent('#convs li .title'), 'Untitled');
+    await page.evaluate(() => localStorage.clear());
+    await page.reload();
+    await page.waitForFunction(() => /tokens/.test(document.getElementById('model').textContent));
+    assert.equal(await page.locator('.msg').count(), 0);
+  }
   if (phone) {  // the sidebar is a drawer: off screen until the menu button, gone again on the scrim
     assert.equal(await page.isVisible('#newchat'), false);
     await page.click('#menu');
