@@ -222,6 +222,8 @@ async function viewport(browser, srv, phone) {
   assert.deepEqual(streaming, { state: 'streaming', kept: true, follows: true },
                    'the answer ended before Stop, or the log was rebuilt while it streamed, or did not follow it');
   await checkComposer(page, w, h, 'streaming');
+  assert.equal(await page.isVisible('#stop'), true);
+  if (shotDir) fs.writeFileSync(path.join(shotDir, `${tag}_streaming.png`), await page.screenshot());
   // The click from inside the page: Playwright's click waits for stable animation frames, and a fast stream could
   // end first, leaving nothing to stop.
   await page.evaluate(() => document.getElementById('stop').click());
@@ -299,15 +301,18 @@ async function viewport(browser, srv, phone) {
   assert.equal(await page.evaluate(() => JSON.parse(localStorage.getItem('pipit.chats')).length), 1);
   ok('conversations: new, switch, rename, delete');
 
-  // Markdown, from a stored answer: elements, not text; its markup never runs; copy
+  // Markdown, from stored answers: elements, not text; markup in an answer never runs; copy
   await page.evaluate(() => {
     const c = {
       id: 'md', title: 'Markdown', named: true, messages: [
-        { role: 'user', content: 'Show me <b>markup</b>', state: 'done' },
+        { role: 'user', content: 'Show me some Markdown.', state: 'done' },
         { role: 'assistant', state: 'done', reasoning: 'The user wants an example.',
           content: '# Title\n\nSome **bold** and `inline` code.\n\n```python\nprint("hi")\n```\n\n- one\n- two\n\n' +
-                   '<img src=x onerror="window.__pwned = 1"><script>window.__pwned = 2</script>' +
-                   '<a href="javascript:window.__pwned=3" id="send">link</a>' },
+                   '| a | b |\n|---|---|\n| 1 | 2 |\n\n> A quote with [a link](https://example.com/).' },
+        { role: 'user', content: 'Show me <b>markup</b>', state: 'done' },
+        { role: 'assistant', state: 'done',
+          content: 'Markup: <img src=x onerror="window.__pwned = 1"><script>window.__pwned = 2</script>' +
+                   '<a href="javascript:window.__pwned=3" id="send">link</a> <b onclick="window.__pwned=8">b</b>' },
       ],
     };
     localStorage.setItem('pipit.chat.md', JSON.stringify(c));
@@ -318,28 +323,36 @@ async function viewport(browser, srv, phone) {
   await page.reload();
   await page.waitForSelector('.msg.assistant .md h1');
   const md = await page.evaluate(() => {
-    const a = document.querySelector('.msg.assistant .md');
+    const [a, bad] = document.querySelectorAll('.msg.assistant .md');
+    const link = a.querySelector('blockquote a');
     return {
       h1: a.querySelector('h1') && a.querySelector('h1').textContent,
       strong: a.querySelector('p strong') && a.querySelector('p strong').textContent,
       inline: a.querySelector('p code') && a.querySelector('p code').textContent,
       code: a.querySelector('pre code.language-python') && a.querySelector('pre code').textContent,
       items: a.querySelectorAll('ul li').length,
-      scripts: document.querySelectorAll('#log script').length,
-      handlers: document.querySelectorAll('#log [onerror]').length,
-      jsLinks: Array.from(a.querySelectorAll('a')).filter((x) => /script/i.test(x.getAttribute('href') || '')).length,
-      ids: a.querySelectorAll('[id]').length,
-      userMarkup: document.querySelector('.msg.user b') !== null,
-      userText: document.querySelector('.msg.user .text').textContent,
+      cells: a.querySelectorAll('table td').length,
+      link: link && [link.getAttribute('href'), link.target, link.rel],
       think: !!document.querySelector('.msg.assistant details.think:not([open])'),
+      badText: bad.textContent.trim(),
+      scripts: document.querySelectorAll('#log script').length,
+      handlers: document.querySelectorAll('#log [onerror], #log [onclick]').length,
+      jsLinks: Array.from(bad.querySelectorAll('a')).filter((x) => /script/i.test(x.getAttribute('href') || '')).length,
+      ids: document.querySelectorAll('#log [id]').length,
+      userMarkup: document.querySelector('.msg.user b') !== null,
+      userText: document.querySelectorAll('.msg.user .text')[1].textContent,
     };
   });
-  assert.deepEqual(md, { h1: 'Title', strong: 'bold', inline: 'inline', code: 'print("hi")\n', items: 2, scripts: 0,
-                         handlers: 0, jsLinks: 0, ids: 0, userMarkup: false, userText: 'Show me <b>markup</b>',
-                         think: true });
-  await page.click('.msg.assistant a');  // the link without its javascript: URL
+  assert.deepEqual(md, { h1: 'Title', strong: 'bold', inline: 'inline', code: 'print("hi")\n', items: 2, cells: 2,
+                         link: ['https://example.com/', '_blank', 'noopener noreferrer nofollow'], think: true,
+                         badText: 'Markup: link b', scripts: 0, handlers: 0, jsLinks: 0, ids: 0, userMarkup: false,
+                         userText: 'Show me <b>markup</b>' });
+  await page.click('.msg.assistant:nth-child(4) a');  // the link without its javascript: URL
+  await page.click('.msg.assistant:nth-child(4) b');
   await new Promise((r) => setTimeout(r, 300));
   assert.equal(await page.evaluate(() => window.__pwned), undefined, 'markup from an answer ran');
+  await page.evaluate(() => { document.getElementById('log').scrollTop = 0; });
+  await shot(page, `${tag}_markdown.png`, w, h);
   await page.click('.msg.assistant pre .copycode');
   assert.equal(await page.evaluate(() => navigator.clipboard.readText()), 'print("hi")\n');
   await page.click('.msg.assistant .actions .copy');
@@ -370,10 +383,10 @@ async function viewport(browser, srv, phone) {
   await page.route('**/v1/chat/completions',
                    (r) => r.fulfill({ status: 200, contentType: 'text/event-stream', body: sse }));
   await send(page, phone, 'Think first.');
-  await waitAnswers(page, 2);
+  await waitAnswers(page, 3);
   await page.unroute('**/v1/chat/completions');
   const streamed = await page.evaluate(() => {
-    const a = document.querySelectorAll('.msg.assistant')[1];
+    const a = document.querySelectorAll('.msg.assistant')[2];
     const d = a.querySelector('details.think');
     return { think: d && d.querySelector('.thinktext').textContent, open: d && d.open,
              code: a.querySelector('pre code.language-js') && a.querySelector('pre code').textContent,
@@ -409,11 +422,11 @@ async function viewport(browser, srv, phone) {
     await page.setInputFiles('#image', image);
     await page.waitForFunction(() => /attached/.test(document.getElementById('preview').textContent));
     await send(page, phone, 'What is in this picture?');
-    await waitAnswers(page, 3);
+    await waitAnswers(page, 4);
     assert.equal(await page.locator('.msg.user img.attached').count(), 1);
     assert.equal(await page.locator('.msg.error').count(), 0);
     stored = await storedConversation(page);
-    assert.match(stored.messages[4].image, /^data:image\/png;base64,/);
+    assert.match(stored.messages[6].image, /^data:image\/png;base64,/);
     ok('image attached and answered');
   }
   await checkComposer(page, w, h, 'a full log');
@@ -426,7 +439,10 @@ async function viewport(browser, srv, phone) {
   const toggle = async () => {
     if (phone) await page.click('#menu');
     await page.click('#theme');
-    if (phone) await page.keyboard.press('Escape');
+    if (phone) {
+      await page.keyboard.press('Escape');
+      await page.waitForFunction(() => getComputedStyle(document.getElementById('sidebar')).visibility === 'hidden');
+    }
   };
   await toggle();  // auto -> light
   assert.ok(await background(page) > 200, 'light theme is not light');
