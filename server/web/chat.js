@@ -175,7 +175,6 @@ index = (Array.isArray(index) ? index : []).filter((e) => e && typeof e.id === '
 let conv = null;      // the conversation on screen
 let active = null;    // the answer being streamed: {conv, msg, controller, el, tokens}
 let pendingImage = null;
-let vision = false;
 
 function newId() {
   return Date.now().toString(36) + Math.random().toString(36).slice(2, 8);
@@ -207,6 +206,7 @@ let saveWarned = false;
 function saveConversation(c) {
   if (!c.messages.length || c.deleted) return;
   const entry = { id: c.id, title: c.title, updated: Date.now() };
+  const moved = !index.length || index[0].id !== c.id || index[0].title !== c.title;
   index = [entry, ...index.filter((e) => e.id !== c.id)];
   let ok = store.set('pipit.chat.' + c.id, c);
   if (!ok) {
@@ -220,8 +220,8 @@ function saveConversation(c) {
     }
   }
   store.set('pipit.chats', index);
-  store.set('pipit.current', c.id);
-  renderList();
+  if (c === conv) store.set('pipit.current', c.id);  // not an answer streaming on behind another conversation
+  if (moved) renderList();  // (not at every save while an answer streams: a rename being typed would be lost)
 }
 
 function autoTitle(c) {
@@ -246,7 +246,10 @@ function setBusy() {
   for (const b of $.log.querySelectorAll('.needsidle')) b.disabled = busy;
 }
 
+let renaming = false;  // a name is being typed in the list: it is not rebuilt under the user's fingers
 function renderList() {
+  $.convname.textContent = conv ? conv.title : 'New chat';
+  if (renaming) return;
   $.convs.replaceChildren();
   for (const e of index) {
     const li = document.createElement('li');
@@ -265,7 +268,6 @@ function renderList() {
     li.append(t, ren, del);
     $.convs.appendChild(li);
   }
-  $.convname.textContent = conv ? conv.title : 'New chat';
 }
 
 function iconButton(symbol, label, onClick) {
@@ -286,18 +288,22 @@ function startRename(li, e) {
   li.replaceChildren(input);
   input.focus();
   input.select();
+  renaming = true;
   let done = false;
   const finish = (keep) => {
     if (done) return;
     done = true;
+    renaming = false;
     const title = input.value.trim();
     if (keep && title) {
-      const c = conv && conv.id === e.id ? conv : loadConversation(e.id);
+      // the object in use when there is one (on screen, or an answer streaming into it), so no later save of it
+      // writes the old name back
+      const c = conv && conv.id === e.id ? conv : active && active.conv.id === e.id ? active.conv
+        : loadConversation(e.id);
       if (c) {
         c.title = title.slice(0, 120);
         c.named = true;
         saveConversation(c);
-        if (active && active.conv.id === c.id) active.conv.title = c.title;
       }
     }
     renderList();
@@ -671,7 +677,7 @@ async function loadModel() {
     const j = await r.json();
     if (!r.ok) throw new Error(j.error ? j.error.message : r.statusText);
     const m = j.data[0];
-    vision = !!(m.meta && m.meta.vision);
+    const vision = !!(m.meta && m.meta.vision);
     $.model.textContent = `${m.id} · ${m.context_length} tokens` + (vision ? ' · images' : '');
     $.attach.hidden = !vision;
   } catch (e) {
