@@ -129,7 +129,23 @@ async function viewport(browser, srv, phone) {
     checks++;
     console.log(`[chat-page] ${tag}: ${what}`);
   };
+  try {
+    await pageChecks(page, srv, phone, w, h, tag, ok);
+  } catch (e) {  // what the page showed, for whoever reads the failure
+    await page.screenshot({ path: path.join(shotDir || '.', `${tag}_failure.png`) }).catch(() => {});
+    const state = await page.evaluate(() => ({
+      status: document.getElementById('status').textContent,
+      states: Array.from(document.querySelectorAll('.msg')).map((m) => `${m.className}:${m.dataset.state}`),
+    })).catch(() => null);
+    console.error(`[chat-page] ${tag} failed; the page: ${JSON.stringify(state)}; errors: ${JSON.stringify(errors)}`);
+    throw e;
+  }
+  assert.deepEqual(errors, []);
+  await ctx.close();
+  return checks;
+}
 
+async function pageChecks(page, srv, phone, w, h, tag, ok) {
   const resp = await page.goto(srv.url + '/');
   assert.equal(resp.status(), 200);
   const csp = resp.headers()['content-security-policy'];
@@ -460,10 +476,6 @@ async function viewport(browser, srv, phone) {
     await shot(page, `${tag}_drawer_dark.png`, w, h);
   }
   ok('dark mode: system, toggle, kept');
-
-  assert.deepEqual(errors, []);
-  await ctx.close();
-  return checks;
 }
 
 async function main() {
