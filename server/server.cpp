@@ -329,12 +329,12 @@ void Server::Impl::setup() {
     const char* path;
     const unsigned char* data;
     const size_t* size;
-  } kAssets[] = {{"/assets/chat.js", kChatJs, &kChatJs_size},
-                 {"/assets/marked.min.js", kMarkedJs, &kMarkedJs_size},
-                 {"/assets/purify.min.js", kPurifyJs, &kPurifyJs_size}};
+  } kAssets[] = {{R"(/assets/chat\.js)", kChatJs, &kChatJs_size},  // (route patterns are regular expressions)
+                 {R"(/assets/marked\.min\.js)", kMarkedJs, &kMarkedJs_size},
+                 {R"(/assets/purify\.min\.js)", kPurifyJs, &kPurifyJs_size}};
   for (const auto& a : kAssets)
     http.Get(a.path, [&a](const httplib::Request&, httplib::Response& res) {
-      res.set_header("Cache-Control", "no-cache");  // they change with the binary; revalidated, never stale
+      res.set_header("Cache-Control", "no-cache");  // they change with the binary: never an old copy after an upgrade
       res.set_header("X-Content-Type-Options", "nosniff");
       res.set_content(reinterpret_cast<const char*>(a.data), *a.size, "text/javascript; charset=utf-8");
     });
