@@ -301,6 +301,7 @@ async function pageChecks(page, srv, phone, w, h, tag, ok) {
   await page.click('#opensettings');
   assert.equal(await page.inputValue('#system'), 'You are terse.');
   assert.equal(await page.inputValue('#max_tokens'), '24');
+  await shot(page, `${tag}_settings.png`, w, h);
   await page.click('#cancelsettings');
   ok('reload keeps the conversation and the settings');
 
