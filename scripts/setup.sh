@@ -15,6 +15,7 @@ RUNTIME=(
   nlohmann-json3-dev libcpp-httplib-dev libpcre2-dev libutf8proc-dev libstb-dev libjpeg62-turbo-dev
   libsndfile1-dev libsoxr-dev libavformat-dev libavcodec-dev libswscale-dev libavutil-dev
   opencl-c-headers libedit-dev
+  libjs-marked node-dompurify  # embedded in the chat page: Markdown rendering, and its sanitiser
 )
 PYTHON=(python3 python3-dev python3-pybind11 python3-numpy python3-venv python3-pip)
 DEV=(

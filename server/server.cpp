@@ -24,9 +24,10 @@
 
 namespace pipit::server {
 
-// build/generated/web_index_html.cpp (cmake/embed_file.cmake)
-extern const unsigned char kIndexHtml[];
-extern const size_t kIndexHtml_size;
+// The chat page and its scripts: build/generated/web_k*.cpp (cmake/embed_file.cmake, from server/web/ and Debian's
+// libjs-marked and node-dompurify)
+extern const unsigned char kIndexHtml[], kChatJs[], kMarkedJs[], kPurifyJs[];
+extern const size_t kIndexHtml_size, kChatJs_size, kMarkedJs_size, kPurifyJs_size;
 
 using json = nlohmann::json;
 
@@ -314,14 +315,29 @@ void Server::Impl::setup() {
     });
 
   // The chat page (server/web/index.html, embedded at build time). It needs no key itself: it asks for one and
-  // sends it with its API calls. The policy keeps it to this server's own scripts, styles and images.
+  // sends it with its API calls. The policy keeps it to this server's own scripts (no inline ones: were a model's
+  // answer ever to get markup past the page's sanitiser, an onerror= or <script> in it still would not run), inline
+  // styles, and images from here or data: URLs (a model's ![](https://...) cannot send anything elsewhere).
   http.Get("/", [](const httplib::Request&, httplib::Response& res) {
     res.set_header("Content-Security-Policy",
-                   "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src 'self' data:; "
-                   "connect-src 'self'");
+                   "default-src 'self'; script-src 'self'; style-src 'unsafe-inline'; img-src 'self' data:; "
+                   "connect-src 'self'; object-src 'none'; base-uri 'none'");
     res.set_header("Cache-Control", "no-cache");
     res.set_content(reinterpret_cast<const char*>(kIndexHtml), kIndexHtml_size, "text/html; charset=utf-8");
   });
+  static const struct {
+    const char* path;
+    const unsigned char* data;
+    const size_t* size;
+  } kAssets[] = {{R"(/assets/chat\.js)", kChatJs, &kChatJs_size},  // (route patterns are regular expressions)
+                 {R"(/assets/marked\.min\.js)", kMarkedJs, &kMarkedJs_size},
+                 {R"(/assets/purify\.min\.js)", kPurifyJs, &kPurifyJs_size}};
+  for (const auto& a : kAssets)
+    http.Get(a.path, [&a](const httplib::Request&, httplib::Response& res) {
+      res.set_header("Cache-Control", "no-cache");  // they change with the binary: never an old copy after an upgrade
+      res.set_header("X-Content-Type-Options", "nosniff");
+      res.set_content(reinterpret_cast<const char*>(a.data), *a.size, "text/javascript; charset=utf-8");
+    });
   http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(to_text(health_json()), "application/json");
   });
