@@ -1,7 +1,7 @@
 // GGUF -> the HF view of a checkpoint: llama.cpp tensor names and metadata mapped to HF names and an HF config.json
 // for the llama, qwen2, qwen3, gemma3, qwen3moe, smollm3, qwen2vl, qwen35 (Qwen3.5 + its MTP layer), gpt-oss,
 // qwen3vl and gemma4 (dense) architectures (plus llama.cpp's mmproj vision files for Qwen2-VL / Qwen2.5-VL / Qwen3.5 /
-// Qwen3-VL with DeepStack / Gemma 4's vision tower), and the GGUF vocabulary turned into an HF tokenizer.json.
+// Qwen3-VL with DeepStack / Gemma 4's vision and audio towers), and the GGUF vocabulary turned into an HF tokenizer.json.
 //
 // Layout differences undone here:
 //  - llama.cpp's convert_hf_to_gguf.py permutes the rows of q_proj / k_proj (weights and biases) of llama-arch
@@ -41,7 +41,8 @@ Result<Checkpoint> import_gguf(const GgufFile& f);
 Result<Checkpoint> open_gguf_checkpoint(const std::string& path, const std::string& mmproj = "");
 // Adds an mmproj file's vision tower, image processor and multimodal config to the checkpoint of its language
 // model (`text`, imported into `c`): Qwen2-VL / Qwen2.5-VL (projector qwen2vl_merger / qwen2.5vl_merger),
-// Qwen3.5 / Qwen3-VL (qwen3vl_merger with a qwen35 / qwen3vl language model) and Gemma 4 (gemma4v, vision only).
+// Qwen3.5 / Qwen3-VL (qwen3vl_merger with a qwen35 / qwen3vl language model) and Gemma 4 (gemma4v + gemma4a: the
+// vision and audio towers of one file).
 Status add_gguf_mmproj(Checkpoint& c, const GgufFile& text, const GgufFile& mmproj);
 
 // The HF tokenizer.json and tokenizer_config.json texts for the vocabulary in a GGUF file

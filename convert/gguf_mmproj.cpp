@@ -9,6 +9,7 @@
 //  - the fused attention qkv is stored as attn_q / attn_k / attn_v: concatenated back (a copy);
 //  - the image processor's settings live in clip.vision.* (mean, std, patch size, merge size, pixel bounds).
 // Everything else is a view of the mapped file under HF names.
+#include <cmath>
 #include <cstring>
 
 #include "backends/cpu/kernels.h"
@@ -214,8 +215,105 @@ Status add_qwen3vl_mmproj(Checkpoint& c, const GgufFile& text, const GgufFile& m
   return Status::ok();
 }
 
+// Gemma 4's audio tower in the same mmproj (projector gemma4a; conversion/gemma.py Gemma4VisionAudioModel, clip.cpp,
+// tools/mtmd/models/gemma4a.cpp). The converter keeps the values but: per_dim_scale is stored as softplus(x) (taken
+// back as log(expm1(y)) in double: softplus of it is y to an ulp), the depthwise conv [H, 1, K] squeezed to [H, K],
+// clip bounds as [1]. Fixed in clip.cpp / the graph as in every released Gemma 4 and taken back: eps 1e-6, attention
+// chunk 12 with context 13 left / 0 right, logit cap 50, residual weight 0.5; the sizes come from the tensors.
+const std::pair<const char*, const char*> kGemma4AudioNorms[] = {
+    {"ffn_norm", "feed_forward1.pre_layer_norm"},   {"ffn_post_norm", "feed_forward1.post_layer_norm"},
+    {"ffn_norm_1", "feed_forward2.pre_layer_norm"}, {"ffn_post_norm_1", "feed_forward2.post_layer_norm"},
+    {"conv_norm", "lconv1d.pre_layer_norm"},        {"norm_conv", "lconv1d.conv_norm"},
+    {"attn_pre_norm", "norm_pre_attn"},             {"attn_post_norm", "norm_post_attn"},
+    {"ln2", "norm_out"}};
+const std::pair<const char*, const char*> kGemma4AudioLinears[] = {
+    {"ffn_up", "feed_forward1.ffw_layer_1"},   {"ffn_down", "feed_forward1.ffw_layer_2"},
+    {"ffn_up_1", "feed_forward2.ffw_layer_1"}, {"ffn_down_1", "feed_forward2.ffw_layer_2"},
+    {"conv_pw1", "lconv1d.linear_start"},      {"conv_pw2", "lconv1d.linear_end"},
+    {"attn_q", "self_attn.q_proj"},            {"attn_k", "self_attn.k_proj"},
+    {"attn_v", "self_attn.v_proj"},            {"attn_out", "self_attn.post"}};
+
+Status add_gemma4_audio(Checkpoint& c, const GgufFile& text, const GgufFile& mm) {
+  const std::string ctx = "[gguf] " + mm.path();
+  PIPIT_ASSIGN_OR_RETURN(int64_t H, clip_int(mm, "audio.embedding_length"));
+  PIPIT_ASSIGN_OR_RETURN(int64_t n_head, clip_int(mm, "audio.attention.head_count"));
+  PIPIT_ASSIGN_OR_RETURN(int64_t depth, clip_int(mm, "audio.block_count"));
+  PIPIT_ASSIGN_OR_RETURN(int64_t n_mel, clip_int(mm, "audio.num_mel_bins", 128));
+  if (H <= 0 || n_head <= 0 || H % n_head || depth <= 0 || n_mel != 128)
+    return Error::format("{}: audio embedding_length {} / head_count {} / block_count {} / num_mel_bins {} are not a "
+                         "Gemma 4 audio tower", ctx, H, n_head, depth, n_mel);
+  auto get = [&](const std::string& name) -> Result<Tensor> {
+    const GgufTensorInfo* ti = mm.find_tensor(name);
+    if (!ti) return Error::not_found("{}: missing tensor '{}'", ctx, name);
+    return mm.tensor(*ti);
+  };
+  const std::string P = "model.audio_tower.", S = P + "subsample_conv_projection.";
+  PIPIT_ASSIGN_OR_RETURN(Tensor c0, get("a.conv1d.0.weight"));
+  PIPIT_ASSIGN_OR_RETURN(Tensor c1, get("a.conv1d.1.weight"));
+  PIPIT_ASSIGN_OR_RETURN(Tensor out, get("a.pre_encode.out.weight"));
+  PIPIT_ASSIGN_OR_RETURN(Tensor dw0, get("a.blk.0.conv_dw.weight"));
+  if (c0.ndim() != 4 || c1.ndim() != 4 || out.ndim() != 2 || dw0.ndim() != 2)
+    return Error::format("{}: a.conv1d.0 / 1 {} / {}, a.pre_encode.out {}, conv_dw {}: not Gemma 4's shapes", ctx,
+                         c0.shape_str(), c1.shape_str(), out.shape_str(), dw0.shape_str());
+  const int64_t K = dw0.dim(1);
+  const bool clipped = mm.find_tensor("a.blk.0.attn_q.input_min") != nullptr;
+  c.config["audio_config"] = {
+      {"model_type", "gemma4_audio"}, {"hidden_size", H}, {"num_attention_heads", n_head},
+      {"num_hidden_layers", depth}, {"subsampling_conv_channels", {c0.dim(0), c1.dim(0)}},
+      {"conv_kernel_size", K}, {"output_proj_dims", out.dim(0)}, {"attention_chunk_size", 12},
+      {"attention_context_left", 13}, {"attention_context_right", 0}, {"attention_logit_cap", 50.0},
+      {"residual_weight", 0.5}, {"rms_norm_eps", 1e-6}, {"use_clipped_linears", clipped}, {"hidden_act", "silu"}};
+  PIPIT_ASSIGN_OR_RETURN(c.config["audio_token_id"], token_id(text, "<|audio|>"));
+  PIPIT_ASSIGN_OR_RETURN(c.config["boa_token_id"], token_id(text, "<|audio>"));
+  PIPIT_ASSIGN_OR_RETURN(c.config["eoa_token_id"], token_id(text, "<audio|>"));
+
+  c.tensors[S + "layer0.conv.weight"] = c0;
+  c.tensors[S + "layer1.conv.weight"] = c1;
+  PIPIT_ASSIGN_OR_RETURN(c.tensors[S + "layer0.norm.weight"], get("a.conv1d.0.norm.weight"));
+  PIPIT_ASSIGN_OR_RETURN(c.tensors[S + "layer1.norm.weight"], get("a.conv1d.1.norm.weight"));
+  PIPIT_ASSIGN_OR_RETURN(c.tensors[S + "input_proj_linear.weight"], get("a.input_projection.weight"));
+  c.tensors[P + "output_proj.weight"] = out;
+  PIPIT_ASSIGN_OR_RETURN(c.tensors[P + "output_proj.bias"], get("a.pre_encode.out.bias"));
+  PIPIT_ASSIGN_OR_RETURN(c.tensors["model.embed_audio.embedding_projection.weight"],
+                         get("mm.a.input_projection.weight"));
+  for (int64_t b = 0; b < depth; ++b) {
+    const std::string g = "a.blk." + std::to_string(b) + ".", h = P + "layers." + std::to_string(b) + ".";
+    for (auto& [from, to] : kGemma4AudioNorms) {
+      PIPIT_ASSIGN_OR_RETURN(c.tensors[h + to + ".weight"], get(g + from + ".weight"));
+    }
+    for (auto& [from, to] : kGemma4AudioLinears) {
+      PIPIT_ASSIGN_OR_RETURN(c.tensors[h + to + ".linear.weight"], get(g + from + ".weight"));
+      if (!clipped) continue;
+      for (const char* bound : {".input_min", ".input_max", ".output_min", ".output_max"}) {
+        PIPIT_ASSIGN_OR_RETURN(Tensor t, get(g + from + bound));
+        if (t.numel() != 1) return Error::format("{}: {}{} is {}, expected one value", ctx, g + from, bound,
+                                                 t.describe());
+        c.tensors[h + to + bound] = t;
+      }
+    }
+    PIPIT_ASSIGN_OR_RETURN(c.tensors[h + "self_attn.relative_k_proj.weight"], get(g + "attn_k_rel.weight"));
+    PIPIT_ASSIGN_OR_RETURN(Tensor dw, get(g + "conv_dw.weight"));
+    if (dw.ndim() != 2 || dw.dim(0) != H || dw.dim(1) != K)
+      return Error::format("{}: {}conv_dw.weight is {}, expected [{}, {}]", ctx, g, dw.describe(), H, K);
+    c.tensors[h + "lconv1d.depthwise_conv1d.weight"] = dw.reshape({H, 1, K});
+    PIPIT_ASSIGN_OR_RETURN(Tensor pds, get(g + "per_dim_scale.weight"));
+    if (!ref_kernels().to_f32[int(pds.dtype())] || dtype_is_quantized(pds.dtype()))
+      return Error::unsupported("{}: {}per_dim_scale.weight of type {}", ctx, g, dtype_name(pds.dtype()));
+    Tensor x = widen(pds);
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      const double y = x.ptr<float>()[i];
+      if (!(y > 0) || !std::isfinite(y))
+        return Error::format("{}: {}per_dim_scale.weight[{}] = {} (softplus(x) must be positive)", ctx, g, i, y);
+      x.ptr<float>()[i] = float(std::log(std::expm1(y)));
+    }
+    c.tensors[h + "self_attn.per_dim_scale"] = x;
+  }
+  c.notes.push_back("mmproj " + mm.path() + " (gemma4a): per_dim_scale from softplus back, depthwise conv reshaped");
+  return Status::ok();
+}
+
 // Gemma 4's vision tower, projector gemma4v (llama.cpp conversion/gemma.py Gemma4VisionAudioModel, clip.cpp; the
-// audio tower in the same file, gemma4a, is not imported: a note says so). The converter renames and keeps every
+// audio tower in the same file, gemma4a: add_gemma4_audio). The converter renames and keeps every
 // value; it reshapes the patch embedder's linear [E, p*p*3] (pixels in (row, column, channel) order) into a conv
 // kernel [E, 3, p, p], stores the clip bounds (0-d) as [1] and the position table as it is. Fixed in clip.cpp and
 // taken back here: RoPE theta 100, pooling 3 (clip.vision.projector.scale_factor when present), gelu_tanh MLP. The
@@ -325,8 +423,8 @@ Status add_gemma4_mmproj(Checkpoint& c, const GgufFile& text, const GgufFile& mm
     }
   }
   c.notes.push_back("mmproj " + mm.path() + " (gemma4v): patch embedder kernel back to HF's linear layout");
-  if (clip_key(mm, "has_audio_encoder"))
-    c.notes.push_back("mmproj " + mm.path() + ": its audio tower (gemma4a) is not imported");
+  const GgufValue* has_audio = clip_key(mm, "has_audio_encoder");
+  if (has_audio && has_audio->is_int() && has_audio->as_int() != 0) return add_gemma4_audio(c, text, mm);
   return Status::ok();
 }
 

@@ -16,6 +16,7 @@
 #include "convert/gguf_import.h"
 #include "format/safetensors.h"
 #include "models/mtp.h"
+#include "runtime/audio_input.h"
 #include "runtime/multimodal.h"
 #include "runtime/multimodal_video.h"
 #ifdef PIPIT_WITH_TOKENIZER
@@ -538,7 +539,7 @@ TEST(LlamaCppGguf2026, Qwen3VLMmprojImages) {
   }
 }
 
-// Gemma 4's mmproj (vision gemma4v; its audio tower is not imported): the vision tower's tensors are the
+// Gemma 4's mmproj (vision gemma4v + audio gemma4a in one file): the vision tower's tensors are the
 // checkpoint's (the patch embedder's conv kernel back to HF's linear layout: the same values), and the golden image
 // case gives the golden prompt, vision embeddings and prefill logits. The file holds no soft-token budget (HF's
 // default 280 applies); this checkpoint lowers it to 70, so its processor setting is given here.
@@ -589,6 +590,66 @@ TEST(LlamaCppGguf2026, Gemma4MmprojImage) {
               n, d_vis, d_log);
 }
 
+// The same mmproj's audio tower (gemma4a): its tensors are the checkpoint's (per_dim_scale back from softplus:
+// softplus of it within 4e-7 relative, the rest the same values), and the golden audio case (its waveform, Hub feature-extractor defaults
+// as the checkpoint's) gives the golden prompt, audio embeddings and prefill logits.
+TEST(LlamaCppGguf2026, Gemma4MmprojAudio) {
+  auto hf = open_checkpoint(test::model_dir("gemma4"));
+  ASSERT_TRUE(hf.is_ok()) << hf.status().message();
+  auto gg = open_gguf_checkpoint(data("gemma4-BF16.gguf"), data("mmproj-gemma4-BF16.gguf"));
+  ASSERT_TRUE(gg.is_ok()) << gg.status().message();
+  size_t n = 0, exact = 0;
+  for (const auto& [name, t] : hf->tensors) {
+    if (name.rfind("model.audio_tower.", 0) != 0 && name.rfind("model.embed_audio.", 0) != 0) continue;
+    auto it = gg->tensors.find(name);
+    ASSERT_NE(it, gg->tensors.end()) << name;
+    ASSERT_EQ(it->second.numel(), t.numel()) << name;
+    const auto a = values(t), b = values(it->second);
+    // per_dim_scale: compared as the tower uses it, softplus(x) (the file's value, f32, taken back through log and
+    // expm1 and rounded to f32 again: a few ulp; x itself near 0 loses relative precision through the round trip)
+    const bool pds = name.ends_with("per_dim_scale");
+    auto used = [&](double x) { return pds ? std::log1p(std::exp(x)) : x; };
+    double worst = 0;
+    for (size_t i = 0; i < a.size(); ++i)
+      worst = std::max(worst, std::fabs(used(a[i]) - used(b[i])) / std::max(1e-30, std::fabs(used(a[i]))));
+    EXPECT_LE(worst, pds ? 4e-7 : 0.0) << name;
+    ++n, exact += worst == 0;
+  }
+  EXPECT_GT(n, 100u);
+  EXPECT_EQ(gg->config["audio_token_id"].get<int64_t>(), 503);
+  EXPECT_EQ(gg->config["audio_config"]["subsampling_conv_channels"], (nlohmann::json{128, 8}));
+
+  auto lm = load_model(data("gemma4-BF16.gguf"), LoadOptions{.mmproj = data("mmproj-gemma4-BF16.gguf")});
+  ASSERT_TRUE(lm.is_ok()) << lm.status().message();
+  auto g = golden("gemma4");
+  const Tensor wave = *g.get("audio.audio.waveform");
+  std::ifstream in(test::model_dir("gemma4") + "/prompts.json");
+  MultimodalPrompt p =
+      text_prompt(nlohmann::json::parse(in)["audio"]["input_ids_unexpanded"].get<std::vector<int32_t>>());
+  ThreadPool pool(2);
+  AudioSource src{"", {}, "", std::vector<float>(wave.ptr<float>(), wave.ptr<float>() + wave.numel()), "golden"};
+  auto st = add_audio(*lm, p, {src}, pool);
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  EXPECT_EQ(p.tokens, ids_of(*g.get("audio.input_ids")));
+  auto enc = audio_encoder_of(*lm);
+  ASSERT_TRUE(enc.is_ok()) << enc.status().message();
+  auto emb = encode_audio(**enc, src.pcm, pool, nullptr);
+  ASSERT_TRUE(emb.is_ok()) << emb.status().message();
+  const Tensor ae = *g.get("audio.audio_embeds");
+  ASSERT_EQ(emb->numel(), ae.numel());
+  const double d_aud = test::max_abs_diff(emb->ptr<float>(), ae.ptr<float>(), ae.numel()).max_abs;
+  EXPECT_LE(d_aud, kTol);
+  Session s(*lm->model, SessionOptions{.n_ctx = int(p.tokens.size()) + 8, .n_threads = 2, .kv_dtype = DType::F32});
+  auto r = s.eval(p, /*all_logits=*/true);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  const Tensor want = *g.get("audio.logits");
+  ASSERT_EQ(r->numel(), want.numel());
+  const double d_log = test::max_abs_diff(r->ptr<float>(), want.ptr<float>(), want.numel()).max_abs;
+  EXPECT_LE(d_log, kTol);
+  std::printf("[ measure  ] gemma4 gguf + mmproj audio: %zu tower tensors (%zu bit-identical), audio_embeds %.3g, "
+              "logits %.3g\n", n, exact, d_aud, d_log);
+}
+
 TEST(LlamaCppGguf2026, Gemma4Qwen3VLBadFilesGiveOneClearError) {
   test::ScratchDir d("gguf2026_g4");
   expect_error(load_model(renamed(d, "gemma4-BF16.gguf", "blk.3.inp_gate.weight", "blk.3.inp_gatx.weight")).status(),
@@ -604,6 +665,10 @@ TEST(LlamaCppGguf2026, Gemma4Qwen3VLBadFilesGiveOneClearError) {
   // each tower with the other's language model
   expect_error(load_model(data("qwen3_vl-BF16.gguf"), LoadOptions{.mmproj = data("mmproj-gemma4-BF16.gguf")}).status(),
                "needs a gemma4 (Gemma 4) language model");
+  expect_error(load_model(data("gemma4-BF16.gguf"),
+                          LoadOptions{.mmproj = renamed(d, "mmproj-gemma4-BF16.gguf", "a.blk.1.attn_k_rel.weight",
+                                                        "a.blk.1.attn_k_rex.weight")})
+                   .status(), "missing tensor 'a.blk.1.attn_k_rel.weight'");
   expect_error(load_model(data("gemma4-BF16.gguf"), LoadOptions{.mmproj = data("mmproj-qwen3_vl-BF16.gguf")}).status(),
                "needs a qwen35 (Qwen3.5) or qwen3vl (Qwen3-VL) language model");
   const std::string whole = test::read_bytes(data("gemma4-Q8_0.gguf"));
