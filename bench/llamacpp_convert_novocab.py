@@ -8,7 +8,8 @@ usage: llamacpp_convert_novocab.py HF_DIR --outfile OUT.gguf [--outtype f16|bf16
 Four changes: `transformers`, tqdm and torch's float8 dtypes are replaced by stand-ins (see below), and every vocabulary writer (set_vocab and the _set_vocab_* helpers, which need `transformers` and a
 tokenizer) writes tokenizer.ggml.model = "none" and the config's vocab_size instead, which llama-bench accepts (it
 feeds random token ids); when HF_DIR holds a tokenizer.json (Qwen's byte-level BPE, for llama-mtmd-cli, which
-tokenizes its prompt) its vocabulary is written instead, read without `transformers` (json_bpe_vocab). LLAMA_SRC: llama.cpp's source folder (default /tmp/lc/src). Needs Debian's python3-torch
+tokenizes its prompt) its vocabulary is written instead, read without `transformers` (json_bpe_vocab; Gemma 4's toy
+tokenizer: json_gemma4_vocab). LLAMA_SRC: llama.cpp's source folder (default /tmp/lc/src). Needs Debian's python3-torch
 and python3-numpy (run it with /usr/bin/python3).
 """
 import os
@@ -84,9 +85,36 @@ def json_bpe_vocab(self, hp, path):
     gguf.SpecialVocab(self.dir_model, load_merges=True, n_vocab=n).add_to_gguf(self.gguf_writer)
 
 
+def json_gemma4_vocab(self, hp, path):
+    """A Gemma 4 vocabulary straight from tokenizer.json (the toy tests/data/gemma4_tokenizer: every id in the model's
+    vocab, specials among them), with the keys Gemma4Model.set_vocab writes through transformers: tokenizer model
+    "gemma4", the tokens by id, CONTROL for special added tokens else NORMAL, scores 0 (the writer's scores come from
+    the HF tokenizer; these tests read no scores), the special ids by gguf-py's SpecialVocab, no space prefix, BOS."""
+    import json
+    import gguf
+    tj = json.load(open(path, encoding="utf-8"))
+    n = hp["vocab_size"]
+    tokens, types = [f"<unused{i}>" for i in range(n)], [gguf.TokenType.UNUSED] * n
+    for tok, i in tj["model"]["vocab"].items():
+        if i < n:
+            tokens[i], types[i] = tok, gguf.TokenType.NORMAL
+    for a in tj.get("added_tokens", []):
+        if a["id"] < n and a.get("special"):
+            types[a["id"]] = gguf.TokenType.CONTROL
+    self.gguf_writer.add_tokenizer_model("gemma4")
+    self.gguf_writer.add_token_list(tokens)
+    self.gguf_writer.add_token_scores([0.0] * n)
+    self.gguf_writer.add_token_types(types)
+    gguf.SpecialVocab(self.dir_model, load_merges=True, n_vocab=n).add_to_gguf(self.gguf_writer)
+    self.gguf_writer.add_add_space_prefix(False)
+    self.gguf_writer.add_add_bos_token(True)
+
+
 def no_vocab(self, *args, **kwargs):
     hp = self.hparams.get("text_config", self.hparams)
     tj = os.path.join(str(self.dir_model), "tokenizer.json")
+    if os.path.exists(tj) and hp.get("model_type", "").startswith("gemma4"):  # the toy Gemma 4 tokenizer
+        return json_gemma4_vocab(self, hp, tj)
     if os.path.exists(tj):  # a tokenizer copied beside the random weights
         return json_bpe_vocab(self, hp, tj)
     self.gguf_writer.add_tokenizer_model("none")

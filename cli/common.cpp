@@ -26,7 +26,9 @@ void add_model_options(Args& a) {
   // f16 by default as llama.cpp (half the memory of f32; logits within ~3e-4 of the f32 cache on the test models);
   // f32 is the exact path the goldens are checked on, q8 (q8_0 blocks) a quarter of f32.
   a.option({"--kv-type"}, "KV cache dtype: f16, f32 or q8 (q8_0 blocks: head_dim a multiple of 32)", "f16");
-  a.option({"--mmproj"}, "llama.cpp mmproj file: the vision tower of a .gguf model (Qwen2-VL, Qwen2.5-VL, Qwen3.5)");
+  a.option({"--mmproj"},
+           "llama.cpp mmproj file: the vision tower of a .gguf model (Qwen2-VL, Qwen2.5-VL, Qwen3.5, Qwen3-VL, "
+           "Gemma 4)");
   add_device_option(a);
 }
 

@@ -1,7 +1,7 @@
 // GGUF -> the HF view of a checkpoint: llama.cpp tensor names and metadata mapped to HF names and an HF config.json
-// for the llama, qwen2, qwen3, gemma3, qwen3moe, smollm3, qwen2vl, qwen35 (Qwen3.5 + its MTP layer) and gpt-oss
-// architectures (plus llama.cpp's mmproj vision files for Qwen2-VL / Qwen2.5-VL / Qwen3.5), and the GGUF vocabulary
-// turned into an HF tokenizer.json.
+// for the llama, qwen2, qwen3, gemma3, qwen3moe, smollm3, qwen2vl, qwen35 (Qwen3.5 + its MTP layer), gpt-oss,
+// qwen3vl and gemma4 (dense) architectures (plus llama.cpp's mmproj vision files for Qwen2-VL / Qwen2.5-VL / Qwen3.5 /
+// Qwen3-VL with DeepStack / Gemma 4's vision and audio towers), and the GGUF vocabulary turned into an HF tokenizer.json.
 //
 // Layout differences undone here:
 //  - llama.cpp's convert_hf_to_gguf.py permutes the rows of q_proj / k_proj (weights and biases) of llama-arch
@@ -14,6 +14,10 @@
 //    value heads tiled for ggml's broadcast, the MTP layer as block n_layer (nextn.*): all taken back to HF's.
 //  - GPT-OSS (gpt-oss): the fused gate_up experts split into ffn_gate_exps / ffn_up_exps: rows interleaved back
 //    (MXFP4 blocks as stored, whole rows moved).
+//  - Gemma 4 (gemma4): per-layer feed_forward_length / head_count_kv arrays, key_length(_swa) head dims, the full
+//    layers' proportional RoPE as a rope_freqs tensor (1 rotated, 1e30 not): back to HF's config; its mmproj's patch
+//    embedder linear stored as a conv kernel: back to the linear layout. Qwen3-VL (qwen3vl): Qwen3 + interleaved
+//    M-RoPE sections; its mmproj's DeepStack mergers named by vision block (v.deepstack.B.*).
 //  - Settings llama.cpp fixes in its graph code rather than the metadata take llama.cpp's values: Gemma 3's sliding
 //    pattern (6 unless attention.sliding_window_pattern says), local RoPE base 10000 (rope.freq_base_swa) and
 //    attention scale (head_dim, n_embd / n_head for the 62-layer 27B, unless attention.scale says); SmolLM3's NoPE
@@ -36,8 +40,9 @@ Result<Checkpoint> import_gguf(const GgufFile& f);
 // mmproj: llama.cpp's vision-tower file for a multimodal model (gguf_mmproj.cpp); empty: text only.
 Result<Checkpoint> open_gguf_checkpoint(const std::string& path, const std::string& mmproj = "");
 // Adds an mmproj file's vision tower, image processor and multimodal config to the checkpoint of its language
-// model (`text`, imported into `c`): Qwen2-VL / Qwen2.5-VL (projector qwen2vl_merger / qwen2.5vl_merger) and
-// Qwen3.5 (qwen3vl_merger with a qwen35 language model).
+// model (`text`, imported into `c`): Qwen2-VL / Qwen2.5-VL (projector qwen2vl_merger / qwen2.5vl_merger),
+// Qwen3.5 / Qwen3-VL (qwen3vl_merger with a qwen35 / qwen3vl language model) and Gemma 4 (gemma4v + gemma4a: the
+// vision and audio towers of one file).
 Status add_gguf_mmproj(Checkpoint& c, const GgufFile& text, const GgufFile& mmproj);
 
 // The HF tokenizer.json and tokenizer_config.json texts for the vocabulary in a GGUF file

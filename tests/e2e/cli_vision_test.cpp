@@ -306,6 +306,32 @@ TEST_F(CliVision, LlamaCppQwen35GgufWithMmprojRunsLikeTheCheckpoint) {
   EXPECT_FALSE(prompt_of(got.out).empty()) << got.out;
 }
 
+// Qwen3-VL the same way (issue 32 item 5): llama.cpp's qwen3vl text GGUF + its mmproj with the DeepStack mergers
+// (make_gemma4_qwen3vl_gguf.py) against the HF folder with the tokenizer the GGUF holds.
+TEST_F(CliVision, LlamaCppQwen3VLGgufWithMmprojRunsLikeTheCheckpoint) {
+  const std::string data = std::string(PIPIT_SOURCE_DIR) + "/tests/data/llamacpp_gguf/";
+  const fs::path m = dir_ / "qwen3_vl";
+  fs::copy(model("qwen3_vl"), m, fs::copy_options::recursive);
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
+    fs::copy_file(data + "qwen3vl_tokenizer/" + f, m / f);
+  const std::string args = " --image " + image("qwen3_vl", "img_256x160") +
+                           " -p 'Describe this image.' -n 8 --temp 0 --ignore-eos";
+  auto want = run_cli("run -t 2 -m " + m.string() + args);
+  auto got = run_cli("run -t 2 -m " + data + "qwen3_vl-BF16.gguf --mmproj " + data + "mmproj-qwen3_vl-BF16.gguf" +
+                     args);
+  ASSERT_EQ(want.code, 0) << want.out;
+  ASSERT_EQ(got.code, 0) << got.out;
+  auto text_of = [](const std::string& s) { return s.substr(0, s.find("[pipit] load ")); };
+  auto prompt_of = [](const std::string& s) {
+    const size_t p = s.find("| prompt ");
+    return p == std::string::npos ? std::string() : s.substr(p, s.find(" tokens", p) - p);
+  };
+  EXPECT_EQ(text_of(got.out), text_of(want.out));
+  EXPECT_EQ(prompt_of(got.out), prompt_of(want.out));
+  EXPECT_FALSE(prompt_of(got.out).empty()) << got.out;
+  EXPECT_FALSE(text_of(got.out).empty()) << got.out;
+}
+
 TEST_F(CliVision, ImageMaxPixelsMeansFewerTokens) {
   const std::string out = (dir_ / "small.safetensors").string();
   auto r = run_cli("vision -m " + model("qwen2_vl") + " --image " + image("qwen2_vl", "img_300x200") +

@@ -3,10 +3,12 @@
 // convert_hf_to_gguf.py from the tiny test checkpoints (tests/data/llamacpp_gguf/make_qwen35_gpt_oss_gguf.py). They
 // import to the same tensors as the HF checkpoints (BF16: the same values; Q8_0: within the quantizer's half step)
 // and run to the goldens: text logits, the MTP head's logits, an image's vision embeddings and prefill logits through
-// `load_model(..., {.mmproj})`, GPT-OSS logits bit for bit. A file missing a tensor names it.
+// `load_model(..., {.mmproj})`, GPT-OSS logits bit for bit. A file missing a tensor names it. Also Gemma 4 (text +
+// its mmproj's vision tower) and Qwen3-VL (text + DeepStack mmproj): make_gemma4_qwen3vl_gguf.py.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/ref/ref.h"
@@ -14,6 +16,7 @@
 #include "convert/gguf_import.h"
 #include "format/safetensors.h"
 #include "models/mtp.h"
+#include "runtime/audio_input.h"
 #include "runtime/multimodal.h"
 #include "runtime/multimodal_video.h"
 #ifdef PIPIT_WITH_TOKENIZER
@@ -56,10 +59,17 @@ std::string import_name(const std::string& hf) {
 // up to what the converter computes in f32 (norms stored as 1 + w: a w under 2^-16 loses bits below 2^-24;
 // A_log through -exp then log: an ulp). Q8_0: within 0.57 of a step of the tensor's largest block (half a step
 // plus the f16 rounding of the scale, 127 * 2^-11 of a step).
+bool is_tower(const std::string& name) {
+  for (const char* p : {"model.visual.", "model.vision_tower.", "model.audio_tower.", "model.embed_vision.",
+                        "model.embed_audio."})
+    if (name.rfind(p, 0) == 0) return true;
+  return false;
+}
+
 void expect_same_tensors(const Checkpoint& hf, const Checkpoint& gg, bool with_tower) {
   size_t n = 0, exact = 0, quantized = 0;
   for (const auto& [name, t] : hf.tensors) {
-    if (!with_tower && name.rfind("model.visual.", 0) == 0) continue;
+    if (!with_tower && is_tower(name)) continue;
     const std::string g = import_name(name);
     auto it = gg.tensors.find(g);
     ASSERT_NE(it, gg.tensors.end()) << g;
@@ -381,10 +391,288 @@ TEST(LlamaCppGguf2026, BadFilesGiveOneClearError) {
                    .status(), "missing tensor 'v.blk.2.attn_qkv.bias'");
   // a Qwen3.5 tower with another language model
   expect_error(load_model(data("gpt_oss_mxfp4.gguf"), LoadOptions{.mmproj = data("mmproj-qwen3_5_vl-BF16.gguf")})
-                   .status(), "needs a qwen35 (Qwen3.5) language model");
+                   .status(), "needs a qwen35 (Qwen3.5) or qwen3vl (Qwen3-VL) language model");
   // a truncated file
   const std::string whole = test::read_bytes(data("qwen3_5_vl-Q8_0.gguf"));
   test::write_bytes(d.path("cut.gguf"), whole.substr(0, whole.size() / 2));
+  EXPECT_FALSE(load_model(d.path("cut.gguf")).is_ok());
+}
+
+// ---- Gemma 4 (arch gemma4) and Qwen3-VL (arch qwen3vl + its DeepStack mmproj), issue 32 item 5: files of
+// tests/data/llamacpp_gguf/make_gemma4_qwen3vl_gguf.py (llama.cpp's converter on the shared test checkpoints).
+
+// Gemma 4's language model: every text tensor of the checkpoint under its name (BF16: the same values; Q8_0 within
+// the quantizer's step), the per-layer sizes, kinds and proportional RoPE back in the config.
+TEST(LlamaCppGguf2026, Gemma4TensorsAreTheCheckpoints) {
+  auto hf = open_checkpoint(test::model_dir("gemma4"));
+  ASSERT_TRUE(hf.is_ok()) << hf.status().message();
+  auto gg = open_gguf_checkpoint(data("gemma4-BF16.gguf"));
+  ASSERT_TRUE(gg.is_ok()) << gg.status().message();
+  expect_same_tensors(*hf, *gg, false);
+  auto q8 = open_gguf_checkpoint(data("gemma4-Q8_0.gguf"));
+  ASSERT_TRUE(q8.is_ok()) << q8.status().message();
+  expect_same_tensors(*hf, *q8, false);
+  const auto& c = gg->config;
+  EXPECT_EQ(c["model_type"], "gemma4_text");
+  EXPECT_EQ(c["head_dim"].get<int64_t>(), 16);
+  EXPECT_EQ(c["global_head_dim"].get<int64_t>(), 32);
+  EXPECT_EQ(c["intermediate_size"].get<int64_t>(), 128);
+  EXPECT_TRUE(c["use_double_wide_mlp"].get<bool>());
+  EXPECT_EQ(c["num_kv_shared_layers"].get<int64_t>(), 5);
+  EXPECT_EQ(c["layer_types"][4], "full_attention");
+  EXPECT_EQ(c["layer_types"][5], "sliding_attention");
+  EXPECT_EQ(c["rope_parameters"]["full_attention"]["rope_type"], "proportional");
+  EXPECT_EQ(c["rope_parameters"]["full_attention"]["partial_rotary_factor"].get<double>(), 0.25);
+  EXPECT_EQ(c["rope_parameters"]["sliding_attention"]["rope_theta"].get<double>(), 10000.0);
+  EXPECT_EQ(c["vocab_size_per_layer_input"].get<int64_t>(), 512);
+  EXPECT_EQ(c["final_logit_softcapping"].get<double>(), 30.0);
+}
+
+// Gemma 4 text: the BF16 GGUF's logits are the goldens' (f32 path bound) and the HF checkpoint's; the Q8_0 file's
+// relative RMS against the goldens within 0.06 (pipit's own q8 file of the checkpoint, printed beside it, measures
+// the same 0.043), same last argmax.
+TEST(LlamaCppGguf2026, Gemma4TextLogits) {
+  auto g = golden("gemma4");
+  const auto ids = ids_of(*g.get("text.input_ids"));
+  const Tensor want = *g.get("text.logits");
+  LoadedModel hf = test::load_or_fail(test::model_dir("gemma4"));
+  const auto ref = test::all_logits(*hf.model, ids);
+  const int64_t V = hf.model->info().n_vocab;
+  LoadedModel bf = test::load_or_fail(data("gemma4-BF16.gguf"));
+  ASSERT_TRUE(bf.model);
+  EXPECT_EQ(bf.config.model_type(), "gemma4_text");
+  const auto got = test::all_logits(*bf.model, ids);
+  ASSERT_EQ(int64_t(got.size()), want.numel());
+  ASSERT_EQ(got.size(), ref.size());
+  const double vs_golden = test::max_abs_diff(got.data(), want.ptr<float>(), want.numel()).max_abs;
+  const double vs_hf = test::max_abs_diff(got.data(), ref.data(), int64_t(ref.size())).max_abs;
+  EXPECT_LE(vs_golden, kTol);
+  EXPECT_EQ(vs_hf, 0.0);  // the same values under the same names: the same model
+  LoadedModel q8 = test::load_or_fail(data("gemma4-Q8_0.gguf"));
+  const auto gq = test::all_logits(*q8.model, ids);
+  ASSERT_EQ(gq.size(), ref.size());
+  const std::vector<float> golden_logits(want.ptr<float>(), want.ptr<float>() + want.numel());
+  const double q_rel = test::rel_rms(gq, golden_logits);
+  auto last_argmax = [&](const std::vector<float>& l) {
+    return std::max_element(l.end() - V, l.end()) - (l.end() - V);
+  };
+  test::ScratchDir d("gguf2026_g4q8");
+  test::convert_or_fail(test::model_dir("gemma4"), d.path("q8.pipit"), "q8");
+  LoadedModel own = test::load_or_fail(d.path("q8.pipit"));
+  const double own_rel = test::rel_rms(test::all_logits(*own.model, ids), golden_logits);
+  EXPECT_LE(q_rel, 0.06);  // measured 0.0432, pipit's own q8 of the checkpoint the same
+  EXPECT_EQ(last_argmax(gq), last_argmax(golden_logits));
+  std::printf("[ measure  ] gemma4 BF16 gguf: |logits - golden| %.3g, - HF %.3g; Q8_0 gguf relative RMS %.4f (pipit "
+              "q8 %.4f)\n", vs_golden, vs_hf, q_rel, own_rel);
+}
+
+// Qwen3-VL: the language model and the mmproj's tower with its DeepStack mergers are the checkpoint's tensors.
+TEST(LlamaCppGguf2026, Qwen3VLTensorsAreTheCheckpoints) {
+  auto hf = open_checkpoint(test::model_dir("qwen3_vl"));
+  ASSERT_TRUE(hf.is_ok()) << hf.status().message();
+  auto gg = open_gguf_checkpoint(data("qwen3_vl-BF16.gguf"), data("mmproj-qwen3_vl-BF16.gguf"));
+  ASSERT_TRUE(gg.is_ok()) << gg.status().message();
+  expect_same_tensors(*hf, *gg, true);
+  auto q8 = open_gguf_checkpoint(data("qwen3_vl-Q8_0.gguf"));
+  ASSERT_TRUE(q8.is_ok()) << q8.status().message();
+  expect_same_tensors(*hf, *q8, false);
+  EXPECT_EQ(q8->config["model_type"], "qwen3");  // text only: a Qwen3
+  EXPECT_EQ(gg->config["model_type"], "qwen3_vl");
+  EXPECT_EQ(gg->config["vision_config"]["deepstack_visual_indexes"], (nlohmann::json{0, 2}));
+  EXPECT_EQ(gg->config["text_config"]["rope_scaling"]["mrope_section"], (nlohmann::json{6, 5, 5}));
+  EXPECT_EQ(gg->config["image_token_id"].get<int64_t>(), 1012);
+  EXPECT_EQ(gg->config["vision_start_token_id"].get<int64_t>(), 1009);
+}
+
+// Qwen3-VL text alone (no text case in its goldens): the GGUF's logits are the HF checkpoint's on text ids; Q8_0
+// within a relative RMS bound, same last argmax.
+TEST(LlamaCppGguf2026, Qwen3VLTextLogits) {
+  std::vector<int32_t> ids = {1000, 1001};
+  for (int i = 0; i < 30; ++i) ids.push_back(int32_t(10 + (i * 97 + 13) % 990));
+  LoadedModel hf = test::load_or_fail(test::model_dir("qwen3_vl"));
+  const auto ref = test::all_logits(*hf.model, ids);
+  LoadedModel bf = test::load_or_fail(data("qwen3_vl-BF16.gguf"));
+  const auto got = test::all_logits(*bf.model, ids);
+  ASSERT_EQ(got.size(), ref.size());
+  const double vs_hf = test::max_abs_diff(got.data(), ref.data(), int64_t(ref.size())).max_abs;
+  EXPECT_LE(vs_hf, 1e-5);
+  LoadedModel q8 = test::load_or_fail(data("qwen3_vl-Q8_0.gguf"));
+  const auto gq = test::all_logits(*q8.model, ids);
+  ASSERT_EQ(gq.size(), ref.size());
+  const double q_rel = test::rel_rms(gq, ref);
+  const int64_t V = hf.model->info().n_vocab;
+  auto last_argmax = [&](const std::vector<float>& l) {
+    return std::max_element(l.end() - V, l.end()) - (l.end() - V);
+  };
+  EXPECT_LE(q_rel, 0.05);  // measured 0.0298
+  EXPECT_EQ(last_argmax(gq), last_argmax(ref));
+  std::printf("[ measure  ] qwen3vl BF16 gguf |logits - HF| %.3g; Q8_0 gguf relative RMS vs HF %.4f\n", vs_hf, q_rel);
+}
+
+// `pipit run -m qwen3_vl-BF16.gguf --mmproj mmproj-qwen3_vl-BF16.gguf`: Qwen3-VL with its DeepStack tower; both
+// golden images (within llama.cpp's pixel bounds and the checkpoint's, so resized alike) give the golden vision
+// embeddings, prompt length and prefill logits (DeepStack features added in the first decoder layers).
+TEST(LlamaCppGguf2026, Qwen3VLMmprojImages) {
+  auto lm = load_model(data("qwen3_vl-BF16.gguf"), LoadOptions{.mmproj = data("mmproj-qwen3_vl-BF16.gguf")});
+  ASSERT_TRUE(lm.is_ok()) << lm.status().message();
+  ASSERT_NE(lm->model->vision(), nullptr);
+  EXPECT_EQ(lm->model->info().arch, "qwen3_vl");
+  auto g = golden("qwen3_vl");
+  ThreadPool pool(2);
+  for (const std::string c : {"img_150x90", "img_256x160"}) {
+    const auto ids = ids_of(*g.get(c + ".input_ids_unexpanded"));
+    auto p = prepare_multimodal_prompt(*lm, ids, {test::model_dir("qwen3_vl") + "/" + c + ".png"}, {}, pool);
+    ASSERT_TRUE(p.is_ok()) << p.status().message();
+    ASSERT_EQ(int64_t(p->tokens.size()), g.get(c + ".input_ids")->numel());
+    const Tensor ve = *g.get(c + ".vision_embeds");
+    ASSERT_GE(p->embd.numel(), ve.numel());
+    const double d_vis = test::max_abs_diff(p->embd.ptr<float>(), ve.ptr<float>(), ve.numel()).max_abs;
+    EXPECT_LE(d_vis, kTol);
+    Session s(*lm->model, SessionOptions{.n_ctx = int(p->tokens.size()) + 8, .n_threads = 2});
+    auto r = s.eval(*p, /*all_logits=*/true);
+    ASSERT_TRUE(r.is_ok()) << r.status().message();
+    const Tensor want = *g.get(c + ".logits");
+    ASSERT_EQ(r->numel(), want.numel());
+    const double d_log = test::max_abs_diff(r->ptr<float>(), want.ptr<float>(), want.numel()).max_abs;
+    EXPECT_LE(d_log, kTol);
+    std::printf("[ measure  ] qwen3vl gguf + mmproj %s: vision_embeds %.3g, logits %.3g\n", c.c_str(), d_vis, d_log);
+  }
+}
+
+// Gemma 4's mmproj (vision gemma4v + audio gemma4a in one file): the vision tower's tensors are the
+// checkpoint's (the patch embedder's conv kernel back to HF's linear layout: the same values), and the golden image
+// case gives the golden prompt, vision embeddings and prefill logits. The file holds no soft-token budget (HF's
+// default 280 applies); this checkpoint lowers it to 70, so its processor setting is given here.
+TEST(LlamaCppGguf2026, Gemma4MmprojImage) {
+  auto hf = open_checkpoint(test::model_dir("gemma4"));
+  ASSERT_TRUE(hf.is_ok()) << hf.status().message();
+  auto gg = open_gguf_checkpoint(data("gemma4-BF16.gguf"), data("mmproj-gemma4-BF16.gguf"));
+  ASSERT_TRUE(gg.is_ok()) << gg.status().message();
+  size_t n = 0;
+  for (const auto& [name, t] : hf->tensors) {
+    if (name.rfind("model.vision_tower.", 0) != 0 && name.rfind("model.embed_vision.", 0) != 0) continue;
+    auto it = gg->tensors.find(name);
+    ASSERT_NE(it, gg->tensors.end()) << name;
+    ASSERT_EQ(it->second.numel(), t.numel()) << name;  // clip bounds: HF's 0-d, the file's [1]
+    EXPECT_EQ(values(it->second), values(t)) << name;
+    ++n;
+  }
+  EXPECT_EQ(n, 85u);
+  EXPECT_EQ(gg->config["model_type"], "gemma4");
+  EXPECT_EQ(gg->config["image_token_id"].get<int64_t>(), 502);
+  EXPECT_EQ(gg->config["boi_token_id"].get<int64_t>(), 500);
+  EXPECT_EQ(gg->config["eoi_token_id"].get<int64_t>(), 504);
+
+  auto lm = load_model(data("gemma4-BF16.gguf"), LoadOptions{.mmproj = data("mmproj-gemma4-BF16.gguf")});
+  ASSERT_TRUE(lm.is_ok()) << lm.status().message();
+  ASSERT_NE(lm->model->vision(), nullptr);
+  EXPECT_EQ(lm->preprocessor_config["max_soft_tokens"].get<int64_t>(), 280);
+  lm->preprocessor_config["max_soft_tokens"] = 70;  // the checkpoint's processor
+  std::ifstream in(test::model_dir("gemma4") + "/prompts.json");
+  const auto ids = nlohmann::json::parse(in)["image"]["input_ids_unexpanded"].get<std::vector<int32_t>>();
+  auto g = golden("gemma4");
+  ThreadPool pool(2);
+  auto p = prepare_multimodal_prompt(*lm, ids, {test::model_dir("gemma4") + "/img_200x150.png"}, {}, pool);
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  EXPECT_EQ(p->tokens, ids_of(*g.get("image.input_ids")));
+  const Tensor ve = *g.get("image.vision_embeds");
+  ASSERT_EQ(p->embd.numel(), ve.numel());
+  const double d_vis = test::max_abs_diff(p->embd.ptr<float>(), ve.ptr<float>(), ve.numel()).max_abs;
+  EXPECT_LE(d_vis, kTol);
+  Session s(*lm->model, SessionOptions{.n_ctx = int(p->tokens.size()) + 8, .n_threads = 2, .kv_dtype = DType::F32});
+  auto r = s.eval(*p, /*all_logits=*/true);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  const Tensor want = *g.get("image.logits");
+  ASSERT_EQ(r->numel(), want.numel());
+  const double d_log = test::max_abs_diff(r->ptr<float>(), want.ptr<float>(), want.numel()).max_abs;
+  EXPECT_LE(d_log, kTol);
+  std::printf("[ measure  ] gemma4 gguf + mmproj image: %zu tower tensors equal, vision_embeds %.3g, logits %.3g\n",
+              n, d_vis, d_log);
+}
+
+// The same mmproj's audio tower (gemma4a): its tensors are the checkpoint's (per_dim_scale back from softplus:
+// softplus of it within 4e-7 relative, the rest the same values), and the golden audio case (its waveform, Hub feature-extractor defaults
+// as the checkpoint's) gives the golden prompt, audio embeddings and prefill logits.
+TEST(LlamaCppGguf2026, Gemma4MmprojAudio) {
+  auto hf = open_checkpoint(test::model_dir("gemma4"));
+  ASSERT_TRUE(hf.is_ok()) << hf.status().message();
+  auto gg = open_gguf_checkpoint(data("gemma4-BF16.gguf"), data("mmproj-gemma4-BF16.gguf"));
+  ASSERT_TRUE(gg.is_ok()) << gg.status().message();
+  size_t n = 0, exact = 0;
+  for (const auto& [name, t] : hf->tensors) {
+    if (name.rfind("model.audio_tower.", 0) != 0 && name.rfind("model.embed_audio.", 0) != 0) continue;
+    auto it = gg->tensors.find(name);
+    ASSERT_NE(it, gg->tensors.end()) << name;
+    ASSERT_EQ(it->second.numel(), t.numel()) << name;
+    const auto a = values(t), b = values(it->second);
+    // per_dim_scale: compared as the tower uses it, softplus(x) (the file's value, f32, taken back through log and
+    // expm1 and rounded to f32 again: a few ulp; x itself near 0 loses relative precision through the round trip)
+    const bool pds = name.ends_with("per_dim_scale");
+    auto used = [&](double x) { return pds ? std::log1p(std::exp(x)) : x; };
+    double worst = 0;
+    for (size_t i = 0; i < a.size(); ++i)
+      worst = std::max(worst, std::fabs(used(a[i]) - used(b[i])) / std::max(1e-30, std::fabs(used(a[i]))));
+    EXPECT_LE(worst, pds ? 4e-7 : 0.0) << name;
+    ++n, exact += worst == 0;
+  }
+  EXPECT_GT(n, 100u);
+  EXPECT_EQ(gg->config["audio_token_id"].get<int64_t>(), 503);
+  EXPECT_EQ(gg->config["audio_config"]["subsampling_conv_channels"], (nlohmann::json{128, 8}));
+
+  auto lm = load_model(data("gemma4-BF16.gguf"), LoadOptions{.mmproj = data("mmproj-gemma4-BF16.gguf")});
+  ASSERT_TRUE(lm.is_ok()) << lm.status().message();
+  auto g = golden("gemma4");
+  const Tensor wave = *g.get("audio.audio.waveform");
+  std::ifstream in(test::model_dir("gemma4") + "/prompts.json");
+  MultimodalPrompt p =
+      text_prompt(nlohmann::json::parse(in)["audio"]["input_ids_unexpanded"].get<std::vector<int32_t>>());
+  ThreadPool pool(2);
+  AudioSource src{"", {}, "", std::vector<float>(wave.ptr<float>(), wave.ptr<float>() + wave.numel()), "golden"};
+  auto st = add_audio(*lm, p, {src}, pool);
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  EXPECT_EQ(p.tokens, ids_of(*g.get("audio.input_ids")));
+  auto enc = audio_encoder_of(*lm);
+  ASSERT_TRUE(enc.is_ok()) << enc.status().message();
+  auto emb = encode_audio(**enc, src.pcm, pool, nullptr);
+  ASSERT_TRUE(emb.is_ok()) << emb.status().message();
+  const Tensor ae = *g.get("audio.audio_embeds");
+  ASSERT_EQ(emb->numel(), ae.numel());
+  const double d_aud = test::max_abs_diff(emb->ptr<float>(), ae.ptr<float>(), ae.numel()).max_abs;
+  EXPECT_LE(d_aud, kTol);
+  Session s(*lm->model, SessionOptions{.n_ctx = int(p.tokens.size()) + 8, .n_threads = 2, .kv_dtype = DType::F32});
+  auto r = s.eval(p, /*all_logits=*/true);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  const Tensor want = *g.get("audio.logits");
+  ASSERT_EQ(r->numel(), want.numel());
+  const double d_log = test::max_abs_diff(r->ptr<float>(), want.ptr<float>(), want.numel()).max_abs;
+  EXPECT_LE(d_log, kTol);
+  std::printf("[ measure  ] gemma4 gguf + mmproj audio: %zu tower tensors (%zu bit-identical), audio_embeds %.3g, "
+              "logits %.3g\n", n, exact, d_aud, d_log);
+}
+
+TEST(LlamaCppGguf2026, Gemma4Qwen3VLBadFilesGiveOneClearError) {
+  test::ScratchDir d("gguf2026_g4");
+  expect_error(load_model(renamed(d, "gemma4-BF16.gguf", "blk.3.inp_gate.weight", "blk.3.inp_gatx.weight")).status(),
+               "missing tensor 'blk.3.inp_gate.weight'");
+  expect_error(load_model(data("qwen3_vl-BF16.gguf"),
+                          LoadOptions{.mmproj = renamed(d, "mmproj-qwen3_vl-BF16.gguf", "v.deepstack.2.fc1.weight",
+                                                        "v.deepstack.2.fc1.weighx")})
+                   .status(), "missing tensor 'v.deepstack.2.fc1.weight'");
+  expect_error(load_model(data("gemma4-BF16.gguf"),
+                          LoadOptions{.mmproj = renamed(d, "mmproj-gemma4-BF16.gguf", "v.blk.1.ffn_gate.input_max",
+                                                        "v.blk.1.ffn_gate.input_maz")})
+                   .status(), "missing tensor 'v.blk.1.ffn_gate.input_max'");
+  // each tower with the other's language model
+  expect_error(load_model(data("qwen3_vl-BF16.gguf"), LoadOptions{.mmproj = data("mmproj-gemma4-BF16.gguf")}).status(),
+               "needs a gemma4 (Gemma 4) language model");
+  expect_error(load_model(data("gemma4-BF16.gguf"),
+                          LoadOptions{.mmproj = renamed(d, "mmproj-gemma4-BF16.gguf", "a.blk.1.attn_k_rel.weight",
+                                                        "a.blk.1.attn_k_rex.weight")})
+                   .status(), "missing tensor 'a.blk.1.attn_k_rel.weight'");
+  expect_error(load_model(data("gemma4-BF16.gguf"), LoadOptions{.mmproj = data("mmproj-qwen3_vl-BF16.gguf")}).status(),
+               "needs a qwen35 (Qwen3.5) or qwen3vl (Qwen3-VL) language model");
+  const std::string whole = test::read_bytes(data("gemma4-Q8_0.gguf"));
+  test::write_bytes(d.path("cut.gguf"), whole.substr(0, whole.size() / 3));
   EXPECT_FALSE(load_model(d.path("cut.gguf")).is_ok());
 }
 

@@ -30,7 +30,6 @@ import shutil
 import subprocess
 import sys
 
-SRC, TESTDATA, OUT = sys.argv[1:4]
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 SHIM = os.path.join(REPO, "bench", "llamacpp_convert_novocab.py")
@@ -48,24 +47,26 @@ MERGES = [("Ġ", "t"), ("h", "e"), ("Ġt", "he"), ("i", "s"), ("Ġ", "a"), ("i",
 N_VOCAB = 512
 
 
-def make_tokenizer(out_dir):
+def make_tokenizer(out_dir, n_vocab=N_VOCAB, first_added=480, think=THINK):
+    """first_added: the checkpoint's id of <|endoftext|>, n_vocab: its vocabulary size
+    (make_gemma4_qwen3vl_gguf.py makes Qwen3-VL's: 1024, 1000, no think tokens)."""
     base = json.load(open(os.path.join(VL_TOK, "tokenizer.json"), encoding="utf-8"))
     inv = {i: s for s, i in base["model"]["vocab"].items()}
     # HF's tokenizers (and pipit's) give added tokens the ids after the model's vocabulary in list order, whatever id
-    # the file says: ids 480..511 are all added tokens, the unnamed ones "<unused_N>"
-    added = {i: f"<unused_{i}>" for i in range(480, N_VOCAB)}
-    added.update({480 + k: s for k, s in enumerate(QWEN_ADDED)})
-    added.update(THINK)
+    # the file says: ids first_added.. are all added tokens, the unnamed ones "<unused_N>"
+    added = {i: f"<unused_{i}>" for i in range(first_added, n_vocab)}
+    added.update({first_added + k: s for k, s in enumerate(QWEN_ADDED)})
+    added.update(think)
     merged = [a + b for a, b in MERGES]
     vocab = {}
-    for i in range(480):
+    for i in range(first_added):
         vocab[inv[i] if i < 256 else merged[i - 256] if i - 256 < len(merged) else f"<unused_{i}>"] = i
     tj = dict(base)
     tj["model"] = dict(base["model"], vocab=vocab, merges=[f"{a} {b}" for a, b in MERGES])
     entry = {"single_word": False, "lstrip": False, "rstrip": False, "normalized": False}
-    tj["added_tokens"] = [dict(entry, id=i, content=s, special=i not in THINK) for i, s in sorted(added.items())]
+    tj["added_tokens"] = [dict(entry, id=i, content=s, special=i not in think) for i, s in sorted(added.items())]
     cfg = json.load(open(os.path.join(VL_TOK, "tokenizer_config.json"), encoding="utf-8"))
-    cfg["added_tokens_decoder"] = {str(i): dict(entry, content=s, special=i not in THINK)
+    cfg["added_tokens_decoder"] = {str(i): dict(entry, content=s, special=i not in think)
                                    for i, s in sorted(added.items())}
     os.makedirs(out_dir, exist_ok=True)
     json.dump(tj, open(os.path.join(out_dir, "tokenizer.json"), "w", encoding="utf-8"), ensure_ascii=False, indent=1)
@@ -102,4 +103,5 @@ def main():
 
 
 if __name__ == "__main__":
+    SRC, TESTDATA, OUT = sys.argv[1:4]
     main()
