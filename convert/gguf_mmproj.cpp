@@ -233,6 +233,21 @@ const std::pair<const char*, const char*> kGemma4AudioLinears[] = {
     {"attn_q", "self_attn.q_proj"},            {"attn_k", "self_attn.k_proj"},
     {"attn_v", "self_attn.v_proj"},            {"attn_out", "self_attn.post"}};
 
+// A Gemma 4 clippable linear (vision and audio towers): its weight and, in a clipped tower, the four one-value
+// bounds llama.cpp stores beside it (HF: <to>.input_min, ... next to <to>.linear.weight).
+template <class Get>
+Status take_clippable_linear(const Get& get, Checkpoint& c, const std::string& from, const std::string& to,
+                             bool clipped, const std::string& ctx) {
+  PIPIT_ASSIGN_OR_RETURN(c.tensors[to + ".linear.weight"], get(from + ".weight"));
+  if (!clipped) return Status::ok();
+  for (const char* bound : {".input_min", ".input_max", ".output_min", ".output_max"}) {
+    PIPIT_ASSIGN_OR_RETURN(Tensor t, get(from + bound));
+    if (t.numel() != 1) return Error::format("{}: {}{} is {}, expected one value", ctx, from, bound, t.describe());
+    c.tensors[to + bound] = t;
+  }
+  return Status::ok();
+}
+
 Status add_gemma4_audio(Checkpoint& c, const GgufFile& text, const GgufFile& mm) {
   const std::string ctx = "[gguf] " + mm.path();
   PIPIT_ASSIGN_OR_RETURN(int64_t H, clip_int(mm, "audio.embedding_length"));
@@ -281,16 +296,8 @@ Status add_gemma4_audio(Checkpoint& c, const GgufFile& text, const GgufFile& mm)
     for (auto& [from, to] : kGemma4AudioNorms) {
       PIPIT_ASSIGN_OR_RETURN(c.tensors[h + to + ".weight"], get(g + from + ".weight"));
     }
-    for (auto& [from, to] : kGemma4AudioLinears) {
-      PIPIT_ASSIGN_OR_RETURN(c.tensors[h + to + ".linear.weight"], get(g + from + ".weight"));
-      if (!clipped) continue;
-      for (const char* bound : {".input_min", ".input_max", ".output_min", ".output_max"}) {
-        PIPIT_ASSIGN_OR_RETURN(Tensor t, get(g + from + bound));
-        if (t.numel() != 1) return Error::format("{}: {}{} is {}, expected one value", ctx, g + from, bound,
-                                                 t.describe());
-        c.tensors[h + to + bound] = t;
-      }
-    }
+    for (auto& [from, to] : kGemma4AudioLinears)
+      PIPIT_TRY(take_clippable_linear(get, c, g + from, h + to, clipped, ctx));
     PIPIT_ASSIGN_OR_RETURN(c.tensors[h + "self_attn.relative_k_proj.weight"], get(g + "attn_k_rel.weight"));
     PIPIT_ASSIGN_OR_RETURN(Tensor dw, get(g + "conv_dw.weight"));
     if (dw.ndim() != 2 || dw.dim(0) != H || dw.dim(1) != K)
@@ -408,16 +415,8 @@ Status add_gemma4_mmproj(Checkpoint& c, const GgufFile& text, const GgufFile& mm
     for (auto& [from, to] : kNorms) {
       PIPIT_ASSIGN_OR_RETURN(c.tensors[h + to + ".weight"], get(g + from + ".weight"));
     }
-    for (auto& [from, to] : kLinears) {
-      PIPIT_ASSIGN_OR_RETURN(c.tensors[h + to + ".linear.weight"], get(g + from + ".weight"));
-      if (!clipped) continue;
-      for (const char* bound : {".input_min", ".input_max", ".output_min", ".output_max"}) {
-        PIPIT_ASSIGN_OR_RETURN(Tensor t, get(g + from + bound));
-        if (t.numel() != 1) return Error::format("{}: {}{} is {}, expected one value", ctx, g + from, bound,
-                                                 t.describe());
-        c.tensors[h + to + bound] = t;
-      }
-    }
+    for (auto& [from, to] : kLinears)
+      PIPIT_TRY(take_clippable_linear(get, c, g + from, h + to, clipped, ctx));
     if (const GgufTensorInfo* ti = mm.find_tensor(g + "out_scale.weight")) {  // HF's layer_scalar, when it has one
       PIPIT_ASSIGN_OR_RETURN(c.tensors[h + "layer_scalar"], mm.tensor(*ti));
     }

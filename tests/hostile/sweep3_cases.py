@@ -369,19 +369,23 @@ def stdout_cases(s):
         s.add("stdout", label + " > /dev/full", argv, needle="stdout", stdout="/dev/full")
 
 
+def make_non_file(path, label):
+    """Puts "a directory", "a FIFO" or "a device" (a link to /dev/zero) at path."""
+    if label == "a directory":
+        os.makedirs(path)
+    elif label == "a FIFO":
+        os.mkfifo(path)
+    else:
+        os.symlink("/dev/zero", path)
+
+
 def sidefile_cases(s):
     """A model folder's optional files that are a directory, a FIFO or a device: an error naming the file, not
     silently ignored (a FIFO must not block the load either)."""
     for fname in ["tokenizer_config.json", "generation_config.json", "chat_template.jinja", "tokenizer.json"]:
         for label in ["a directory", "a FIFO", "a device"]:
             d = s.copy_model("stories260k", skip=(fname,))
-            p = os.path.join(d, fname)
-            if label == "a directory":
-                os.makedirs(p)
-            elif label == "a FIFO":
-                os.mkfifo(p)
-            else:
-                os.symlink("/dev/zero", p)
+            make_non_file(os.path.join(d, fname), label)
             for cmd in (["run", "-m", d, "-p", "x", "-n", "2", "-t", "1"], ["tokenize", "-m", d, "-p", "x"],
                         ["convert", d, "-o", os.path.join(d, "m.pipit"), "--quiet"]):
                 if cmd[0] == "tokenize" and fname == "generation_config.json":
@@ -397,13 +401,7 @@ def sidefile_cases(s):
             ("gemma4", "processor_config.json", ["--audio", os.path.join(s.model("gemma4"), "tone_1200ms.wav")])]:
         for label in ["a directory", "a FIFO", "a device"]:
             d = s.copy_model(model, skip=(fname,))
-            p = os.path.join(d, fname)
-            if label == "a directory":
-                os.makedirs(p)
-            elif label == "a FIFO":
-                os.mkfifo(p)
-            else:
-                os.symlink("/dev/zero", p)
+            make_non_file(os.path.join(d, fname), label)
             if model == "gemma4":  # the toy tokenizer that writes audio placeholders (as audio_cases uses)
                 for f in ("tokenizer.json", "tokenizer_config.json"):
                     os.symlink(os.path.join(here, "..", "data", "gemma4_tokenizer", f), os.path.join(d, f))
