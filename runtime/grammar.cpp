@@ -62,6 +62,19 @@ struct Parser {
   mutable size_t line_pos_ = 0, line_ = 1;
   Status err(const std::string& what) const { return Error::invalid_argument("[grammar] line {}: {}", line(), what); }
 
+  // The grammar's size, counted as it is built: literal characters, class ranges and rule references (each ~80
+  // bytes once compiled). A JSON schema whose enum holds a 30 MB string compiled for 28 s into 4 GB; real grammars
+  // and schemas have thousands to a few hundred thousand.
+  static constexpr size_t kMaxElements = size_t(1) << 20;
+  size_t n_elements = 0;
+  Status spend(size_t n) {
+    n_elements += n;
+    if (n_elements > kMaxElements)
+      return err(fmt("the grammar has more than {} characters, classes and rule references, the most one may have",
+                     kMaxElements));
+    return Status::ok();
+  }
+
   static bool name_char(char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
   }
@@ -172,6 +185,7 @@ struct Parser {
       while (peek() != '"') {
         if (at_end() || peek() == '\n') return err("unterminated string literal");
         PIPIT_ASSIGN_OR_RETURN(uint32_t cp, parse_char());
+        PIPIT_TRY(spend(1));
         GrammarElem e;
         e.kind = GrammarElem::kChars;
         e.ranges = {{cp, cp}};
@@ -206,6 +220,7 @@ struct Parser {
           PIPIT_ASSIGN_OR_RETURN(hi, parse_char());
           if (hi < lo) return err("character range out of order");
         }
+        PIPIT_TRY(spend(1));
         e.ranges.push_back({lo, hi});
       }
       ++pos;
@@ -230,6 +245,7 @@ struct Parser {
     } else if (name_char(c)) {
       std::string name;
       while (name_char(peek())) name += src[pos++];
+      PIPIT_TRY(spend(1));
       GrammarElem ref;
       ref.kind = GrammarElem::kRule;
       ref.rule = rule_id(name);
@@ -271,6 +287,8 @@ struct Parser {
       ++pos;
       if (hi >= 0 && hi < lo) return err("{m,n} with n < m");
     }
+    // the copies a repetition makes count too: lo of the item, and a rule of item + reference per optional one
+    PIPIT_TRY(spend(item.size() * size_t(lo) + (hi > lo ? size_t(hi - lo) * (item.size() + 2) : 0)));
     if (lo == 1 && hi == 1) {
       for (auto& e : item) seq.push_back(std::move(e));
       return Status::ok();

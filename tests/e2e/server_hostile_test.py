@@ -282,6 +282,18 @@ class Bodies(Guarded):
             status, body = self.srv.post(CHAT, chat("hi", chat_template_kwargs=kw))
             self.assertEqual(status, 200, body)
 
+    def test_2_schema_size_is_bounded(self):
+        # a structured-output schema whose enum holds one 3.5 MB string: the grammar would have 3.5M elements
+        # (~80 bytes each once compiled: a 30 MB one took 28 s and 4 GB); refused as it is built, quickly
+        schema = {"type": "object", "properties": {"a": {"enum": ["x" * (3500 * 1000)]}}, "required": ["a"]}
+        req = {"prompt": "hi", "max_tokens": 2,
+               "response_format": {"type": "json_schema", "json_schema": {"name": "s", "schema": schema}}}
+        t0 = time.time()
+        status, body = self.attack(lambda: self.srv.post("/v1/completions", req), mb=64)
+        self.assertEqual(status, 400, body)
+        self.assertIn("the most one may have", body["error"]["message"])
+        self.assertLess(time.time() - t0, 3.0)
+
     def test_3_prompt_limits(self):
         # --max-prompt-tokens 100: a short text over it is tokenized and refused with the option named
         status, body = self.srv.post(CHAT, chat("hello " * 150))

@@ -428,6 +428,15 @@ def schema_cases(s):
     path = write(os.path.join(d, "chain.gbnf"), "\n".join(rules) + "\n")
     s.add("schemas", "left-recursive chain of %d rules" % n, run + ["--grammar-file", path], "error",
           "left-recursive", timeout=10)
+    # the grammar's size is bounded as it is built (1,048,576 characters, classes and references): repetitions of a
+    # rule count their copies, a long literal its characters
+    path = write(os.path.join(d, "copies.gbnf"), "root ::= " + " ".join("r%d" % i for i in range(200)) + "\n" +
+                 "".join('r%d ::= "ab"{10000}\n' % i for i in range(200)))
+    s.add("schemas", "200 x {10000} copies (2M elements)", run + ["--grammar-file", path], "error",
+          "the most one may have", timeout=5)
+    big = {"type": "object", "properties": {"a": {"enum": ["x" * (400 * 1000)]}}, "required": ["a"]}
+    path = write(os.path.join(d, "long_literal.json"), json.dumps(big))
+    s.add("schemas", "an enum string of 400k characters", run + ["--json-schema-file", path], "ok", timeout=10)
     # the same chain without the cycle: valid, and as deep
     rules = ["root ::= r0"] + ['r%d ::= r%d "x" | "y"' % (i, i + 1) for i in range(n - 1)] + ['r%d ::= "y"' % (n - 1)]
     path = write(os.path.join(d, "deep.gbnf"), "\n".join(rules) + "\n")
