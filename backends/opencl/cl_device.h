@@ -32,6 +32,7 @@ class ClBuffer : public DeviceStorage {
       : DeviceStorage(size), ctx_(std::move(ctx)), mem_(mem) {}
   ~ClBuffer() override;
   cl_mem mem() const { return mem_; }
+  bool read_back(size_t offset, void* dst, size_t bytes) const override;
 
  private:
   std::shared_ptr<ClContext> ctx_;
