@@ -6,7 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <new>
+
+#include <nlohmann/json.hpp>
 
 #include "backends/device.h"
 #include "format/safetensors.h"
@@ -64,9 +67,13 @@ SafetensorsFile golden(const std::string& arch, const char* file = "golden.safet
 
 class OpenclGoldenText : public ::testing::TestWithParam<std::string> {};
 
+// f32 KV: the golden within kTol. f16 KV: the rounding of K / V to f16 moves logits by more than kTol on some
+// checkpoints (stories260k 7.6e-3, gpt_oss 2.8e-3, deepseek_ocr_lm 1.4e-3 against the f32 golden) on any device,
+// so the device's f16-KV logits are held to the CPU's f16-KV logits (the same rounding) within kTol instead.
 TEST_P(OpenclGoldenText, FullForwardLogitsF32AndF16Kv) {
   NEED_DEVICE();
   LoadedModel lm = load_on(test::model_dir(GetParam()), dev);
+  LoadedModel cpu = test::load_or_fail(test::model_dir(GetParam()));
   SafetensorsFile g = golden(GetParam());
   auto ids = ids_of(g, "input_ids");
   Tensor want = key(g, "logits");
@@ -76,9 +83,18 @@ TEST_P(OpenclGoldenText, FullForwardLogitsF32AndF16Kv) {
     ASSERT_TRUE(r.is_ok()) << r.status().message();
     ASSERT_EQ(r->numel(), want.numel());
     auto d = test::max_abs_diff(r->ptr<float>(), want.ptr<float>(), want.numel());
-    std::printf("[ measure  ] %s opencl %s KV: max |logit - golden| %.3g\n", GetParam().c_str(), std::string(dtype_name(kv)).c_str(),
-                d.max_abs);
-    EXPECT_LE(d.max_abs, kTol) << dtype_name(kv) << " KV, worst at " << d.worst;
+    if (kv == DType::F32) {
+      std::printf("[ measure  ] %s opencl f32 KV: max |logit - golden| %.3g\n", GetParam().c_str(), d.max_abs);
+      EXPECT_LE(d.max_abs, kTol) << "f32 KV, worst at " << d.worst;
+      continue;
+    }
+    Session c(*cpu.model, SessionOptions{.n_threads = 1, .kv_dtype = kv});
+    auto rc = c.eval(ids, /*all_logits=*/true);
+    ASSERT_TRUE(rc.is_ok()) << rc.status().message();
+    auto dc = test::max_abs_diff(r->ptr<float>(), rc->ptr<float>(), want.numel());
+    std::printf("[ measure  ] %s opencl f16 KV: max |logit - golden| %.3g, |logit - cpu f16 KV| %.3g\n",
+                GetParam().c_str(), d.max_abs, dc.max_abs);
+    EXPECT_LE(dc.max_abs, kTol) << "f16 KV against the CPU's, worst at " << dc.worst;
   }
 }
 
@@ -239,6 +255,42 @@ TEST_P(OpenclGoldenVL, DecoderAfterAnImage) {
 }
 
 INSTANTIATE_TEST_SUITE_P(VL, OpenclGoldenVL, ::testing::Values("qwen2_vl", "qwen2_5_vl", "llava", "qwen3_vl"));
+
+// Gemma 4 with an image: its vision tower and projector stay on the host and run on the CPU, the decoder (soft
+// tokens spliced in, per-layer inputs, final soft-cap) on the device: the golden image case's logits and greedy ids.
+TEST(OpenclGolden, Gemma4DecoderAfterAnImage) {
+  NEED_DEVICE();
+  const std::string dir = test::model_dir("gemma4");
+  LoadedModel lm = load_on(dir, dev);
+  SafetensorsFile g = golden("gemma4");
+  std::ifstream in(dir + "/prompts.json");
+  const auto unexpanded = nlohmann::json::parse(in)["image"]["input_ids_unexpanded"].get<std::vector<int32_t>>();
+  ThreadPool pool(1);
+  auto p = prepare_multimodal_prompt(lm, unexpanded, {dir + "/img_200x150.png"}, {}, pool);
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  EXPECT_EQ(p->tokens, ids_of(g, "image.input_ids"));
+  Session s(*lm.model, SessionOptions{.n_threads = 1});
+  auto r = s.eval(*p, /*all_logits=*/true);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  Tensor want = *g.get("image.logits");
+  ASSERT_EQ(r->numel(), want.numel());
+  const double d = test::max_abs_diff(r->ptr<float>(), want.ptr<float>(), want.numel()).max_abs;
+  std::printf("[ measure  ] gemma4 image opencl: max |logit - golden| %.3g\n", d);
+  EXPECT_LE(d, kTol);
+  const int64_t V = lm.model->info().n_vocab, T = int64_t(p->tokens.size());
+  std::vector<float> last(r->ptr<float>() + (T - 1) * V, r->ptr<float>() + T * V);
+  const auto want_ids = ids_of(g, "image.greedy_ids");
+  std::vector<int32_t> got;
+  for (size_t k = 0; k < want_ids.size(); ++k) {
+    const int32_t next = argmax(std::span<const float>(last));
+    got.push_back(next);
+    if (next != want_ids[k]) break;
+    auto rs = s.eval(std::span<const int32_t>(&next, 1));
+    ASSERT_TRUE(rs.is_ok()) << rs.status().message();
+    last.assign(rs->ptr<float>(), rs->ptr<float>() + V);
+  }
+  EXPECT_EQ(got, want_ids);
+}
 
 // Placement by capability: a model is refused naming the op the device lacks (Model::ops_used), not by its name.
 // Qwen3.5's linear attention is not on the OpenCL device; the MoE ops are, so for Qwen3-MoE a device that answers
