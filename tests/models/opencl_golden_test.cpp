@@ -95,7 +95,7 @@ TEST_P(OpenclGoldenText, FullForwardLogitsF32AndF16Kv) {
     std::printf("[ measure  ] %s opencl f16 KV: max |logit - golden| %.3g, |logit - cpu f16 KV| %.3g\n",
                 GetParam().c_str(), d.max_abs, dc.max_abs);
     // the two paths accumulate f16-rounded K / V in other orders: kTol relative to the largest logit (stories260k's
-    // reach 18.9, measured 2.2e-3 apart; every other checkpoint <= 1.1e-4)
+    // reach 18.9, measured 2.2e-3 apart; every other checkpoint <= 1.9e-4)
     double mag = 1.0;
     for (int64_t i = 0; i < want.numel(); ++i) mag = std::max(mag, double(std::fabs(want.ptr<float>()[i])));
     EXPECT_LE(dc.max_abs, kTol * mag) << "f16 KV against the CPU's, worst at " << dc.worst;
