@@ -15,15 +15,27 @@ float element_f32(DType dt, const uint8_t* p) {
 
 bool float_dtype(DType dt) { return dt == DType::F32 || dt == DType::F16 || dt == DType::BF16; }
 
+// t itself when its bytes are on the host; a host copy of a weight uploaded to a device (contiguous, as uploads are).
+Result<Tensor> on_host(const Tensor& t) {
+  const auto* d = dynamic_cast<const DeviceStorage*>(t.storage().get());
+  if (!d) return t;
+  Tensor h = Tensor::empty(t.dtype(), t.shape());
+  if (!t.is_contiguous() || !d->read_back(d->offset_of(t.data()), h.data(), size_t(t.nbytes())))
+    return Error::unavailable("{}: a device weight that cannot be read back to the host", t.describe());
+  return h;
+}
+
 }  // namespace
 
 Result<float> host_scalar_f32(const Tensor& t) {
-  if (t.numel() != 1 || !float_dtype(t.dtype()))
-    return Error::invalid_argument("{}: expected one f32, f16 or bf16 value", t.describe());
-  return element_f32(t.dtype(), t.data());
+  PIPIT_ASSIGN_OR_RETURN(Tensor h, on_host(t));
+  if (h.numel() != 1 || !float_dtype(h.dtype()))
+    return Error::invalid_argument("{}: expected one f32, f16 or bf16 value", h.describe());
+  return element_f32(h.dtype(), h.data());
 }
 
-Result<Tensor> host_f32(const Tensor& t, const std::vector<int64_t>& shape) {
+Result<Tensor> host_f32(const Tensor& dev_or_host, const std::vector<int64_t>& shape) {
+  PIPIT_ASSIGN_OR_RETURN(Tensor t, on_host(dev_or_host));
   if (!float_dtype(t.dtype()) || (t.ndim() > 0 && !t.rows_contiguous()))
     return Error::invalid_argument("{}: expected f32, f16 or bf16 weights", t.describe());
   Tensor out = Tensor::empty(DType::F32, shape.empty() ? t.shape() : shape);

@@ -57,6 +57,10 @@ class DeviceStorage : public Storage {
  public:
   ~DeviceStorage() override;
   size_t offset_of(const void* p) const { return size_t(static_cast<const uint8_t*>(p) - data_); }
+  // Copies `bytes` from byte `offset` to host memory, blocking: the load-time reads of small weights a model keeps
+  // as host values after they were uploaded (core/host_f32.h: GPT-OSS's sinks, Gemma 4's scales). False when the
+  // backend cannot.
+  virtual bool read_back(size_t offset, void* dst, size_t bytes) const { return false; }
 
  protected:
   explicit DeviceStorage(size_t size);  // reserves the address range (throws std::bad_alloc when it cannot)

@@ -217,8 +217,9 @@ class Gemma4Model : public Model {
       }
       layers_.push_back(std::move(L));
     }
-    ones_local_ = host_full_f32({head_dim}, 1.0f);  // the weightless v_norm: a norm with weight 1
-    ones_global_ = host_full_f32({global_head_dim}, 1.0f);
+    // the weightless v_norm: a norm with weight 1 (on the device with the weights when the model runs there)
+    PIPIT_ASSIGN_OR_RETURN(ones_local_, w.constant(host_full_f32({head_dim}, 1.0f)));
+    PIPIT_ASSIGN_OR_RETURN(ones_global_, w.constant(host_full_f32({global_head_dim}, 1.0f)));
     fill_common_info(info_, cfg);
     info_.arch = top.model_type();
     for (auto id : top.get_int_list("eos_token_id"))  // gemma4: [eos, <turn|>] at the top level

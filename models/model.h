@@ -25,6 +25,9 @@ class WeightSource {
   Result<Tensor> get(const std::string& name, const std::vector<int64_t>& shape) const;
   // Optional tensor: undefined Tensor when absent, error when present with the wrong shape.
   Result<Tensor> get_optional(const std::string& name, const std::vector<int64_t>& shape) const;
+  // A tensor the model makes at load (a weightless norm's ones), placed where its weights are: the host tensor
+  // itself, or a device copy when the model runs on a device (runtime/loader.cpp), so its ops see one memory.
+  virtual Result<Tensor> constant(const Tensor& host) const { return host; }
 };
 
 // Media features that take the place of some tokens' input embeddings (image, video frame and audio tokens). Read

@@ -32,6 +32,7 @@ class ClBuffer : public DeviceStorage {
       : DeviceStorage(size), ctx_(std::move(ctx)), mem_(mem) {}
   ~ClBuffer() override;
   cl_mem mem() const { return mem_; }
+  bool read_back(size_t offset, void* dst, size_t bytes) const override;
 
  private:
   std::shared_ptr<ClContext> ctx_;
@@ -56,8 +57,9 @@ class OpenclDevice : public Device {
   void read(const Tensor& src, void* dst, size_t bytes) override;
   Result<Tensor> upload_weight(const Tensor& host) override;
 
-  // The decoder ops of a dense Llama-style graph (no attention sinks, no linear attention, no encoder ops): what
-  // Llama, Qwen2/3, SmolLM3, MiniCPM and the Qwen-VL decoders need; a model needing more is refused at load.
+  // The decoder ops of a dense Llama-style graph, attention sinks, and the decoder ops of MoE (routing, expert
+  // combining), GPT-OSS, Gemma (soft-cap) and DeepStack (row adds); no linear attention, no encoder ops. A model
+  // needing more is refused at load.
   bool supports(Op op) const override;
   void linear_multi(Ctx& ctx, const Tensor& x, std::span<const Tensor* const> ws, std::span<const Tensor* const> biases,
                     std::span<Tensor* const> ys) override;
@@ -79,6 +81,16 @@ class OpenclDevice : public Device {
   Tensor gather_rows(Ctx& ctx, const Tensor& x, std::span<const int64_t> rows) override;
   void copy_rows_(Ctx& ctx, Tensor& dst, std::span<const int32_t> src_row, const Tensor& src) override;
   Tensor to_f32(Ctx& ctx, const Tensor& x) override;
+  // decoder ops (ops_decoder.cpp)
+  MoeRoutes moe_route(Ctx& ctx, const Tensor& logits, const MoeRouteParams& p) override;
+  void add_rows_scaled_(Ctx& ctx, Tensor& out, std::span<const int64_t> rows, std::span<const float> w,
+                        const Tensor& y) override;
+  Tensor swiglu_clamped(Ctx& ctx, const Tensor& gu, float alpha, float limit) override;
+  void sigmoid_mul_(Ctx& ctx, Tensor& x, const Tensor& gate) override;
+  void softcap_(Ctx& ctx, Tensor& x, float cap) override;
+  void add_rows_(Ctx& ctx, Tensor& dst, std::span<const int32_t> src_row, const Tensor& src) override;
+  void fill_(Ctx& ctx, Tensor& x, float value) override;
+  void clamp_(Ctx& ctx, Tensor& x, float lo, float hi) override;
 
   // ---- for the op files ----
   cl_kernel kernel(const std::string& name) const;  // asserts it exists (all are created at open)
@@ -129,6 +141,10 @@ class OpenclDevice : public Device {
   cl_int enqueue(cl_kernel k, size_t g0, size_t g1, size_t l0, size_t l1);
   Status build_programs();
 };
+
+// Softmax in place over the score rows [n_tokens * n_head, span] of attention, each with its head's sink logit
+// (sinks: [n_head] f32 on the device) joining and its probability dropped (ops_norm.cpp).
+void softmax_rows_sinks(OpenclDevice& d, Tensor& scores, const Tensor& sinks, int64_t n_head);
 
 // The weight dtype codes of kernels/common.cl (WT_*), or -1.
 int weight_code(DType t);

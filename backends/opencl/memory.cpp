@@ -14,6 +14,11 @@ ClBuffer::~ClBuffer() {
   if (mem_) cl_api().clReleaseMemObject(mem_);
 }
 
+bool ClBuffer::read_back(size_t offset, void* dst, size_t bytes) const {
+  return offset + bytes <= size() && cl_api().clEnqueueReadBuffer(ctx_->queue, mem_, CL_TRUE, offset, bytes, dst, 0,
+                                                                   nullptr, nullptr) == CL_SUCCESS;
+}
+
 BufArg buf(const Tensor& t) {
   const auto* b = dynamic_cast<const ClBuffer*>(t.storage().get());
   PIPIT_ASSERT(b, "{} is not in OpenCL device memory", t.describe());

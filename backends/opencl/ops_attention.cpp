@@ -1,6 +1,7 @@
-// store_kv and attention over the device KV cache (f32 or f16 rows): scores, row softmax, weighted values
-// (kernels/attention.cl). The score matrix [n_tokens * n_head, span] comes from the arena; span is the range of
-// key positions the chunk's queries see (a decode step: its context; a prefill chunk: up to its last position).
+// store_kv and attention over the device KV cache (f32 or f16 rows): scores, row softmax (with GPT-OSS's sinks,
+// each head's sink logit joins it), weighted values (kernels/attention.cl). The score matrix [n_tokens * n_head,
+// span] comes from the arena; span is the range of key positions the chunk's queries see (a decode step: its
+// context; a prefill chunk: up to its last position).
 #include <algorithm>
 #include <climits>
 
@@ -35,7 +36,6 @@ void OpenclDevice::attention(Ctx& ctx, const Tensor& q, const Tensor& k_cache, c
   if (n_tokens == 0) return;
   const int64_t n_rows = k_cache.dim(0);
   PIPIT_ASSERT(!p.ring || (p.window > 0 && p.window <= n_rows), "ring of {} rows for window {}", n_rows, p.window);
-  PIPIT_ASSERT(!p.sinks, "attention sinks are not on the OpenCL device");  // supports(): refused at load
   int32_t lo = INT32_MAX, hi = 0;  // the key positions any query of the chunk sees: [lo, hi]
   for (int32_t x : pos) {
     hi = std::max(hi, x);
@@ -50,7 +50,12 @@ void OpenclDevice::attention(Ctx& ctx, const Tensor& q, const Tensor& k_cache, c
   launch((std::string("attn_scores") + sfx).c_str(), size_t(span), size_t(n_q), 0, 0, buf(q), buf(k_cache),
          buf(dpos), buf(scores), int(n_head), group, int(hd), kv_row, int(lo), int(span), p.window, ring, p.scale,
          p.softcap);
-  softmax_(ctx, scores);
+  if (p.sinks) {  // GPT-OSS: host values, [n_head]
+    Tensor dsinks = upload_f32(ctx, std::span<const float>(p.sinks, size_t(n_head)));
+    softmax_rows_sinks(*this, scores, dsinks, n_head);
+  } else {
+    softmax_(ctx, scores);
+  }
   launch((std::string("attn_values") + sfx).c_str(), size_t(hd), size_t(n_q), 0, 0, buf(scores), buf(v_cache),
          buf(dpos), buf(out), int(n_head), group, int(hd), kv_row, int(lo), int(span), p.window, ring);
 }

@@ -16,11 +16,12 @@ void OpenclDevice::scale_(Ctx& ctx, Tensor& x, float s) {
 }
 
 Tensor OpenclDevice::gated(Ctx& ctx, const Tensor& gate, const Tensor& up, GateAct act) {
-  PIPIT_ASSERT(gate.shape() == up.shape() && gate.is_contiguous() && up.is_contiguous(), "opencl gated {} {}",
-               gate.describe(), up.describe());
+  PIPIT_ASSERT(gate.shape() == up.shape() && gate.dtype() == DType::F32 && up.dtype() == DType::F32 &&
+               gate.rows_contiguous() && up.rows_contiguous(), "opencl gated {} {}", gate.describe(), up.describe());
   Tensor y = ctx.alloc(DType::F32, gate.shape());
-  launch("gated_act", size_t(gate.numel()), 1, 0, 0, buf(gate), buf(up), buf(y), int(gate.numel()),
-         int(act == GateAct::kSilu ? 0 : 1));
+  const int64_t n = gate.dim(-1);
+  launch("gated_act", size_t(n), size_t(gate.rows()), 0, 0, buf(gate), int(gate.row_stride() / 4), buf(up),
+         int(up.row_stride() / 4), buf(y), int(n), int(act == GateAct::kSilu ? 0 : 1));
   return y;
 }
 

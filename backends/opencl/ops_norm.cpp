@@ -1,5 +1,5 @@
 // rms_norm (a new tensor), rms_norm_heads_ (in place over every head_dim row: Qwen3's q/k norm) and softmax_ on
-// the device: one work-group per row (kernels/norm.cl).
+// the device: one work-group per row (kernels/norm.cl); attention's softmax with sinks (softmax_rows_sinks).
 #include "backends/opencl/cl_device.h"
 
 namespace pipit::opencl {
@@ -31,7 +31,15 @@ void OpenclDevice::rms_norm_heads_(Ctx& ctx, Tensor& x, const Tensor& w, float e
 
 void OpenclDevice::softmax_(Ctx& ctx, Tensor& x) {
   PIPIT_ASSERT(x.dtype() == DType::F32 && x.rows_contiguous(), "opencl softmax of {}", x.describe());
-  launch("softmax_rows", size_t(x.rows()) * kGroup, 1, kGroup, 1, buf(x), int(x.row_stride() / 4), int(x.dim(-1)));
+  launch("softmax_rows", size_t(x.rows()) * kGroup, 1, kGroup, 1, buf(x), int(x.row_stride() / 4), int(x.dim(-1)),
+         buf(x), 0, 1);
+}
+
+void softmax_rows_sinks(OpenclDevice& d, Tensor& scores, const Tensor& sinks, int64_t n_head) {
+  PIPIT_ASSERT(scores.dtype() == DType::F32 && scores.rows_contiguous() && scores.rows() % n_head == 0 &&
+               sinks.numel() >= n_head, "opencl softmax with sinks: {} for {} heads", scores.describe(), n_head);
+  d.launch("softmax_rows", size_t(scores.rows()) * kGroup, 1, kGroup, 1, buf(scores), int(scores.row_stride() / 4),
+           int(scores.dim(-1)), buf(sinks), 1, int(n_head));
 }
 
 }  // namespace pipit::opencl

@@ -128,6 +128,7 @@ const Build kBuilds[] = {
     {"matmul", "-DWT=0", ".f32"},         {"matmul", "-DWT=1", ".f16"},     {"matmul", "-DWT=2", ".q8_0"},
     {"matmul", "-DWT=3", ".q4_0"},        {"attention", "-DKV_F16=0", ".f32"}, {"attention", "-DKV_F16=1", ".f16"},
     {"norm", "", ""},                     {"rope", "", ""},                 {"elementwise", "", ""},
+    {"decoder", "", ""},
 };
 
 const char* source_text(const char* name) {
@@ -142,7 +143,9 @@ bool OpenclDevice::supports(Op op) const {
   static const OpSet kOps = op_set({Op::kToF32, Op::kLinear, Op::kLinearGated, Op::kEmbedding, Op::kRmsNorm,
                                     Op::kRmsNormHeads, Op::kGated, Op::kAdd, Op::kScale, Op::kSoftmax,
                                     Op::kGatherRows, Op::kCopyRows, Op::kRope, Op::kRopeMulti, Op::kStoreKv,
-                                    Op::kAttention, Op::kAttentionSoftcap});
+                                    Op::kAttention, Op::kAttentionSoftcap, Op::kAttentionSinks, Op::kMoeRoute,
+                                    Op::kAddRowsScaled, Op::kSwigluClamped, Op::kSigmoidMul, Op::kSoftcap,
+                                    Op::kAddRows, Op::kFill, Op::kClamp});
   return kOps.test(size_t(op));
 }
 

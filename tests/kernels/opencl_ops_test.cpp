@@ -1,6 +1,7 @@
 // The OpenCL device's ops (backends/opencl) against the CPU's scalar reference kernels at ragged sizes (1, 31, 33,
 // 4095 ...): matmul per weight dtype (GEMV and tiled GEMM), RMSNorm, softmax, RoPE and M-RoPE, SwiGLU/GeGLU,
-// add/scale, embedding rows, the KV-cache store and attention (f32 / f16 cache, GQA, window, ring), row movers;
+// add/scale, embedding rows, the KV-cache store and attention (f32 / f16 cache, GQA, window, ring, sinks), row
+// movers, the decoder ops (MoE routing and combining, clamped SwiGLU, sigmoid gate, soft-cap, fill, clamp, row adds);
 // and the device errors (an index that does not exist, a kernel build that fails). Skipped, with the reason, on a
 // machine without an OpenCL device (CI installs PoCL: scripts/setup.sh).
 #include <gtest/gtest.h>
@@ -284,6 +285,143 @@ TEST(OpenclOps, StoreKvAndAttention) {
     std::vector<uint8_t> a(kc.nbytes());
     dev->read(dkc, a.data(), a.size());
     EXPECT_EQ(std::memcmp(a.data(), kc.data(), a.size()), 0) << dtype_name(c.kv);
+  }
+}
+
+// ---- decoder ops: MoE routing and combining, GPT-OSS's clamped SwiGLU, gates, soft-cap, row adds ----
+std::vector<int32_t> read_i32(Device* dev, const Tensor& d) {
+  std::vector<int32_t> v(size_t(d.numel()));
+  dev->read(d, v.data(), v.size() * 4);
+  EXPECT_TRUE(dev->take_error().is_ok());
+  return v;
+}
+
+TEST(OpenclOps, MoeRouteBothOrdersAgainstTheCpu) {
+  NEED_DEVICE();
+  test::Rng rng(8);
+  const std::vector<float> escale = rng.floats(60, 0.5f, 2.0f);
+  struct Case {
+    int64_t n, E, k;
+    MoeOrder order;
+    bool renorm;
+    float scale;
+    bool escale;
+  };
+  const Case cases[] = {
+      {1, 8, 2, MoeOrder::kSoftmaxTopK, true, 1.0f, false},   {7, 60, 4, MoeOrder::kSoftmaxTopK, false, 2.5f, false},
+      {5, 33, 8, MoeOrder::kSoftmaxTopK, true, 1.0f, true},   {9, 32, 4, MoeOrder::kTopKSoftmax, false, 1.0f, false},
+      {3, 4, 4, MoeOrder::kTopKSoftmax, false, 1.0f, true},   {2, 5, 1, MoeOrder::kSoftmaxTopK, false, 1.0f, false},
+  };
+  for (const auto& c : cases) {
+    Ctxs cx(dev);
+    std::vector<float> lv = rng.floats(size_t(c.n * c.E), -4, 4);
+    if (c.E > 6) lv[3] = lv[5] = 9.0f;  // a tie at the top of row 0: the lower expert index comes first
+    Tensor l = host(DType::F32, {c.n, c.E}, lv);
+    MoeRouteParams p{.k = c.k, .order = c.order, .renormalize = c.renorm, .scale = c.scale};
+    if (c.escale) p.expert_scale = std::span<const float>(escale.data(), size_t(c.E));
+    const MoeRoutes want = moe_route(cx.cpu, l, p), got = moe_route(cx.gpu, on_device(dev, l), p);
+    const std::vector<int32_t> ws(want.sel.ptr<int32_t>(), want.sel.ptr<int32_t>() + want.sel.numel());
+    EXPECT_EQ(read_i32(dev, got.sel), ws) << c.n << "x" << c.E << " top " << c.k;
+    EXPECT_LE(max_diff(read(dev, got.wt), values(want.wt)), 1e-6) << c.n << "x" << c.E << " top " << c.k;
+    if (c.E > 6) {
+      EXPECT_EQ(ws[0], 3);
+    }
+    // and group_by_expert reads the device's routes back: the same groups as the CPU's
+    const ExpertGroups gw = group_by_expert(cx.cpu, want, c.E), gg = group_by_expert(cx.gpu, got, c.E);
+    EXPECT_EQ(gg.begin, gw.begin);
+    EXPECT_EQ(gg.token, gw.token);
+  }
+}
+
+TEST(OpenclOps, AddRowsScaledFillAndSwigluClamped) {
+  NEED_DEVICE();
+  test::Rng rng(9);
+  for (int64_t d : {1, 33, 257}) {
+    Ctxs cx(dev);
+    const int64_t n = 9;
+    Tensor out = host(DType::F32, {n, d}, std::vector<float>(size_t(n * d), 7.0f)), dout = on_device(dev, out);
+    fill_(cx.cpu, out, 0.0f);
+    fill_(cx.gpu, dout, 0.0f);
+    EXPECT_EQ(max_diff(read(dev, dout), values(out)), 0.0);
+    // two "experts" over overlapping token sets, summed in call order as moe_dispatch does
+    for (const std::vector<int64_t>& rows : {std::vector<int64_t>{0, 3, 8, 4}, std::vector<int64_t>{3, 1}}) {
+      const int64_t m = int64_t(rows.size());
+      const std::vector<float> w = rng.floats(size_t(m), 0, 1);
+      Tensor y = host(DType::F32, {m, d}, rng.floats(size_t(m * d), -3, 3));
+      add_rows_scaled_(cx.cpu, out, rows, w, y);
+      add_rows_scaled_(cx.gpu, dout, rows, w, on_device(dev, y));
+    }
+    EXPECT_EQ(max_diff(read(dev, dout), values(out)), 0.0) << d;  // one multiply-add per element: exact
+    // GPT-OSS's activation, inputs past the limit on both sides
+    Tensor gu = host(DType::F32, {5, 2 * d}, rng.floats(size_t(10 * d), -12, 12));
+    EXPECT_LE(max_diff(read(dev, swiglu_clamped(cx.gpu, on_device(dev, gu), 1.702f, 7.0f)),
+                       values(swiglu_clamped(cx.cpu, gu, 1.702f, 7.0f))), 1e-5) << d;
+  }
+}
+
+TEST(OpenclOps, SigmoidMulSoftcapClampAndAddRowsOnStridedRows) {
+  NEED_DEVICE();
+  test::Rng rng(10);
+  for (int64_t n : {1, 31, 300}) {
+    Ctxs cx(dev);
+    const int64_t rows = 6;
+    // x is a column block of wider rows (strided), as the models' views into a batch buffer
+    Tensor wide = host(DType::F32, {rows, 2 * n}, rng.floats(size_t(rows * 2 * n), -40, 40));
+    Tensor dwide = on_device(dev, wide);
+    Tensor x = wide.slice(1, n, 2 * n), dx = dwide.slice(1, n, 2 * n);
+    Tensor g = host(DType::F32, {rows, n}, rng.floats(size_t(rows * n), -6, 6));
+    sigmoid_mul_(cx.cpu, x, g);
+    sigmoid_mul_(cx.gpu, dx, on_device(dev, g));
+    EXPECT_LE(max_diff(read(dev, dwide), values(wide)), 1e-5) << n;
+    softcap_(cx.cpu, x, 15.0f);
+    softcap_(cx.gpu, dx, 15.0f);
+    EXPECT_LE(max_diff(read(dev, dwide), values(wide)), 1e-5) << n;
+    clamp_(cx.cpu, x, -3.0f, 2.5f);
+    clamp_(cx.gpu, dx, -3.0f, 2.5f);
+    EXPECT_LE(max_diff(read(dev, dwide), values(wide)), 1e-5) << n;
+    // DeepStack: rows of a host tensor wider than x (its first n columns) added to some rows
+    Tensor src = host(DType::F32, {3, n + 4}, rng.floats(size_t(3 * (n + 4))));
+    const std::vector<int32_t> src_row = {-1, 2, 0, -1, 1, 2};
+    Tensor y = host(DType::F32, {rows, n}, rng.floats(size_t(rows * n))), dy = on_device(dev, y);
+    add_rows_(cx.cpu, y, src_row, src);
+    add_rows_(cx.gpu, dy, src_row, src);
+    EXPECT_EQ(max_diff(read(dev, dy), values(y)), 0.0) << n;
+    add_rows_(cx.gpu, dy, std::vector<int32_t>(size_t(rows), -1), src);  // no row takes part: unchanged
+    EXPECT_EQ(max_diff(read(dev, dy), values(y)), 0.0) << n;
+  }
+}
+
+TEST(OpenclOps, AttentionWithSinks) {
+  NEED_DEVICE();
+  test::Rng rng(11);
+  for (int window : {0, 3}) {
+    Ctxs cx(dev);
+    const int64_t n_head = 4, n_head_kv = 2, hd = 16, n_rows = 32;
+    const std::vector<float> sinks = rng.floats(size_t(n_head), -2, 3);
+    Tensor kc = Tensor::empty(DType::F32, {n_rows, n_head_kv, hd}), vc = Tensor::empty(DType::F32, kc.shape());
+    Tensor dkc = dev->empty(DType::F32, kc.shape()), dvc = dev->empty(DType::F32, vc.shape());
+    AttnParams ap{0.25f, 0.0f, window, false, sinks.data()};
+    int32_t p0 = 0;
+    for (int64_t n : {5, 1, 1}) {
+      std::vector<int32_t> pos;
+      for (int64_t i = 0; i < n; ++i) pos.push_back(p0 + int32_t(i));
+      p0 += int32_t(n);
+      Tensor q = host(DType::F32, {n, n_head, hd}, rng.floats(size_t(n * n_head * hd)));
+      Tensor k = host(DType::F32, {n, n_head_kv, hd}, rng.floats(size_t(n * n_head_kv * hd)));
+      Tensor v = host(DType::F32, {n, n_head_kv, hd}, rng.floats(size_t(n * n_head_kv * hd)));
+      store_kv(cx.cpu, k, kc, pos);
+      store_kv(cx.cpu, v, vc, pos);
+      store_kv(cx.gpu, on_device(dev, k), dkc, pos);
+      store_kv(cx.gpu, on_device(dev, v), dvc, pos);
+      Tensor want = Tensor::empty(DType::F32, q.shape()), got = dev->empty(DType::F32, q.shape());
+      attention(cx.cpu, q, kc, vc, pos, ap, want);
+      attention(cx.gpu, on_device(dev, q), dkc, dvc, pos, ap, got);
+      EXPECT_LE(max_diff(read(dev, got), values(want)), 2e-6) << "window " << window << " at " << p0;
+      // the sinks matter: without them the output differs
+      Tensor plain = Tensor::empty(DType::F32, q.shape());
+      attention(cx.cpu, q, kc, vc, pos, AttnParams{0.25f, 0.0f, window}, plain);
+      EXPECT_GT(max_diff(values(plain), values(want)), 1e-3);
+    }
   }
 }
 

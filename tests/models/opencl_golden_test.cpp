@@ -1,11 +1,15 @@
 // Golden parity on the OpenCL device (PoCL in CI): the same goldens as golden_text_test / vl_golden_test, with the
 // decoder's weights, KV cache and activations on the device. f32 logits and greedy ids (f32 and f16 KV cache),
 // token-by-token decode (the GEMV kernels) against the full pass (the tiled GEMM), chunked prefill; q8 / q4 files
-// within the CPU path's bounds; Qwen2-VL's decoder after an image encoded on the CPU (mixed placement); a model
-// the device cannot run refused at load with a message. Skipped, with the reason, without an OpenCL device.
+// within the CPU path's bounds; the MoE, GPT-OSS and Gemma 4 decoders; Qwen2-VL's and Qwen3-VL's decoders after an
+// image encoded on the CPU (mixed placement); a model the device cannot run refused at load with a message. Skipped, with the reason, without an OpenCL device.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
+#include <new>
+
+#include <nlohmann/json.hpp>
 
 #include "backends/device.h"
 #include "format/safetensors.h"
@@ -42,8 +46,16 @@ LoadedModel load_on(const std::string& path, std::shared_ptr<Device> dev) {
   return std::move(m).value();
 }
 
+// A golden's tensor: `name`, or text.<name> in a multimodal golden whose text case carries the text keys (Gemma 4).
+Tensor key(const SafetensorsFile& f, const std::string& name) {
+  auto t = f.get(f.has(name) ? name : "text." + name);
+  EXPECT_TRUE(t.is_ok()) << name << ": " << t.status().message();
+  return t.is_ok() ? *t : Tensor::empty(DType::F32, {0});
+}
+
 std::vector<int32_t> ids_of(const SafetensorsFile& f, const std::string& name) {
-  Tensor t = *f.get(name);
+  Tensor t = key(f, name);
+  if (t.dtype() != DType::I32) return {};
   return {t.ptr<int32_t>(), t.ptr<int32_t>() + t.numel()};
 }
 
@@ -55,21 +67,38 @@ SafetensorsFile golden(const std::string& arch, const char* file = "golden.safet
 
 class OpenclGoldenText : public ::testing::TestWithParam<std::string> {};
 
+// f32 KV: the golden within kTol. f16 KV: the rounding of K / V to f16 moves logits by more than kTol on some
+// checkpoints (stories260k 7.6e-3, gpt_oss 2.8e-3, deepseek_ocr_lm 1.4e-3 against the f32 golden) on any device,
+// so the device's f16-KV logits are held to the CPU's f16-KV logits (the same rounding) within kTol instead.
 TEST_P(OpenclGoldenText, FullForwardLogitsF32AndF16Kv) {
   NEED_DEVICE();
   LoadedModel lm = load_on(test::model_dir(GetParam()), dev);
+  LoadedModel cpu = test::load_or_fail(test::model_dir(GetParam()));
   SafetensorsFile g = golden(GetParam());
   auto ids = ids_of(g, "input_ids");
-  Tensor want = *g.get("logits");
+  Tensor want = key(g, "logits");
   for (DType kv : {DType::F32, DType::F16}) {
     Session s(*lm.model, SessionOptions{.n_threads = 1, .kv_dtype = kv});
     auto r = s.eval(ids, /*all_logits=*/true);
     ASSERT_TRUE(r.is_ok()) << r.status().message();
     ASSERT_EQ(r->numel(), want.numel());
     auto d = test::max_abs_diff(r->ptr<float>(), want.ptr<float>(), want.numel());
-    std::printf("[ measure  ] %s opencl %s KV: max |logit - golden| %.3g\n", GetParam().c_str(), std::string(dtype_name(kv)).c_str(),
-                d.max_abs);
-    EXPECT_LE(d.max_abs, kTol) << dtype_name(kv) << " KV, worst at " << d.worst;
+    if (kv == DType::F32) {
+      std::printf("[ measure  ] %s opencl f32 KV: max |logit - golden| %.3g\n", GetParam().c_str(), d.max_abs);
+      EXPECT_LE(d.max_abs, kTol) << "f32 KV, worst at " << d.worst;
+      continue;
+    }
+    Session c(*cpu.model, SessionOptions{.n_threads = 1, .kv_dtype = kv});
+    auto rc = c.eval(ids, /*all_logits=*/true);
+    ASSERT_TRUE(rc.is_ok()) << rc.status().message();
+    auto dc = test::max_abs_diff(r->ptr<float>(), rc->ptr<float>(), want.numel());
+    std::printf("[ measure  ] %s opencl f16 KV: max |logit - golden| %.3g, |logit - cpu f16 KV| %.3g\n",
+                GetParam().c_str(), d.max_abs, dc.max_abs);
+    // the two paths accumulate f16-rounded K / V in other orders: kTol relative to the largest logit (stories260k's
+    // reach 18.9, measured 2.2e-3 apart; every other checkpoint <= 1.9e-4)
+    double mag = 1.0;
+    for (int64_t i = 0; i < want.numel(); ++i) mag = std::max(mag, double(std::fabs(want.ptr<float>()[i])));
+    EXPECT_LE(dc.max_abs, kTol * mag) << "f16 KV against the CPU's, worst at " << dc.worst;
   }
 }
 
@@ -79,7 +108,7 @@ TEST_P(OpenclGoldenText, GreedyIdsAndTokenByTokenDecode) {
   SafetensorsFile g = golden(GetParam());
   auto ids = ids_of(g, "input_ids");
   auto want_ids = ids_of(g, "greedy_ids");
-  Tensor want_logits = *g.get("greedy_logits"), want_all = *g.get("logits");
+  Tensor want_logits = key(g, "greedy_logits"), want_all = key(g, "logits");
   const int64_t V = lm.model->info().n_vocab;
   Session s(*lm.model, SessionOptions{.n_threads = 1});
   auto r = s.eval(ids);
@@ -115,7 +144,7 @@ TEST_P(OpenclGoldenText, ChunkedPrefill) {
   SafetensorsFile g = golden(GetParam(), "golden_batch.safetensors");
   for (int i = 0; i < 2; ++i) {
     auto ids = ids_of(g, "input_ids_" + std::to_string(i));
-    Tensor want = *g.get("logits_" + std::to_string(i));
+    Tensor want = key(g, "logits_" + std::to_string(i));
     Session s(*lm.model, SessionOptions{.n_threads = 1, .n_batch = 5});
     auto r = s.eval(ids, true);
     ASSERT_TRUE(r.is_ok()) << r.status().message();
@@ -131,7 +160,9 @@ struct QuantBound {
 };
 const QuantBound kBounds[] = {{"llama", 0.023, 0.30}, {"qwen2", 0.024, 0.24}, {"qwen3", 0.024, 0.22}};
 
-TEST_P(OpenclGoldenText, QuantizedFilesWithinTheCpuBounds) {
+class OpenclGoldenQuant : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(OpenclGoldenQuant, QuantizedFilesWithinTheCpuBounds) {
   NEED_DEVICE();
   const QuantBound* b = nullptr;
   for (auto& k : kBounds)
@@ -140,7 +171,7 @@ TEST_P(OpenclGoldenText, QuantizedFilesWithinTheCpuBounds) {
   test::ScratchDir d("ocl_q");
   SafetensorsFile g = golden(GetParam());
   auto ids = ids_of(g, "input_ids");
-  Tensor want_t = *g.get("logits");
+  Tensor want_t = key(g, "logits");
   const std::vector<float> want(want_t.ptr<float>(), want_t.ptr<float>() + want_t.numel());
   for (auto [q, bound] : {std::pair<const char*, double>{"q8", b->q8}, {"q4", b->q4}}) {
     const std::string out = d.path(GetParam() + "_" + q + ".pipit");
@@ -168,29 +199,17 @@ TEST_P(OpenclGoldenText, QuantizedFilesWithinTheCpuBounds) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Text, OpenclGoldenText, ::testing::Values("llama", "qwen2", "qwen3"));
+INSTANTIATE_TEST_SUITE_P(Quant, OpenclGoldenQuant, ::testing::Values("llama", "qwen2", "qwen3"));
 
-// The other decoders whose ops the device has (Model::ops_used): the full pass against their goldens.
-class OpenclGoldenMore : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(OpenclGoldenMore, FullForwardLogits) {
-  NEED_DEVICE();
-  LoadedModel lm = load_on(test::model_dir(GetParam()), dev);
-  SafetensorsFile g = golden(GetParam());
-  auto ids = ids_of(g, "input_ids");
-  Tensor want = *g.get("logits");
-  Session s(*lm.model, SessionOptions{.n_threads = 1});
-  auto r = s.eval(ids, /*all_logits=*/true);
-  ASSERT_TRUE(r.is_ok()) << r.status().message();
-  ASSERT_EQ(r->numel(), want.numel());
-  EXPECT_LE(test::max_abs_diff(r->ptr<float>(), want.ptr<float>(), want.numel()).max_abs, kTol);
-}
-
-INSTANTIATE_TEST_SUITE_P(Text, OpenclGoldenMore,
-                         ::testing::Values("smollm3", "minicpm", "stories260k", "gemma3_text"));
+// Every text decoder whose ops the device has (Model::ops_used): dense Llama-style ones, the MoE ones (Qwen3-MoE,
+// DeepSeek-OCR's DeepSeek-V2 decoder: routing on the device, expert groups read back), GPT-OSS (attention sinks,
+// clamped SwiGLU, MoE), Gemma 4's text path (final soft-cap; its golden's text case).
+INSTANTIATE_TEST_SUITE_P(Text, OpenclGoldenText,
+                         ::testing::Values("llama", "qwen2", "qwen3", "smollm3", "minicpm", "stories260k",
+                                           "gemma3_text", "qwen3_moe", "deepseek_ocr_lm", "gpt_oss", "gemma4"));
 
 // Qwen2-VL: the vision tower on the CPU (its weights stay on the host), the decoder on the device, fed the image
-// features and M-RoPE positions.
+// features and M-RoPE positions (Qwen3-VL: and its DeepStack features added after the first layers, add_rows_).
 class OpenclGoldenVL : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(OpenclGoldenVL, DecoderAfterAnImage) {
@@ -239,22 +258,85 @@ TEST_P(OpenclGoldenVL, DecoderAfterAnImage) {
   EXPECT_EQ(got, want_ids);
 }
 
-INSTANTIATE_TEST_SUITE_P(VL, OpenclGoldenVL, ::testing::Values("qwen2_vl", "qwen2_5_vl", "llava"));
+INSTANTIATE_TEST_SUITE_P(VL, OpenclGoldenVL, ::testing::Values("qwen2_vl", "qwen2_5_vl", "llava", "qwen3_vl"));
+
+// Gemma 4 with an image: its vision tower and projector stay on the host and run on the CPU, the decoder (soft
+// tokens spliced in, per-layer inputs, final soft-cap) on the device: the golden image case's logits and greedy ids.
+TEST(OpenclGolden, Gemma4DecoderAfterAnImage) {
+  NEED_DEVICE();
+  const std::string dir = test::model_dir("gemma4");
+  LoadedModel lm = load_on(dir, dev);
+  SafetensorsFile g = golden("gemma4");
+  std::ifstream in(dir + "/prompts.json");
+  const auto unexpanded = nlohmann::json::parse(in)["image"]["input_ids_unexpanded"].get<std::vector<int32_t>>();
+  ThreadPool pool(1);
+  auto p = prepare_multimodal_prompt(lm, unexpanded, {dir + "/img_200x150.png"}, {}, pool);
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  EXPECT_EQ(p->tokens, ids_of(g, "image.input_ids"));
+  Session s(*lm.model, SessionOptions{.n_threads = 1});
+  auto r = s.eval(*p, /*all_logits=*/true);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  Tensor want = *g.get("image.logits");
+  ASSERT_EQ(r->numel(), want.numel());
+  const double d = test::max_abs_diff(r->ptr<float>(), want.ptr<float>(), want.numel()).max_abs;
+  std::printf("[ measure  ] gemma4 image opencl: max |logit - golden| %.3g\n", d);
+  EXPECT_LE(d, kTol);
+  const int64_t V = lm.model->info().n_vocab, T = int64_t(p->tokens.size());
+  std::vector<float> last(r->ptr<float>() + (T - 1) * V, r->ptr<float>() + T * V);
+  const auto want_ids = ids_of(g, "image.greedy_ids");
+  std::vector<int32_t> got;
+  for (size_t k = 0; k < want_ids.size(); ++k) {
+    const int32_t next = argmax(std::span<const float>(last));
+    got.push_back(next);
+    if (next != want_ids[k]) break;
+    auto rs = s.eval(std::span<const int32_t>(&next, 1));
+    ASSERT_TRUE(rs.is_ok()) << rs.status().message();
+    last.assign(rs->ptr<float>(), rs->ptr<float>() + V);
+  }
+  EXPECT_EQ(got, want_ids);
+}
 
 // Placement by capability: a model is refused naming the op the device lacks (Model::ops_used), not by its name.
+// Qwen3.5's linear attention is not on the OpenCL device; the MoE ops are, so for Qwen3-MoE a device that answers
+// supports() as OpenCL does less the MoE ops stands in (the check runs before any weight is uploaded).
+class WithoutOps final : public Device {
+ public:
+  WithoutOps(std::shared_ptr<Device> real, OpSet without) : real_(std::move(real)), without_(without) {}
+  std::string name() const override { return "opencl-less-moe"; }
+  std::shared_ptr<DeviceStorage> alloc(size_t) override { throw std::bad_alloc(); }
+  void write(const Tensor&, const void*, size_t) override {}
+  void read(const Tensor&, void*, size_t) override {}
+  Result<Tensor> upload_weight(const Tensor&) override { return Error::unsupported("a test device holds nothing"); }
+  bool supports(Op op) const override { return real_->supports(op) && !without_.test(size_t(op)); }
+
+ private:
+  std::shared_ptr<Device> real_;
+  OpSet without_;
+};
+
 TEST(OpenclGolden, UnsupportedModelIsRefusedAtLoadNamingTheOp) {
   NEED_DEVICE();
-  const std::pair<const char*, const char*> cases[] = {
-      {"qwen3_5", "'causal_conv1d_silu'"},  // linear attention
-      {"gpt_oss", "'attention with sinks'"},
-      {"qwen3_moe", "'moe_route'"},  // MoE routing: an op the OpenCL device does not implement
+  auto fake = std::make_shared<WithoutOps>(dev, op_set({Op::kMoeRoute, Op::kAddRowsScaled}));
+  const struct {
+    const char* model;
+    std::shared_ptr<Device> dev;
+    const char* ops;
+  } cases[] = {
+      {"qwen3_5", dev, "'causal_conv1d_silu', 'l2_norm_groups', 'delta_gates', 'gated_delta_rule', 'rms_norm_gated'"},
+      {"qwen3_5_vl", dev, "'causal_conv1d_silu'"},  // the VLM's decoder is Qwen3.5's
+      {"qwen3_moe", fake, "does not implement 'moe_route', 'add_rows_scaled', which"},
   };
-  for (auto [model, op] : cases) {
-    auto m = load_model(test::model_dir(model), LoadOptions{.device = dev});
-    ASSERT_FALSE(m.is_ok()) << model;
+  for (const auto& c : cases) {
+    auto m = load_model(test::model_dir(c.model), LoadOptions{.device = c.dev});
+    ASSERT_FALSE(m.is_ok()) << c.model;
     EXPECT_NE(m.status().message().find("does not implement "), std::string::npos) << m.status().message();
-    EXPECT_NE(m.status().message().find(op), std::string::npos) << m.status().message();
+    EXPECT_NE(m.status().message().find(c.ops), std::string::npos) << m.status().message();
     EXPECT_NE(m.status().message().find("--device cpu"), std::string::npos) << m.status().message();
+  }
+  // the ops the last session moved out of model loops, now on the device: these load
+  for (const char* model : {"qwen3_moe", "gpt_oss", "gemma4", "deepseek_ocr_lm", "qwen3_vl"}) {
+    auto m = load_model(test::model_dir(model), LoadOptions{.device = dev});
+    EXPECT_TRUE(m.is_ok()) << model << ": " << m.status().message();
   }
 }
 

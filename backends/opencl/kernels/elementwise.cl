@@ -10,20 +10,22 @@ __kernel void scale_inplace(__global char* xb, ulong xo, float s, int n) {
   if (i < n) GPTR(float, xb, xo)[i] *= s;
 }
 
-// act 0: silu(g) * u = g / (1 + exp(-g)) * u; act 1: gelu_pytorch_tanh(g) * u
-__kernel void gated_act(__global const char* gb, ulong go, __global const char* ub, ulong uo, __global char* yb,
-                        ulong yo, int n, int act) {
-  const int i = get_global_id(0);
-  if (i >= n) return;
-  const float g = GPTR(const float, gb, go)[i], u = GPTR(const float, ub, uo)[i];
+// act 0: silu(g) * u = g / (1 + exp(-g)) * u; act 1: gelu_pytorch_tanh(g) * u. Rows of n; g and u rows may be
+// strided (column views, Gemma 4's per-layer inputs), y contiguous.
+__kernel void gated_act(__global const char* gb, ulong go, int g_stride, __global const char* ub, ulong uo,
+                        int u_stride, __global char* yb, ulong yo, int n, int act) {
+  const int c = get_global_id(0), r = get_global_id(1);
+  if (c >= n) return;
+  const float g = GPTR(const float, gb, go)[(ulong)r * g_stride + c];
+  const float u = GPTR(const float, ub, uo)[(ulong)r * u_stride + c];
   float a;
   if (act == 0) {
     a = g / (1.0f + exp(-g));
   } else {
-    const float c = 0.7978845608028654f;  // sqrt(2 / pi)
-    a = 0.5f * g * (1.0f + tanh(c * (g + 0.044715f * g * g * g)));
+    const float k = 0.7978845608028654f;  // sqrt(2 / pi)
+    a = 0.5f * g * (1.0f + tanh(k * (g + 0.044715f * g * g * g)));
   }
-  GPTR(float, yb, yo)[i] = a * u;
+  GPTR(float, yb, yo)[(ulong)r * n + c] = a * u;
 }
 
 // y [rows, K] f32 = rows of a weight [N, K] (device layout of dtype wt): embedding lookups (row ids[i]) and
