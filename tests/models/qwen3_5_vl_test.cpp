@@ -243,13 +243,13 @@ TEST_P(Qwen35VL, GreedyContinuationWithCacheAndState) {
   EXPECT_LE(worst, kTol);
 }
 
-// The whole model (tower, decoder; mtp.* carried along) from a q8 / q4 / q4_k_m .pipit file against the f32 goldens: relative
-// RMS of the tower's features and of the prefill logits, and (q8) the last position's argmax. Bounds: the worst
-// measured over the image cases times ~1.5 (q8 features 0.0147, logits 0.0778; q4 0.160, 0.643, at the commit that
-// added this; q4_k_m 0.111, 0.441). q4_k_m on this tiny model: the matrices whose rows are 256 wide take q4_K / q5_K
-// / q6_K (48 + 1 + 6), the 64- and 128-wide ones llama.cpp's fallbacks (q5_0, q8_0), as a real Qwen3.5's would not
-// (its widths are multiples of 256). The logits' relative error is large because this random model's logits are
-// small (max |logit| ~1) and the DeltaNet state carries every error on: the text-only qwen3_5 checkpoint measures
+// The whole model (tower, decoder; mtp.* carried along) from a q8 / q4 / q4_k_m .pipit file against the f32 goldens:
+// relative RMS of the tower's features and of the prefill logits, and (q8) the last position's argmax. Bounds: the
+// worst measured over the image cases times ~1.5 (q8 features 0.0147, logits 0.0778; q4 0.160, 0.643, at the commit
+// that added this; q4_k_m 0.111, 0.441). q4_k_m on this tiny model: the matrices whose rows are 256 wide take q4_K /
+// q5_K / q6_K (48 + 1 + 6), the 64- and 128-wide ones llama.cpp's fallbacks (q5_0, q8_0), as a real Qwen3.5's would not
+// (its widths are multiples of 256). The logits' relative error is large because this random model's logits are small
+// (max |logit| ~1) and the DeltaNet state carries every error on: the text-only qwen3_5 checkpoint measures
 // 0.045 / 0.425 (tests/unit/convert_families_test.cpp).
 TEST_P(Qwen35VL, QuantizedFileWithinBounds) {
   struct Bound {
