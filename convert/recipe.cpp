@@ -245,6 +245,10 @@ Result<std::vector<TensorPlan>> plan_conversion(const Checkpoint& c, const std::
       } else if (mix) {
         if (head) {
           want = t.dim(-1) % kQK == 0 ? "q6_k" : "q8_0", p.rule = "output head";
+        } else if (const Q4Floor* f = q.rfind("q4_k", 0) == 0 && t.ndim() == 2 ? floor_of(name) : nullptr) {
+          // the 4-bit mixes keep a family's floored parts at q8_0 as q4 does (llama.cpp's users get the same:
+          // its mmproj files are written apart, f16 or q8_0, whatever the text model's mix)
+          want = "q8_0", p.rule = f->label;
         } else {
           want = std::string(dtype_name(kquant_mix_type(q, name, n_layers)));
           p.rule = want == "q6_k" && q != "q6_k" ? "more bits (use_more_bits)" : want == "q5_k" && q == "q4_k_s"

@@ -110,7 +110,7 @@ class DeepseekOcrModel : public Model, public VisionLanguageModel {
     info_ = lm_->info();
     // infer() generates with no_repeat_ngram_size=20: long greedy OCR output (tables) drifts without it
     info_.no_repeat_ngram_size = 20;
-    auto enc = DeepEncoder::load(cfg, w, info_.n_embd);
+    auto enc = DeepEncoder::load(cfg, w.host(), info_.n_embd);
     if (!enc.is_ok()) return enc.status().with_context("[deepseek_vl_v2] vision tower");
     encoder_ = std::move(enc).value();
     // image_token_id is not in the real config.json (the remote code hard-codes it); a checkpoint with a smaller

@@ -228,7 +228,7 @@ class Gemma4Model : public Model {
     info_.n_vocab = n_vocab;
     info_.n_embd = n_embd_;
     if (nested) {  // null without the tower's tensors (a text-only export)
-      PIPIT_ASSIGN_OR_RETURN(vision_, Gemma4Vision::load(top, w, n_embd_, n_vocab));
+      PIPIT_ASSIGN_OR_RETURN(vision_, Gemma4Vision::load(top, w.host(), n_embd_, n_vocab));
     }
     info_.n_layer = n_layer;
     // one cache layer per non-shared layer, each row as wide as the widest (a layer with a narrower one uses the

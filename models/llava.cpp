@@ -32,7 +32,7 @@ class LlavaModel : public Model, public VisionLanguageModel {
     if (lm_type != "llama" && lm_type != "mistral" && lm_type != "qwen2")
       return Error::unsupported("[llava] language model '{}' (llama, mistral, qwen2 are supported)", lm_type);
     PIPIT_ASSIGN_OR_RETURN(lm_, make_llama_like(tc, w, LlamaOptions{.qkv_bias = lm_type == "qwen2"}));
-    PIPIT_ASSIGN_OR_RETURN(tower_, ClipVisionTower::load(cfg, w, lm_->info().n_embd));
+    PIPIT_ASSIGN_OR_RETURN(tower_, ClipVisionTower::load(cfg, w.host(), lm_->info().n_embd));
     info_ = lm_->info();
     info_.arch = "llava";
     tokens_.image_token_id = int32_t(cfg.get_int_or("image_token_index", cfg.get_int_or("image_token_id", 32000)));

@@ -28,6 +28,11 @@ class WeightSource {
   // A tensor the model makes at load (a weightless norm's ones), placed where its weights are: the host tensor
   // itself, or a device copy when the model runs on a device (runtime/loader.cpp), so its ops see one memory.
   virtual Result<Tensor> constant(const Tensor& host) const { return host; }
+  // The weights of the parts that run on the CPU whatever the device the decoder runs on: vision and audio towers
+  // and their projectors. A model loads those parts through host(), so that placement (runtime/loader.cpp keeps
+  // them off the device) and the memory estimate (tower bytes) learn which weights they are from the model itself.
+  // A source that wraps another (aliases) answers with the host() of the source it wraps, wrapped alike.
+  virtual const WeightSource& host() const { return *this; }
 };
 
 // Media features that take the place of some tokens' input embeddings (image, video frame and audio tokens). Read

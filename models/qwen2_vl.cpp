@@ -56,7 +56,8 @@ class Qwen2VLModel : public Model, public VisionLanguageModel, public MtpModel {
       PIPIT_ASSIGN_OR_RETURN(lm_, make_llama_like(tc, w, v3 ? LlamaOptions{.qk_norm = true, .deepstack = true}
                                                             : LlamaOptions{.qkv_bias = true}));
     }
-    PIPIT_ASSIGN_OR_RETURN(tower_, QwenVisionTower::load(cfg.sub("vision_config"), w, kind, lm_->info().n_embd));
+    PIPIT_ASSIGN_OR_RETURN(tower_,
+                           QwenVisionTower::load(cfg.sub("vision_config"), w.host(), kind, lm_->info().n_embd));
     if (tower_.n_deepstack() > lm_->info().n_layer)
       return Error::invalid_argument("[{}] {} DeepStack features for a decoder of {} layers", arch,
                                      tower_.n_deepstack(), lm_->info().n_layer);

@@ -1,6 +1,6 @@
-// Tensors of a family that keep q8_0 where the q4 recipe (convert/recipe.cpp) would give them q4_0: registered by
-// the model file beside its own code, read by the converter for the checkpoint's model_type, so the recipe names no
-// model. Use it for small parts whose error every token carries (an encoder's weights, a projector), with the
+// Tensors of a family that keep q8_0 where the 4-bit recipes (convert/recipe.cpp: q4, and the q4_k_m / q4_k_s mixes)
+// would give them 4 bits: registered by the model file beside its own code, read by the converter for the
+// checkpoint's model_type, so the recipe names no model. Use it for small parts whose error every token carries (an encoder's weights, a projector), with the
 // measurement that justified it in a comment where it is registered.
 #pragma once
 

@@ -99,18 +99,14 @@ void use_builtin_template(LoadedModel& lm) {
 }
 
 // The model's view of its weights when it runs on a device: each tensor is uploaded the first time the model asks
-// for it (tied embeddings / output head share one upload); a vision or audio tower's tensors and their projectors
-// stay on the host (they run on the CPU; mixed placement).
+// for it (tied embeddings / output head share one upload); what the model loads through host() (its vision or audio
+// tower and their projectors, WeightSource::host) stays on the host: those parts run on the CPU (mixed placement).
 class DeviceWeightSource : public WeightSource {
  public:
   DeviceWeightSource(const WeightSource& base, std::shared_ptr<Device> dev) : base_(base), dev_(std::move(dev)) {}
   bool has(const std::string& name) const override { return base_.has(name); }
   Result<Tensor> find(const std::string& name) const override {
     PIPIT_ASSIGN_OR_RETURN(Tensor t, base_.find(name));
-    for (const char* p : {"visual.", "model.visual.", "vision_tower.", "model.vision_tower.", "vision_model.",
-                          "multi_modal_projector.", "model.multi_modal_projector.", "model.embed_vision.",
-                          "model.audio_tower.", "model.embed_audio."})
-      if (name.rfind(p, 0) == 0) return t;
     if (auto it = uploaded_.find(name); it != uploaded_.end()) return it->second;
     auto up = dev_->upload_weight(t);
     if (!up.is_ok()) return up.status().with_context("[load] " + name);
@@ -118,6 +114,7 @@ class DeviceWeightSource : public WeightSource {
     return up;
   }
   Result<Tensor> constant(const Tensor& host) const override { return dev_->upload_weight(host); }
+  const WeightSource& host() const override { return base_; }
   Status status() { return dev_->take_error(); }
 
  private:

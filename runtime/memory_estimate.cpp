@@ -17,30 +17,36 @@ namespace {
 
 // The checkpoint's tensors as the model asks for them, counting each distinct one it takes (tensors it never asks
 // for, such as the K/V projections of KV-shared layers or an unused head, are never touched and cost nothing).
+// What the model takes through host() (its towers and projectors, WeightSource::host) also counts as tower bytes.
 class CountingWeightSource : public WeightSource {
  public:
-  explicit CountingWeightSource(const MapWeightSource& base) : base_(base) {}
+  explicit CountingWeightSource(const MapWeightSource& base) : base_(base), tower_(*this) {}
   bool has(const std::string& name) const override { return base_.has(name); }
-  Result<Tensor> find(const std::string& name) const override {
-    auto t = base_.find(name);
-    if (t && used_.insert(name).second) {
-      bytes_ += t->nbytes();
-      if (is_tower(name)) tower_bytes_ += t->nbytes();
-    }
-    return t;
-  }
+  Result<Tensor> find(const std::string& name) const override { return take(name, false); }
+  const WeightSource& host() const override { return tower_; }
   uint64_t bytes() const { return bytes_; }
   uint64_t tower_bytes() const { return tower_bytes_; }
 
  private:
-  // HF names of vision / audio towers and their projectors in the families pipit runs
-  static bool is_tower(const std::string& n) {
-    for (const char* p : {"visual.", "vision_tower", "vision_model", "multi_modal_projector", "mm_projector",
-                          "audio_tower", "embed_vision", "embed_audio", "sam_model", "projector."})
-      if (n.find(p) != std::string::npos) return true;
-    return false;
+  class Tower : public WeightSource {
+   public:
+    explicit Tower(const CountingWeightSource& all) : all_(all) {}
+    bool has(const std::string& name) const override { return all_.has(name); }
+    Result<Tensor> find(const std::string& name) const override { return all_.take(name, true); }
+
+   private:
+    const CountingWeightSource& all_;
+  };
+  Result<Tensor> take(const std::string& name, bool tower) const {
+    auto t = base_.find(name);
+    if (t && used_.insert(name).second) {
+      bytes_ += t->nbytes();
+      if (tower) tower_bytes_ += t->nbytes();
+    }
+    return t;
   }
   const MapWeightSource& base_;
+  const Tower tower_;
   mutable std::set<std::string> used_;
   mutable uint64_t bytes_ = 0, tower_bytes_ = 0;
 };

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -60,6 +61,12 @@ class AliasedWeights : public WeightSource {
     if (n.empty()) return Error::not_found("[load] missing tensor '{}'", name);
     return base_.find(n);
   }
+  // the same aliases over the wrapped source's host weights
+  const WeightSource& host() const override {
+    if (&base_.host() == &base_) return *this;
+    if (!host_) host_ = std::make_unique<AliasedWeights>(base_.host(), rules_);
+    return *host_;
+  }
 
  private:
   std::string resolve(const std::string& name) const {
@@ -75,6 +82,7 @@ class AliasedWeights : public WeightSource {
   }
   const WeightSource& base_;
   std::vector<Rule> rules_;
+  mutable std::unique_ptr<AliasedWeights> host_;  // made on the first host() that differs from *this
 };
 
 // The language-model part of a VLM config: "text_config" when present (newer transformers), else the top level

@@ -210,14 +210,15 @@ TEST_F(Gemma4Audio, ExpandedPromptsAndCountErrors) {
 // .pipit files: the audio tower converts with the rest (read in place from the mapping, never panel-packed) and the
 // soft tokens stay near the f32 ones. Under q4 the recipe keeps the tower and projector matrices at q8_0 (rule
 // "Gemma 4 media towers": at q4 they put 0.32 on the soft tokens, max abs 1.3). Measured relative RMS error of
-// audio_embeds: f16 6.4e-7 (the bf16 weights are exact in f16), q8 0.028, q4 0.028 (the tower at q8).
+// audio_embeds: f16 6.4e-7 (the bf16 weights are exact in f16), q8 0.028, q4 0.028 (the tower at q8); q4_k_m keeps
+// the tower at q8_0 too.
 TEST_F(Gemma4Audio, QuantizedFilesKeepTheAudioTower) {
   test::ScratchDir d("gemma4_audio_quant");
   Tensor want = get("audio.audio_embeds");
   const struct {
     const char* quant;
     double bound;  // relative RMS error of audio_embeds
-  } cases[] = {{"f16", 1e-5}, {"q8", 0.05}, {"q4", 0.05}};
+  } cases[] = {{"f16", 1e-5}, {"q8", 0.05}, {"q4", 0.05}, {"q4_k_m", 0.05}};
   for (const auto& q : cases) {
     const std::string out = d.path(std::string(q.quant) + ".pipit");
     test::convert_or_fail(test::model_dir("gemma4"), out, q.quant);
