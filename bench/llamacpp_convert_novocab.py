@@ -10,7 +10,8 @@ tokenizer) writes tokenizer.ggml.model = "none" and the config's vocab_size inst
 feeds random token ids); when HF_DIR holds a tokenizer.json (Qwen's byte-level BPE, for llama-mtmd-cli, which
 tokenizes its prompt) its vocabulary is written instead, read without `transformers` (json_bpe_vocab; Gemma 4's toy
 tokenizer: json_gemma4_vocab; a Gemma-4-shaped BPE tokenizer with merges: the converter's own Gemma4Model.set_vocab,
-with a stand-in for transformers' AutoTokenizer that reads tokenizer.json, _JsonFastTokenizer). LLAMA_SRC: llama.cpp's source folder (default /tmp/lc/src). Needs Debian's python3-torch
+with a stand-in for transformers' AutoTokenizer that reads tokenizer.json, _JsonFastTokenizer). LLAMA_SRC: llama.cpp's
+source folder (default /tmp/lc/src). Needs Debian's python3-torch
 and python3-numpy (run it with /usr/bin/python3).
 """
 import os

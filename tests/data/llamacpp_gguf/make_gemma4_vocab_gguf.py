@@ -52,7 +52,8 @@ NAMED = {"bos_token": "<bos>", "eos_token": "<eos>", "unk_token": "<unk>", "pad_
 # the normal pieces, highest score first (SentencePiece's order): words and whitespace runs, then single characters
 WORDS = ["▁▁", "\n\n", "he", "ll", "▁t", "▁w", "or", "th", "in", "er", "▁a", "an", "on", "es", "is", "it", "at", "re",
          "ed", "en", "of", "to", "▁▁▁▁", "▁▁▁", "\n\n\n", "\t\t", "llo", "hello", "▁hello", "orld", "▁world", "the",
-         "▁the", "ing", "▁in", "and", "▁and", "▁is", "▁it", "▁re", "▁of", "▁to", "▁on", "He", "Hello", "▁Hello", "ld", "de", "del", "nd",
+         "▁the", "ing", "▁in", "and", "▁and", "▁is", "▁it", "▁re", "▁of", "▁to", "▁on", "He", "Hello", "▁Hello",
+         "ld", "de", "del", "nd",
          "ca", "caf", "café", "▁café", "中文", "▁中文", "▁—", "<|", "|>", "mo", "model", "us", "user", "▁user", "▁▁▁▁▁▁▁▁"]
 CHARS = (["▁", "\n", "\t"] + [chr(c) for c in range(ord("a"), ord("z") + 1)] +
          [chr(c) for c in range(ord("A"), ord("Z") + 1)] + [str(d) for d in range(10)] +
