@@ -9,7 +9,9 @@ Four changes: `transformers`, tqdm and torch's float8 dtypes are replaced by sta
 tokenizer) writes tokenizer.ggml.model = "none" and the config's vocab_size instead, which llama-bench accepts (it
 feeds random token ids); when HF_DIR holds a tokenizer.json (Qwen's byte-level BPE, for llama-mtmd-cli, which
 tokenizes its prompt) its vocabulary is written instead, read without `transformers` (json_bpe_vocab; Gemma 4's toy
-tokenizer: json_gemma4_vocab). LLAMA_SRC: llama.cpp's source folder (default /tmp/lc/src). Needs Debian's python3-torch
+tokenizer: json_gemma4_vocab; a Gemma-4-shaped BPE tokenizer with merges: the converter's own Gemma4Model.set_vocab,
+with a stand-in for transformers' AutoTokenizer that reads tokenizer.json, _JsonFastTokenizer). LLAMA_SRC: llama.cpp's
+source folder (default /tmp/lc/src). Needs Debian's python3-torch
 and python3-numpy (run it with /usr/bin/python3).
 """
 import os
@@ -33,6 +35,53 @@ class _NoAutoConfig:
 
 
 _tf.AutoConfig = _NoAutoConfig
+
+
+class _JsonFastTokenizer:
+    """What gguf-py's LlamaHfVocab reads from a transformers fast tokenizer (AutoTokenizer.from_pretrained of a folder
+    with tokenizer.json), computed from the files as transformers v5's TokenizersBackend defines it: vocab_size the
+    model's vocabulary without added tokens, get_added_vocab() the added tokens, get_vocab() both, and the special
+    tokens the bos/eos/unk/sep/pad/cls/mask names of tokenizer_config.json plus its model-specific named tokens (a
+    "*_token" key, e.g. Gemma 4's sot_token "<|turn>") and its extra_special_tokens list."""
+    is_fast = True
+
+    def __init__(self, path):
+        import json
+        with open(os.path.join(path, "tokenizer.json"), encoding="utf-8") as f:
+            tj = json.load(f)
+        cfg = {}
+        if os.path.exists(os.path.join(path, "tokenizer_config.json")):
+            with open(os.path.join(path, "tokenizer_config.json"), encoding="utf-8") as f:
+                cfg = json.load(f)
+        self.vocab_size = len(tj["model"]["vocab"])
+        self._added = {a["content"]: a["id"] for a in tj.get("added_tokens", [])}
+        self.vocab = dict(tj["model"]["vocab"])
+        self.vocab.update(self._added)
+        special = []
+        for key, value in cfg.items():
+            if key.endswith("_token") and isinstance(value, str):
+                special.append(value)
+            elif key.endswith("_token") and isinstance(value, dict) and isinstance(value.get("content"), str):
+                special.append(value["content"])
+        extra = cfg.get("extra_special_tokens", [])
+        special += list(extra.values()) if isinstance(extra, dict) else list(extra)
+        self.all_special_tokens = [t for i, t in enumerate(special) if t in self.vocab and t not in special[:i]]
+        self.all_special_ids = [self.vocab[t] for t in self.all_special_tokens]
+
+    def get_added_vocab(self):
+        return dict(self._added)
+
+    def get_vocab(self):
+        return dict(self.vocab)
+
+
+class _JsonAutoTokenizer:
+    @staticmethod
+    def from_pretrained(path, **kwargs):
+        return _JsonFastTokenizer(str(path))
+
+
+_tf.AutoTokenizer = _JsonAutoTokenizer
 sys.modules.setdefault("transformers", _tf)
 
 # the GGUF writer's progress bar (tqdm, not installed): a silent one
@@ -113,8 +162,15 @@ def json_gemma4_vocab(self, hp, path):
 def no_vocab(self, *args, **kwargs):
     hp = self.hparams.get("text_config", self.hparams)
     tj = os.path.join(str(self.dir_model), "tokenizer.json")
-    if os.path.exists(tj) and hp.get("model_type", "").startswith("gemma4"):  # the toy Gemma 4 tokenizer
-        return json_gemma4_vocab(self, hp, tj)
+    if os.path.exists(tj) and hp.get("model_type", "").startswith("gemma4"):
+        import json
+        with open(tj, encoding="utf-8") as f:
+            model = json.load(f)["model"]
+        if model.get("byte_fallback") and model.get("merges"):
+            # a Gemma-4-shaped tokenizer (BPE with merges and byte fallback): the converter's own writer, its
+            # AutoTokenizer the stand-in above
+            return _GEMMA4_SET_VOCAB(self)
+        return json_gemma4_vocab(self, hp, tj)  # the toy Gemma 4 tokenizer (no merges)
     if os.path.exists(tj):  # a tokenizer copied beside the random weights
         return json_bpe_vocab(self, hp, tj)
     self.gguf_writer.add_tokenizer_model("none")
@@ -128,6 +184,9 @@ def patch(cls):
 
 
 conversion.load_all_models()
+from conversion import gemma as _gemma  # noqa: E402
+
+_GEMMA4_SET_VOCAB = _gemma.Gemma4Model.set_vocab  # kept before patch() replaces it
 for by_name in base.ModelBase._model_classes.values():
     for cls in by_name.values():
         for c in cls.__mro__:

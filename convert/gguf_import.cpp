@@ -935,6 +935,8 @@ Result<Checkpoint> import_gemma4(const GgufFile& f, const Meta& m, const ArchInf
       c.generation_config[field] = v->as_int();
     }
   }
+  // generation stops where llama.cpp's does: at <turn|> and <|tool_response> as well as <eos>
+  if (auto eog = gguf_gemma4_eog_ids(f, n_vocab); eog.size() > 1) c.generation_config["eos_token_id"] = eog;
   c.config = cfg;
 
   PIPIT_TRY(check_layer_tensors(f, n_layer, [&](int64_t il) -> std::vector<const char*> {

@@ -4,6 +4,15 @@
 //  - "llama" (SentencePiece BPE): HF's Llama layout — normalizer Prepend("▁") + Replace(" ", "▁"), byte fallback,
 //    and merges derived from the piece scores the way transformers' SentencePieceExtractor does: every split of a
 //    piece into two pieces of the vocabulary, ordered by the merged piece's score (highest first).
+//  - "gemma4" (Gemma 4's BPE, llama.cpp's own tokenizer model): HF's Gemma 4 tokenizer.json (transformers v5
+//    GemmaTokenizer) — normalizer Replace(" " -> "▁"), pre-tokenizer Split(" ", merged_with_previous) (a no-op after
+//    that normalizer: the whole text between added tokens is one BPE word), byte fallback (<0xXX> pieces), the merges
+//    as stored, no prefix space; the decoder Replace("▁" -> " ") + ByteFallback + Fuse. llama.cpp's tokenizer
+//    (LLAMA_VOCAB_PRE_TYPE_GEMMA4) escapes the same spaces and also splits the text at newline runs; with a
+//    vocabulary whose pieces never mix newlines with other characters (Gemma 3's, and so presumably Gemma 4's) no
+//    merge crosses such a boundary and the two agree, but for runs of newlines, which llama.cpp takes as one piece
+//    when the vocabulary has it and HF merges. BOS is always added, as llama.cpp forces for this model (HF's Gemma 4
+//    tokenizer adds none; its chat template writes <bos>).
 // Token types (llama.cpp): 1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte; unknown, control and
 // user-defined tokens become HF added tokens (special unless user-defined).
 #include <algorithm>
@@ -116,13 +125,32 @@ Result<std::vector<std::string>> string_array(const GgufFile& f, const char* key
 
 }  // namespace
 
+std::vector<int64_t> gguf_gemma4_eog_ids(const GgufFile& f, int64_t n_vocab) {
+  std::vector<int64_t> out;
+  const GgufValue* mv = f.find("tokenizer.ggml.model");
+  const GgufValue* tv = f.find("tokenizer.ggml.tokens");
+  if (!mv || mv->type != GgufType::kString || mv->s != "gemma4" || !tv || tv->type != GgufType::kArray ||
+      tv->elem_type != GgufType::kString)
+    return out;
+  const GgufValue* ev = f.find("tokenizer.ggml.eos_token_id");
+  if (ev && ev->is_int() && ev->as_int() >= 0 && ev->as_int() < n_vocab) out.push_back(ev->as_int());
+  for (const char* name : {"<eos>", "<turn|>", "<|tool_response>"}) {
+    for (size_t id = 0; id < tv->arr.size() && int64_t(id) < n_vocab; ++id) {
+      if (tv->arr[id].s != name) continue;
+      if (std::find(out.begin(), out.end(), int64_t(id)) == out.end()) out.push_back(int64_t(id));
+      break;
+    }
+  }
+  return out;
+}
+
 Result<HfTokenizerTexts> gguf_tokenizer_to_hf(const GgufFile& f) {
   const std::string ctx = "[gguf] " + f.path();
   const GgufValue* mv = f.find("tokenizer.ggml.model");
   if (!mv || mv->type != GgufType::kString) return Error::not_found("{}: no tokenizer.ggml.model", ctx);
   const std::string model = mv->s;
-  if (model != "gpt2" && model != "llama")
-    return Error::unsupported("{}: tokenizer model '{}' is not supported (gpt2, llama are)", ctx, model);
+  if (model != "gpt2" && model != "llama" && model != "gemma4")
+    return Error::unsupported("{}: tokenizer model '{}' is not supported (gpt2, llama, gemma4 are)", ctx, model);
   PIPIT_ASSIGN_OR_RETURN(auto tokens, string_array(f, "tokenizer.ggml.tokens", true));
   const int64_t n = int64_t(tokens.size());
   std::vector<int> types(tokens.size(), kNormal);
@@ -147,8 +175,9 @@ Result<HfTokenizerTexts> gguf_tokenizer_to_hf(const GgufFile& f) {
   };
   const int64_t bos = id_of("tokenizer.ggml.bos_token_id"), eos = id_of("tokenizer.ggml.eos_token_id");
   const int64_t unk = id_of("tokenizer.ggml.unknown_token_id"), pad = id_of("tokenizer.ggml.padding_token_id");
-  const bool spm = model == "llama";
-  const bool add_bos = flag("tokenizer.ggml.add_bos_token", spm) && bos >= 0;
+  const bool spm = model == "llama", gemma4 = model == "gemma4";
+  // llama.cpp overrides a gemma4 file's add_bos_token false to true (its PR 21500): Gemma 4 needs the BOS
+  const bool add_bos = (gemma4 || flag("tokenizer.ggml.add_bos_token", spm)) && bos >= 0;
   const bool add_eos = flag("tokenizer.ggml.add_eos_token", false) && eos >= 0;
 
   json vocab = json::object();
@@ -170,7 +199,25 @@ Result<HfTokenizerTexts> gguf_tokenizer_to_hf(const GgufFile& f) {
 
   json tj = {{"version", "1.0"}, {"truncation", nullptr}, {"padding", nullptr}, {"added_tokens", added}};
   json bpe = {{"type", "BPE"}, {"dropout", nullptr}, {"vocab", vocab}};
-  if (spm) {
+  if (gemma4) {
+    tj["normalizer"] = {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}};
+    tj["pre_tokenizer"] = {
+        {"type", "Split"}, {"pattern", {{"String", " "}}}, {"behavior", "MergedWithPrevious"}, {"invert", false}};
+    tj["decoder"] = {{"type", "Sequence"},
+                     {"decoders", json::array({{{"type", "Replace"}, {"pattern", {{"String", "\u2581"}}},
+                                                {"content", " "}},
+                                               {{"type", "ByteFallback"}},
+                                               {{"type", "Fuse"}}})}};
+    // llama.cpp refuses a gemma4 vocabulary without merges ("cannot find tokenizer merges")
+    PIPIT_ASSIGN_OR_RETURN(auto merges, string_array(f, "tokenizer.ggml.merges", true));
+    bpe["unk_token"] = unk >= 0 ? json(tokens[size_t(unk)]) : json(nullptr);
+    bpe["continuing_subword_prefix"] = nullptr;
+    bpe["end_of_word_suffix"] = nullptr;
+    bpe["fuse_unk"] = true;
+    bpe["byte_fallback"] = true;
+    bpe["ignore_merges"] = false;
+    bpe["merges"] = merges;
+  } else if (spm) {
     json norm = json::array();
     if (flag("tokenizer.ggml.add_space_prefix", true)) norm.push_back({{"type", "Prepend"}, {"prepend", "\u2581"}});
     norm.push_back({{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}});
@@ -224,7 +271,8 @@ Result<HfTokenizerTexts> gguf_tokenizer_to_hf(const GgufFile& f) {
   tj["model"] = bpe;
 
   json tc = {{"add_bos_token", add_bos}, {"add_eos_token", add_eos}, {"clean_up_tokenization_spaces", false},
-             {"tokenizer_class", spm ? "LlamaTokenizerFast" : "PreTrainedTokenizerFast"}};
+             {"tokenizer_class",
+              spm ? "LlamaTokenizerFast" : gemma4 ? "GemmaTokenizer" : "PreTrainedTokenizerFast"}};
   tc["bos_token"] = bos >= 0 ? json(tokens[size_t(bos)]) : json(nullptr);
   tc["eos_token"] = eos >= 0 ? json(tokens[size_t(eos)]) : json(nullptr);
   tc["unk_token"] = unk >= 0 ? json(tokens[size_t(unk)]) : json(nullptr);

@@ -122,6 +122,20 @@ def gguf_gpt2_seed():
     return g.bytes()
 
 
+def gguf_gemma4_vocab_seed():
+    # Gemma 4's BPE vocabulary (tokenizer.ggml.model "gemma4": "▁" for spaces, <0xXX> byte fallback, merges)
+    g = Gguf()
+    g.str("general.architecture", "qwen2")
+    g.str("tokenizer.ggml.model", "gemma4")
+    g.arr("tokenizer.ggml.tokens", 8, ["<pad>", "<eos>", "<bos>", "<0x61>", "a", "\u2581", "\u2581a", "<turn|>"])
+    g.arr("tokenizer.ggml.token_type", 5, [3, 3, 3, 6, 1, 1, 1, 3])
+    g.arr("tokenizer.ggml.merges", 8, ["\u2581 a"])
+    g.u32("tokenizer.ggml.bos_token_id", 2)
+    g.u32("tokenizer.ggml.eos_token_id", 1)
+    g.str("tokenizer.chat_template", "{{ bos_token }}")
+    return g.bytes()
+
+
 def pickle_seeds(out):
     try:
         import torch
@@ -175,6 +189,7 @@ def main():
     open(os.path.join(out, "safetensors", "small.safetensors"), "wb").write(safetensors_seed())
     open(os.path.join(out, "gguf", "llama.gguf"), "wb").write(gguf_llama_seed())
     open(os.path.join(out, "gguf", "gpt2.gguf"), "wb").write(gguf_gpt2_seed())
+    open(os.path.join(out, "gguf", "gemma4_vocab.gguf"), "wb").write(gguf_gemma4_vocab_seed())
     pickle_seeds(os.path.join(out, "pickle"))
     data = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data")
     for f in glob.glob(os.path.join(data, "jpeg", "*.jpg")) + glob.glob(os.path.join(data, "resize", "*.png")):

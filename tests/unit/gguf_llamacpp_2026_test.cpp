@@ -20,6 +20,7 @@
 #include "runtime/multimodal.h"
 #include "runtime/multimodal_video.h"
 #ifdef PIPIT_WITH_TOKENIZER
+#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 #endif
 #include "tests/unit/convert_test_util.h"
@@ -359,6 +360,128 @@ TEST(LlamaCppGguf2026, Qwen35PreTokenizer) {
   EXPECT_EQ(*a, (std::vector<int32_t>{6, 8}));
   EXPECT_EQ(*b, (std::vector<int32_t>{9}));
   EXPECT_EQ(q35->decode(*b, false), ki);
+}
+
+// ---- Gemma 4's vocabulary (tokenizer.ggml.model "gemma4"): gemma4_bpe-Q8_0.gguf is the tiny checkpoint with the
+// Gemma-4-shaped tokenizer of tests/data/gemma4_bpe_tokenizer, its vocabulary written by llama.cpp's own
+// Gemma4Model.set_vocab (make_gemma4_vocab_gguf.py): BPE with merges, "▁" for spaces, byte fallback, Gemma 4's special
+// tokens (<|channel> and the tool tokens user-defined, as the converter marks them).
+std::string g4_tokenizer_dir() { return std::string(PIPIT_SOURCE_DIR) + "/tests/data/gemma4_bpe_tokenizer"; }
+
+// The GGUF's vocabulary encodes every text as the same tokenizer.json read from the HF folder and decodes back to
+// it: spaces and runs of them, newlines, tabs, unicode in the vocabulary, characters only byte fallback covers,
+// special tokens in the text (whole, and cut short). The ids are checked against the pieces too, so the two cannot
+// agree on a wrong tokenization (a missing normalizer would give "hello" "w" "orld" ...).
+TEST(LlamaCppGguf2026, Gemma4VocabEncodesAsTheHfTokenizer) {
+  auto gg = load_tokenizer(data("gemma4_bpe-Q8_0.gguf"));
+  ASSERT_TRUE(gg.is_ok()) << gg.status().message();
+  auto hf = Tokenizer::load_dir(g4_tokenizer_dir());
+  ASSERT_TRUE(hf.is_ok()) << hf.status().message();
+  const Tokenizer &g = **gg, &h = **hf;
+  EXPECT_EQ(g.vocab_size(), 512);
+  EXPECT_EQ(h.vocab_size(), 512);
+  const std::vector<std::string> texts = {
+      "hello world", "Hello, world!", " hello", "hello ", "  two  spaces  ", "a    b        c", " ", "",
+      "\n", "\n\n\n", "\n\n\n\n\n", "line one\nline two\n\n\nthe end\n", "tab\there\t\t\tx", "\r\n",
+      "caf\xc3\xa9 \xe2\x80\x94 \xe4\xb8\xad\xe6\x96\x87", "\xe2\x80\x9cquoted\xe2\x80\x9d",
+      "\xf0\x9f\x98\x8a smile", "stra\xc3\x9f\xd0\xb5 \x01\x7f ~`@$%^[]{}\\",
+      "<|turn>user\nhello<turn|>\n<|turn>model\n", "<bos>hello<eos>", "<|turn", "<|turn|>", "turn|>",
+      "<|\"|>quoted<|\"|>", "<|image|><|audio|><|video|> <|image>x<image|>", "<|channel>thought\n<channel|>the answer",
+      "<|tool_call>call:f{a:1}<tool_call|><|tool_response>", "<unused3> <mask> <pad>", "the  user  is  in  the  model"};
+  for (const std::string& t : texts) {
+    SCOPED_TRACE("text '" + t + "'");
+    auto a = g.encode(t, false), b = h.encode(t, false);
+    ASSERT_TRUE(a.is_ok()) << a.status().message();
+    ASSERT_TRUE(b.is_ok()) << b.status().message();
+    EXPECT_EQ(*a, *b);
+    EXPECT_EQ(g.decode(*a, false), h.decode(*b, false));
+    EXPECT_EQ(g.decode(*a, false), t);
+  }
+  auto id = [&](const char* piece) { return h.token_to_id(piece).value_or(-1); };
+  auto enc = [&](const std::string& t) {
+    auto r = g.encode(t, false);
+    return r.is_ok() ? *r : std::vector<int32_t>{};
+  };
+  using V = std::vector<int32_t>;
+  EXPECT_EQ(enc("hello world"), (V{id("hello"), id("\u2581world")}));
+  EXPECT_EQ(enc("a    b"), (V{id("a"), id("\u2581\u2581\u2581\u2581"), id("b")}));
+  EXPECT_EQ(enc("\n\n\n"), (V{id("\n\n\n")}));
+  EXPECT_EQ(enc("\xf0\x9f\x98\x8a"), (V{238 + 0xf0, 238 + 0x9f, 238 + 0x98, 238 + 0x8a}));  // <0xF0> ... bytes
+  EXPECT_EQ(enc("<|turn>user\nhi<turn|>"), (V{105, id("user"), id("\n"), id("h"), id("i"), 106}));
+  EXPECT_EQ(enc("<|turn"), (V{id("<|"), id("t"), id("u"), id("r"), id("n")}));
+  EXPECT_EQ(id("\u2581world"), 35);  // the generator's layout, so a changed file is noticed
+  // BOS: llama.cpp adds it for a gemma4 vocabulary whatever the file says; HF's Gemma 4 tokenizer adds none
+  EXPECT_EQ(*g.encode("hello", true), (V{2, id("hello")}));
+  EXPECT_EQ(*h.encode("hello", true), (V{id("hello")}));
+  // skip_special_tokens: control tokens go; the user-defined <|channel> / tool tokens stay, as llama.cpp renders
+  // them (its converter marks them so the chat parser can read them), where HF's tokenizer (all special) drops them
+  const V answer = {105, 100, id("hello"), 101, 48, 106};
+  EXPECT_EQ(g.decode(answer, true), "<|channel>hello<channel|><|tool_call>");
+  EXPECT_EQ(h.decode(answer, true), "hello");
+}
+
+// The chat template travels in the GGUF: the same prompt text and ids as the HF folder's (one <bos>, from the
+// template, since the chat path encodes without special tokens); the model stops at llama.cpp's end-of-generation
+// tokens of Gemma 4 (<eos>, <turn|>, <|tool_response>), the eos ids of HF's instruction-tuned generation_config.
+TEST(LlamaCppGguf2026, Gemma4VocabChatTemplateAndStops) {
+  LoadedModel lm = test::load_or_fail(data("gemma4_bpe-Q8_0.gguf"));
+  ASSERT_TRUE(lm.tokenizer);
+  auto hf = Tokenizer::load_dir(g4_tokenizer_dir());
+  ASSERT_TRUE(hf.is_ok()) << hf.status().message();
+  const nlohmann::json msgs = {{{"role", "system"}, {"content", "Be brief."}},
+                               {{"role", "user"}, {"content", "hello  world"}},
+                               {{"role", "assistant"}, {"content", "Hello!"}},
+                               {{"role", "user"}, {"content", "caf\xc3\xa9 \xf0\x9f\x98\x8a"}}};
+  auto a = apply_chat_template(*lm.tokenizer, msgs, true), b = apply_chat_template(**hf, msgs, true);
+  ASSERT_TRUE(a.is_ok()) << a.status().message();
+  ASSERT_TRUE(b.is_ok()) << b.status().message();
+  EXPECT_EQ(*a, *b);
+  EXPECT_EQ(a->rfind("<bos><|turn>system\nBe brief.<turn|>\n<|turn>user\n", 0), 0u) << *a;
+  auto ia = lm.tokenizer->encode(*a, false), ib = (*hf)->encode(*b, false);
+  ASSERT_TRUE(ia.is_ok() && ib.is_ok());
+  EXPECT_EQ(*ia, *ib);
+  EXPECT_EQ(std::count(ia->begin(), ia->end(), 2), 1);
+  EXPECT_EQ(ia->front(), 2);
+  const auto& eos = lm.model->info().eos_ids;
+  for (int32_t want : {1, 106, 50}) EXPECT_NE(std::find(eos.begin(), eos.end(), want), eos.end()) << want;
+  EXPECT_EQ(std::find(eos.begin(), eos.end(), 105), eos.end());  // <|turn> starts a turn
+}
+
+// A gemma4 vocabulary without merges (llama.cpp refuses it too) or with a merge of unknown pieces is an error, no
+// tokenizer; the model still loads for ids. (The toy gemma4-BF16.gguf has no merges.)
+TEST(LlamaCppGguf2026, Gemma4VocabBadFiles) {
+  auto vocab = [](bool merges, const std::string& merge) {
+    test::GgufWriter g;
+    g.str("tokenizer.ggml.model", "gemma4");
+    g.strs("tokenizer.ggml.tokens", {"<pad>", "<eos>", "<bos>", "a", "b", "ab"});
+    g.i32s("tokenizer.ggml.token_type", {3, 3, 3, 1, 1, 1});
+    if (merges) g.strs("tokenizer.ggml.merges", {merge});
+    g.u32("tokenizer.ggml.bos_token_id", 2);
+    return g.bytes();
+  };
+  for (auto [merges, merge, part] : {std::tuple{false, "", "tokenizer.ggml.merges"},
+                                     std::tuple{true, "a c", "'c' is not in the vocab"}}) {
+    const std::string bytes = vocab(merges, merge);
+    auto f = GgufFile::parse(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), nullptr, "bad vocab");
+    ASSERT_TRUE(f.is_ok()) << f.status().message();
+    auto texts = gguf_tokenizer_to_hf(*f);
+    Status st = texts.status();
+    if (texts.is_ok()) st = Tokenizer::load(texts->tokenizer_json, texts->tokenizer_config_json).status();
+    ASSERT_FALSE(st.is_ok()) << part;
+    EXPECT_NE(st.message().find(part), std::string::npos) << st.message();
+  }
+  const std::string good = vocab(true, "a b");
+  auto f = GgufFile::parse(reinterpret_cast<const uint8_t*>(good.data()), good.size(), nullptr, "good vocab");
+  ASSERT_TRUE(f.is_ok());
+  auto texts = gguf_tokenizer_to_hf(*f);
+  ASSERT_TRUE(texts.is_ok()) << texts.status().message();
+  auto tok = Tokenizer::load(texts->tokenizer_json, texts->tokenizer_config_json);
+  ASSERT_TRUE(tok.is_ok()) << tok.status().message();
+  EXPECT_EQ(*(*tok)->encode("abba", true), (std::vector<int32_t>{2, 5, 4, 3}));
+  EXPECT_EQ((*tok)->decode(std::vector<int32_t>{5, 4, 3}, false), "abba");
+  auto toy = open_gguf_checkpoint(data("gemma4-BF16.gguf"));
+  ASSERT_TRUE(toy.is_ok()) << toy.status().message();
+  EXPECT_NE(toy->tokenizer_error.find("tokenizer.ggml.merges"), std::string::npos) << toy->tokenizer_error;
 }
 #endif
 
