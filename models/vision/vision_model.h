@@ -60,6 +60,8 @@ class AliasedWeights : public WeightSource {
     if (n.empty()) return Error::not_found("[load] missing tensor '{}'", name);
     return base_.find(n);
   }
+  // placed where the base places it (uploaded on a device: Qwen3.5-VL's decoder makes its conv filters at load)
+  Result<Tensor> constant(const Tensor& host) const override { return base_.constant(host); }
 
  private:
   std::string resolve(const std::string& name) const {
