@@ -21,6 +21,7 @@
 #include "runtime/engine.h"
 #include "runtime/multimodal.h"
 #include "runtime/sampler.h"
+#include "tests/models/golden_harness.h"
 #include "tests/unit/convert_test_util.h"
 
 namespace pipit {
@@ -78,82 +79,43 @@ TEST_P(OpenclGoldenText, FullForwardLogitsF32AndF16Kv) {
   NEED_DEVICE();
   LoadedModel lm = load_on(test::model_dir(GetParam()), dev);
   LoadedModel cpu = test::load_or_fail(test::model_dir(GetParam()));
+  const double d32 = test::check_full_forward({*lm.model, GetParam(), 1, kTol});
+  std::printf("[ measure  ] %s opencl f32 KV: max |logit - golden| %.3g\n", GetParam().c_str(), d32);
   SafetensorsFile g = golden(GetParam());
   auto ids = ids_of(g, "input_ids");
   Tensor want = key(g, "logits");
-  for (DType kv : {DType::F32, DType::F16}) {
-    Session s(*lm.model, SessionOptions{.n_threads = 1, .kv_dtype = kv});
-    auto r = s.eval(ids, /*all_logits=*/true);
-    ASSERT_TRUE(r.is_ok()) << r.status().message();
-    ASSERT_EQ(r->numel(), want.numel());
-    auto d = test::max_abs_diff(r->ptr<float>(), want.ptr<float>(), want.numel());
-    if (kv == DType::F32) {
-      std::printf("[ measure  ] %s opencl f32 KV: max |logit - golden| %.3g\n", GetParam().c_str(), d.max_abs);
-      EXPECT_LE(d.max_abs, kTol) << "f32 KV, worst at " << d.worst;
-      continue;
-    }
-    Session c(*cpu.model, SessionOptions{.n_threads = 1, .kv_dtype = kv});
-    auto rc = c.eval(ids, /*all_logits=*/true);
-    ASSERT_TRUE(rc.is_ok()) << rc.status().message();
-    auto dc = test::max_abs_diff(r->ptr<float>(), rc->ptr<float>(), want.numel());
-    std::printf("[ measure  ] %s opencl f16 KV: max |logit - golden| %.3g, |logit - cpu f16 KV| %.3g\n",
-                GetParam().c_str(), d.max_abs, dc.max_abs);
-    // the two paths accumulate f16-rounded K / V in other orders: kTol relative to the largest logit (stories260k's
-    // reach 18.9, measured 2.2e-3 apart; every other checkpoint <= 1.9e-4)
-    double mag = 1.0;
-    for (int64_t i = 0; i < want.numel(); ++i) mag = std::max(mag, double(std::fabs(want.ptr<float>()[i])));
-    EXPECT_LE(dc.max_abs, kTol * mag) << "f16 KV against the CPU's, worst at " << dc.worst;
-  }
+  Session s(*lm.model, SessionOptions{.n_threads = 1, .kv_dtype = DType::F16});
+  auto r = s.eval(ids, /*all_logits=*/true);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  ASSERT_EQ(r->numel(), want.numel());
+  auto d = test::max_abs_diff(r->ptr<float>(), want.ptr<float>(), want.numel());
+  Session c(*cpu.model, SessionOptions{.n_threads = 1, .kv_dtype = DType::F16});
+  auto rc = c.eval(ids, /*all_logits=*/true);
+  ASSERT_TRUE(rc.is_ok()) << rc.status().message();
+  auto dc = test::max_abs_diff(r->ptr<float>(), rc->ptr<float>(), want.numel());
+  std::printf("[ measure  ] %s opencl f16 KV: max |logit - golden| %.3g, |logit - cpu f16 KV| %.3g\n",
+              GetParam().c_str(), d.max_abs, dc.max_abs);
+  // the two paths accumulate f16-rounded K / V in other orders: kTol relative to the largest logit (stories260k's
+  // reach 18.9, measured 2.2e-3 apart; every other checkpoint <= 1.9e-4)
+  double mag = 1.0;
+  for (int64_t i = 0; i < want.numel(); ++i) mag = std::max(mag, double(std::fabs(want.ptr<float>()[i])));
+  EXPECT_LE(dc.max_abs, kTol * mag) << "f16 KV against the CPU's, worst at " << dc.worst;
 }
 
+// The greedy continuation, then the prompt one token at a time: every step a GEMV decode over the growing device
+// cache (golden_harness.h, as golden_text_test runs them on the CPU).
 TEST_P(OpenclGoldenText, GreedyIdsAndTokenByTokenDecode) {
   NEED_DEVICE();
   LoadedModel lm = load_on(test::model_dir(GetParam()), dev);
-  SafetensorsFile g = golden(GetParam());
-  auto ids = ids_of(g, "input_ids");
-  auto want_ids = ids_of(g, "greedy_ids");
-  Tensor want_logits = key(g, "greedy_logits"), want_all = key(g, "logits");
-  const int64_t V = lm.model->info().n_vocab;
-  Session s(*lm.model, SessionOptions{.n_threads = 1});
-  auto r = s.eval(ids);
-  ASSERT_TRUE(r.is_ok()) << r.status().message();
-  std::vector<int32_t> got;
-  double worst = 0;
-  for (size_t step = 0; step < want_ids.size(); ++step) {
-    worst = std::max(worst, test::max_abs_diff(r->ptr<float>(), want_logits.ptr<float>() + step * V, V).max_abs);
-    const int32_t next = argmax(std::span<const float>(r->ptr<float>(), size_t(V)));
-    got.push_back(next);
-    if (next != want_ids[step]) break;
-    r = s.eval(std::span<const int32_t>(&next, 1));
-    ASSERT_TRUE(r.is_ok()) << r.status().message();
-  }
-  EXPECT_EQ(got, want_ids);
-  EXPECT_LE(worst, kTol);
-  // the prompt one token at a time: every step is a GEMV decode over the growing device cache
-  Session t(*lm.model, SessionOptions{.n_threads = 1});
-  double worst_t = 0;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    auto ri = t.eval(std::span<const int32_t>(&ids[i], 1));
-    ASSERT_TRUE(ri.is_ok()) << ri.status().message();
-    worst_t = std::max(worst_t, test::max_abs_diff(ri->ptr<float>(), want_all.ptr<float>() + i * V, V).max_abs);
-  }
-  EXPECT_LE(worst_t, kTol);
+  test::check_greedy({*lm.model, GetParam(), 1, kTol});
+  test::check_token_by_token({*lm.model, GetParam(), 1, kTol});
 }
 
 TEST_P(OpenclGoldenText, ChunkedPrefill) {
   NEED_DEVICE();
-  const std::string dir = test::model_dir(GetParam());
-  if (!file_exists(dir + "/golden_batch.safetensors")) GTEST_SKIP() << "no golden_batch for " << GetParam();
-  LoadedModel lm = load_on(dir, dev);
-  SafetensorsFile g = golden(GetParam(), "golden_batch.safetensors");
-  for (int i = 0; i < 2; ++i) {
-    auto ids = ids_of(g, "input_ids_" + std::to_string(i));
-    Tensor want = key(g, "logits_" + std::to_string(i));
-    Session s(*lm.model, SessionOptions{.n_threads = 1, .n_batch = 5});
-    auto r = s.eval(ids, true);
-    ASSERT_TRUE(r.is_ok()) << r.status().message();
-    EXPECT_LE(test::max_abs_diff(r->ptr<float>(), want.ptr<float>(), want.numel()).max_abs, kTol) << "prompt " << i;
-  }
+  LoadedModel lm = load_on(test::model_dir(GetParam()), dev);
+  if (!test::check_batch_prompts({*lm.model, GetParam(), 1, kTol}))
+    GTEST_SKIP() << "no golden_batch for " << GetParam();
 }
 
 // The bounds of tests/unit/convert_roundtrip_test.cpp (the CPU's w8a8 / w4a8 path). The device dequantizes the
