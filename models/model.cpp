@@ -128,7 +128,7 @@ Batch Batch::single(std::span<const int32_t> tokens, int32_t pos0, int slot, boo
 }
 
 KvCache::KvCache(const KvCacheSpec& spec, int n_slot, int n_ctx, DType dtype, int n_batch, Device* dev)
-    : n_slot_(n_slot), n_ctx_(n_ctx), max_chunk_(n_ctx), dtype_(dtype) {
+    : n_slot_(n_slot), n_ctx_(n_ctx), max_chunk_(n_ctx), dtype_(dtype), dev_(dev) {
   for (int l = 0; l < spec.n_layer; ++l) {
     const int w = size_t(l) < spec.window.size() ? std::max(0, spec.window[size_t(l)]) : 0;
     int rows = n_ctx;
@@ -143,7 +143,7 @@ KvCache::KvCache(const KvCacheSpec& spec, int n_slot, int n_ctx, DType dtype, in
     for (int s = 0; s < n_slot; ++s) {
       std::vector<Tensor> st;
       for (const auto& shape : shapes) {
-        st.push_back(Tensor::empty(DType::F32, shape));
+        st.push_back(dev ? dev->empty(DType::F32, shape) : Tensor::empty(DType::F32, shape));
         if (s == 0) state_floats_ += st.back().numel();
       }
       state_.push_back(std::move(st));
@@ -188,24 +188,37 @@ void KvCache::end_state(const Batch& batch) {
 }
 
 StateSnapshot KvCache::save_state(int slot) const {
-  StateSnapshot snap{state_pos_[size_t(slot)], {}};
-  snap.data.reserve(size_t(state_floats_));
-  for (size_t l = 0; l < rows_.size(); ++l)
-    for (const Tensor& t : state_[l * size_t(n_slot_) + size_t(slot)])
-      snap.data.insert(snap.data.end(), t.ptr<float>(), t.ptr<float>() + t.numel());
+  StateSnapshot snap{state_pos_[size_t(slot)], std::vector<float>(size_t(state_floats_))};
+  read_state(slot, snap.data.data());
   return snap;
+}
+
+void KvCache::read_state(int slot, float* out) const {
+  for (size_t l = 0; l < rows_.size(); ++l)
+    for (const Tensor& t : state_[l * size_t(n_slot_) + size_t(slot)]) {
+      if (dev_) dev_->read(t, out, t.nbytes());  // blocking: the state is what the queue has finished with
+      else std::copy(t.ptr<float>(), t.ptr<float>() + t.numel(), out);
+      out += t.numel();
+    }
 }
 
 // An empty snapshot's data means the zero state.
 void KvCache::restore_state(int slot, const StateSnapshot& snap) {
   PIPIT_ASSERT(snap.data.empty() || int64_t(snap.data.size()) == state_floats_);
   size_t off = 0;
+  std::vector<float> zeros;
   for (size_t l = 0; l < rows_.size(); ++l)
     for (const Tensor& t : state_[l * size_t(n_slot_) + size_t(slot)]) {
-      float* p = t.ptr<float>();
-      if (snap.data.empty()) std::fill(p, p + t.numel(), 0.0f);
-      else std::copy(snap.data.begin() + long(off), snap.data.begin() + long(off + size_t(t.numel())), p);
-      off += size_t(t.numel());
+      const size_t n = size_t(t.numel());
+      if (dev_) {
+        if (snap.data.empty()) zeros.assign(n, 0.0f);
+        dev_->write(t, snap.data.empty() ? zeros.data() : snap.data.data() + off, n * 4);
+      } else {
+        float* p = t.ptr<float>();
+        if (snap.data.empty()) std::fill(p, p + n, 0.0f);
+        else std::copy(snap.data.begin() + long(off), snap.data.begin() + long(off + n), p);
+      }
+      off += n;
     }
   state_pos_[size_t(slot)] = snap.pos;
 }

@@ -106,8 +106,8 @@ struct StateSnapshot {
 class KvCache {
  public:
   // n_batch <= 0 (or a ring that would not be smaller than n_ctx) keeps the layer at n_ctx rows.
-  // dev: K/V rows in that device's memory (recurrent state is host-only: its models need ops no device but the
-  // CPU has, so the loader keeps them off devices).
+  // dev: K/V rows and recurrent state in that device's memory (snapshots are host copies: save_state /
+  // restore_state / read_state read and write the device).
   KvCache(const KvCacheSpec& spec, int n_slot, int n_ctx, DType dtype, int n_batch = 0, Device* dev = nullptr);
   Tensor k(int layer, int slot) const { return k_[size_t(layer) * n_slot_ + slot]; }
   Tensor v(int layer, int slot) const { return v_[size_t(layer) * n_slot_ + slot]; }
@@ -137,11 +137,15 @@ class KvCache {
   void end_state(const Batch& batch);  // after a forward that succeeded: state_pos = last position + 1
   StateSnapshot save_state(int slot) const;
   void restore_state(int slot, const StateSnapshot& s);
+  // The slot's state as save_state lays it out (layers in order, each layer's tensors in order), into
+  // state_bytes_per_slot() bytes at `out` (runtime/state_copy.h reuses one buffer).
+  void read_state(int slot, float* out) const;
   size_t state_bytes_per_slot() const { return size_t(state_floats_) * 4; }
 
  private:
   int n_slot_, n_ctx_, max_chunk_;
   DType dtype_;
+  Device* dev_ = nullptr;  // where the K/V rows and the states live (null: the host)
   std::vector<int> rows_, window_;  // per layer
   std::vector<Tensor> k_, v_;
   std::vector<StateShapes> state_shapes_;  // per layer

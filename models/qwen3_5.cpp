@@ -299,14 +299,19 @@ class Qwen35Model : public Model, public MtpModel {
     PIPIT_ASSIGN_OR_RETURN(L.out, w.get(p + "out_proj.weight", {n_embd, nv_ * dv_}));
     if (w.has(p + "conv1d.bias")) return Error::unsupported("[qwen3_5] {}conv1d.bias: a conv bias is not supported", p);
     PIPIT_ASSIGN_OR_RETURN(Tensor cw, w.get(p + "conv1d.weight", {conv_dim_, 1, kconv_}));
-    // tap-major [kconv, conv_dim]: a tap's channels are contiguous (small parameters: bf16 in HF files, f32 in ours)
-    PIPIT_ASSIGN_OR_RETURN(L.conv_w, host_f32_transposed(cw, conv_dim_, kconv_));
+    // tap-major [kconv, conv_dim]: a tap's channels are contiguous (small parameters: bf16 in HF files, f32 in ours).
+    // Made on the host at load, then placed where the weights are (w.constant: uploaded on a device).
+    PIPIT_ASSIGN_OR_RETURN(Tensor cwt, host_f32_transposed(cw, conv_dim_, kconv_));
+    PIPIT_ASSIGN_OR_RETURN(L.conv_w, w.constant(cwt));
     PIPIT_ASSIGN_OR_RETURN(Tensor al, w.get(p + "A_log", {nv_}));
     PIPIT_ASSIGN_OR_RETURN(Tensor dt, w.get(p + "dt_bias", {nv_}));
     PIPIT_ASSIGN_OR_RETURN(Tensor nw, w.get(p + "norm.weight", {dv_}));
-    PIPIT_ASSIGN_OR_RETURN(L.A_log, host_f32(al, {nv_}));
-    PIPIT_ASSIGN_OR_RETURN(L.dt_bias, host_f32(dt, {nv_}));
-    PIPIT_ASSIGN_OR_RETURN(L.norm, host_f32(nw, {dv_}));
+    PIPIT_ASSIGN_OR_RETURN(Tensor alf, host_f32(al, {nv_}));
+    PIPIT_ASSIGN_OR_RETURN(Tensor dtf, host_f32(dt, {nv_}));
+    PIPIT_ASSIGN_OR_RETURN(Tensor nwf, host_f32(nw, {dv_}));
+    PIPIT_ASSIGN_OR_RETURN(L.A_log, w.constant(alf));
+    PIPIT_ASSIGN_OR_RETURN(L.dt_bias, w.constant(dtf));
+    PIPIT_ASSIGN_OR_RETURN(L.norm, w.constant(nwf));
     return L;
   }
 

@@ -64,7 +64,9 @@ Engine::Engine(Model& model, const Tokenizer* tok, const EngineOptions& opt)
   ctx_.arena = &arena_;
   ctx_.pool = pool_.get();
   ctx_.k = &kernels();
-  if (opt.cache_bytes > 0) cache_ = std::make_unique<PromptCache>(opt.cache_bytes);
+  // The prompt cache copies K/V rows with host memcpy: with the cache on a device those rows are device memory (a
+  // PROT_NONE range on the host; `serve --device opencl` faulted after its first request), so it is off there.
+  if (opt.cache_bytes > 0 && !model.info().device) cache_ = std::make_unique<PromptCache>(opt.cache_bytes);
   if (model.vision() || takes_audio(model.info().arch)) {  // a tower beside the decoder: images, audio clips
     const int n = pool_->size();
     const int n_enc = opt.n_encode_threads > 0 ? opt.n_encode_threads : std::max(1, n / 2);

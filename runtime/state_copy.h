@@ -10,16 +10,11 @@
 namespace pipit {
 
 // The same layout as KvCache::save_state (layers in order, each layer's state tensors in order); `spec`: the cache's.
-inline void save_state_into(const KvCache& kv, const KvCacheSpec& spec, int slot, StateSnapshot& into) {
+inline void save_state_into(const KvCache& kv, [[maybe_unused]] const KvCacheSpec& spec, int slot,
+                            StateSnapshot& into) {
   into.pos = kv.state_pos(slot);
   into.data.resize(kv.state_bytes_per_slot() / 4);
-  float* out = into.data.data();
-  for (int l = 0; l < kv.n_layer() && l < int(spec.state.size()); ++l)
-    for (int i = 0; i < int(spec.state[size_t(l)].size()); ++i) {
-      const Tensor t = kv.state(l, slot, i);
-      std::copy(t.ptr<float>(), t.ptr<float>() + t.numel(), out);
-      out += t.numel();
-    }
+  kv.read_state(slot, into.data.data());  // from the device when the cache lives there
 }
 
 }  // namespace pipit

@@ -57,9 +57,9 @@ class OpenclDevice : public Device {
   void read(const Tensor& src, void* dst, size_t bytes) override;
   Result<Tensor> upload_weight(const Tensor& host) override;
 
-  // The decoder ops of a dense Llama-style graph, attention sinks, and the decoder ops of MoE (routing, expert
-  // combining), GPT-OSS, Gemma (soft-cap) and DeepStack (row adds); no linear attention, no encoder ops. A model
-  // needing more is refused at load.
+  // The decoder ops of a dense Llama-style graph, attention sinks, the decoder ops of MoE (routing, expert
+  // combining), GPT-OSS, Gemma (soft-cap) and DeepStack (row adds), and linear attention (Gated DeltaNet); no
+  // encoder ops. A model needing more is refused at load.
   bool supports(Op op) const override;
   void linear_multi(Ctx& ctx, const Tensor& x, std::span<const Tensor* const> ws, std::span<const Tensor* const> biases,
                     std::span<Tensor* const> ys) override;
@@ -91,6 +91,13 @@ class OpenclDevice : public Device {
   void add_rows_(Ctx& ctx, Tensor& dst, std::span<const int32_t> src_row, const Tensor& src) override;
   void fill_(Ctx& ctx, Tensor& x, float value) override;
   void clamp_(Ctx& ctx, Tensor& x, float lo, float hi) override;
+  // linear attention (ops_linear_attn.cpp)
+  void causal_conv1d_silu(Ctx& ctx, const Tensor& x, Tensor& state, const Tensor& w, Tensor& y) override;
+  void l2_norm_groups_(Ctx& ctx, Tensor& x, int64_t group, float eps, float scale) override;
+  void delta_gates_(Ctx& ctx, Tensor& a, Tensor& b, const Tensor& A_log, const Tensor& dt_bias) override;
+  void gated_delta_rule(Ctx& ctx, const Tensor& q, const Tensor& k, const Tensor& v, int64_t dk, int64_t dv,
+                        const Tensor& g, const Tensor& beta, std::span<const DeltaSeq> seqs, Tensor& out) override;
+  Tensor rms_norm_gated(Ctx& ctx, const Tensor& x, const Tensor& w, const Tensor& z, float eps) override;
 
   // ---- for the op files ----
   cl_kernel kernel(const std::string& name) const;  // asserts it exists (all are created at open)
@@ -118,6 +125,7 @@ class OpenclDevice : public Device {
   std::string name_;
   std::map<std::string, cl_kernel> kernels_;  // "program.kernel" for the per-dtype builds, plain names otherwise
   std::mutex mu_;
+  OpSet without_;  // ops supports() denies (PIPIT_OPENCL_WITHOUT_OPS, a test hook: runtime.cpp)
   // the RoPE cos/sin table of the last (positions, frequencies, scale, streams) seen: every layer of a pass reuses it
   struct RopeKey {
     std::vector<int32_t> pos;

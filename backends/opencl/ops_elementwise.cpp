@@ -1,5 +1,5 @@
 // add_, scale_, the gated activations (swiglu / geglu) and to_f32 on the device: one work-item per element over
-// contiguous f32 tensors (kernels/elementwise.cl).
+// contiguous f32 tensors (kernels/elementwise.cl); to_f32 also of f32 rows that are strided (a column view).
 #include "backends/opencl/cl_device.h"
 
 namespace pipit::opencl {
@@ -27,8 +27,13 @@ Tensor OpenclDevice::gated(Ctx& ctx, const Tensor& gate, const Tensor& up, GateA
 
 Tensor OpenclDevice::to_f32(Ctx& ctx, const Tensor& x) {
   const int wt = weight_code(x.dtype());
-  PIPIT_ASSERT(wt >= 0 && x.is_contiguous(), "opencl to_f32 of {}", x.describe());
   Tensor y = ctx.alloc(DType::F32, x.shape());
+  if (x.dtype() == DType::F32 && !x.is_contiguous() && x.rows_contiguous()) {  // a view of f32 rows: a copy
+    launch("strided_rows_f32", size_t(x.dim(-1)), size_t(x.rows()), 0, 0, buf(x), int(x.row_stride() / 4),
+           int(x.dim(-1)), buf(y));
+    return y;
+  }
+  PIPIT_ASSERT(wt >= 0 && x.is_contiguous(), "opencl to_f32 of {}", x.describe());
   const int64_t K = x.dim(-1), N = x.rows();
   launch("weight_rows", size_t(K), size_t(N), 0, 0, buf(x), wt, int(N), int(K), buf(y), 0, buf(y));
   return y;

@@ -61,6 +61,8 @@ class AliasedWeights : public WeightSource {
     if (n.empty()) return Error::not_found("[load] missing tensor '{}'", name);
     return base_.find(n);
   }
+  // placed where the base places it (uploaded on a device: Qwen3.5-VL's decoder makes its conv filters at load)
+  Result<Tensor> constant(const Tensor& host) const override { return base_.constant(host); }
   // the same aliases over the wrapped source's host weights
   const WeightSource& host() const override {
     if (&base_.host() == &base_) return *this;

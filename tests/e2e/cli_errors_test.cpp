@@ -232,12 +232,20 @@ TEST(CliDevice, InspectDevicesAndBadDevices) {
   auto q8 = run_cli(m + " --device opencl --kv-type q8");
   EXPECT_EQ(q8.code, 1) << q8.out;
   EXPECT_NE(q8.out.find("f32 or f16"), std::string::npos) << q8.out;
-  // a model whose ops the device lacks (Qwen3.5's linear attention; qwen3_moe runs there since its ops came)
-  auto lin = run_cli("logits -m " + test::model_dir("qwen3_5") + " --input " + test::model_dir("qwen3_5") +
-                     "/golden.safetensors --output /dev/null --device opencl");
+  // a model whose ops the device lacks: every decoder family runs on OpenCL now (Qwen3.5's linear attention was the
+  // last), so the device is told to lack one (PIPIT_OPENCL_WITHOUT_OPS, a test hook) and the load is refused naming it
+  const std::string lin_args = "logits -m " + test::model_dir("qwen3_5") + " --input " + test::model_dir("qwen3_5") +
+                               "/golden.safetensors --output /dev/null --device opencl";
+  auto lin = test::run_sh("PIPIT_OPENCL_WITHOUT_OPS=gated_delta_rule " + test::pipit_binary() + " " + lin_args);
   EXPECT_EQ(lin.code, 1) << lin.out;
   EXPECT_NE(lin.out.find("does not implement "), std::string::npos) << lin.out;
   EXPECT_NE(lin.out.find("'gated_delta_rule'"), std::string::npos) << lin.out;
+  EXPECT_NE(lin.out.find("--device cpu"), std::string::npos) << lin.out;
+  auto typo = test::run_sh("PIPIT_OPENCL_WITHOUT_OPS=gated_delta " + test::pipit_binary() + " " + lin_args);
+  EXPECT_EQ(typo.code, 1) << typo.out;  // a name that is no op: one error naming it
+  EXPECT_NE(typo.out.find("'gated_delta', which is no op"), std::string::npos) << typo.out;
+  auto ok = run_cli(lin_args);  // the device as it is runs it
+  EXPECT_EQ(ok.code, 0) << ok.out;
 }
 
 TEST(CliDevice, OpenclRunLogitsAndBenchMatchTheCpu) {

@@ -1,12 +1,15 @@
 // The OpenCL device's ops (backends/opencl) against the CPU's scalar reference kernels at ragged sizes (1, 31, 33,
 // 4095 ...): matmul per weight dtype (GEMV and tiled GEMM), RMSNorm, softmax, RoPE and M-RoPE, SwiGLU/GeGLU,
 // add/scale, embedding rows, the KV-cache store and attention (f32 / f16 cache, GQA, window, ring, sinks), row
-// movers, the decoder ops (MoE routing and combining, clamped SwiGLU, sigmoid gate, soft-cap, fill, clamp, row adds);
+// movers, the decoder ops (MoE routing and combining, clamped SwiGLU, sigmoid gate, soft-cap, fill, clamp, row adds),
+// the linear-attention ops (conv1d window, L2 norm, gates, gated delta rule with its state across calls, gated norm);
 // and the device errors (an index that does not exist, a kernel build that fails). Skipped, with the reason, on a
 // machine without an OpenCL device (CI installs PoCL: scripts/setup.sh).
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
+#include <cstring>
 #include <cstdlib>
 
 #include "backends/ops.h"
@@ -388,6 +391,147 @@ TEST(OpenclOps, SigmoidMulSoftcapClampAndAddRowsOnStridedRows) {
     EXPECT_EQ(max_diff(read(dev, dy), values(y)), 0.0) << n;
     add_rows_(cx.gpu, dy, std::vector<int32_t>(size_t(rows), -1), src);  // no row takes part: unchanged
     EXPECT_EQ(max_diff(read(dev, dy), values(y)), 0.0) << n;
+  }
+}
+
+// ---- linear attention (Gated DeltaNet) ----
+// The conv over a sequence fed in chunks (its window carried in the state) against the CPU, and against one pass.
+TEST(OpenclOps, CausalConv1dSiluCarriesItsWindowAcrossCalls) {
+  NEED_DEVICE();
+  test::Rng rng(20);
+  for (int64_t C : {1, 33, 200}) {
+    Ctxs cx(dev);
+    const int64_t K = 4, n = 13;
+    // x is a column block of wider rows (the conv reads its slice of the q|k|v projection)
+    Tensor wide = host(DType::F32, {n, C + 5}, rng.floats(size_t(n * (C + 5)), -2, 2));
+    Tensor dwide = on_device(dev, wide);
+    Tensor w = host(DType::F32, {K, C}, rng.floats(size_t(K * C))), dw = on_device(dev, w);
+    Tensor state0 = host(DType::F32, {K, C}, rng.floats(size_t(K * C)));
+    Tensor st = Tensor::empty(DType::F32, {K, C});
+    std::memcpy(st.data(), state0.data(), st.nbytes());
+    Tensor dst = on_device(dev, state0), dst1 = on_device(dev, state0);
+    Tensor y = Tensor::empty(DType::F32, {n, C});
+    Tensor dy = dev->empty(DType::F32, {n, C}), dy1 = dev->empty(DType::F32, {n, C});
+    int64_t t0 = 0;
+    for (int64_t len : {5, 1, 1, 2, 4}) {  // chunks shorter and longer than the window
+      Tensor xs = wide.slice(0, t0, t0 + len).slice(1, 3, 3 + C);
+      Tensor dxs = dwide.slice(0, t0, t0 + len).slice(1, 3, 3 + C);
+      Tensor ys = y.slice(0, t0, t0 + len), dys = dy.slice(0, t0, t0 + len);
+      causal_conv1d_silu(cx.cpu, xs, st, w, ys);
+      causal_conv1d_silu(cx.gpu, dxs, dst, dw, dys);
+      t0 += len;
+    }
+    ASSERT_EQ(t0, n);
+    EXPECT_LE(max_diff(read(dev, dy), values(y)), 1e-6) << C;
+    EXPECT_EQ(max_diff(read(dev, dst), values(st)), 0.0) << C;  // the window: copies, exact
+    Tensor dx_all = dwide.slice(1, 3, 3 + C);
+    causal_conv1d_silu(cx.gpu, dx_all, dst1, dw, dy1);  // one pass: the same outputs and window
+    EXPECT_EQ(max_diff(read(dev, dy1), read(dev, dy)), 0.0) << C;
+    EXPECT_EQ(max_diff(read(dev, dst1), read(dev, dst)), 0.0) << C;
+  }
+}
+
+TEST(OpenclOps, L2NormGroupsDeltaGatesAndGatedRmsNorm) {
+  NEED_DEVICE();
+  test::Rng rng(21);
+  for (int64_t n : {1, 7, 40}) {
+    Ctxs cx(dev);
+    // l2 norm of groups of 32 in a column block of wider rows, with the query's scale
+    Tensor wide = host(DType::F32, {n, 3 * 32 + 8}, rng.floats(size_t(n * (3 * 32 + 8)), -3, 3));
+    Tensor dwide = on_device(dev, wide);
+    Tensor x = wide.slice(1, 8, 8 + 3 * 32), dx = dwide.slice(1, 8, 8 + 3 * 32);
+    l2_norm_groups_(cx.cpu, x, 32, 1e-6f, 0.17677669f);
+    l2_norm_groups_(cx.gpu, dx, 32, 1e-6f, 0.17677669f);
+    EXPECT_LE(max_diff(read(dev, dwide), values(wide)), 1e-6) << n;
+    // to_f32 of a column view (Qwen3.5's query / gate halves): a contiguous copy of the view's rows
+    EXPECT_EQ(max_diff(read(dev, to_f32(cx.gpu, dx.slice(1, 5, 37))), values(to_f32(cx.cpu, x.slice(1, 5, 37)))),
+              0.0) << n;
+    // gates over [n, 5] heads: a around softplus' threshold (20) on both sides
+    const int64_t nh = 5;
+    Tensor a = host(DType::F32, {n, nh}, rng.floats(size_t(n * nh), -25, 25));
+    Tensor b = host(DType::F32, {n, nh}, rng.floats(size_t(n * nh), -8, 8));
+    Tensor al = host(DType::F32, {nh}, rng.floats(size_t(nh), -2, 1)), dt = host(DType::F32, {nh}, rng.floats(nh));
+    Tensor da = on_device(dev, a), db = on_device(dev, b);
+    delta_gates_(cx.cpu, a, b, al, dt);
+    delta_gates_(cx.gpu, da, db, on_device(dev, al), on_device(dev, dt));
+    EXPECT_LE(max_diff(read(dev, da), values(a)), 1e-4) << n;  // |g| up to ~70
+    EXPECT_LE(max_diff(read(dev, db), values(b)), 1e-6) << n;
+    // gated RMSNorm over rows of a head's dv (24: not a power of two)
+    Tensor xr = host(DType::F32, {n * 3, 24}, rng.floats(size_t(n * 3 * 24), -4, 4));
+    Tensor z = host(DType::F32, {n * 3, 24}, rng.floats(size_t(n * 3 * 24), -6, 6));
+    Tensor wn = host(DType::F32, {24}, rng.floats(24));
+    Tensor want = rms_norm_gated(cx.cpu, xr, wn, z, 1e-6f);
+    Tensor got = rms_norm_gated(cx.gpu, on_device(dev, xr), on_device(dev, wn), on_device(dev, z), 1e-6f);
+    EXPECT_LE(max_diff(read(dev, got), values(want)), 1e-5) << n;
+  }
+}
+
+// The gated delta rule for two sequences of one batch, each with its own state: the device (token by token) against
+// the CPU (token by token up to 32 tokens, chunked past that), then the same sequence prefilled in chunks and decoded
+// token by token on the device equals one pass there, state included.
+struct DeltaInputs {
+  Tensor qkv;      // [n, 2 nk dk + nv dv + 3]: q | k | v and 3 spare columns (strided views, as the conv output)
+  Tensor g, beta;  // [n, nv]
+};
+
+DeltaInputs delta_inputs(Ctxs& cx, test::Rng& rng, int64_t n, int64_t nk, int64_t nv, int64_t dk, int64_t dv) {
+  const int64_t w = 2 * nk * dk + nv * dv + 3;
+  DeltaInputs in{host(DType::F32, {n, w}, rng.floats(size_t(n * w))), Tensor(), Tensor()};
+  Tensor qk = in.qkv.slice(1, 0, 2 * nk * dk);
+  l2_norm_groups_(cx.cpu, qk, dk, 1e-6f);  // unit keys and queries, as the model's: the state stays bounded
+  in.g = host(DType::F32, {n, nv}, rng.floats(size_t(n * nv), -1.5f, -0.01f));
+  in.beta = host(DType::F32, {n, nv}, rng.floats(size_t(n * nv), 0.05f, 0.95f));
+  return in;
+}
+
+TEST(OpenclOps, GatedDeltaRuleAgainstTheCpuAndAcrossCalls) {
+  NEED_DEVICE();
+  test::Rng rng(22);
+  const int64_t nk = 2, nv = 4, dk = 32, dv = 24;
+  for (auto [n0, n1] : {std::pair<int64_t, int64_t>{1, 1}, {7, 3}, {40, 1}, {70, 33}}) {
+    Ctxs cx(dev);
+    const int64_t n = n0 + n1;
+    DeltaInputs in = delta_inputs(cx, rng, n, nk, nv, dk, dv);
+    Tensor dqkv = on_device(dev, in.qkv), dg = on_device(dev, in.g), dbeta = on_device(dev, in.beta);
+    auto views = [&](const Tensor& t) {
+      return std::array<Tensor, 3>{t.slice(1, 0, nk * dk), t.slice(1, nk * dk, 2 * nk * dk),
+                                   t.slice(1, 2 * nk * dk, 2 * nk * dk + nv * dv)};
+    };
+    const auto hv = views(in.qkv), dv3 = views(dqkv);
+    Tensor s0 = host(DType::F32, {nv, dk, dv}, rng.floats(size_t(nv * dk * dv), -0.5f, 0.5f));
+    Tensor s1 = host(DType::F32, {nv, dk, dv}, rng.floats(size_t(nv * dk * dv), -0.5f, 0.5f));
+    Tensor ds0 = on_device(dev, s0), ds1 = on_device(dev, s1);
+    Tensor out = Tensor::empty(DType::F32, {n, nv * dv}), dout = dev->empty(DType::F32, {n, nv * dv});
+    const DeltaSeq hs[] = {{0, n0, s0}, {n0, n1, s1}}, ds[] = {{0, n0, ds0}, {n0, n1, ds1}};
+    gated_delta_rule(cx.cpu, hv[0], hv[1], hv[2], dk, dv, in.g, in.beta, hs, out);
+    gated_delta_rule(cx.gpu, dv3[0], dv3[1], dv3[2], dk, dv, dg, dbeta, ds, dout);
+    // the chunked CPU form rounds otherwise than the recurrent one: ~1e-6 on outputs of order 1
+    const double tol = n0 > 32 ? 2e-5 : 1e-6;
+    EXPECT_LE(max_diff(read(dev, dout), values(out)), tol) << n0 << "+" << n1;
+    EXPECT_LE(max_diff(read(dev, ds0), values(s0)), tol) << n0;
+    EXPECT_LE(max_diff(read(dev, ds1), values(s1)), tol) << n1;
+    // sequence 0 again from the same start state: prefill in two chunks, then token by token, on the device
+    Tensor start = host(DType::F32, {nv, dk, dv}, rng.floats(size_t(nv * dk * dv), -0.5f, 0.5f));
+    Tensor one = on_device(dev, start), steps = on_device(dev, start);
+    Tensor dout1 = dev->empty(DType::F32, {n, nv * dv}), dout2 = dev->empty(DType::F32, {n, nv * dv});
+    const DeltaSeq all[] = {{0, n, one}};
+    gated_delta_rule(cx.gpu, dv3[0], dv3[1], dv3[2], dk, dv, dg, dbeta, all, dout1);
+    std::vector<std::pair<int64_t, int64_t>> parts = {{0, n0 / 2}, {n0 / 2, n0 - n0 / 2}};
+    for (int64_t t = n0; t < n; ++t) parts.push_back({t, 1});
+    for (auto [b, len] : parts) {
+      const DeltaSeq p[] = {{b, len, steps}};
+      gated_delta_rule(cx.gpu, dv3[0], dv3[1], dv3[2], dk, dv, dg, dbeta, p, dout2);
+    }
+    EXPECT_EQ(max_diff(read(dev, dout2), read(dev, dout1)), 0.0) << n;
+    EXPECT_EQ(max_diff(read(dev, steps), read(dev, one)), 0.0) << n;
+    // and the one pass against the CPU's one pass
+    Tensor hs_one = Tensor::empty(DType::F32, {nv, dk, dv});
+    std::memcpy(hs_one.data(), start.data(), start.nbytes());
+    Tensor out1 = Tensor::empty(DType::F32, {n, nv * dv});
+    const DeltaSeq hall[] = {{0, n, hs_one}};
+    gated_delta_rule(cx.cpu, hv[0], hv[1], hv[2], dk, dv, in.g, in.beta, hall, out1);
+    EXPECT_LE(max_diff(read(dev, dout1), values(out1)), n > 32 ? 2e-5 : 1e-6) << n;
+    EXPECT_LE(max_diff(read(dev, one), values(hs_one)), n > 32 ? 2e-5 : 1e-6) << n;
   }
 }
 

@@ -1,12 +1,15 @@
 // Golden parity on the OpenCL device (PoCL in CI): the same goldens as golden_text_test / vl_golden_test, with the
 // decoder's weights, KV cache and activations on the device. f32 logits and greedy ids (f32 and f16 KV cache),
 // token-by-token decode (the GEMV kernels) against the full pass (the tiled GEMM), chunked prefill; q8 / q4 files
-// within the CPU path's bounds; the MoE, GPT-OSS and Gemma 4 decoders; Qwen2-VL's and Qwen3-VL's decoders after an
-// image encoded on the CPU (mixed placement); a model the device cannot run refused at load with a message. Skipped, with the reason, without an OpenCL device.
+// within the CPU path's bounds; the MoE, GPT-OSS, Gemma 4 and Qwen3.5 decoders (Qwen3.5's recurrent state on the
+// device: long prompts, several sequences, snapshots); Qwen2-VL's, Qwen3-VL's and Qwen3.5-VL's decoders after an
+// image encoded on the CPU (mixed placement); a model the device cannot run refused at load with a message.
+// Skipped, with the reason, without an OpenCL device.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <fstream>
+#include <future>
 #include <new>
 
 #include <nlohmann/json.hpp>
@@ -15,8 +18,10 @@
 #include "format/safetensors.h"
 #include "include/pipit/pipit.h"
 #include "models/vision/image.h"
+#include "runtime/engine.h"
 #include "runtime/multimodal.h"
 #include "runtime/sampler.h"
+#include "tests/models/golden_harness.h"
 #include "tests/unit/convert_test_util.h"
 
 namespace pipit {
@@ -74,82 +79,43 @@ TEST_P(OpenclGoldenText, FullForwardLogitsF32AndF16Kv) {
   NEED_DEVICE();
   LoadedModel lm = load_on(test::model_dir(GetParam()), dev);
   LoadedModel cpu = test::load_or_fail(test::model_dir(GetParam()));
+  const double d32 = test::check_full_forward({*lm.model, GetParam(), 1, kTol});
+  std::printf("[ measure  ] %s opencl f32 KV: max |logit - golden| %.3g\n", GetParam().c_str(), d32);
   SafetensorsFile g = golden(GetParam());
   auto ids = ids_of(g, "input_ids");
   Tensor want = key(g, "logits");
-  for (DType kv : {DType::F32, DType::F16}) {
-    Session s(*lm.model, SessionOptions{.n_threads = 1, .kv_dtype = kv});
-    auto r = s.eval(ids, /*all_logits=*/true);
-    ASSERT_TRUE(r.is_ok()) << r.status().message();
-    ASSERT_EQ(r->numel(), want.numel());
-    auto d = test::max_abs_diff(r->ptr<float>(), want.ptr<float>(), want.numel());
-    if (kv == DType::F32) {
-      std::printf("[ measure  ] %s opencl f32 KV: max |logit - golden| %.3g\n", GetParam().c_str(), d.max_abs);
-      EXPECT_LE(d.max_abs, kTol) << "f32 KV, worst at " << d.worst;
-      continue;
-    }
-    Session c(*cpu.model, SessionOptions{.n_threads = 1, .kv_dtype = kv});
-    auto rc = c.eval(ids, /*all_logits=*/true);
-    ASSERT_TRUE(rc.is_ok()) << rc.status().message();
-    auto dc = test::max_abs_diff(r->ptr<float>(), rc->ptr<float>(), want.numel());
-    std::printf("[ measure  ] %s opencl f16 KV: max |logit - golden| %.3g, |logit - cpu f16 KV| %.3g\n",
-                GetParam().c_str(), d.max_abs, dc.max_abs);
-    // the two paths accumulate f16-rounded K / V in other orders: kTol relative to the largest logit (stories260k's
-    // reach 18.9, measured 2.2e-3 apart; every other checkpoint <= 1.9e-4)
-    double mag = 1.0;
-    for (int64_t i = 0; i < want.numel(); ++i) mag = std::max(mag, double(std::fabs(want.ptr<float>()[i])));
-    EXPECT_LE(dc.max_abs, kTol * mag) << "f16 KV against the CPU's, worst at " << dc.worst;
-  }
+  Session s(*lm.model, SessionOptions{.n_threads = 1, .kv_dtype = DType::F16});
+  auto r = s.eval(ids, /*all_logits=*/true);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  ASSERT_EQ(r->numel(), want.numel());
+  auto d = test::max_abs_diff(r->ptr<float>(), want.ptr<float>(), want.numel());
+  Session c(*cpu.model, SessionOptions{.n_threads = 1, .kv_dtype = DType::F16});
+  auto rc = c.eval(ids, /*all_logits=*/true);
+  ASSERT_TRUE(rc.is_ok()) << rc.status().message();
+  auto dc = test::max_abs_diff(r->ptr<float>(), rc->ptr<float>(), want.numel());
+  std::printf("[ measure  ] %s opencl f16 KV: max |logit - golden| %.3g, |logit - cpu f16 KV| %.3g\n",
+              GetParam().c_str(), d.max_abs, dc.max_abs);
+  // the two paths accumulate f16-rounded K / V in other orders: kTol relative to the largest logit (stories260k's
+  // reach 18.9, measured 2.2e-3 apart; every other checkpoint <= 1.9e-4)
+  double mag = 1.0;
+  for (int64_t i = 0; i < want.numel(); ++i) mag = std::max(mag, double(std::fabs(want.ptr<float>()[i])));
+  EXPECT_LE(dc.max_abs, kTol * mag) << "f16 KV against the CPU's, worst at " << dc.worst;
 }
 
+// The greedy continuation, then the prompt one token at a time: every step a GEMV decode over the growing device
+// cache (golden_harness.h, as golden_text_test runs them on the CPU).
 TEST_P(OpenclGoldenText, GreedyIdsAndTokenByTokenDecode) {
   NEED_DEVICE();
   LoadedModel lm = load_on(test::model_dir(GetParam()), dev);
-  SafetensorsFile g = golden(GetParam());
-  auto ids = ids_of(g, "input_ids");
-  auto want_ids = ids_of(g, "greedy_ids");
-  Tensor want_logits = key(g, "greedy_logits"), want_all = key(g, "logits");
-  const int64_t V = lm.model->info().n_vocab;
-  Session s(*lm.model, SessionOptions{.n_threads = 1});
-  auto r = s.eval(ids);
-  ASSERT_TRUE(r.is_ok()) << r.status().message();
-  std::vector<int32_t> got;
-  double worst = 0;
-  for (size_t step = 0; step < want_ids.size(); ++step) {
-    worst = std::max(worst, test::max_abs_diff(r->ptr<float>(), want_logits.ptr<float>() + step * V, V).max_abs);
-    const int32_t next = argmax(std::span<const float>(r->ptr<float>(), size_t(V)));
-    got.push_back(next);
-    if (next != want_ids[step]) break;
-    r = s.eval(std::span<const int32_t>(&next, 1));
-    ASSERT_TRUE(r.is_ok()) << r.status().message();
-  }
-  EXPECT_EQ(got, want_ids);
-  EXPECT_LE(worst, kTol);
-  // the prompt one token at a time: every step is a GEMV decode over the growing device cache
-  Session t(*lm.model, SessionOptions{.n_threads = 1});
-  double worst_t = 0;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    auto ri = t.eval(std::span<const int32_t>(&ids[i], 1));
-    ASSERT_TRUE(ri.is_ok()) << ri.status().message();
-    worst_t = std::max(worst_t, test::max_abs_diff(ri->ptr<float>(), want_all.ptr<float>() + i * V, V).max_abs);
-  }
-  EXPECT_LE(worst_t, kTol);
+  test::check_greedy({*lm.model, GetParam(), 1, kTol});
+  test::check_token_by_token({*lm.model, GetParam(), 1, kTol});
 }
 
 TEST_P(OpenclGoldenText, ChunkedPrefill) {
   NEED_DEVICE();
-  const std::string dir = test::model_dir(GetParam());
-  if (!file_exists(dir + "/golden_batch.safetensors")) GTEST_SKIP() << "no golden_batch for " << GetParam();
-  LoadedModel lm = load_on(dir, dev);
-  SafetensorsFile g = golden(GetParam(), "golden_batch.safetensors");
-  for (int i = 0; i < 2; ++i) {
-    auto ids = ids_of(g, "input_ids_" + std::to_string(i));
-    Tensor want = key(g, "logits_" + std::to_string(i));
-    Session s(*lm.model, SessionOptions{.n_threads = 1, .n_batch = 5});
-    auto r = s.eval(ids, true);
-    ASSERT_TRUE(r.is_ok()) << r.status().message();
-    EXPECT_LE(test::max_abs_diff(r->ptr<float>(), want.ptr<float>(), want.numel()).max_abs, kTol) << "prompt " << i;
-  }
+  LoadedModel lm = load_on(test::model_dir(GetParam()), dev);
+  if (!test::check_batch_prompts({*lm.model, GetParam(), 1, kTol}))
+    GTEST_SKIP() << "no golden_batch for " << GetParam();
 }
 
 // The bounds of tests/unit/convert_roundtrip_test.cpp (the CPU's w8a8 / w4a8 path). The device dequantizes the
@@ -203,10 +169,103 @@ INSTANTIATE_TEST_SUITE_P(Quant, OpenclGoldenQuant, ::testing::Values("llama", "q
 
 // Every text decoder whose ops the device has (Model::ops_used): dense Llama-style ones, the MoE ones (Qwen3-MoE,
 // DeepSeek-OCR's DeepSeek-V2 decoder: routing on the device, expert groups read back), GPT-OSS (attention sinks,
-// clamped SwiGLU, MoE), Gemma 4's text path (final soft-cap; its golden's text case).
+// clamped SwiGLU, MoE), Gemma 4's text path (final soft-cap; its golden's text case), Qwen3.5 (linear attention,
+// its recurrent state on the device) and Qwen3.5-VL's decoder on its golden's text case.
 INSTANTIATE_TEST_SUITE_P(Text, OpenclGoldenText,
                          ::testing::Values("llama", "qwen2", "qwen3", "smollm3", "minicpm", "stories260k",
-                                           "gemma3_text", "qwen3_moe", "deepseek_ocr_lm", "gpt_oss", "gemma4"));
+                                           "gemma3_text", "qwen3_moe", "deepseek_ocr_lm", "gpt_oss", "gemma4",
+                                           "qwen3_5", "qwen3_5_vl"));
+
+// Qwen3.5's recurrent state (conv windows, delta-rule matrices) lives in the device's KV cache: a 150-token prompt
+// across the CPU's 64-token chunks in one pass and in pieces that continue the state, greedy decode after it; two
+// sequences with their own states in one forward, their states read back against the CPU's; truncate() through
+// state snapshots (read from and written to the device) re-evaluating the rest to the golden logits.
+TEST(OpenclGolden, Qwen35RecurrentStateOnTheDevice) {
+  NEED_DEVICE();
+  const std::string dir = test::model_dir("qwen3_5");
+  LoadedModel lm = load_on(dir, dev);
+  LoadedModel cpu = test::load_or_fail(dir);
+  const int64_t V = lm.model->info().n_vocab;
+  {
+    SafetensorsFile g = golden("qwen3_5", "golden_long.safetensors");
+    auto prompt = ids_of(g, "input_ids");
+    Tensor want = key(g, "logits"), want_greedy = key(g, "greedy_logits");
+    auto want_ids = ids_of(g, "greedy_ids");
+    for (int n_batch : {512, 7}) {
+      Session s(*lm.model, SessionOptions{.n_threads = 1, .n_batch = n_batch});
+      auto r = s.eval(prompt, true);
+      ASSERT_TRUE(r.is_ok()) << r.status().message();
+      const double d = test::max_abs_diff(r->ptr<float>(), want.ptr<float>(), want.numel()).max_abs;
+      std::printf("[ measure  ] qwen3_5 golden_long opencl n_batch %d: max |logit - golden| %.3g\n", n_batch, d);
+      EXPECT_LE(d, kTol) << "n_batch " << n_batch;
+      std::vector<float> last(r->ptr<float>() + (prompt.size() - 1) * size_t(V), r->ptr<float>() + r->numel());
+      std::vector<int32_t> got;
+      double worst = 0;
+      for (size_t step = 0; step < want_ids.size(); ++step) {
+        worst = std::max(worst, test::max_abs_diff(last.data(), want_greedy.ptr<float>() + step * V, V).max_abs);
+        const int32_t next = argmax(std::span<const float>(last));
+        got.push_back(next);
+        if (next != want_ids[step]) break;
+        auto st = s.eval(std::span<const int32_t>(&next, 1));
+        ASSERT_TRUE(st.is_ok()) << st.status().message();
+        last.assign(st->ptr<float>(), st->ptr<float>() + V);
+      }
+      EXPECT_EQ(got, want_ids) << "n_batch " << n_batch;
+      EXPECT_LE(worst, kTol) << "n_batch " << n_batch;
+    }
+  }
+  SafetensorsFile g = golden("qwen3_5");
+  auto prompt = ids_of(g, "input_ids");  // 24 tokens
+  Tensor want = key(g, "logits");
+  {  // two sequences in one forward (slot 1: all of the prompt; slot 0: its first 10 tokens), device and CPU
+    ThreadPool pool(1);
+    KvCache kv_d(lm.model->info().kv, 2, 64, DType::F32, 0, dev.get());
+    KvCache kv_c(cpu.model->info().kv, 2, 64, DType::F32);
+    Arena arena_d(size_t(1) << 22, device_chunk_alloc(dev.get())), arena_c(size_t(1) << 22);
+    Ctx cd{&arena_d, &pool, &kernels()}, cc{&arena_c, &pool, &kernels()};
+    cd.dev = dev.get();
+    Batch b;
+    auto add = [&](int64_t n, int slot) {
+      b.seqs.push_back({slot, b.n_tokens(), n});
+      for (int64_t i = 0; i < n; ++i) {
+        b.logits_rows.push_back(b.n_tokens());
+        b.tokens.push_back(prompt[size_t(i)]);
+        b.pos.push_back(int32_t(i));
+      }
+    };
+    add(int64_t(prompt.size()), 1);
+    add(10, 0);
+    Tensor ld, lc;
+    ASSERT_TRUE(lm.model->forward(cd, b, kv_d, &ld).is_ok());
+    ASSERT_TRUE(logits_to_host(cd, &ld).is_ok());
+    ASSERT_TRUE(cpu.model->forward(cc, b, kv_c, &lc).is_ok());
+    EXPECT_LE(test::max_abs_diff(ld.ptr<float>(), want.ptr<float>(), want.numel()).max_abs, kTol);
+    EXPECT_LE(test::max_abs_diff(ld.ptr<float>() + want.numel(), want.ptr<float>(), 10 * V).max_abs, kTol);
+    for (int slot : {0, 1}) {
+      EXPECT_EQ(kv_d.state_pos(slot), kv_c.state_pos(slot));
+      const StateSnapshot sd = kv_d.save_state(slot), sc = kv_c.save_state(slot);
+      ASSERT_EQ(sd.data.size(), sc.data.size());
+      EXPECT_LE(test::max_abs_diff(sd.data.data(), sc.data.data(), int64_t(sc.data.size())).max_abs, 1e-4) << slot;
+    }
+  }
+  // truncate(): back to the latest snapshot at or before n, the rest evaluated again on the restored state
+  Session s(*lm.model, SessionOptions{.n_threads = 1, .n_batch = 8, .n_state_snapshots = 2});
+  ASSERT_TRUE(s.eval(prompt).is_ok());
+  EXPECT_EQ(s.state_snapshots(), std::vector<int>({16, 24}));
+  auto check_from = [&](int n) {
+    const int from = s.n_past();
+    auto r = s.eval(std::span<const int32_t>(prompt).subspan(size_t(from)), true);
+    ASSERT_TRUE(r.is_ok()) << r.status().message();
+    EXPECT_LE(test::max_abs_diff(r->ptr<float>(), want.ptr<float>() + from * V, (24 - from) * V).max_abs, kTol)
+        << "after truncate(" << n << ") -> " << from;
+  };
+  s.truncate(20);
+  EXPECT_EQ(s.n_past(), 16);
+  check_from(20);
+  s.truncate(10);  // before every snapshot: from the zero state
+  EXPECT_EQ(s.n_past(), 0);
+  check_from(10);
+}
 
 // Qwen2-VL: the vision tower on the CPU (its weights stay on the host), the decoder on the device, fed the image
 // features and M-RoPE positions (Qwen3-VL: and its DeepStack features added after the first layers, add_rows_).
@@ -219,7 +278,15 @@ TEST_P(OpenclGoldenVL, DecoderAfterAnImage) {
   SafetensorsFile g = golden(GetParam());
   const auto cases = g.metadata().find("cases");
   ASSERT_NE(cases, g.metadata().end());
-  const std::string c = cases->second.substr(0, cases->second.find(','));  // the first case image
+  // the first case with an image file (Qwen3.5-VL's cases start with a text-only one)
+  std::string c;
+  for (size_t at = 0; at <= cases->second.size() && c.empty();) {
+    const size_t end = std::min(cases->second.find(',', at), cases->second.size());
+    const std::string name = cases->second.substr(at, end - at);
+    if (file_exists(dir + "/" + name + ".png")) c = name;
+    at = end + 1;
+  }
+  ASSERT_FALSE(c.empty()) << "no image case in " << cases->second;
   auto pp = preprocessor_config_of(lm);
   ASSERT_TRUE(pp.is_ok()) << pp.status().message();
   auto proc = image_processor_for(*lm.model, *pp);
@@ -258,7 +325,8 @@ TEST_P(OpenclGoldenVL, DecoderAfterAnImage) {
   EXPECT_EQ(got, want_ids);
 }
 
-INSTANTIATE_TEST_SUITE_P(VL, OpenclGoldenVL, ::testing::Values("qwen2_vl", "qwen2_5_vl", "llava", "qwen3_vl"));
+INSTANTIATE_TEST_SUITE_P(VL, OpenclGoldenVL,
+                         ::testing::Values("qwen2_vl", "qwen2_5_vl", "llava", "qwen3_vl", "qwen3_5_vl"));
 
 // Gemma 4 with an image: its vision tower and projector stay on the host and run on the CPU, the decoder (soft
 // tokens spliced in, per-layer inputs, final soft-cap) on the device: the golden image case's logits and greedy ids.
@@ -296,13 +364,58 @@ TEST(OpenclGolden, Gemma4DecoderAfterAnImage) {
   EXPECT_EQ(got, want_ids);
 }
 
+// The Engine (the server's scheduler) on the device with its default prompt cache asked for: two slots, Qwen3.5's
+// states per slot, a second request sharing the first's prefix; the greedy tokens a Session gives. The cache copies
+// K/V rows on the host, so on a device it is off (this faulted before).
+TEST(OpenclGolden, EngineOnTheDeviceWithAPromptCacheBudget) {
+  NEED_DEVICE();
+  for (const char* arch : {"stories260k", "qwen3_5"}) {
+    SCOPED_TRACE(arch);
+    LoadedModel lm = load_on(test::model_dir(arch), dev);
+    Engine eng(*lm.model, nullptr,
+               EngineOptions{.n_slots = 2, .n_ctx = 128, .n_batch = 7, .n_threads = 1, .cache_bytes = 64 << 20});
+    auto run = [&](const std::vector<int32_t>& prompt, int n) {
+      std::promise<GenerateResult> done;
+      EngineRequest r;
+      r.prompt = prompt;
+      r.params.max_tokens = n;
+      r.params.sampler.temperature = 0;
+      r.params.ignore_eos = true;
+      r.on_done = [&done](const Result<GenerateResult>& res) {
+        EXPECT_TRUE(res.is_ok()) << res.status().message();
+        done.set_value(res.is_ok() ? *res : GenerateResult{});
+      };
+      EXPECT_TRUE(eng.submit(std::move(r)).is_ok());
+      return done.get_future().get().tokens;
+    };
+    auto solo = [&](const std::vector<int32_t>& prompt, int n) {
+      Session s(*lm.model, SessionOptions{.n_ctx = 128, .n_threads = 1, .n_batch = 7});
+      GenerateParams p;
+      p.max_tokens = n;
+      p.sampler.temperature = 0;
+      p.ignore_eos = true;
+      auto r = generate(s, nullptr, prompt, p);
+      EXPECT_TRUE(r.is_ok()) << r.status().message();
+      return r.is_ok() ? r->tokens : std::vector<int32_t>{};
+    };
+    const std::vector<int32_t> p1 = {1, 403, 407, 261, 378, 5, 6, 7, 8, 9, 10, 11, 12, 13, 20, 30, 40, 50, 60, 70};
+    const auto a = run(p1, 8);
+    EXPECT_EQ(a, solo(p1, 8));
+    std::vector<int32_t> p2 = p1;
+    p2.insert(p2.end(), a.begin(), a.end());
+    p2.insert(p2.end(), {100, 200, 300});
+    EXPECT_EQ(run(p2, 6), solo(p2, 6));
+  }
+}
+
 // Placement by capability: a model is refused naming the op the device lacks (Model::ops_used), not by its name.
-// Qwen3.5's linear attention is not on the OpenCL device; the MoE ops are, so for Qwen3-MoE a device that answers
-// supports() as OpenCL does less the MoE ops stands in (the check runs before any weight is uploaded).
+// Every decoder family's ops are on the OpenCL device now, so a device that answers supports() as OpenCL does less
+// some ops stands in (the check runs before any weight is uploaded): without the linear-attention ops for Qwen3.5
+// and Qwen3.5-VL, without the MoE ops for Qwen3-MoE.
 class WithoutOps final : public Device {
  public:
   WithoutOps(std::shared_ptr<Device> real, OpSet without) : real_(std::move(real)), without_(without) {}
-  std::string name() const override { return "opencl-less-moe"; }
+  std::string name() const override { return "opencl-less-some-ops"; }
   std::shared_ptr<DeviceStorage> alloc(size_t) override { throw std::bad_alloc(); }
   void write(const Tensor&, const void*, size_t) override {}
   void read(const Tensor&, void*, size_t) override {}
@@ -316,15 +429,19 @@ class WithoutOps final : public Device {
 
 TEST(OpenclGolden, UnsupportedModelIsRefusedAtLoadNamingTheOp) {
   NEED_DEVICE();
-  auto fake = std::make_shared<WithoutOps>(dev, op_set({Op::kMoeRoute, Op::kAddRowsScaled}));
+  auto no_moe = std::make_shared<WithoutOps>(dev, op_set({Op::kMoeRoute, Op::kAddRowsScaled}));
+  auto no_linear = std::make_shared<WithoutOps>(
+      dev, op_set({Op::kCausalConv1dSilu, Op::kL2NormGroups, Op::kDeltaGates, Op::kGatedDeltaRule,
+                   Op::kRmsNormGated}));
   const struct {
     const char* model;
     std::shared_ptr<Device> dev;
     const char* ops;
   } cases[] = {
-      {"qwen3_5", dev, "'causal_conv1d_silu', 'l2_norm_groups', 'delta_gates', 'gated_delta_rule', 'rms_norm_gated'"},
-      {"qwen3_5_vl", dev, "'causal_conv1d_silu'"},  // the VLM's decoder is Qwen3.5's
-      {"qwen3_moe", fake, "does not implement 'moe_route', 'add_rows_scaled', which"},
+      {"qwen3_5", no_linear,
+       "'causal_conv1d_silu', 'l2_norm_groups', 'delta_gates', 'gated_delta_rule', 'rms_norm_gated'"},
+      {"qwen3_5_vl", no_linear, "'causal_conv1d_silu'"},  // the VLM's decoder is Qwen3.5's
+      {"qwen3_moe", no_moe, "does not implement 'moe_route', 'add_rows_scaled', which"},
   };
   for (const auto& c : cases) {
     auto m = load_model(test::model_dir(c.model), LoadOptions{.device = c.dev});
@@ -333,8 +450,8 @@ TEST(OpenclGolden, UnsupportedModelIsRefusedAtLoadNamingTheOp) {
     EXPECT_NE(m.status().message().find(c.ops), std::string::npos) << m.status().message();
     EXPECT_NE(m.status().message().find("--device cpu"), std::string::npos) << m.status().message();
   }
-  // the ops the last session moved out of model loops, now on the device: these load
-  for (const char* model : {"qwen3_moe", "gpt_oss", "gemma4", "deepseek_ocr_lm", "qwen3_vl"}) {
+  // the same models on the real device: these load
+  for (const char* model : {"qwen3_moe", "gpt_oss", "gemma4", "deepseek_ocr_lm", "qwen3_vl", "qwen3_5", "qwen3_5_vl"}) {
     auto m = load_model(test::model_dir(model), LoadOptions{.device = dev});
     EXPECT_TRUE(m.is_ok()) << model << ": " << m.status().message();
   }

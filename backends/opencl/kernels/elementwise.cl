@@ -39,6 +39,13 @@ __kernel void weight_rows(__global const char* wb, ulong wo, int wt, int N, int 
   GPTR(float, yb, yo)[(ulong)i * K + k] = wval(wb + wo, N, K, n, k, wt);
 }
 
+// y [rows, d] contiguous = x's rows (f32, x rows x_stride floats apart): to_f32 of a column view (Qwen3.5's
+// query / gate halves of each head's q_proj row)
+__kernel void strided_rows_f32(__global const char* xb, ulong xo, int x_stride, int d, __global char* yb, ulong yo) {
+  const int e = get_global_id(0), i = get_global_id(1);
+  if (e < d) GPTR(float, yb, yo)[(ulong)i * d + e] = GPTR(const float, xb, xo)[(ulong)i * x_stride + e];
+}
+
 // y row i = x row rows[i] (f32, d wide; x rows x_stride floats apart)
 __kernel void gather_rows(__global const char* xb, ulong xo, int x_stride, __global const char* rowsb, ulong rowso, int d,
                           __global char* yb, ulong yo) {
