@@ -1,7 +1,7 @@
-// 256-bit integer matmuls for the row-interleaved panel dtypes q4_0x16 / mxfp4x16 / iq4_nlx16 / q8_0x16 (core/dtype.h)
-// against
-// BlockQ8Act rows, shared by the AVX2 level (matmul_panel_avx2.cpp: vpmaddubsw + vpmaddwd) and the AVX-VNNI level
-// (x86/avxvnni/matmul_panel_avxvnni.cpp: vpdpbusd), which differ only in the dot policy (int8_dot_avx2.h).
+// 256-bit integer matmuls for the row-interleaved panel dtypes q4_0x16 / mxfp4x16 / iq4_nlx16 / q4_1x16 / q8_0x16 /
+// q5_1x16 (core/dtype.h) against BlockQ8Act rows, shared by the AVX2 level (matmul_panel_avx2.cpp: vpmaddubsw +
+// vpmaddwd) and the AVX-VNNI level (x86/avxvnni/matmul_panel_avxvnni.cpp: vpdpbusd), which differ only in the dot
+// policy (int8_dot_avx2.h).
 // A panel block's 64-byte chunk holds 4 quant bytes of each of 16 rows; its two 32-byte halves are rows 0-7 and
 // 8-15, one int32 lane per row. Both dot instructions multiply unsigned by signed bytes:
 // - q4: nibbles q in [0, 15] times a broadcast activation dword; with vpmaddubsw a pair sum is at most 2 * 15 * 127
