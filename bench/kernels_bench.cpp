@@ -10,6 +10,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -61,12 +62,24 @@ const std::vector<uint8_t>& weights(DType t, int64_t K, int64_t N) {
   if (t == last_t && K == last_k && N == last_n) return w;
   const int64_t row = dtype_row_bytes(t, K);
   w.assign(size_t(row * N), 0);
-  const DType plain = t == DType::BF16DOT ? DType::BF16 : dtype_unpanel(t);  // panels: quantize plain rows, then pack them
-  auto wf = random_floats(size_t(K * N), 1);
-  for (int64_t n = 0; n < N; ++n) ref_kernels().from_f32[int(plain)](&wf[size_t(n * K)], &w[size_t(n * row)], K);
-  if (plain != t) {
+  // panels: quantize plain rows, then pack them (q5_1x16 rows are wider than q5_1's: widened at packing)
+  const DType plain = t == DType::BF16DOT ? DType::BF16 : dtype_unpanel(t);
+  const int64_t prow = dtype_row_bytes(plain, K);
+  std::vector<uint8_t> pw(size_t(prow * N));
+  if (plain == DType::IQ4_NL) {  // no quantizer for it here: random nibbles, scale 0.01 (timing needs no more)
+    std::mt19937 g(1);
+    for (auto& b : pw) b = uint8_t(g());
+    const f16_t d = f32_to_f16(0.01f);
+    for (size_t off = 0; off < pw.size(); off += sizeof(BlockIQ4_NL)) std::memcpy(&pw[off], &d, 2);
+  } else {
+    auto wf = random_floats(size_t(K * N), 1);
+    for (int64_t n = 0; n < N; ++n) ref_kernels().from_f32[int(plain)](&wf[size_t(n * K)], &pw[size_t(n * prow)], K);
+  }
+  if (plain == t) {
+    w.swap(pw);
+  } else {
     std::vector<uint8_t> packed(w.size());
-    pack_panels(plain, w.data(), row, N, K, packed.data());
+    pack_panels(plain, pw.data(), prow, N, K, packed.data());
     w.swap(packed);
   }
   last_t = t, last_k = K, last_n = N;
@@ -216,6 +229,16 @@ void register_all() {
         const std::string name = "gemm/" + isa + "/" + std::string(dtype_name(t)) + "/K=" + std::to_string(K) +
                                  "/N=" + std::to_string(N) + "/M=512";
         benchmark::RegisterBenchmark(name.c_str(), bm_matmul, k, t, int64_t(512), K, N)->Unit(benchmark::kMillisecond);
+      }
+    // the formats llama-quantize falls back to for rows that are not a multiple of 256 (and some downloads): plain
+    // (ref's scalar loops) against their panels; q5_0 runs as q8_0x16 (the loader widens it), so that row is q5_0's
+    for (DType t : {DType::IQ4_NL, DType::IQ4_NLX16, DType::Q5_0, DType::Q8_0X16, DType::Q4_1, DType::Q4_1X16,
+                    DType::Q5_1, DType::Q5_1X16})
+      for (int64_t M : {1, 512}) {
+        const std::string name =
+            "lowbit/" + isa + "/" + std::string(dtype_name(t)) + "/K=1024/N=3072/M=" + std::to_string(M);
+        benchmark::RegisterBenchmark(name.c_str(), bm_matmul, k, t, M, int64_t(1024), int64_t(3072))
+            ->Unit(benchmark::kMicrosecond);
       }
     for (DType t : {DType::MXFP4, DType::MXFP4X16})  // a GPT-OSS-20B expert's gate_up: decode, a prefill share
       for (int64_t M : {1, 32}) {

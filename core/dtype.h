@@ -21,6 +21,8 @@ enum class DType : uint8_t {
   MXFP4X16,  // mxfp4 panels (below), made by the loader where Kernels::pack_mxfp4
   Q2_KX16, Q3_KX16,  // q2_K / q3_K panels (below), made by the loader where Kernels::pack_kquant
   IQ4_XSX16,  // iq4_xs panels (below), likewise
+  IQ4_NLX16,  // iq4_nl panels (below), likewise
+  Q4_1X16, Q5_1X16,  // q4_1 / q5_1 panels (below), likewise
   kCount
 };
 
@@ -93,6 +95,27 @@ struct BlockIQ4_NL {
 };
 static_assert(sizeof(BlockIQ4_NL) == 18);
 constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+// iq4_nlx16: 16 rows of iq4_nl in q4_0x16's layout (same byte sizes and permutation; only the nibble map differs:
+// kIq4Values[q] instead of q - 8), so the q4_0x16 panel tiles run it with a nibble-map parameter.
+struct BlockIQ4_NLx16 {
+  f16_t d[16];
+  uint8_t qs[16 * kQBlock / 2];
+};
+static_assert(sizeof(BlockIQ4_NLx16) == 16 * sizeof(BlockIQ4_NL));
+// q4_1x16: 16 rows of q4_1 (w = d * q + m): the 16 rows' d, then their m, then the nibbles as q4_0x16's.
+struct BlockQ4_1x16 {
+  f16_t d[16], m[16];
+  uint8_t qs[16 * kQBlock / 2];
+};
+static_assert(sizeof(BlockQ4_1x16) == 16 * sizeof(BlockQ4_1));
+// q5_1x16: 16 rows of q5_1 widened to one byte per weight (q in 0..31, unsigned), laid out as q8_0x16's quants:
+// qs[64 g + 4 r + i] = row r's q of weight 4g + i (g < 8); d and m as q4_1x16. 36 bytes per row and block instead of
+// 24: the integer kernels take bytes as they are (u8 x s8 products), no bit merging per block.
+struct BlockQ5_1x16 {
+  f16_t d[16], m[16];
+  uint8_t qs[16 * kQBlock];
+};
+static_assert(sizeof(BlockQ5_1x16) == 16 * 36);
 
 // K-quants: super-blocks of 256 weights along K (a K-type row is a multiple of 256).
 constexpr int kQK = 256;
@@ -302,6 +325,8 @@ constexpr DTypeInfo kDTypeInfo[] = {
     {"mxfp4x16", kQBlock, sizeof(BlockMXFP4), true},  // per row on average, as q4_0x16
     {"q2_kx16", kQK, sizeof(BlockQ2_Kx16) / 16, true}, {"q3_kx16", kQK, sizeof(BlockQ3_Kx16) / 16, true},
     {"iq4_xsx16", kQK, sizeof(BlockIQ4_XSx16) / 16, true},
+    {"iq4_nlx16", kQBlock, sizeof(BlockIQ4_NL), true},  // per row on average, as q4_0x16
+    {"q4_1x16", kQBlock, sizeof(BlockQ4_1), true}, {"q5_1x16", kQBlock, sizeof(BlockQ5_1x16) / 16, true},
 };
 static_assert(sizeof(kDTypeInfo) / sizeof(kDTypeInfo[0]) == size_t(DType::kCount));
 
@@ -312,7 +337,7 @@ constexpr bool dtype_is_quantized(DType t) { return dtype_info(t).quantized; }
 constexpr bool dtype_is_panel(DType t) {
   return t == DType::Q8_0X16 || t == DType::Q4_0X16 || t == DType::Q4_KX16 || t == DType::Q5_KX16 ||
          t == DType::Q6_KX16 || t == DType::MXFP4X16 || t == DType::Q2_KX16 || t == DType::Q3_KX16 ||
-         t == DType::IQ4_XSX16;
+         t == DType::IQ4_XSX16 || t == DType::IQ4_NLX16 || t == DType::Q4_1X16 || t == DType::Q5_1X16;
 }
 constexpr DType dtype_panel_of(DType t) {
   switch (t) {
@@ -325,6 +350,9 @@ constexpr DType dtype_panel_of(DType t) {
     case DType::Q2_K: return DType::Q2_KX16;
     case DType::Q3_K: return DType::Q3_KX16;
     case DType::IQ4_XS: return DType::IQ4_XSX16;
+    case DType::IQ4_NL: return DType::IQ4_NLX16;
+    case DType::Q4_1: return DType::Q4_1X16;
+    case DType::Q5_1: return DType::Q5_1X16;
     default: return t;
   }
 }
@@ -339,6 +367,9 @@ constexpr DType dtype_unpanel(DType t) {
     case DType::Q2_KX16: return DType::Q2_K;
     case DType::Q3_KX16: return DType::Q3_K;
     case DType::IQ4_XSX16: return DType::IQ4_XS;
+    case DType::IQ4_NLX16: return DType::IQ4_NL;
+    case DType::Q4_1X16: return DType::Q4_1;
+    case DType::Q5_1X16: return DType::Q5_1;
     default: return t;
   }
 }

@@ -1,8 +1,10 @@
-// Packing q4_0 / q8_0 / mxfp4 / q2_K .. q6_K / iq4_xs rows into 16-row panels and back: a byte permutation (plus the
-// K-quant scale unpacking, which is bijective), so both directions are exact.
+// Packing q4_0 / q8_0 / mxfp4 / q2_K .. q6_K / iq4_xs / iq4_nl / q4_1 / q5_1 rows into 16-row panels and back: a
+// byte permutation (plus the K-quant scale unpacking and q5_1's widening to a byte per weight, which are bijective),
+// so both directions are exact. q5_0 rows are widened to q8_0 (exact values, not bytes: they unpack as q8_0).
 #include "core/panels.h"
 
 #include <cstring>
+#include <vector>
 
 namespace pipit {
 
@@ -205,9 +207,46 @@ void unpack_iq4xs_row(const BlockIQ4_XSx16& p, int r, BlockIQ4_XS& b) {
     for (int c = 0; c < 4; ++c) std::memcpy(&b.qs[16 * g + 4 * c], &p.qs[g][c][4 * r], 4);
 }
 
+// q4_1 / q5_1 (32-weight blocks): d and m per row; the quants as q4_0x16's nibbles (q4_1) or, widened to a byte per
+// weight, as q8_0x16's bytes (q5_1: q = nibble | fifth bit << 4, ggml's q5 bit order as in q5_0_to_q8_0).
+void pack_q41_row(const BlockQ4_1& b, BlockQ4_1x16& p, int r) {
+  p.d[r] = b.d;
+  p.m[r] = b.m;
+  for (int c = 0; c < 4; ++c) std::memcpy(&p.qs[64 * c + 4 * r], &b.qs[4 * c], 4);
+}
+void unpack_q41_row(const BlockQ4_1x16& p, int r, BlockQ4_1& b) {
+  b.d = p.d[r];
+  b.m = p.m[r];
+  for (int c = 0; c < 4; ++c) std::memcpy(&b.qs[4 * c], &p.qs[64 * c + 4 * r], 4);
+}
+void pack_q51_row(const BlockQ5_1& b, BlockQ5_1x16& p, int r) {
+  p.d[r] = b.d;
+  p.m[r] = b.m;
+  uint32_t qh;
+  std::memcpy(&qh, b.qh, 4);
+  for (int j = 0; j < kQBlock; ++j) {
+    const int nib = j < 16 ? b.qs[j] & 0x0F : b.qs[j - 16] >> 4;
+    p.qs[64 * (j / 4) + 4 * r + j % 4] = uint8_t(nib | (((qh >> j) & 1) << 4));
+  }
+}
+void unpack_q51_row(const BlockQ5_1x16& p, int r, BlockQ5_1& b) {
+  b.d = p.d[r];
+  b.m = p.m[r];
+  uint32_t qh = 0;
+  for (int j = 0; j < kQBlock; ++j) {
+    const uint8_t q = p.qs[64 * (j / 4) + 4 * r + j % 4];
+    if (j < 16) b.qs[j] = q & 0x0F;
+    else b.qs[j - 16] = uint8_t(b.qs[j - 16] | ((q & 0x0F) << 4));
+    qh |= uint32_t((q >> 4) & 1) << j;
+  }
+  std::memcpy(b.qh, &qh, 4);
+}
+
+// Rows of `Plain` blocks of `elems` weights (a K-quant super-block, or 32 for q4_1 / q5_1) to panels and back.
 template <class Plain, class Panel, class PackRow>
-void pack_k(const uint8_t* src, int64_t src_stride, int64_t N, int64_t K, uint8_t* dst, PackRow pack_row) {
-  const int64_t nsb = K / kQK;
+void pack_k(const uint8_t* src, int64_t src_stride, int64_t N, int64_t K, uint8_t* dst, PackRow pack_row,
+            int64_t elems = kQK) {
+  const int64_t nsb = K / elems;
   auto* out = reinterpret_cast<Panel*>(dst);
   for (int64_t n = 0; n < N; ++n) {
     const auto* row = reinterpret_cast<const Plain*>(src + n * src_stride);
@@ -216,8 +255,9 @@ void pack_k(const uint8_t* src, int64_t src_stride, int64_t N, int64_t K, uint8_
 }
 
 template <class Plain, class Panel, class UnpackRow>
-void unpack_k(const uint8_t* src, int64_t K, int64_t r0, int64_t r1, uint8_t* dst, UnpackRow unpack_row) {
-  const int64_t nsb = K / kQK;
+void unpack_k(const uint8_t* src, int64_t K, int64_t r0, int64_t r1, uint8_t* dst, UnpackRow unpack_row,
+              int64_t elems = kQK) {
+  const int64_t nsb = K / elems;
   const auto* in = reinterpret_cast<const Panel*>(src);
   auto* out = reinterpret_cast<Plain*>(dst);
   for (int64_t n = r0; n < r1; ++n)
@@ -225,7 +265,7 @@ void unpack_k(const uint8_t* src, int64_t K, int64_t r0, int64_t r1, uint8_t* ds
       unpack_row(in[(n / kPanelRows) * nsb + s], int(n % kPanelRows), out[(n - r0) * nsb + s]);
 }
 
-// Bytes of one row's quants and scale in a block (q4_0 / q8_0: an f16 d; mxfp4: one exponent byte), and the
+// Bytes of one row's quants and scale in a block (q4_0 / q8_0 / iq4_nl: an f16 d; mxfp4: one exponent byte), and the
 // interleave unit (4 bytes: one int32 lane of the dot product).
 constexpr int64_t kLane = 4;
 int64_t quant_bytes(DType plain) { return plain == DType::Q8_0 ? kQBlock : kQBlock / 2; }
@@ -234,7 +274,30 @@ int64_t block_bytes(DType plain) { return scale_bytes(plain) + quant_bytes(plain
 
 }  // namespace
 
+void q5_0_to_q8_0(const BlockQ5_0& b, BlockQ8_0& out) {
+  uint32_t qh;
+  std::memcpy(&qh, b.qh, 4);
+  out.d = b.d;
+  for (int j = 0; j < kQBlock / 2; ++j) {
+    out.qs[j] = int8_t(((b.qs[j] & 0x0F) | (((qh >> j) & 1) << 4)) - 16);
+    out.qs[j + 16] = int8_t(((b.qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4)) - 16);
+  }
+}
+
 void pack_panels(DType plain, const uint8_t* src, int64_t src_stride, int64_t N, int64_t K, uint8_t* dst) {
+  if (plain == DType::Q5_0) {  // one panel's rows widened to q8_0, then packed as q8_0
+    const int64_t nb = K / kQBlock, rb = nb * int64_t(sizeof(BlockQ8_0));
+    std::vector<BlockQ8_0> rows(size_t(kPanelRows * nb));
+    for (int64_t p = 0; p < N / kPanelRows; ++p) {
+      for (int64_t r = 0; r < kPanelRows; ++r) {
+        const auto* in = reinterpret_cast<const BlockQ5_0*>(src + (p * kPanelRows + r) * src_stride);
+        for (int64_t b = 0; b < nb; ++b) q5_0_to_q8_0(in[b], rows[size_t(r * nb + b)]);
+      }
+      pack_panels(DType::Q8_0, reinterpret_cast<const uint8_t*>(rows.data()), rb, kPanelRows, K,
+                  dst + p * kPanelRows * rb);
+    }
+    return;
+  }
   switch (plain) {
     case DType::Q4_K:
       return pack_k<BlockQ4_K, BlockQ4_Kx16>(src, src_stride, N, K, dst, pack_k4_row<BlockQ4_K, BlockQ4_Kx16>);
@@ -244,6 +307,8 @@ void pack_panels(DType plain, const uint8_t* src, int64_t src_stride, int64_t N,
     case DType::Q2_K: return pack_k<BlockQ2_K, BlockQ2_Kx16>(src, src_stride, N, K, dst, pack_q2k_row);
     case DType::Q3_K: return pack_k<BlockQ3_K, BlockQ3_Kx16>(src, src_stride, N, K, dst, pack_q3k_row);
     case DType::IQ4_XS: return pack_k<BlockIQ4_XS, BlockIQ4_XSx16>(src, src_stride, N, K, dst, pack_iq4xs_row);
+    case DType::Q4_1: return pack_k<BlockQ4_1, BlockQ4_1x16>(src, src_stride, N, K, dst, pack_q41_row, kQBlock);
+    case DType::Q5_1: return pack_k<BlockQ5_1, BlockQ5_1x16>(src, src_stride, N, K, dst, pack_q51_row, kQBlock);
     default: break;
   }
   const int64_t nb = K / kQBlock, qb = quant_bytes(plain), sb = scale_bytes(plain), bb = block_bytes(plain);
@@ -273,6 +338,8 @@ void unpack_panel_rows(DType panel, const uint8_t* src, int64_t K, int64_t r0, i
     case DType::Q2_K: return unpack_k<BlockQ2_K, BlockQ2_Kx16>(src, K, r0, r1, dst, unpack_q2k_row);
     case DType::Q3_K: return unpack_k<BlockQ3_K, BlockQ3_Kx16>(src, K, r0, r1, dst, unpack_q3k_row);
     case DType::IQ4_XS: return unpack_k<BlockIQ4_XS, BlockIQ4_XSx16>(src, K, r0, r1, dst, unpack_iq4xs_row);
+    case DType::Q4_1: return unpack_k<BlockQ4_1, BlockQ4_1x16>(src, K, r0, r1, dst, unpack_q41_row, kQBlock);
+    case DType::Q5_1: return unpack_k<BlockQ5_1, BlockQ5_1x16>(src, K, r0, r1, dst, unpack_q51_row, kQBlock);
     default: break;
   }
   const int64_t nb = K / kQBlock, qb = quant_bytes(plain), sb = scale_bytes(plain), bb = block_bytes(plain);

@@ -194,7 +194,8 @@ struct Kernels {
   RmsNormGatedFn rms_norm_gated = nullptr;
   // q4_0 / q8_0 weights run faster as 16-row panels (q4_0x16, q8_0x16) here: the loader packs them once.
   bool pack_quant = false;
-  // q4_K / q5_K / q6_K weights likewise as q4_kx16 / q5_kx16 / q6_kx16 (set where panel K kernels exist).
+  // q2_K .. q6_K / iq4_xs / iq4_nl / q4_1 / q5_1 weights likewise as q2_kx16 .. q6_kx16 / iq4_xsx16 / iq4_nlx16 /
+  // q4_1x16 / q5_1x16 (set where panel kernels for all of them exist).
   bool pack_kquant = false;
   // mxfp4 (GPT-OSS experts, 2-D or stacked 3-D) likewise as mxfp4x16 (set where a panel mxfp4 kernel exists).
   bool pack_mxfp4 = false;

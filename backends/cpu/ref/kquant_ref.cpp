@@ -13,13 +13,14 @@
 //   q4_K / q5_K: acc = fma(isum, (d*sc) * da, acc); acc = fma(-(dmin*m), da * sum(a), acc)   (q unsigned)
 //   q6_K:        acc = fma(sc0 * isum0 + sc1 * isum1, d * da, acc)                            (q - 32 signed)
 //   iq4_xs:      acc = fma(isum, (d*(ls - 32)) * da, acc); iq4_nl: acc = fma(isum, d * da, acc)
+//   q5_0:        acc = fma(isum, d * da, acc)     (q - 16 signed; the loader runs it as q8_0x16: its kernels' step)
+//   q4_1 / q5_1: acc = fma(isum, d * da, acc); acc = fma(m, da * sum(a), acc)                  (q unsigned)
 //   q2_K:        acc = fma(sc0 * isum0 + sc1 * isum1, d * da, acc);
 //                acc = fma(m0 * sum0(a) + m1 * sum1(a), -(dmin * da), acc)                     (q unsigned 0..3)
 //   q3_K:        acc = fma(sc0 * isum0 + sc1 * isum1, d * da, acc)                  (q - 4 * !hbit, sc - 32 signed)
 // (q2_K / q3_K: isum0 / isum1, sum0 / sum1 over the 16-weight halves of the block, each with its own scale.)
-// q4_1, q5_0, q5_1 and q8_K take a generic path: each block is dequantized to f32 (the function above) and dotted
-// with the activation block in f32. No SIMD kernel exists for them: they are rare in downloaded files and run at
-// scalar speed.
+// q8_K takes a generic path: each block is dequantized to f32 (the function above) and dotted with the activation
+// block in f32. No SIMD kernel exists for it (it is llama.cpp's activation format, not found as weights).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -773,14 +774,71 @@ void matmul_iq4_nl(const MatmulArgs& a, int64_t n0, int64_t n1) {
   }
 }
 
-void matmul_q4_1(const MatmulArgs& a, int64_t n0, int64_t n1) {
-  matmul_dequant<kQBlock>(a, n0, n1, q4_1_to_f32, sizeof(BlockQ4_1));
+namespace {
+
+// q4_1 / q5_1: w = d q + m with q unsigned, so a block adds d da (q . a) + m da sum(a), the dot exact in int32.
+template <class Block, class Dot>
+void matmul_with_min(const MatmulArgs& a, int64_t n0, int64_t n1, Dot dot) {
+  const int64_t nb = a.K / kQBlock;
+  for (int64_t m = 0; m < a.M; ++m) {
+    const BlockQ8Act* x = act_row(a, m);
+    float* y = out_row(a, m);
+    for (int64_t n = n0; n < n1; ++n) {
+      const auto* w = reinterpret_cast<const Block*>(static_cast<const uint8_t*>(a.w) + n * a.w_stride);
+      float acc = 0.0f;
+      for (int64_t b = 0; b < nb; ++b) {
+        acc = std::fma(float(dot(w[b], x[b])), f16_to_f32(w[b].d) * x[b].d, acc);
+        acc = std::fma(f16_to_f32(w[b].m), x[b].d * float(x[b].sum), acc);
+      }
+      y[n] = acc;
+    }
+  }
 }
+
+int32_t dot_q4_1_block(const BlockQ4_1& w, const BlockQ8Act& a) {
+  int32_t s = 0;
+  for (int j = 0; j < kQBlock / 2; ++j)
+    s += int32_t(w.qs[j] & 0x0F) * int32_t(a.qs[j]) + int32_t(w.qs[j] >> 4) * int32_t(a.qs[j + 16]);
+  return s;
+}
+
+int32_t dot_q5_1_block(const BlockQ5_1& w, const BlockQ8Act& a) {
+  uint32_t qh;
+  std::memcpy(&qh, w.qh, 4);
+  int32_t s = 0;
+  for (int j = 0; j < kQBlock / 2; ++j) {
+    s += int32_t((w.qs[j] & 0x0F) | (((qh >> j) & 1) << 4)) * int32_t(a.qs[j]);
+    s += int32_t((w.qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4)) * int32_t(a.qs[j + 16]);
+  }
+  return s;
+}
+
+}  // namespace
+
+void matmul_q4_1(const MatmulArgs& a, int64_t n0, int64_t n1) {
+  matmul_with_min<BlockQ4_1>(a, n0, n1, dot_q4_1_block);
+}
+// q5_0: the block widened to q8_0 (core/panels.h: exact), its integer dot, then q8_0x16's f32 step (the panel
+// kernels' fused multiply-add), so the loader's q8_0x16 panels of a q5_0 matrix give these bits on every level.
 void matmul_q5_0(const MatmulArgs& a, int64_t n0, int64_t n1) {
-  matmul_dequant<kQBlock>(a, n0, n1, q5_0_to_f32, sizeof(BlockQ5_0));
+  const int64_t nb = a.K / kQBlock;
+  for (int64_t m = 0; m < a.M; ++m) {
+    const BlockQ8Act* x = act_row(a, m);
+    float* y = out_row(a, m);
+    for (int64_t n = n0; n < n1; ++n) {
+      const auto* w = reinterpret_cast<const BlockQ5_0*>(static_cast<const uint8_t*>(a.w) + n * a.w_stride);
+      float acc = 0.0f;
+      for (int64_t b = 0; b < nb; ++b) {
+        BlockQ8_0 q;
+        q5_0_to_q8_0(w[b], q);
+        acc = std::fma(float(dot_q8_0_block(q, x[b])), f16_to_f32(q.d) * x[b].d, acc);
+      }
+      y[n] = acc;
+    }
+  }
 }
 void matmul_q5_1(const MatmulArgs& a, int64_t n0, int64_t n1) {
-  matmul_dequant<kQBlock>(a, n0, n1, q5_1_to_f32, sizeof(BlockQ5_1));
+  matmul_with_min<BlockQ5_1>(a, n0, n1, dot_q5_1_block);
 }
 // q2_K: 16 groups of 16 with a 4-bit scale and min each (scales[j] = scale | min << 4); a 32-block adds
 // d (sc0 w0 . x0 + sc1 w1 . x1) x.d - dmin (m0 sum x0 + m1 sum x1) x.d, both sums exact in int32.
@@ -821,8 +879,9 @@ void matmul_q8_k(const MatmulArgs& a, int64_t n0, int64_t n1) {
 
 namespace {
 
-// K-quant panels (q2_kx16 .. q6_kx16): row n is unpacked from its panel to plain blocks (a byte permutation,
-// core/panels.h), then run through the plain matmul above, so a panel gives the plain type's results bit for bit.
+// K-quant panels (q2_kx16 .. q6_kx16, iq4_xsx16), iq4_nlx16, q4_1x16, q5_1x16: row n is unpacked from its panel to
+// plain blocks (a byte permutation, core/panels.h), then run through the plain matmul above, so a panel gives the
+// plain type's results bit for bit.
 // n0, n1 need not be multiples of 16 here.
 void matmul_k_panel(const MatmulArgs& a, int64_t n0, int64_t n1, DType panel, MatmulFn plain) {
   const int64_t rb = dtype_row_bytes(dtype_unpanel(panel), a.K);
@@ -857,6 +916,15 @@ void matmul_q3_kx16(const MatmulArgs& a, int64_t n0, int64_t n1) {
 void matmul_iq4_xsx16(const MatmulArgs& a, int64_t n0, int64_t n1) {
   matmul_k_panel(a, n0, n1, DType::IQ4_XSX16, matmul_iq4_xs);
 }
+void matmul_iq4_nlx16(const MatmulArgs& a, int64_t n0, int64_t n1) {
+  matmul_k_panel(a, n0, n1, DType::IQ4_NLX16, matmul_iq4_nl);
+}
+void matmul_q4_1x16(const MatmulArgs& a, int64_t n0, int64_t n1) {
+  matmul_k_panel(a, n0, n1, DType::Q4_1X16, matmul_q4_1);
+}
+void matmul_q5_1x16(const MatmulArgs& a, int64_t n0, int64_t n1) {
+  matmul_k_panel(a, n0, n1, DType::Q5_1X16, matmul_q5_1);
+}
 
 void fill_kquants(Kernels& k) {
   struct Entry {
@@ -884,6 +952,9 @@ void fill_kquants(Kernels& k) {
   k.matmul[int(DType::Q2_KX16)] = matmul_q2_kx16;
   k.matmul[int(DType::Q3_KX16)] = matmul_q3_kx16;
   k.matmul[int(DType::IQ4_XSX16)] = matmul_iq4_xsx16;
+  k.matmul[int(DType::IQ4_NLX16)] = matmul_iq4_nlx16;
+  k.matmul[int(DType::Q4_1X16)] = matmul_q4_1x16;
+  k.matmul[int(DType::Q5_1X16)] = matmul_q5_1x16;
   for (const Entry& e : entries) {
     k.matmul[int(e.t)] = e.mm;
     k.to_f32[int(e.t)] = e.to;

@@ -1,13 +1,17 @@
-// Armv8.2-A dotprod matmuls for the row-interleaved panel dtypes q4_0x16 / mxfp4x16 / q8_0x16 (core/dtype.h)
-// against BlockQ8Act rows; the design of backends/cpu/x86/avx512/matmul_panel_avx512.cpp with 128-bit registers.
+// Armv8.2-A dotprod matmuls for the row-interleaved panel dtypes q4_0x16 / mxfp4x16 / iq4_nlx16 / q4_1x16 / q8_0x16
+// / q5_1x16 (core/dtype.h) against BlockQ8Act rows; the design of backends/cpu/x86/avx512/matmul_panel_avx512.cpp with
+// 128-bit registers.
 // A 64-byte chunk of a panel block holds 4 quant bytes of each of 16 rows: 4 registers of 4 rows each. sdot by
 // lane (vdotq_laneq_s32) multiplies each row's 4 bytes with one activation dword and adds into that row's int32
 // lane, so 4 accumulators hold the 16 rows' exact block dot products without horizontal sums. sdot is signed x
 // signed and nibbles 0..15 are valid int8s: q4 lanes start at -8 * sum(a) (BlockQ8Act::sum) and take the nibbles as
 // they are, which saves the 32 subtractions of q - 8 per block; q8 bytes are used as they are; mxfp4 nibbles go
-// through one tbl to their doubled E2M1 value (kMxfp4Int8, signed: no offset).
+// through one tbl to their doubled E2M1 value (kMxfp4Int8, signed: no offset), iq4_nl nibbles to their grid value
+// (kIq4Values, likewise).
 // Per block, f32 acc += float(dot) * (d_w d_a), the same arithmetic per row whatever the number of rows M.
 #include <arm_neon.h>
+
+#include <type_traits>
 
 #include "backends/cpu/arm/dotprod/kernels_dotprod.h"
 #include "backends/cpu/prefetch.h"
@@ -31,12 +35,14 @@ inline void f16_scales(const f16_t* d, float32x4_t* dw) {
 struct NQ4 {
   using Block = BlockQ4_0x16;
   static constexpr int kOffset = 8;
+  static constexpr bool kMins = false;
   static inline int8x16_t map(uint8x16_t q) { return vreinterpretq_s8_u8(q); }  // q, not q - 8
   static inline void scales(const Block& w, float32x4_t* dw) { f16_scales(w.d, dw); }
 };
 struct NMX {
   using Block = BlockMXFP4x16;
   static constexpr int kOffset = 0;
+  static constexpr bool kMins = false;
   static inline int8x16_t map(uint8x16_t q) { return vqtbl1q_s8(vld1q_s8(kMxfp4Int8), q); }
   // 2^(e - 128) per row, as e8m0_half_to_f32 (core/dtype.h): (e - 1) << 23, or the subnormals 2^21 << e for e < 2
   static inline void scales(const Block& w, float32x4_t* dw) {
@@ -51,11 +57,31 @@ struct NMX {
   }
 };
 
+struct NIQ4 {  // iq4_nl: tbl to the grid value (kIq4Values, signed: no offset)
+  using Block = BlockIQ4_NLx16;
+  static constexpr int kOffset = 0;
+  static constexpr bool kMins = false;
+  static inline int8x16_t map(uint8x16_t q) { return vqtbl1q_s8(vld1q_s8(kIq4Values), q); }
+  static inline void scales(const Block& w, float32x4_t* dw) { f16_scales(w.d, dw); }
+};
+struct NQ41 {  // q4_1: the nibbles q as they are (w = d q + m), the rows' mins added per block (kMins)
+  using Block = BlockQ4_1x16;
+  static constexpr int kOffset = 0;
+  static constexpr bool kMins = true;
+  static inline int8x16_t map(uint8x16_t q) { return vreinterpretq_s8_u8(q); }
+  static inline void scales(const Block& w, float32x4_t* dw) { f16_scales(w.d, dw); }
+  static inline void mins(const Block& w, float32x4_t* mw) { f16_scales(w.m, mw); }
+};
+
 template <class N>
 struct PQ4 {
   using Block = typename N::Block;
   static constexpr int kOffset = N::kOffset;
+  static constexpr bool kMins = N::kMins;
   static inline void scales(const Block& w, float32x4_t* dw) { N::scales(w, dw); }
+  static inline void mins(const Block& w, float32x4_t* mw) {
+    if constexpr (N::kMins) N::mins(w, mw);
+  }
   template <int MR>
   static inline void dots(const Block& w, int8x16_t (*a)[2], int32x4_t (*isum)[4]) {
     const uint8x16_t m4 = vdupq_n_u8(0x0f);
@@ -77,15 +103,21 @@ struct PQ4 {
   }
 };
 
+// q8_0x16, and q5_1x16 (bytes 0..31, valid int8s as they are; the rows' mins added per block)
+template <class B>
 struct PQ8 {
-  using Block = BlockQ8_0x16;
+  using Block = B;
   static constexpr int kOffset = 0;
+  static constexpr bool kMins = std::is_same_v<B, BlockQ5_1x16>;
   static inline void scales(const Block& w, float32x4_t* dw) { f16_scales(w.d, dw); }
+  static inline void mins(const Block& w, float32x4_t* mw) {
+    if constexpr (kMins) f16_scales(w.m, mw);
+  }
   template <int MR>
   static inline void dots(const Block& w, int8x16_t (*a)[2], int32x4_t (*isum)[4]) {
 #define PIPIT_PQ8_CHUNK(g)                                                                         \
   for (int q = 0; q < 4; ++q) {                                                                    \
-    const int8x16_t v = vld1q_s8(w.qs + 64 * (g) + 16 * q);                                        \
+    const int8x16_t v = vld1q_s8(reinterpret_cast<const int8_t*>(w.qs) + 64 * (g) + 16 * q);      \
     for (int i = 0; i < MR; ++i) isum[i][q] = sdot_lane<(g) % 4>(isum[i][q], v, a[i][(g) / 4]);   \
   }
     PIPIT_PQ8_CHUNK(0)
@@ -127,6 +159,14 @@ inline void tile(const MatmulArgs& a, const typename P::Block* panel, int64_t m,
       for (int i = 0; i < MR; ++i)
         acc[i][q] = vfmaq_f32(acc[i][q], vcvtq_f32_s32(isum[i][q]), vmulq_n_f32(dw[q], x[i][b].d));
     }
+    if constexpr (P::kMins) {  // + m d_a sum(a): ref's second fused step (kquant_ref.cpp)
+      float32x4_t mw[4];
+      P::mins(w, mw);
+      for (int i = 0; i < MR; ++i) {
+        const float32x4_t ds = vdupq_n_f32(x[i][b].d * float(x[i][b].sum));
+        for (int q = 0; q < 4; ++q) acc[i][q] = vfmaq_f32(acc[i][q], mw[q], ds);
+      }
+    }
   }
   for (int i = 0; i < MR; ++i) {
     float* y = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(a.y) + (m + i) * a.y_stride) + n;
@@ -148,8 +188,11 @@ void matmul(const MatmulArgs& a, int64_t n0, int64_t n1) {
 
 }  // namespace
 
-void matmul_q8_0x16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<PQ8>(a, n0, n1); }
+void matmul_q8_0x16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<PQ8<BlockQ8_0x16>>(a, n0, n1); }
 void matmul_q4_0x16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<PQ4<NQ4>>(a, n0, n1); }
 void matmul_mxfp4x16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<PQ4<NMX>>(a, n0, n1); }
+void matmul_iq4_nlx16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<PQ4<NIQ4>>(a, n0, n1); }
+void matmul_q4_1x16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<PQ4<NQ41>>(a, n0, n1); }
+void matmul_q5_1x16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<PQ8<BlockQ5_1x16>>(a, n0, n1); }
 
 }  // namespace pipit::dotprod

@@ -1,6 +1,7 @@
-// 256-bit integer matmuls for the row-interleaved panel dtypes q4_0x16 / mxfp4x16 / q8_0x16 (core/dtype.h) against
-// BlockQ8Act rows, shared by the AVX2 level (matmul_panel_avx2.cpp: vpmaddubsw + vpmaddwd) and the AVX-VNNI level
-// (x86/avxvnni/matmul_panel_avxvnni.cpp: vpdpbusd), which differ only in the dot policy (int8_dot_avx2.h).
+// 256-bit integer matmuls for the row-interleaved panel dtypes q4_0x16 / mxfp4x16 / iq4_nlx16 / q4_1x16 / q8_0x16 /
+// q5_1x16 (core/dtype.h) against BlockQ8Act rows, shared by the AVX2 level (matmul_panel_avx2.cpp: vpmaddubsw +
+// vpmaddwd) and the AVX-VNNI level (x86/avxvnni/matmul_panel_avxvnni.cpp: vpdpbusd), which differ only in the dot
+// policy (int8_dot_avx2.h).
 // A panel block's 64-byte chunk holds 4 quant bytes of each of 16 rows; its two 32-byte halves are rows 0-7 and
 // 8-15, one int32 lane per row. Both dot instructions multiply unsigned by signed bytes:
 // - q4: nibbles q in [0, 15] times a broadcast activation dword; with vpmaddubsw a pair sum is at most 2 * 15 * 127
@@ -9,10 +10,18 @@
 // - mxfp4: the same nibbles through a vpshufb table to the doubled E2M1 value + 12, in [0, 24]: a pair sum is at most
 //   2 * 24 * 127 = 6096, so 4 steps (<= 24384) go into each int16 partial before it is widened. Lanes start at
 //   -12 * sum(a).
+// - iq4_nl: the nibbles through a vpshufb table to the grid value (kIq4Values, -127..113). vpdpbusd (VnniDot) takes
+//   the value + 128 (1..241) unsigned, lanes starting at -128 * sum(a); with vpmaddubsw a pair sum of that would
+//   reach 2 * 241 * 127 and saturate, so MaddubsDot takes |value| x sign(a, value) instead (pair sums <= 2 * 127 *
+//   127 fit int16, two do not: each step is widened at once, D::acc), lanes starting at 0.
+// - q4_1: the nibbles q (0..15) as q4_0's, lanes starting at 0 (w = d q + m: the min is the f32 step below).
 // - q8: signed weights, so |w| times sign(a, w) (|w| <= 128, |a| <= 127: a pair sum fits int16), widened per chunk.
+// - q5_1 (widened to bytes 0..31): unsigned as they are, a pair sum at most 2 * 31 * 127 = 7874, so 4 steps (<=
+//   31496) go into an int16 partial before it is widened; lanes start at 0.
 // Either way the int32 sums are exact, so both levels give the same integers, and per block f32 acc +=
 // float(dot) * (d_w d_a) is the same arithmetic per row whatever the number of rows M or the level: the AVX-VNNI
-// kernels give the AVX2 kernels' bits.
+// kernels give the AVX2 kernels' bits. Formats with a min per block (q4_1, q5_1: kMins) then add
+// acc = fma(m, d_a * sum(a), acc), ref's second step (kquant_ref.cpp), so they equal ref bit for bit.
 //
 // Internal linkage (anonymous namespace): each level's instantiation is compiled with that level's target flags.
 #pragma once
@@ -35,16 +44,20 @@ inline __m256 f16x8_scales(const f16_t* d) {
 }
 
 // The 4-bit panel formats: nibbles as vpmaddubsw / vpdpbusd take them (map: unsigned, value + kOffset), how many
-// steps an int16 partial takes before it is widened (kWidenEvery, see above), and the 8 row scales of half h.
+// steps an int16 partial takes before it is widened (kWidenEvery, see above), and the 8 row scales of half h. A
+// format whose kSignedOnMaddubs is set goes the |value| x sign(a, value) way under MaddubsDot instead (smap: the
+// signed value), each step widened at once (see iq4_nl above).
 struct NQ4 {
   using Block = BlockQ4_0x16;
   static constexpr int kOffset = 8, kWidenEvery = 8;
+  static constexpr bool kSignedOnMaddubs = false, kMins = false;
   static inline __m256i map(__m256i q) { return q; }
   static inline __m256 scales(const Block& w, int h) { return f16x8_scales(w.d + 8 * h); }
 };
 struct NMX {
   using Block = BlockMXFP4x16;
   static constexpr int kOffset = 12, kWidenEvery = 4;
+  static constexpr bool kSignedOnMaddubs = false, kMins = false;
   static inline __m256i map(__m256i q) {
     const __m128i values = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kMxfp4Int8));
     const __m128i lut = _mm_add_epi8(values, _mm_set1_epi8(kOffset));  // a constant: hoisted out of the loops
@@ -62,16 +75,65 @@ struct NMX {
   }
 };
 
+// iq4_nl (kIq4Values): unsigned value + 128 for VnniDot, the signed value for MaddubsDot (kSignedOnMaddubs). Under
+// VnniDot partial sums are int32 from the start, so kWidenEvery does not bound anything there.
+struct NIQ4 {
+  using Block = BlockIQ4_NLx16;
+  static constexpr int kOffset = 128, kWidenEvery = 8;
+  static constexpr bool kSignedOnMaddubs = true, kMins = false;
+  static inline __m256i table(int offset) {
+    const __m128i values = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4Values));
+    return _mm256_broadcastsi128_si256(_mm_add_epi8(values, _mm_set1_epi8(char(offset))));  // hoisted: a constant
+  }
+  static inline __m256i map(__m256i q) { return _mm256_shuffle_epi8(table(kOffset), q); }
+  static inline __m256i smap(__m256i q) { return _mm256_shuffle_epi8(table(0), q); }
+  static inline __m256 scales(const Block& w, int h) { return f16x8_scales(w.d + 8 * h); }
+};
+
+// q4_1: unsigned nibbles as they are, and a min per row (mins: the 8 rows' m of half h).
+struct NQ41 {
+  using Block = BlockQ4_1x16;
+  static constexpr int kOffset = 0, kWidenEvery = 8;
+  static constexpr bool kSignedOnMaddubs = false, kMins = true;
+  static inline __m256i map(__m256i q) { return q; }
+  static inline __m256 scales(const Block& w, int h) { return f16x8_scales(w.d + 8 * h); }
+  static inline __m256 mins(const Block& w, int h) { return f16x8_scales(w.m + 8 * h); }
+};
+
+// Whether format N takes the signed-steps path under dot policy D, and the lanes' starting offset then.
+template <class D, class N>
+constexpr bool kSignedSteps = N::kSignedOnMaddubs && std::is_same_v<D, MaddubsDot>;
+template <class D, class N>
+constexpr int kLaneOffset = kSignedSteps<D, N> ? 0 : N::kOffset;
+
 // Adds the block dot products of rows [8h, 8h + 8) of the panel block to isum[i] (one int32 lane per row).
 template <class D, class N>
 struct PQ4 {
   static_assert(N::kWidenEvery == 4 || N::kWidenEvery == 8, "dots and tile_q4 widen after 4 or 8 steps");
   using Block = typename N::Block;
-  static constexpr int kOffset = N::kOffset;
+  static constexpr int kOffset = kLaneOffset<D, N>;
+  static constexpr bool kMins = N::kMins;
   static inline __m256 scales(const Block& w, int h) { return N::scales(w, h); }
+  static inline __m256 mins(const Block& w, int h) {
+    if constexpr (N::kMins) return N::mins(w, h);
+    return _mm256_setzero_ps();
+  }
   template <int MR>
   static inline void dots(const Block& w, int h, const BlockQ8Act* const* x, int64_t b, __m256i* isum) {
     const __m256i m4 = _mm256_set1_epi8(0x0f);
+    if constexpr (kSignedSteps<D, N>) {  // |value| x sign(a, value), each step widened (D::acc)
+      for (int c = 0; c < 4; ++c) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qs + 64 * c + 32 * h));
+        const __m256i lo = N::smap(_mm256_and_si256(v, m4));
+        const __m256i hi = N::smap(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
+        const __m256i la = _mm256_abs_epi8(lo), ha = _mm256_abs_epi8(hi);
+        for (int i = 0; i < MR; ++i) {
+          isum[i] = D::acc(isum[i], la, _mm256_sign_epi8(bcast_dword(x[i][b].qs + 4 * c), lo));
+          isum[i] = D::acc(isum[i], ha, _mm256_sign_epi8(bcast_dword(x[i][b].qs + 16 + 4 * c), hi));
+        }
+      }
+      return;
+    }
     __m256i p[MR];
     for (int i = 0; i < MR; ++i) p[i] = D::zero();
     for (int c = 0; c < 4; ++c) {
@@ -90,13 +152,36 @@ template <class D>
 struct PQ8 {
   using Block = BlockQ8_0x16;
   static constexpr int kOffset = 0;
+  static constexpr bool kMins = false;
   static inline __m256 scales(const Block& w, int h) { return f16x8_scales(w.d + 8 * h); }
+  static inline __m256 mins(const Block&, int) { return _mm256_setzero_ps(); }
   template <int MR>
   static inline void dots(const Block& w, int h, const BlockQ8Act* const* x, int64_t b, __m256i* isum) {
     for (int g = 0; g < 8; ++g) {
       const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qs + 64 * g + 32 * h));
       const __m256i wabs = _mm256_abs_epi8(v);
       for (int i = 0; i < MR; ++i) isum[i] = D::acc(isum[i], wabs, _mm256_sign_epi8(bcast_dword(x[i][b].qs + 4 * g), v));
+    }
+  }
+};
+// q5_1x16: bytes 0..31 as they are (q8_0x16's order), 4 steps per int16 partial (see above); a min per row.
+template <class D>
+struct PQ51 {
+  using Block = BlockQ5_1x16;
+  static constexpr int kOffset = 0;
+  static constexpr bool kMins = true;
+  static inline __m256 scales(const Block& w, int h) { return f16x8_scales(w.d + 8 * h); }
+  static inline __m256 mins(const Block& w, int h) { return f16x8_scales(w.m + 8 * h); }
+  template <int MR>
+  static inline void dots(const Block& w, int h, const BlockQ8Act* const* x, int64_t b, __m256i* isum) {
+    for (int g0 = 0; g0 < 8; g0 += 4) {
+      __m256i p[MR];
+      for (int i = 0; i < MR; ++i) p[i] = D::zero();
+      for (int g = g0; g < g0 + 4; ++g) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qs + 64 * g + 32 * h));
+        for (int i = 0; i < MR; ++i) p[i] = D::add(p[i], v, bcast_dword(x[i][b].qs + 4 * g));
+      }
+      for (int i = 0; i < MR; ++i) isum[i] = _mm256_add_epi32(isum[i], D::widen(p[i]));
     }
   }
 };
@@ -120,6 +205,11 @@ inline void panel_tile(const MatmulArgs& a, const typename P::Block* panel, int6
       const __m256 dw = P::scales(w, h);
       for (int i = 0; i < MR; ++i)
         acc[i][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i]), _mm256_mul_ps(dw, _mm256_set1_ps(x[i][b].d)), acc[i][h]);
+      if constexpr (P::kMins) {  // + m d_a sum(a), ref's second fused step
+        const __m256 mw = P::mins(w, h);
+        for (int i = 0; i < MR; ++i)
+          acc[i][h] = _mm256_fmadd_ps(mw, _mm256_set1_ps(x[i][b].d * float(x[i][b].sum)), acc[i][h]);
+      }
     }
   }
   for (int i = 0; i < MR; ++i) {
@@ -129,14 +219,16 @@ inline void panel_tile(const MatmulArgs& a, const typename P::Block* panel, int6
   }
 }
 
-// 4-bit GEMM (N: NQ4 or NMX): y[m .. m+MR, n .. n+16) with the block's 8 weight vectors (4 chunks x low / high
-// nibbles) outermost, each unpacked once for MR rows and both 8-row halves: MR x 2 partial sums (D's) and f32
-// accumulators (16 registers at MR = 4, some spilled, still faster). The sums are exact as in PQ4 and the f32 steps
-// are panel_tile()'s, so every output has panel_tile()'s bits. kernels_bench gemm q4_0x16 K=1024 N=3072 M=512, 1
+// 4-bit GEMM (N: NQ4, NMX, NIQ4 or NQ41): y[m .. m+MR, n .. n+16) with the block's 8 weight vectors (4 chunks x
+// low / high nibbles) outermost, each unpacked once for MR rows and both 8-row halves: MR x 2 partial sums (D's) and
+// f32 accumulators (16 registers at MR = 4, some spilled, still faster). The sums are exact as in PQ4 and the f32
+// steps are panel_tile()'s, so every output has panel_tile()'s bits. kernels_bench gemm q4_0x16 K=1024 N=3072 M=512, 1
 // thread (this Zen 5 capped to AVX2): 25.6 ms with panel_tile<PQ4, 2>, 18.1 ms with this (2 x 16, 4 x 8 and 6 x 8
 // tiles: 20-21 ms).
 template <class D, class N, int MR>
 inline void tile_q4(const MatmulArgs& a, const typename N::Block* panel, int64_t m, int64_t n) {
+  constexpr bool kS = kSignedSteps<D, N>;
+  constexpr int kOffset = kLaneOffset<D, N>;
   const BlockQ8Act* x[MR];
   for (int i = 0; i < MR; ++i)
     x[i] = reinterpret_cast<const BlockQ8Act*>(static_cast<const uint8_t*>(a.x) + (m + i) * a.x_stride);
@@ -150,18 +242,32 @@ inline void tile_q4(const MatmulArgs& a, const typename N::Block* panel, int64_t
     __m256i p16[2][MR], s32[2][MR];
     for (int h = 0; h < 2; ++h)
       for (int i = 0; i < MR; ++i) p16[h][i] = D::zero();
+    if constexpr (kS)  // signed steps: every step widened into s32 at once
+      for (int h = 0; h < 2; ++h)
+        for (int i = 0; i < MR; ++i) s32[h][i] = _mm256_setzero_si256();
 #pragma GCC unroll 8
     for (int v = 0; v < 8; ++v) {  // unrolled; vectors numbered as q4_vector_x_offset (matmul_tiles.h) says
-      __m256i wv[2];
+      __m256i wv[2], wa[2];
       for (int h = 0; h < 2; ++h) {
         const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qs + 64 * (v / 2) + 32 * h));
-        wv[h] = N::map(_mm256_and_si256(v % 2 ? _mm256_srli_epi16(q, 4) : q, m4));
+        const __m256i nib = _mm256_and_si256(v % 2 ? _mm256_srli_epi16(q, 4) : q, m4);
+        if constexpr (kS) {
+          wv[h] = N::smap(nib);
+          wa[h] = _mm256_abs_epi8(wv[h]);
+        } else {
+          wv[h] = N::map(nib);
+        }
       }
       for (int i = 0; i < MR; ++i) {
         const __m256i xv = bcast_dword(x[i][b].qs + q4_vector_x_offset(v));
-        for (int h = 0; h < 2; ++h) p16[h][i] = D::add(p16[h][i], wv[h], xv);
+        for (int h = 0; h < 2; ++h) {
+          if constexpr (kS)
+            s32[h][i] = D::acc(s32[h][i], wa[h], _mm256_sign_epi8(xv, wv[h]));
+          else
+            p16[h][i] = D::add(p16[h][i], wv[h], xv);
+        }
       }
-      if constexpr (N::kWidenEvery < 8) {  // mxfp4: the first 4 steps' partial widened before it could saturate
+      if constexpr (!kS && N::kWidenEvery < 8) {  // mxfp4: the first 4 steps' partial widened before it could saturate
         if (v == N::kWidenEvery - 1)
           for (int h = 0; h < 2; ++h)
             for (int i = 0; i < MR; ++i) s32[h][i] = D::widen(p16[h][i]), p16[h][i] = D::zero();
@@ -170,9 +276,15 @@ inline void tile_q4(const MatmulArgs& a, const typename N::Block* panel, int64_t
     for (int h = 0; h < 2; ++h) {
       const __m256 dw = N::scales(w, h);
       for (int i = 0; i < MR; ++i) {
-        __m256i isum = _mm256_add_epi32(_mm256_set1_epi32(-N::kOffset * x[i][b].sum), D::widen(p16[h][i]));
-        if constexpr (N::kWidenEvery < 8) isum = _mm256_add_epi32(isum, s32[h][i]);
+        __m256i isum = _mm256_set1_epi32(-kOffset * x[i][b].sum);
+        if constexpr (!kS) isum = _mm256_add_epi32(isum, D::widen(p16[h][i]));
+        if constexpr (kS || N::kWidenEvery < 8) isum = _mm256_add_epi32(isum, s32[h][i]);
         acc[h][i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, _mm256_set1_ps(x[i][b].d)), acc[h][i]);
+      }
+      if constexpr (N::kMins) {  // + m d_a sum(a), as panel_tile
+        const __m256 mw = N::mins(w, h);
+        for (int i = 0; i < MR; ++i)
+          acc[h][i] = _mm256_fmadd_ps(mw, _mm256_set1_ps(x[i][b].d * float(x[i][b].sum)), acc[h][i]);
       }
     }
   }
@@ -183,13 +295,15 @@ inline void tile_q4(const MatmulArgs& a, const typename N::Block* panel, int64_t
   }
 }
 
-struct NQ8 {};  // the q8_0x16 format tag for matmul_panels (PQ8)
+struct NQ8 {};   // the q8_0x16 format tag for matmul_panels (PQ8)
+struct NQ51 {};  // the q5_1x16 format tag (PQ51)
 
-// Fmt: NQ4 (q4_0x16), NMX (mxfp4x16) or NQ8 (q8_0x16).
+// Fmt: NQ4 (q4_0x16), NMX (mxfp4x16), NIQ4 (iq4_nlx16), NQ41 (q4_1x16), NQ8 (q8_0x16) or NQ51 (q5_1x16).
 template <class D, class Fmt>
 void matmul_panels(const MatmulArgs& a, int64_t n0, int64_t n1) {
-  constexpr bool k4bit = !std::is_same_v<Fmt, NQ8>;
-  using P = std::conditional_t<k4bit, PQ4<D, Fmt>, PQ8<D>>;
+  constexpr bool k4bit = !std::is_same_v<Fmt, NQ8> && !std::is_same_v<Fmt, NQ51>;
+  using P8 = std::conditional_t<std::is_same_v<Fmt, NQ51>, PQ51<D>, PQ8<D>>;
+  using P = std::conditional_t<k4bit, PQ4<D, Fmt>, P8>;
   using Block = typename P::Block;
   const int64_t nb = a.K / kQBlock;
   for (int64_t n = n0; n < n1; n += kPanelRows) {  // n0, n1: multiples of 16

@@ -32,6 +32,9 @@ void fill(Kernels& k, const CpuFeatures& f) {
     k.matmul[int(DType::Q2_KX16)] = matmul_q2_kx16;
     k.matmul[int(DType::Q3_KX16)] = matmul_q3_kx16;
     k.matmul[int(DType::IQ4_XSX16)] = matmul_iq4_xsx16;
+    k.matmul[int(DType::IQ4_NLX16)] = matmul_iq4_nlx16;
+    k.matmul[int(DType::Q4_1X16)] = matmul_q4_1x16;
+    k.matmul[int(DType::Q5_1X16)] = matmul_q5_1x16;
     k.pack_quant = true;
     k.pack_mxfp4 = true;
   }

@@ -1,11 +1,12 @@
-// AVX512-VNNI matmuls for the row-interleaved panel dtypes q4_0x16 / q8_0x16 / mxfp4x16 (core/dtype.h) against
-// BlockQ8Act rows.
+// AVX512-VNNI matmuls for the row-interleaved panel dtypes q4_0x16 / q8_0x16 / mxfp4x16 / iq4_nlx16 / q4_1x16 /
+// q5_1x16 (core/dtype.h) against BlockQ8Act rows.
 // A 64-byte load of a panel block holds 4 quant bytes of each of 16 weight rows, so one vpdpbusd with a broadcast
 // activation dword adds 4 products into each of 16 lanes, lane r belonging to row r: 8 of them give the 16 rows'
 // exact block dot products in one register, without horizontal sums. vpdpbusd multiplies unsigned by signed bytes:
 // q4 nibbles are unsigned already (q = w + 8), q8 bytes become w + 128 by xor 0x80, mxfp4 nibbles their doubled
-// E2M1 value + 12 in [0, 24] by one vpshufb from a 16-entry table (kMxfp4Int8 + 12); the lanes start at
-// -offset * sum(a) (BlockQ8Act::sum) so they hold the signed dot. Then, per block, f32 acc += float(dot) * (d_w d_a).
+// E2M1 value + 12 in [0, 24] by one vpshufb from a 16-entry table (kMxfp4Int8 + 12), iq4_nl nibbles their grid
+// value + 128 (kIq4Values + 128, 1..241) the same way; the lanes start at -offset * sum(a) (BlockQ8Act::sum) so
+// they hold the signed dot. Then, per block, f32 acc += float(dot) * (d_w d_a).
 // GEMM (prefill) is a register tile of up to 4 activation rows x 3 panels (48 weight rows): every unpacked weight
 // vector feeds 4 vpdpbusd and every activation broadcast 3 (Zen 5: 1.36x the 8 rows x 1 panel tile, the f32 scale
 // work per block being the same). Decode (M = 1) is the same code with one row and one panel, streaming a thread's
@@ -39,6 +40,7 @@ inline __m512 f16_scales(const f16_t* d) {
 struct PQ4 {
   using Block = BlockQ4_0x16;
   static constexpr int kOffset = 8;
+  static constexpr bool kMins = false;
   // the vectors as q4_vector_x_offset (matmul_tiles.h) numbers them
   static inline __m512i unpack(const Block& w, int v) { return load_nibbles(w.qs + 64 * (v / 2), v % 2); }
   static constexpr int x_offset(int v) { return q4_vector_x_offset(v); }
@@ -47,6 +49,7 @@ struct PQ4 {
 struct PMX {
   using Block = BlockMXFP4x16;
   static constexpr int kOffset = 12;
+  static constexpr bool kMins = false;
   static inline __m512i unpack(const Block& w, int v) {
     const __m128i lut4 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kMxfp4Int8));
     const __m512i lut = _mm512_broadcast_i32x4(_mm_add_epi8(lut4, _mm_set1_epi8(kOffset)));
@@ -61,15 +64,50 @@ struct PMX {
     return _mm512_castsi512_ps(_mm512_mask_blend_epi32(_mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2)), normal, sub));
   }
 };
+// iq4_nl: the nibbles' grid value (kIq4Values, -127..113) + 128, 1..241, by one vpshufb; lanes start at -128 sum(a)
+struct PIQ4 {
+  using Block = BlockIQ4_NLx16;
+  static constexpr int kOffset = 128;
+  static constexpr bool kMins = false;
+  static inline __m512i unpack(const Block& w, int v) {
+    const __m128i lut4 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4Values));
+    const __m512i lut = _mm512_broadcast_i32x4(_mm_add_epi8(lut4, _mm_set1_epi8(char(kOffset))));
+    return _mm512_shuffle_epi8(lut, load_nibbles(w.qs + 64 * (v / 2), v % 2));
+  }
+  static constexpr int x_offset(int v) { return q4_vector_x_offset(v); }
+  static inline __m512 scale(const Block& w) { return f16_scales(w.d); }
+};
 struct PQ8 {
   using Block = BlockQ8_0x16;
   static constexpr int kOffset = 128;
+  static constexpr bool kMins = false;
   // vector g: weights 4g..4g+3 of each row, made unsigned (w + 128) by flipping the sign bit
   static inline __m512i unpack(const Block& w, int v) {
     return _mm512_xor_si512(_mm512_loadu_si512(w.qs + 64 * v), _mm512_set1_epi8(char(0x80)));
   }
   static constexpr int x_offset(int v) { return 4 * v; }
   static inline __m512 scale(const Block& w) { return f16_scales(w.d); }
+};
+// q4_1 / q5_1 (w = d q + m): unsigned nibbles (q4_0x16's order) or bytes 0..31 (q8_0x16's) as they are, lanes
+// starting at 0, and the rows' mins (mins(w)), added per block as acc = fma(m, d_a sum(a), acc) after the scaled dot:
+// ref's order (kquant_ref.cpp).
+struct PQ41 {
+  using Block = BlockQ4_1x16;
+  static constexpr int kOffset = 0;
+  static constexpr bool kMins = true;
+  static inline __m512i unpack(const Block& w, int v) { return load_nibbles(w.qs + 64 * (v / 2), v % 2); }
+  static constexpr int x_offset(int v) { return q4_vector_x_offset(v); }
+  static inline __m512 scale(const Block& w) { return f16_scales(w.d); }
+  static inline __m512 mins(const Block& w) { return f16_scales(w.m); }
+};
+struct PQ51 {
+  using Block = BlockQ5_1x16;
+  static constexpr int kOffset = 0;
+  static constexpr bool kMins = true;
+  static inline __m512i unpack(const Block& w, int v) { return _mm512_loadu_si512(w.qs + 64 * v); }
+  static constexpr int x_offset(int v) { return 4 * v; }
+  static inline __m512 scale(const Block& w) { return f16_scales(w.d); }
+  static inline __m512 mins(const Block& w) { return f16_scales(w.m); }
 };
 
 // y[m .. m+MR, n .. n+16 NP) from the NP panels starting at `panel` (nb blocks each). Every activation dword
@@ -111,6 +149,11 @@ inline void tile(const MatmulArgs& a, const typename P::Block* panel, int64_t nb
         if constexpr (kChains == 2) s = _mm512_add_epi32(s, isum[1][j][i]);
         acc[j][i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(x[i][b].d)), acc[j][i]);
       }
+      if constexpr (P::kMins) {
+        const __m512 mw = P::mins(panel[j * nb + b]);
+        for (int i = 0; i < MR; ++i)
+          acc[j][i] = _mm512_fmadd_ps(mw, _mm512_set1_ps(x[i][b].d * float(x[i][b].sum)), acc[j][i]);
+      }
     }
   }
   for (int i = 0; i < MR; ++i) {
@@ -145,5 +188,8 @@ void matmul(const MatmulArgs& a, int64_t n0, int64_t n1) {
 void matmul_q8_0x16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<PQ8>(a, n0, n1); }
 void matmul_q4_0x16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<PQ4>(a, n0, n1); }
 void matmul_mxfp4x16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<PMX>(a, n0, n1); }
+void matmul_iq4_nlx16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<PIQ4>(a, n0, n1); }
+void matmul_q4_1x16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<PQ41>(a, n0, n1); }
+void matmul_q5_1x16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<PQ51>(a, n0, n1); }
 
 }  // namespace pipit::avx512
