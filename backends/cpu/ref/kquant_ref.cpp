@@ -602,19 +602,26 @@ float* out_row(const MatmulArgs& a, int64_t m) {
   return reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(a.y) + m * a.y_stride);
 }
 
-template <class Block, class SuperDot>
-void matmul_super(const MatmulArgs& a, int64_t n0, int64_t n1, SuperDot dot) {
-  const int64_t nsb = a.K / kQK;
+// Every output of rows [n0, n1): the weight blocks of kElems weights in order, each folded into one f32
+// accumulator by `step(block, its kElems / 32 activation blocks, acc)`.
+template <class Block, int kElems, class Step>
+void matmul_blocks(const MatmulArgs& a, int64_t n0, int64_t n1, Step step) {
+  const int64_t nb = a.K / kElems;
   for (int64_t m = 0; m < a.M; ++m) {
     const BlockQ8Act* x = act_row(a, m);
     float* y = out_row(a, m);
     for (int64_t n = n0; n < n1; ++n) {
       const auto* w = reinterpret_cast<const Block*>(static_cast<const uint8_t*>(a.w) + n * a.w_stride);
       float acc = 0.0f;
-      for (int64_t s = 0; s < nsb; ++s) acc = dot(w[s], x + 8 * s, acc);
+      for (int64_t b = 0; b < nb; ++b) acc = step(w[b], x + (kElems / kQBlock) * b, acc);
       y[n] = acc;
     }
   }
+}
+
+template <class Block, class SuperDot>
+void matmul_super(const MatmulArgs& a, int64_t n0, int64_t n1, SuperDot dot) {
+  matmul_blocks<Block, kQK>(a, n0, n1, dot);
 }
 
 // Generic path: blocks of `elems` weights dequantized to f32, each 32 dotted with an activation block in f32.
@@ -761,17 +768,9 @@ void matmul_iq4_xs(const MatmulArgs& a, int64_t n0, int64_t n1) {
 }
 
 void matmul_iq4_nl(const MatmulArgs& a, int64_t n0, int64_t n1) {
-  const int64_t nb = a.K / kQBlock;
-  for (int64_t m = 0; m < a.M; ++m) {
-    const BlockQ8Act* x = act_row(a, m);
-    float* y = out_row(a, m);
-    for (int64_t n = n0; n < n1; ++n) {
-      const auto* w = reinterpret_cast<const BlockIQ4_NL*>(static_cast<const uint8_t*>(a.w) + n * a.w_stride);
-      float acc = 0.0f;
-      for (int64_t b = 0; b < nb; ++b) acc = std::fma(float(dot_iq4_group(w[b].qs, x[b])), f16_to_f32(w[b].d) * x[b].d, acc);
-      y[n] = acc;
-    }
-  }
+  matmul_blocks<BlockIQ4_NL, kQBlock>(a, n0, n1, [](const BlockIQ4_NL& w, const BlockQ8Act* x, float acc) {
+    return std::fma(float(dot_iq4_group(w.qs, *x)), f16_to_f32(w.d) * x->d, acc);
+  });
 }
 
 namespace {
@@ -779,20 +778,10 @@ namespace {
 // q4_1 / q5_1: w = d q + m with q unsigned, so a block adds d da (q . a) + m da sum(a), the dot exact in int32.
 template <class Block, class Dot>
 void matmul_with_min(const MatmulArgs& a, int64_t n0, int64_t n1, Dot dot) {
-  const int64_t nb = a.K / kQBlock;
-  for (int64_t m = 0; m < a.M; ++m) {
-    const BlockQ8Act* x = act_row(a, m);
-    float* y = out_row(a, m);
-    for (int64_t n = n0; n < n1; ++n) {
-      const auto* w = reinterpret_cast<const Block*>(static_cast<const uint8_t*>(a.w) + n * a.w_stride);
-      float acc = 0.0f;
-      for (int64_t b = 0; b < nb; ++b) {
-        acc = std::fma(float(dot(w[b], x[b])), f16_to_f32(w[b].d) * x[b].d, acc);
-        acc = std::fma(f16_to_f32(w[b].m), x[b].d * float(x[b].sum), acc);
-      }
-      y[n] = acc;
-    }
-  }
+  matmul_blocks<Block, kQBlock>(a, n0, n1, [dot](const Block& w, const BlockQ8Act* x, float acc) {
+    acc = std::fma(float(dot(w, *x)), f16_to_f32(w.d) * x->d, acc);
+    return std::fma(f16_to_f32(w.m), x->d * float(x->sum), acc);
+  });
 }
 
 int32_t dot_q4_1_block(const BlockQ4_1& w, const BlockQ8Act& a) {
@@ -821,21 +810,11 @@ void matmul_q4_1(const MatmulArgs& a, int64_t n0, int64_t n1) {
 // q5_0: the block widened to q8_0 (core/panels.h: exact), its integer dot, then q8_0x16's f32 step (the panel
 // kernels' fused multiply-add), so the loader's q8_0x16 panels of a q5_0 matrix give these bits on every level.
 void matmul_q5_0(const MatmulArgs& a, int64_t n0, int64_t n1) {
-  const int64_t nb = a.K / kQBlock;
-  for (int64_t m = 0; m < a.M; ++m) {
-    const BlockQ8Act* x = act_row(a, m);
-    float* y = out_row(a, m);
-    for (int64_t n = n0; n < n1; ++n) {
-      const auto* w = reinterpret_cast<const BlockQ5_0*>(static_cast<const uint8_t*>(a.w) + n * a.w_stride);
-      float acc = 0.0f;
-      for (int64_t b = 0; b < nb; ++b) {
-        BlockQ8_0 q;
-        q5_0_to_q8_0(w[b], q);
-        acc = std::fma(float(dot_q8_0_block(q, x[b])), f16_to_f32(q.d) * x[b].d, acc);
-      }
-      y[n] = acc;
-    }
-  }
+  matmul_blocks<BlockQ5_0, kQBlock>(a, n0, n1, [](const BlockQ5_0& w, const BlockQ8Act* x, float acc) {
+    BlockQ8_0 q;
+    q5_0_to_q8_0(w, q);
+    return std::fma(float(dot_q8_0_block(q, *x)), f16_to_f32(q.d) * x->d, acc);
+  });
 }
 void matmul_q5_1(const MatmulArgs& a, int64_t n0, int64_t n1) {
   matmul_with_min<BlockQ5_1>(a, n0, n1, dot_q5_1_block);
