@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -85,6 +86,27 @@ void BM_EncodeQwen3Short(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(bytes));
 }
 BENCHMARK(BM_EncodeQwen3Short)->Unit(benchmark::kMillisecond);
+
+// Building the tokenizer from the texts of a model file (tokenizer.json 11 MB + tokenizer_config.json), as a load
+// does: the largest part of a cold start for a small model (issue 38 item 4).
+void BM_LoadQwen3(benchmark::State& state) {
+  auto slurp = [](const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  };
+  const std::string tj = slurp(testdata() + "/tokenizers/qwen3/tokenizer.json");
+  const std::string cfg = slurp(testdata() + "/tokenizers/qwen3/tokenizer_config.json");
+  for (auto _ : state) {
+    auto t = pipit::Tokenizer::load(tj, cfg);
+    if (!t) {
+      state.SkipWithError(t.status().message().c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(t);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * tj.size()));
+}
+BENCHMARK(BM_LoadQwen3)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -142,7 +142,7 @@ Result<Checkpoint> open_pipit(const std::string& path) {
   c.config = f.config();
   if (f.header().contains("generation_config")) c.generation_config = f.header()["generation_config"];
   for (auto& [key, file] : kSideTexts)
-    if (auto t = f.text(key)) c.texts[key] = *t;
+    if (auto t = f.text(key)) c.texts[key] = std::string(*t);
   if (f.header().contains("quantization")) c.quantization = f.header()["quantization"];
   c.tensors = f.tensors();
   return c;

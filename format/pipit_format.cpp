@@ -12,6 +12,7 @@
 #include "core/json_depth.h"
 #include "core/output_file.h"
 #include "core/storage.h"
+#include "core/utf8_check.h"
 
 namespace pipit {
 
@@ -130,10 +131,10 @@ Result<PipitFile> PipitFile::parse(const uint8_t* data, size_t size, std::shared
   f.path_ = name;
   f.file_size_ = size;
   f.version_ = read_u32(data + 8);
-  if (f.version_ != kPipitVersion)
-    return Error::unsupported("{}: format version {}, this pipit reads version {} (re-convert the model with this "
-                              "pipit, or use a newer pipit)",
-                              ctx, f.version_, kPipitVersion);
+  if (f.version_ < kPipitOldestVersion || f.version_ > kPipitVersion)
+    return Error::unsupported("{}: format version {}, this pipit reads versions {} to {} (re-convert the model with "
+                              "this pipit, or use a newer pipit)",
+                              ctx, f.version_, kPipitOldestVersion, kPipitVersion);
   if (uint32_t flags = read_u32(data + 12); flags != 0)
     return Error::unsupported("{}: unknown flags {} in the preamble", ctx, flags);
   const uint64_t header_bytes = read_u64(data + 16);
@@ -164,8 +165,15 @@ Result<PipitFile> PipitFile::parse(const uint8_t* data, size_t size, std::shared
     return Error::format("{}: header has no 'config' object", ctx);
   if (h.contains("generation_config") && !h["generation_config"].is_object())
     return Error::format("{}: 'generation_config' must be an object", ctx);
-  for (const char* k : kTextKeys)
-    if (h.contains(k) && !h[k].is_string()) return Error::format("{}: '{}' must be a string", ctx, k);
+  if (f.version_ == 1) {
+    for (const char* k : kTextKeys) {
+      if (!h.contains(k)) continue;
+      if (!h[k].is_string()) return Error::format("{}: '{}' must be a string", ctx, k);
+    }
+  } else {
+    for (const char* k : kTextKeys)
+      if (h.contains(k)) return Error::format("{}: '{}' belongs under 'texts' in a version {} file", ctx, k, f.version_);
+  }
   PIPIT_TRY(check_descriptive_fields(h, ctx));
   if (!h.contains("tensors") || !h["tensors"].is_array())
     return Error::format("{}: header has no 'tensors' list", ctx);
@@ -177,21 +185,56 @@ Result<PipitFile> PipitFile::parse(const uint8_t* data, size_t size, std::shared
     f.tensors_[e.name] = Tensor::from_data(e.dtype, e.shape, const_cast<uint8_t*>(base + e.offset), owner);
     f.entries_.push_back(std::move(e));
   }
-  // tensors must not overlap (a lying header could alias two weights)
-  std::vector<const PipitTensorEntry*> by_offset;
-  for (auto& e : f.entries_) by_offset.push_back(&e);
-  std::sort(by_offset.begin(), by_offset.end(), [](auto* a, auto* b) { return a->offset < b->offset; });
-  for (size_t i = 1; i < by_offset.size(); ++i) {
-    const auto* p = by_offset[i - 1];
-    if (by_offset[i]->offset < p->offset + p->nbytes)
-      return Error::format("{}: tensors '{}' and '{}' overlap", ctx, p->name, by_offset[i]->name);
+  // tensors and texts must not overlap (a lying header could alias two weights, or a weight and the tokenizer)
+  struct Span {
+    uint64_t offset, nbytes;
+    std::string what;
+  };
+  std::vector<Span> spans;
+  for (auto& e : f.entries_) spans.push_back({e.offset, e.nbytes, "tensor '" + e.name + "'"});
+  if (f.version_ >= 2 && h.contains("texts")) {
+    const auto& t = h["texts"];
+    if (!t.is_object()) return Error::format("{}: 'texts' must be an object, got {}", ctx, t.type_name());
+    for (auto it = t.begin(); it != t.end(); ++it) {
+      const std::string& k = it.key();
+      if (std::find_if(std::begin(kTextKeys), std::end(kTextKeys), [&](const char* x) { return k == x; }) ==
+          std::end(kTextKeys))
+        return Error::format("{}: unknown text '{}' (expected tokenizer, tokenizer_config, preprocessor_config, "
+                             "processor_config or chat_template)", ctx, k.substr(0, 64));
+      const auto& v = it.value();
+      if (!v.is_object() || !v.contains("offset") || !v.contains("nbytes") || !v["offset"].is_number_unsigned() ||
+          !v["nbytes"].is_number_unsigned())
+        return Error::format("{}: text '{}' must be an object of two non-negative integers, offset and nbytes", ctx,
+                             k);
+      const uint64_t off = v["offset"].get<uint64_t>(), n = v["nbytes"].get<uint64_t>();
+      if (off > data_bytes || n > data_bytes - off)
+        return Error::format("{}: text '{}' [{}, {}) lies outside the data section of {} bytes (truncated file?)",
+                             ctx, k, off, off + n, data_bytes);
+      const std::string_view text(reinterpret_cast<const char*>(base + off), size_t(n));
+      // JSON strings were UTF-8 by construction; raw bytes are checked (the tokenizer and templates assume it)
+      if (const size_t bad = utf8_error_offset(text); bad != std::string_view::npos)
+        return Error::format("{}: text '{}' is not valid UTF-8 (byte {} of {})", ctx, k, bad, n);
+      f.texts_[k] = text;
+      spans.push_back({off, n, "text '" + k + "'"});
+    }
+  }
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.offset < b.offset; });
+  for (size_t i = 1; i < spans.size(); ++i) {
+    const Span& p = spans[i - 1];
+    if (spans[i].offset < p.offset + p.nbytes)
+      return Error::format("{}: {} and {} overlap", ctx, p.what, spans[i].what);
   }
   return f;
 }
 
-std::optional<std::string> PipitFile::text(const std::string& key) const {
-  if (!header_.contains(key) || !header_[key].is_string()) return std::nullopt;
-  return header_[key].get<std::string>();
+std::optional<std::string_view> PipitFile::text(const std::string& key) const {
+  if (version_ == 1) {
+    if (!header_.contains(key) || !header_[key].is_string()) return std::nullopt;
+    return std::string_view(header_[key].get_ref<const std::string&>());
+  }
+  auto it = texts_.find(key);  // views into the mapping, which every copy of this PipitFile keeps alive
+  if (it == texts_.end()) return std::nullopt;
+  return it->second;
 }
 
 bool is_pipit_file(const std::string& path) { return file_starts_with(path, std::string_view(kPipitMagic, 8)); }
@@ -214,6 +257,18 @@ Result<std::unique_ptr<PipitWriter>> PipitWriter::create(const std::string& path
     w->entries_.push_back(std::move(e));
   }
   w->data_bytes_ = w->entries_.empty() ? 0 : w->entries_.back().offset + w->entries_.back().nbytes;
+  nlohmann::json texts = nlohmann::json::object();
+  for (const char* k : kTextKeys) {  // after the tensors, in this order
+    if (!header.contains(k)) continue;
+    if (!header[k].is_string()) return Error::invalid_argument("[pipit] text '{}' must be a string", k);
+    std::string text = header[k].get<std::string>();
+    header.erase(k);
+    const uint64_t at = align_up(w->data_bytes_, kAlign);
+    texts[k] = {{"offset", at}, {"nbytes", uint64_t(text.size())}};
+    w->data_bytes_ = at + text.size();
+    w->texts_.emplace_back(at, std::move(text));
+  }
+  if (!texts.empty()) header["texts"] = std::move(texts);
   header["format"] = "pipit";
   header["version"] = kPipitVersion;
   header["tensors"] = std::move(dir);
@@ -279,6 +334,10 @@ Status PipitWriter::finish() {
     const uint64_t want = entries_[i].nbytes;
     const uint64_t have = i == cur_ ? cur_written_ : 0;
     PIPIT_ASSERT(have == want || want == 0, "tensor '{}' incomplete: {} of {} bytes", entries_[i].name, have, want);
+  }
+  for (auto& [offset, text] : texts_) {
+    PIPIT_TRY(pad_to(data_offset_ + offset));
+    PIPIT_TRY(write_raw(text.data(), text.size()));
   }
   PIPIT_TRY(pad_to(data_offset_ + data_bytes_));
   if (std::fclose(f_) != 0) {

@@ -6,22 +6,26 @@
 // Bytes, in order (integers little-endian):
 //   offset  size  field
 //   0       8     magic "PIPIT\0\r\n" (50 49 50 49 54 00 0d 0a; the CR LF catches text-mode transfers)
-//   8       4     u32 version = 1
+//   8       4     u32 version = 2 (1 is read too: texts as JSON strings in the header)
 //   12      4     u32 flags = 0 (reserved; a reader rejects bits it does not know)
 //   16      8     u64 header_bytes: length of the JSON header
 //   24      8     u64 data_offset: start of the data section; a multiple of 64, >= 40 + header_bytes
 //   32      8     u64 data_bytes: length of the data section; the file holds at least data_offset + data_bytes bytes
 //   40      ...   the JSON header (UTF-8, header_bytes long), then zero bytes up to data_offset
 //   data_offset   tensor data, each tensor at a multiple of 64 from data_offset (hence 64-byte aligned in the file
-//                 and in the mapping), zero bytes between tensors; tensors appear in directory order
+//                 and in the mapping), zero bytes between tensors; tensors appear in directory order; then (version 2)
+//                 the texts, each at a multiple of 64, in the order of the header's "texts" object
 //
 // The JSON header (keys in sorted order, as written by nlohmann::json):
-//   "format": "pipit", "version": 1 (same as the preamble), "generator": "pipit <version>",
+//   "format": "pipit", "version": 2 (same as the preamble), "generator": "pipit <version>",
 //   "arch": HF model_type,
 //   "config": the HF config.json object (models read their hyper-parameters from it),
 //   "generation_config": generation_config.json object (optional),
-//   "tokenizer", "tokenizer_config", "preprocessor_config", "processor_config", "chat_template":
-//       the text of the HF files tokenizer.json, tokenizer_config.json, ... (optional strings, kept byte for byte),
+//   "texts": {"tokenizer" | "tokenizer_config" | "preprocessor_config" | "processor_config" | "chat_template":
+//       {"offset", "nbytes"}}: the text of the HF files tokenizer.json, tokenizer_config.json, ... (optional, kept
+//       byte for byte, UTF-8), as raw bytes in the data section (offset from data_offset, after the tensors).
+//       Version 1 stored each as a JSON string under its own key at the top of the header, which cost a load the
+//       lexing and unescaping of Qwen's 11 MB tokenizer.json before any tensor was known (0.3-0.5 s here);
 //   "quantization": {"quant", "target", "layout", "rules": [...], "fallbacks": [...], "source_format"},
 //   "tensors": [{"name", "dtype", "shape", "offset", "nbytes"}, ...]
 //       name: the HF tensor name (models look tensors up by HF name); dtype: f32 f16 bf16 i32 i8 q8_0 q4_0
@@ -37,6 +41,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -47,7 +52,8 @@
 namespace pipit {
 
 constexpr char kPipitMagic[8] = {'P', 'I', 'P', 'I', 'T', '\0', '\r', '\n'};
-constexpr uint32_t kPipitVersion = 1;
+constexpr uint32_t kPipitVersion = 2;      // what the writer writes
+constexpr uint32_t kPipitOldestVersion = 1;  // the reader takes kPipitOldestVersion..kPipitVersion
 constexpr size_t kPipitPreambleBytes = 40;
 constexpr uint64_t kPipitMaxHeaderBytes = uint64_t(1) << 30;
 
@@ -71,8 +77,9 @@ class PipitFile {
   uint64_t data_offset() const { return data_offset_; }
   const nlohmann::json& header() const { return header_; }
   const nlohmann::json& config() const { return header_["config"]; }
-  // A text field of the header ("tokenizer", "tokenizer_config", ...), nullopt when absent.
-  std::optional<std::string> text(const std::string& key) const;
+  // One of the texts ("tokenizer", "tokenizer_config", ...), nullopt when absent: a view into the mapping
+  // (version 2) or into the header (version 1), valid as long as this PipitFile.
+  std::optional<std::string_view> text(const std::string& key) const;
   const std::vector<PipitTensorEntry>& entries() const { return entries_; }
   const std::map<std::string, Tensor>& tensors() const { return tensors_; }
   const std::string& path() const { return path_; }
@@ -82,6 +89,7 @@ class PipitFile {
   uint32_t version_ = 0;
   uint64_t file_size_ = 0, data_offset_ = 0;
   nlohmann::json header_;
+  std::map<std::string, std::string_view> texts_;  // version 2: into the data section
   std::vector<PipitTensorEntry> entries_;
   std::map<std::string, Tensor> tensors_;
 };
@@ -99,7 +107,8 @@ class PipitWriter {
     DType dtype;
     std::vector<int64_t> shape;
   };
-  // `header` holds everything but "tensors", "format" and "version" (added here).
+  // `header` holds everything but "tensors", "format" and "version" (added here); its text keys ("tokenizer",
+  // "tokenizer_config", ...: strings) are moved out of it into the data section after the tensors ("texts").
   static Result<std::unique_ptr<PipitWriter>> create(const std::string& path, nlohmann::json header,
                                                      const std::vector<Spec>& tensors);
   ~PipitWriter();
@@ -115,6 +124,7 @@ class PipitWriter {
   std::string path_, tmp_path_;
   std::FILE* f_ = nullptr;
   std::vector<PipitTensorEntry> entries_;
+  std::vector<std::pair<uint64_t, std::string>> texts_;  // offset in the data section, bytes
   uint64_t data_offset_ = 0, data_bytes_ = 0, pos_ = 0;
   size_t cur_ = 0;
   uint64_t cur_written_ = 0;

@@ -140,9 +140,10 @@ Result<MemoryEstimate> estimate_memory(const std::string& path, const MemoryEsti
   e.tower_activations = uint64_t(tower_activation_bytes(lm));
   // The tokenizer's tables (vocabulary strings, the id maps, merges) measured at ~1.5x tokenizer.json's bytes.
   e.tokenizer = uint64_t(double(tokenizer_text) * 1.5);
-  // Parsing tokenizer.json: `pipit tokenize` with Qwen's 11.4 MB file peaks 80.6 MB above `pipit --version` (7x);
-  // with the weights beside it, `pipit run` of a 19.7 MB Qwen2-VL-shaped checkpoint peaks at 121 MB (8x).
-  e.load_transient = uint64_t(double(tokenizer_text) * 8.0);
+  // Parsing tokenizer.json (the vocab and merges as SAX events, the rest as a tree): `pipit tokenize` with Qwen's
+  // 11.4 MB file peaks 47.8 MB above `pipit --version` (4.2x; 80.6 MB, 7x, when the vocab was built as JSON values);
+  // with the weights beside it, `pipit run` of a 19.7 MB Qwen2-VL-shaped checkpoint peaks at 93 MB (5.3x).
+  e.load_transient = uint64_t(double(tokenizer_text) * 5.5);
   // The engine's code and the libraries it maps, the thread pool's touched stacks, the allocator's arenas:
   // `pipit --version` peaks at 9 MB; `pipit run` of stories260k (3.6 MB of the parts above) at 14.8 MB.
   e.runtime = uint64_t(12) << 20;

@@ -157,27 +157,39 @@ Result<std::unique_ptr<Bpe>> Bpe::parse(const json& j, const std::string& where,
   }
 
   PIPIT_ASSIGN_OR_RETURN(const json* merges_json, f.array("merges"));
-  const std::vector<json>& merges = tables && tables->has_merges ? tables->merges
-                                                                  : merges_json->get_ref<const json::array_t&>();
+  std::vector<BpeMerge> from_tree;  // the merges as the tree has them, when they were not lifted out while parsing
+  if (!(tables && tables->has_merges)) {
+    from_tree.reserve(merges_json->size());
+    for (const json& e : *merges_json) {
+      if (e.is_string())
+        from_tree.push_back({e.get<std::string>(), {}, BpeMerge::kString});
+      else if (e.is_array() && e.size() == 2 && e[0].is_string() && e[1].is_string())
+        from_tree.push_back({e[0].get<std::string>(), e[1].get<std::string>(), BpeMerge::kPair});
+      else
+        from_tree.push_back({{}, {}, BpeMerge::kOther});
+    }
+  }
+  std::vector<BpeMerge>& merges = tables && tables->has_merges ? tables->merges : from_tree;
   size_t cap = 16;
   while (cap < merges.size() * 2) cap <<= 1;
   m->merges_.assign(cap, MergeSlot{kEmpty, 0, 0});
   m->merges_mask_ = cap - 1;
   uint32_t rank = 0;
+  std::string merged;
   for (size_t i = 0; i < merges.size(); ++i) {
-    const json& e = merges[i];
-    std::string a, b;
-    if (e.is_string()) {  // legacy "a b"
-      const std::string& s = e.get_ref<const std::string&>();
+    BpeMerge& e = merges[i];
+    std::string_view a, b;
+    if (e.form == BpeMerge::kString) {  // legacy "a b"
+      const std::string& s = e.a;
       if (s.rfind("#version", 0) == 0) continue;
       size_t sp = s.find(' ');
       if (sp == std::string::npos || s.find(' ', sp + 1) != std::string::npos)
         return f.error(fmt("merges[{}] is '{}', expected two tokens separated by one space", i, s));
-      a = s.substr(0, sp);
-      b = s.substr(sp + 1);
-    } else if (e.is_array() && e.size() == 2 && e[0].is_string() && e[1].is_string()) {
-      a = e[0].get<std::string>();
-      b = e[1].get<std::string>();
+      a = std::string_view(s).substr(0, sp);
+      b = std::string_view(s).substr(sp + 1);
+    } else if (e.form == BpeMerge::kPair) {
+      a = e.a;
+      b = e.b;
     } else {
       return f.error(fmt("merges[{}] must be \"a b\" or [\"a\", \"b\"]", i));
     }
@@ -185,7 +197,8 @@ Result<std::unique_ptr<Bpe>> Bpe::parse(const json& j, const std::string& where,
     if (!ia) return f.error(fmt("merges[{}]: token '{}' is not in the vocab", i, a));
     if (!ib) return f.error(fmt("merges[{}]: token '{}' is not in the vocab", i, b));
     if (b.size() < m->prefix_.size()) return f.error(fmt("merges[{}]: token '{}' lacks the subword prefix", i, b));
-    std::string merged = a + b.substr(m->prefix_.size());
+    merged.assign(a);
+    merged.append(b.substr(m->prefix_.size()));
     auto inew = m->token_to_id(merged);
     if (!inew) return f.error(fmt("merges[{}]: merged token '{}' is not in the vocab", i, merged));
     m->insert_merge(*ia, *ib, rank++, *inew);

@@ -55,10 +55,17 @@ class BpeCache {
 
 // model.vocab and model.merges lifted out of tokenizer.json while it is parsed (tokenizer_config.cpp): building a
 // JSON tree for a 250k-entry vocab and 500k merges costs more than everything else in loading.
+struct BpeMerge {
+  // kString: the legacy "a b", whole in `a` (Bpe::parse splits and checks it); kPair: ["a", "b"]; kOther: anything
+  // else (refused by Bpe::parse with its index)
+  enum Form : uint8_t { kString, kPair, kOther };
+  std::string a, b;
+  Form form = kOther;
+};
 struct BpeTables {
   bool has_vocab = false, has_merges = false;
   std::vector<std::pair<std::string, nlohmann::json>> vocab;  // in file order
-  std::vector<nlohmann::json> merges;                          // each "a b" or ["a", "b"]
+  std::vector<BpeMerge> merges;                                // in file order
 };
 
 class Bpe {

@@ -19,22 +19,35 @@ import struct
 import sys
 
 
-def pipit_seed():
+def pipit_seed(version=2):
+    """Version 2 keeps the texts as raw bytes after the tensors; version 1 as JSON strings in the header."""
     tensors = [("a", "f32", [3, 5], 60), ("b", "q8_0", [2, 64], 136), ("c", "i32", [4], 16)]
     entries, off = [], 0
     for name, dt, shape, n in tensors:
         entries.append({"name": name, "dtype": dt, "shape": shape, "offset": off, "nbytes": n})
         off = (off + n + 63) // 64 * 64
     data_bytes = entries[-1]["offset"] + entries[-1]["nbytes"]
-    header = json.dumps({"format": "pipit", "version": 1, "arch": "llama", "config": {"model_type": "llama"},
-                         "tokenizer": "{}", "quantization": {"quant": "q8_0"}, "tensors": entries},
-                        sort_keys=True).encode()
+    header = {"format": "pipit", "version": version, "arch": "llama", "config": {"model_type": "llama"},
+              "quantization": {"quant": "q8_0"}, "tensors": entries}
+    texts = {"tokenizer": b'{"model": {"type": "BPE", "vocab": {}, "merges": []}}', "chat_template": b"{{ x }}"}
+    text_at = {}
+    if version == 1:
+        header.update({k: v.decode() for k, v in texts.items()})
+    else:
+        for k, v in texts.items():
+            at = (data_bytes + 63) // 64 * 64
+            header.setdefault("texts", {})[k] = {"offset": at, "nbytes": len(v)}
+            text_at[at] = v
+            data_bytes = at + len(v)
+    header = json.dumps(header, sort_keys=True).encode()
     data_offset = (40 + len(header) + 63) // 64 * 64
-    out = b"PIPIT\0\r\n" + struct.pack("<IIQQQ", 1, 0, len(header), data_offset, data_bytes) + header
+    out = b"PIPIT\0\r\n" + struct.pack("<IIQQQ", version, 0, len(header), data_offset, data_bytes) + header
     out += b"\0" * (data_offset - len(out))
     body = bytearray(data_bytes)
     for e in entries:
         body[e["offset"]:e["offset"] + e["nbytes"]] = bytes((i * 7 + 3) % 251 for i in range(e["nbytes"]))
+    for at, v in text_at.items():
+        body[at:at + len(v)] = v
     return out + bytes(body)
 
 
@@ -186,6 +199,7 @@ def main():
     for d in ("pipit", "safetensors", "gguf", "pickle", "image", "video"):
         os.makedirs(os.path.join(out, d), exist_ok=True)
     open(os.path.join(out, "pipit", "small.pipit"), "wb").write(pipit_seed())
+    open(os.path.join(out, "pipit", "small_v1.pipit"), "wb").write(pipit_seed(version=1))
     open(os.path.join(out, "safetensors", "small.safetensors"), "wb").write(safetensors_seed())
     open(os.path.join(out, "gguf", "llama.gguf"), "wb").write(gguf_llama_seed())
     open(os.path.join(out, "gguf", "gpt2.gguf"), "wb").write(gguf_gpt2_seed())

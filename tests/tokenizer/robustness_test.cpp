@@ -73,6 +73,21 @@ TEST(TokenizerRobustness, MalformedTokenizerJsonNamesTheProblem) {
       {[](json& j) { j["model"]["merges"] = {"a c"}; }, {"merges[0]", "'c' is not in the vocab"}},
       {[](json& j) { j["model"]["merges"] = {"a b c"}; }, {"merges[0]"}},
       {[](json& j) { j["model"]["merges"] = {"b a"}; }, {"merged token 'ba'"}},
+      // every shape a merge or a vocab entry can take in JSON (tokenizer.json is read as SAX events: these are the
+      // paths beside the usual "a b" / ["a", "b"] / "token": id)
+      {[](json& j) { j["model"]["merges"] = json::parse(R"([["a"]])"); }, {"merges[0] must be"}},
+      {[](json& j) { j["model"]["merges"] = json::parse(R"([["a", "b"], ["a", "b", "ab"]])"); }, {"merges[1] must be"}},
+      {[](json& j) { j["model"]["merges"] = json::parse(R"([["a", 5]])"); }, {"merges[0] must be"}},
+      {[](json& j) { j["model"]["merges"] = json::parse(R"([[["a"], "b"]])"); }, {"merges[0] must be"}},
+      {[](json& j) { j["model"]["merges"] = json::parse(R"(["a b", {"a": "b"}])"); }, {"merges[1] must be"}},
+      {[](json& j) { j["model"]["merges"] = json::parse(R"([null])"); }, {"merges[0] must be"}},
+      {[](json& j) { j["model"]["merges"] = json::parse(R"([7.5])"); }, {"merges[0] must be"}},
+      {[](json& j) { j["model"]["merges"] = "a b"; }, {"merges"}},
+      {[](json& j) { j["model"]["vocab"]["c"] = json::parse(R"({"id": [5]})"); },
+       {"vocab entry 'c' has id {\"id\":[5]}"}},
+      {[](json& j) { j["model"]["vocab"]["c"] = 2.5; }, {"vocab entry 'c' has id 2.5"}},
+      {[](json& j) { j["model"]["vocab"]["c"] = "3"; }, {"vocab entry 'c' has id \"3\""}},
+      {[](json& j) { j["model"]["vocab"] = json::array({"a"}); }, {"'vocab' must be an object"}},
       {[](json& j) { j["model"]["surprise"] = true; }, {"model (BPE)", "unknown field 'surprise'"}},
       {[](json& j) { j["added_tokens"][0].erase("content"); }, {"added_tokens[0]", "missing field 'content'"}},
       {[](json& j) { j["added_tokens"] = 5; }, {"added_tokens"}},
@@ -93,6 +108,18 @@ TEST(TokenizerRobustness, MalformedTokenizerJsonNamesTheProblem) {
   EXPECT_NE(Tokenizer::load(base_json().dump(), "[").status().message().find("tokenizer_config.json"),
             std::string::npos);
   EXPECT_NE(Tokenizer::load_dir("/nonexistent/dir").status().message().find("tokenizer.json"), std::string::npos);
+}
+
+// Both forms of merges, mixed, with a vocab whose entries sit beside objects and floats elsewhere in the file: the
+// same ids as the tree-built tables gave.
+TEST(TokenizerRobustness, MergeFormsAndTheRestOfTheFile) {
+  json j = base_json();
+  j["model"]["vocab"]["abb"] = 5;
+  j["model"]["merges"] = json::parse(R"(["a b", ["ab", "b"]])");
+  j["model"]["dropout"] = 0.25;
+  auto r = Tokenizer::load(j.dump(), "");
+  ASSERT_TRUE(r) << r.status().message();
+  EXPECT_EQ((*r)->encode("abb ab", false).value(), (std::vector<int32_t>{5, 3, 2}));
 }
 
 TEST(TokenizerRobustness, TokenizerConfigForms) {

@@ -103,8 +103,11 @@ TEST(PipitFormat, BadInputsGiveClearErrors) {
   b[0] = 'X';
   expect_error(parse_bytes(b), "bad magic");
   b = good;
-  b[8] = 2;
-  expect_error(parse_bytes(b), "version 2");
+  b[8] = 3;
+  expect_error(parse_bytes(b), "version 3");
+  b = good;
+  b[8] = 0;
+  expect_error(parse_bytes(b), "version 0");
   b = good;
   b[12] = 1;
   expect_error(parse_bytes(b), "flags");
@@ -134,12 +137,62 @@ TEST(PipitFormat, BadInputsGiveClearErrors) {
                "multiple of 32");
   expect_error(parse_with_header(good, [](json& h) { h["tensors"][2]["name"] = "a"; }), "twice");
   expect_error(parse_with_header(good, [](json& h) { h.erase("config"); }), "config");
-  expect_error(parse_with_header(good, [](json& h) { h["tokenizer"] = 5; }), "must be a string");
+  expect_error(parse_with_header(good, [](json& h) { h["tokenizer"] = "{}"; }), "belongs under 'texts'");
+  expect_error(parse_with_header(good, [](json& h) { h["texts"] = 5; }), "'texts' must be an object");
+  expect_error(parse_with_header(good, [](json& h) { h["texts"]["vocab"] = 1; }), "unknown text 'vocab'");
+  expect_error(parse_with_header(good, [](json& h) { h["texts"]["tokenizer"] = "{}"; }), "offset and nbytes");
+  expect_error(parse_with_header(good, [](json& h) { h["texts"]["tokenizer"]["nbytes"] = -1; }), "offset and nbytes");
+  expect_error(parse_with_header(good, [](json& h) { h["texts"]["tokenizer"]["offset"] = 1u << 20; }),
+               "outside the data");
+  expect_error(parse_with_header(good, [](json& h) { h["texts"]["tokenizer"]["offset"] = 0; }), "overlap");
   expect_error(parse_with_header(good, [](json& h) { h["version"] = 7; }), "disagrees");
   expect_error(parse_with_header(good, [](json& h) { h["tensors"] = "none"; }), "tensors");
   b = good;
   b[kPipitPreambleBytes] = '[';
   expect_error(parse_bytes(b), "not a JSON object");
+}
+
+// Version 2 keeps the texts as raw bytes after the tensors; they are checked like tensors, and for UTF-8.
+TEST(PipitFormat, TextsAreRawBytesAfterTheTensors) {
+  test::ScratchDir d("fmt");
+  const std::string good = test::read_bytes(write_small(d));
+  uint64_t hb, data_offset, data_bytes;
+  std::memcpy(&hb, good.data() + 16, 8);
+  std::memcpy(&data_offset, good.data() + 24, 8);
+  std::memcpy(&data_bytes, good.data() + 32, 8);
+  const json h = json::parse(good.substr(kPipitPreambleBytes, hb));
+  EXPECT_FALSE(h.contains("tokenizer"));
+  const uint64_t at = h["texts"]["tokenizer"]["offset"], n = h["texts"]["tokenizer"]["nbytes"];
+  EXPECT_EQ(at % kAlign, 0u);
+  EXPECT_GE(at, h["tensors"][2]["offset"].get<uint64_t>() + h["tensors"][2]["nbytes"].get<uint64_t>());
+  EXPECT_EQ(at + n, data_bytes);
+  EXPECT_EQ(good.substr(data_offset + at, n), "{\"x\": 1}");
+  std::string b = good;
+  b[data_offset + at + 2] = char(0xC3);  // a lead byte followed by ASCII
+  auto f = PipitFile::parse(reinterpret_cast<const uint8_t*>(b.data()), b.size(), nullptr, "bad");
+  expect_error(f, "text 'tokenizer' is not valid UTF-8 (byte 2 of 8)");
+}
+
+// Files written before version 2 (texts as JSON strings in the header) still read.
+TEST(PipitFormat, ReadsVersionOne) {
+  test::ScratchDir d("fmt");
+  std::string b = test::read_bytes(write_small(d));
+  b[8] = 1;
+  auto f = parse_with_header(b, [](json& h) {
+    h["version"] = 1;
+    h.erase("texts");
+    h["tokenizer"] = "{\"y\": \"\u00e9\"}";
+  });
+  ASSERT_TRUE(f.is_ok()) << f.status().message();
+  EXPECT_EQ(f->version(), 1u);
+  EXPECT_EQ(f->text("tokenizer").value_or(""), "{\"y\": \"\u00e9\"}");
+  EXPECT_FALSE(f->text("chat_template").has_value());
+  EXPECT_EQ(f->tensors().at("c").ptr<int32_t>()[3], -4);
+  expect_error(parse_with_header(b, [](json& h) {
+                 h["version"] = 1;
+                 h["tokenizer"] = 5;
+               }),
+               "'tokenizer' must be a string");
 }
 
 TEST(PipitFormat, TensorBytes) {
