@@ -197,8 +197,9 @@ Result<HfTokenizerTexts> gguf_tokenizer_to_hf(const GgufFile& f) {
   const std::string* bos_s = add_bos ? &tokens[size_t(bos)] : nullptr;
   const std::string* eos_s = add_eos ? &tokens[size_t(eos)] : nullptr;
 
-  json tj = {{"version", "1.0"}, {"truncation", nullptr}, {"padding", nullptr}, {"added_tokens", added}};
-  json bpe = {{"type", "BPE"}, {"dropout", nullptr}, {"vocab", vocab}};
+  // moved, not copied, into the tree: a copy of a 150k-entry vocab object costs as much as building it
+  json tj = {{"version", "1.0"}, {"truncation", nullptr}, {"padding", nullptr}, {"added_tokens", std::move(added)}};
+  json bpe = {{"type", "BPE"}, {"dropout", nullptr}, {"vocab", std::move(vocab)}};
   if (gemma4) {
     tj["normalizer"] = {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}};
     tj["pre_tokenizer"] = {
@@ -216,7 +217,7 @@ Result<HfTokenizerTexts> gguf_tokenizer_to_hf(const GgufFile& f) {
     bpe["fuse_unk"] = true;
     bpe["byte_fallback"] = true;
     bpe["ignore_merges"] = false;
-    bpe["merges"] = merges;
+    bpe["merges"] = std::move(merges);
   } else if (spm) {
     json norm = json::array();
     if (flag("tokenizer.ggml.add_space_prefix", true)) norm.push_back({{"type", "Prepend"}, {"prepend", "\u2581"}});
@@ -265,10 +266,10 @@ Result<HfTokenizerTexts> gguf_tokenizer_to_hf(const GgufFile& f) {
     bpe["fuse_unk"] = false;
     bpe["byte_fallback"] = false;
     bpe["ignore_merges"] = ignore_merges;
-    bpe["merges"] = merges;
+    bpe["merges"] = std::move(merges);
   }
   tj["post_processor"] = template_processing(bos_s, bos, eos_s, eos);
-  tj["model"] = bpe;
+  tj["model"] = std::move(bpe);
 
   json tc = {{"add_bos_token", add_bos}, {"add_eos_token", add_eos}, {"clean_up_tokenization_spaces", false},
              {"tokenizer_class",
