@@ -64,9 +64,8 @@ Engine::Engine(Model& model, const Tokenizer* tok, const EngineOptions& opt)
   ctx_.arena = &arena_;
   ctx_.pool = pool_.get();
   ctx_.k = &kernels();
-  // The prompt cache copies K/V rows with host memcpy: with the cache on a device those rows are device memory (a
-  // PROT_NONE range on the host; `serve --device opencl` faulted after its first request), so it is off there.
-  if (opt.cache_bytes > 0 && !model.info().device) cache_ = std::make_unique<PromptCache>(opt.cache_bytes);
+  // On a device the prompt cache reads and writes the K/V rows through it (PromptCache::save / restore's `dev`).
+  if (opt.cache_bytes > 0) cache_ = std::make_unique<PromptCache>(opt.cache_bytes);
   if (model.vision() || takes_audio(model.info().arch)) {  // a tower beside the decoder: images, audio clips
     const int n = pool_->size();
     const int n_enc = opt.n_encode_threads > 0 ? opt.n_encode_threads : std::max(1, n / 2);
@@ -287,7 +286,7 @@ void Engine::restore_prefix(Seq& s) {
   s.admitted = true;
   if (!cache_) return;
   // at most all but the last prompt token: its logits are needed
-  const int m = cache_->restore(kv_, s.slot, s.prompt_key, int(s.req.prompt.size()) - 1);
+  const int m = cache_->restore(kv_, s.slot, s.prompt_key, int(s.req.prompt.size()) - 1, 0, ctx_.dev);
   s.n_done = m;
   s.seq->result().n_cached = m;
   std::lock_guard<std::mutex> lk(mu_);
@@ -303,7 +302,7 @@ void Engine::save_prefix(Seq& s) {
     if (kv_.state_pos(s.slot) != s.n_done) return;  // a failed pass: the state is not the one of this history
     s.states.push_back(kv_.save_state(s.slot));
   }
-  cache_->save(kv_, s.slot, key, std::move(s.states));
+  cache_->save(kv_, s.slot, key, std::move(s.states), ctx_.dev);
 }
 
 void Engine::add_image_inputs(Batch& b, const std::vector<std::pair<Seq*, int64_t>>& parts) {

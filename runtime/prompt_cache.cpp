@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backends/device.h"
 #include "runtime/multimodal.h"
 
 namespace pipit {
@@ -11,6 +12,17 @@ namespace pipit {
 namespace {
 
 constexpr uint64_t kImageBit = uint64_t(1) << 63;
+
+// The first `nb` bytes of a slot's K or V rows, on the host or through the device that holds them (on a device the
+// rows' host address is a reserved range with nothing behind it).
+void copy_out(Device* dev, const Tensor& rows, void* dst, size_t nb) {
+  if (dev) dev->read(rows, dst, nb);
+  else std::memcpy(dst, rows.data(), nb);
+}
+void copy_in(Device* dev, const Tensor& rows, const void* src, size_t nb) {
+  if (dev) dev->write(rows, src, nb);
+  else std::memcpy(rows.data(), src, nb);
+}
 
 uint64_t fnv1a(const void* data, size_t n, uint64_t h) {
   const auto* p = static_cast<const uint8_t*>(data);
@@ -69,7 +81,8 @@ int PromptCache::usable(const KvCache& kv, const Entry& e, std::span<const uint6
   return int(m);
 }
 
-void PromptCache::save(const KvCache& kv, int slot, std::span<const uint64_t> key, std::vector<StateSnapshot> states) {
+void PromptCache::save(const KvCache& kv, int slot, std::span<const uint64_t> key, std::vector<StateSnapshot> states,
+                       Device* dev) {
   if (key.empty() || budget_ == 0) return;
   const int n = int(key.size());
   if (n > kv.n_ctx()) return;
@@ -94,10 +107,10 @@ void PromptCache::save(const KvCache& kv, int slot, std::span<const uint64_t> ke
   for (int l = 0; l < L; ++l) {
     if (kv.n_rows(l) == 0) continue;
     const size_t nb = row_bytes(kv, l) * size_t(full_layer(kv, l) ? n : kv.n_rows(l));
-    const auto* k = static_cast<const uint8_t*>(kv.k(l, slot).data());
-    const auto* v = static_cast<const uint8_t*>(kv.v(l, slot).data());
-    e.k[size_t(l)].assign(k, k + nb);
-    e.v[size_t(l)].assign(v, v + nb);
+    e.k[size_t(l)].resize(nb);
+    e.v[size_t(l)].resize(nb);
+    copy_out(dev, kv.k(l, slot), e.k[size_t(l)].data(), nb);
+    copy_out(dev, kv.v(l, slot), e.v[size_t(l)].data(), nb);
   }
   std::lock_guard<std::mutex> lk(mu_);
   // an entry whose key is a prefix of this one (the same conversation's earlier turn) has nothing more to offer,
@@ -111,7 +124,7 @@ void PromptCache::save(const KvCache& kv, int slot, std::span<const uint64_t> ke
   evict_to(budget_);
 }
 
-int PromptCache::restore(KvCache& kv, int slot, std::span<const uint64_t> key, int max_n, int min_n) {
+int PromptCache::restore(KvCache& kv, int slot, std::span<const uint64_t> key, int max_n, int min_n, Device* dev) {
   std::lock_guard<std::mutex> lk(mu_);
   stats_.lookups++;
   auto best = lru_.end();
@@ -132,8 +145,8 @@ int PromptCache::restore(KvCache& kv, int slot, std::span<const uint64_t> key, i
     if (kv.n_rows(l) == 0) continue;
     // full layers: the m rows wanted; rings: the whole ring (position p at row p % rows, as when it was saved)
     const size_t nb = full_layer(kv, l) ? row_bytes(kv, l) * size_t(best_m) : e.k[size_t(l)].size();
-    std::memcpy(kv.k(l, slot).data(), e.k[size_t(l)].data(), nb);
-    std::memcpy(kv.v(l, slot).data(), e.v[size_t(l)].data(), nb);
+    copy_in(dev, kv.k(l, slot), e.k[size_t(l)].data(), nb);
+    copy_in(dev, kv.v(l, slot), e.v[size_t(l)].data(), nb);
   }
   if (kv.has_state()) kv.restore_state(slot, *best_snap);
   lru_.splice(lru_.begin(), lru_, best);

@@ -43,11 +43,13 @@ class PromptCache {
   // Stores rows [0, n) of `slot` (n = key.size(), the positions the slot holds) with the given recurrent-state
   // snapshots (each pos <= n; ignored for models without a state; one at n is needed to continue at n). An entry
   // larger than the whole budget is not stored.
-  void save(const KvCache& kv, int slot, std::span<const uint64_t> key, std::vector<StateSnapshot> states);
+  // `dev`: the device the KV rows live on (ModelInfo::device; null: host memory), read and written through it.
+  void save(const KvCache& kv, int slot, std::span<const uint64_t> key, std::vector<StateSnapshot> states,
+            Device* dev);
   // Copies the longest usable prefix of `key`, at most max_n positions, into `slot` (its recurrent state set to the
   // matching snapshot) when it is longer than min_n (what the slot would keep anyway; the slot is untouched
   // otherwise). Returns the positions restored: the caller evaluates key[result..] (0: nothing restored).
-  int restore(KvCache& kv, int slot, std::span<const uint64_t> key, int max_n, int min_n = 0);
+  int restore(KvCache& kv, int slot, std::span<const uint64_t> key, int max_n, int min_n, Device* dev);
 
   struct Stats {
     uint64_t lookups = 0, hits = 0, tokens_reused = 0, evictions = 0;

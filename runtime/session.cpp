@@ -190,12 +190,12 @@ void Session::save_to(PromptCache& cache, std::span<const uint64_t> key) {
       if (sn.pos != kSpare) states.push_back(sn);
     if (states.empty() || states.back().pos != n_past_) states.push_back(kv_.save_state(0));
   }
-  cache.save(kv_, 0, key, std::move(states));
+  cache.save(kv_, 0, key, std::move(states), model_.info().device.get());
 }
 
 int Session::restore_from(PromptCache& cache, std::span<const uint64_t> key, int max_n) {
   if (!images_.empty()) return n_past_;
-  const int m = cache.restore(kv_, 0, key, max_n, n_past_);
+  const int m = cache.restore(kv_, 0, key, max_n, n_past_, model_.info().device.get());
   if (m == 0) return n_past_;
   n_past_ = m;
   snapshots_.clear();

@@ -405,6 +405,34 @@ TEST(OpenclGolden, EngineOnTheDeviceWithAPromptCacheBudget) {
     p2.insert(p2.end(), a.begin(), a.end());
     p2.insert(p2.end(), {100, 200, 300});
     EXPECT_EQ(run(p2, 6), solo(p2, 6));
+    // the second request continued from the first one's K/V (and state), read back from the device and written
+    // into its slot through it
+    const auto st = eng.cache_stats();
+    EXPECT_GE(st.hits, 1u);
+    EXPECT_GE(st.tokens_reused, p1.size() / 2);
+
+    // a Session's conversation cache (the C API's, pipit chat's) on the device: the same tokens after a restore
+    PromptCache cache(size_t(64) << 20);
+    {
+      Session s(*lm.model, SessionOptions{.n_ctx = 128, .n_threads = 1, .n_batch = 7});
+      ASSERT_TRUE(s.eval(p2, false).is_ok());
+      const auto key = PromptCache::make_key(p2, nullptr);
+      s.save_to(cache, key);
+    }
+    Session s(*lm.model, SessionOptions{.n_ctx = 128, .n_threads = 1, .n_batch = 7});
+    std::vector<int32_t> p3 = p2;
+    p3.insert(p3.end(), {17, 18});
+    const auto key3 = PromptCache::make_key(p3, nullptr);
+    const int got = s.restore_from(cache, key3, int(p3.size()) - 1);
+    EXPECT_GT(got, int(p1.size()));
+    EXPECT_EQ(cache.stats().hits, 1u);
+    GenerateParams gp;
+    gp.max_tokens = 6;
+    gp.sampler.temperature = 0;
+    gp.ignore_eos = true;
+    auto r = generate(s, nullptr, PromptInput{p3, nullptr, got}, gp);
+    ASSERT_TRUE(r.is_ok()) << r.status().message();
+    EXPECT_EQ(r->tokens, solo(p3, 6));
   }
 }
 
