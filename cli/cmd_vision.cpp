@@ -133,7 +133,10 @@ int cmd_vision(Args& a) {
       stages[key].push_back(c);
     };
   Tensor grid = Tensor::empty(DType::I32, {int64_t(a.get_all("--image").size()), 3});
-  const bool qwen = proc->kind == ImageProcessorConfig::Kind::kQwen2VL;
+  // Qwen's processors return one list of patch rows for all images, with a (t, h, w) grid each
+  auto kind = find_image_processor(proc->kind);
+  if (!kind) return fail(a, kind.status().message());
+  const bool qwen = (*kind)->concatenates_patches();
   double encode_ms = 0;
   for (const auto& src : a.get_all("--image")) {
     auto img = load_image(src);

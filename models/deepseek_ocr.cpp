@@ -129,14 +129,14 @@ class DeepseekOcrModel : public Model, public VisionLanguageModel {
 
   ImageProcessorConfig default_processor() const override {
     ImageProcessorConfig p;  // infer()'s defaults: Gundam (base 1024, tiles 640, crop mode), mean = std = 0.5
-    p.kind = ImageProcessorConfig::Kind::kDeepseekOcr;
+    p.kind = "deepseek_ocr";
     p.mean = {0.5f, 0.5f, 0.5f};
     p.std = {0.5f, 0.5f, 0.5f};
     p.resample = ResampleFilter::kBicubic;  // PIL's default for Image.resize and ImageOps.pad
     return p;
   }
   Status check_processor(const ImageProcessorConfig& p) const override {
-    if (p.kind != ImageProcessorConfig::Kind::kDeepseekOcr)
+    if (p.kind != "deepseek_ocr")
       return Error::invalid_argument("[deepseek_vl_v2] needs DeepSeek-OCR's image preprocessing");
     for (int s : {p.base_size, p.image_size})
       if (s < 64 || s % 64)  // 16 px patches, then two stride-2 convs: whole tokens only

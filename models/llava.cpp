@@ -49,12 +49,12 @@ class LlavaModel : public Model, public VisionLanguageModel {
 
   ImageProcessorConfig default_processor() const override {
     ImageProcessorConfig p;  // CLIPImageProcessor defaults at the tower's resolution
-    p.kind = ImageProcessorConfig::Kind::kClip;
+    p.kind = "clip";
     p.shortest_edge = p.crop_height = p.crop_width = tower_.image_size();
     return p;
   }
   Status check_processor(const ImageProcessorConfig& p) const override {
-    if (p.kind != ImageProcessorConfig::Kind::kClip || p.crop_height != tower_.image_size() ||
+    if (p.kind != "clip" || p.crop_height != tower_.image_size() ||
         p.crop_width != tower_.image_size() || !p.do_center_crop)
       return Error::invalid_argument("[llava] the image processor must center-crop to the tower's {}x{} (crop {}x{})",
                                      tower_.image_size(), tower_.image_size(), p.crop_width, p.crop_height);

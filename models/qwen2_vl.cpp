@@ -105,14 +105,14 @@ class Qwen2VLModel : public Model, public VisionLanguageModel, public MtpModel {
 
   ImageProcessorConfig default_processor() const override {
     ImageProcessorConfig p;  // Qwen2VLImageProcessor defaults
-    p.kind = ImageProcessorConfig::Kind::kQwen2VL;
+    p.kind = "qwen2_vl";
     p.patch_size = tower_.patch_size();
     p.merge_size = tower_.merge_size();
     p.temporal_patch_size = tower_.temporal_patch_size();
     return p;
   }
   Status check_processor(const ImageProcessorConfig& p) const override {
-    if (p.kind != ImageProcessorConfig::Kind::kQwen2VL || p.patch_size != tower_.patch_size() ||
+    if (p.kind != "qwen2_vl" || p.patch_size != tower_.patch_size() ||
         p.merge_size != tower_.merge_size() || p.temporal_patch_size != tower_.temporal_patch_size())
       return Error::invalid_argument("[{}] image processor (patch {}, merge {}, temporal {}) does not match the "
                                      "vision tower (patch {}, merge {}, temporal {})", info_.arch, p.patch_size,

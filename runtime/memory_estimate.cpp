@@ -82,25 +82,9 @@ double tower_activation_bytes(const LoadedModel& lm) {
   ImageProcessorConfig pc = v->default_processor();
   if (lm.preprocessor_config.is_object())
     if (auto p = parse_image_processor(lm.preprocessor_config, pc)) pc = *p;
-  double patches = 0, pixels = 0;
-  switch (pc.kind) {
-    case ImageProcessorConfig::Kind::kQwen2VL:
-      patches = double(pc.max_pixels) / double(pc.patch_size * pc.patch_size);
-      pixels = double(pc.max_pixels) * 3 * pc.temporal_patch_size;
-      break;
-    case ImageProcessorConfig::Kind::kClip:
-      pixels = double(pc.crop_height) * pc.crop_width * 3;
-      patches = pixels / 3 / 196;  // patch 14
-      break;
-    case ImageProcessorConfig::Kind::kDeepseekOcr:
-      pixels = double(pc.base_size) * pc.base_size * 3;
-      patches = pixels / 3 / 256;  // patch 16, the global view (tiles are encoded one at a time)
-      break;
-    case ImageProcessorConfig::Kind::kGemma4:  // max_soft_tokens pooled blocks of pooling^2 patches, padded rows
-      patches = double(pc.max_soft_tokens) * pc.pooling_kernel_size * pc.pooling_kernel_size;
-      pixels = patches * pc.patch_size * pc.patch_size * 3;
-      break;
-  }
+  auto kind = find_image_processor(pc.kind);
+  if (!kind) return 0;
+  const auto [patches, pixels] = (*kind)->max_extent(pc);
   const HfConfig vc = lm.config.sub("vision_config");
   const double hidden = double(vc.get_int_or("hidden_size", vc.get_int_or("embed_dim", 1024)));
   const double inter = double(vc.get_int_or("intermediate_size", int64_t(hidden * vc.get_float_or("mlp_ratio", 4))));

@@ -31,20 +31,8 @@ Result<ImageProcessorConfig> image_processor_for(const Model& m, const nlohmann:
   PIPIT_ASSIGN_OR_RETURN(const VisionLanguageModel* v, vision_of(m));
   PIPIT_ASSIGN_OR_RETURN(ImageProcessorConfig p, parse_image_processor(pp, v->default_processor()));
   if (opt.max_pixels < 0) return Error::invalid_argument("[image] --image-max-pixels {} must be >= 0", opt.max_pixels);
-  if (opt.max_pixels > 0 && p.kind == ImageProcessorConfig::Kind::kQwen2VL) {
-    const int64_t factor = int64_t(p.patch_size) * p.merge_size;
-    if (opt.max_pixels < factor * factor)
-      return Error::invalid_argument("[image] --image-max-pixels {} is below one merged patch ({}x{} = {} pixels)",
-                                     opt.max_pixels, factor, factor, factor * factor);
-    p.max_pixels = std::min(p.max_pixels, opt.max_pixels);
-    p.min_pixels = std::min(p.min_pixels, p.max_pixels);
-  }
-  if (!opt.mode.empty()) {
-    if (p.kind != ImageProcessorConfig::Kind::kDeepseekOcr)
-      return Error::invalid_argument("[image] an image mode ('{}') is for DeepSeek-OCR; model '{}' has none", opt.mode,
-                                     m.info().arch);
-    PIPIT_TRY(apply_deepseek_ocr_mode(p, opt.mode));
-  }
+  if (opt.max_pixels > 0) PIPIT_TRY(cap_image_pixels(p, opt.max_pixels));
+  if (!opt.mode.empty()) PIPIT_TRY(apply_image_mode(p, opt.mode));
   PIPIT_TRY(v->check_processor(p));
   return p;
 }

@@ -23,6 +23,8 @@ LIB=(core/dtype.cpp core/storage.cpp core/tensor.cpp core/output_file.cpp core/l
      convert/pickle.cpp convert/zip_reader.cpp convert/torch_checkpoint.cpp convert/gguf_import.cpp
      convert/gguf_tokenizer.cpp
      models/vision/image.cpp models/vision/jpeg_decode.cpp models/vision/resample.cpp models/vision/image_processor.cpp
+     models/vision/qwen2_vl_image_processor.cpp models/vision/clip_image_processor.cpp
+     models/vision/deepseek_ocr_image_processor.cpp models/vision/gemma4_image_processor.cpp
      modules/video_ffmpeg.cpp)
 
 echo "[fuzz] building with $CXX into $OUT"

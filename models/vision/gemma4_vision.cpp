@@ -133,7 +133,7 @@ Tensor Gemma4Vision::linear_(Ctx& ctx, const Tensor& x, const ClipLinear& l) con
 
 ImageProcessorConfig Gemma4Vision::default_processor() const {
   ImageProcessorConfig c;  // Gemma4ImageProcessor: bicubic, rescale 1/255, no normalize
-  c.kind = ImageProcessorConfig::Kind::kGemma4;
+  c.kind = "gemma4";
   c.do_normalize = false;
   c.do_center_crop = false;
   c.mean = {0.0f, 0.0f, 0.0f};
@@ -148,7 +148,7 @@ Status Gemma4Vision::check_processor(const ImageProcessorConfig& p) const {
   if (bidi_images_)
     return Error::unsupported("[gemma4] images with use_bidirectional_attention = vision (31B / 26B-A4B: image tokens "
                               "attend to each other) are not supported yet");
-  if (p.kind != ImageProcessorConfig::Kind::kGemma4)
+  if (p.kind != "gemma4")
     return Error::invalid_argument("[gemma4] the image processor must be Gemma 4's");
   if (p.patch_size != patch_ || p.pooling_kernel_size != pool_)
     return Error::invalid_argument("[gemma4] image processor patch {} / pooling {} do not fit the vision tower's "

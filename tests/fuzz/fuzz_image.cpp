@@ -15,13 +15,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   q.max_pixels = 56 * 56;
   (void)pipit::preprocess_image(*img, q);
   pipit::ImageProcessorConfig c;
-  c.kind = pipit::ImageProcessorConfig::Kind::kClip;
+  c.kind = "clip";
   c.shortest_edge = 17;
   c.crop_height = 19;
   c.crop_width = 13;
   (void)pipit::preprocess_image(*img, c);
   pipit::ImageProcessorConfig g;  // Gemma 4: aspect-preserving resize within 70 x 9 patches of 16
-  g.kind = pipit::ImageProcessorConfig::Kind::kGemma4;
+  g.kind = "gemma4";
   g.do_normalize = false;
   g.patch_size = 16;
   g.max_soft_tokens = 70;

@@ -216,7 +216,7 @@ TEST(ImageProcessor, QwenPatchOrderAndClipCrop) {
   EXPECT_EQ(at(6, 1, 0, 0, 0), at(6, 1, 1, 0, 0));  // the still image is repeated over the temporal patch
 
   ImageProcessorConfig c;
-  c.kind = ImageProcessorConfig::Kind::kClip;
+  c.kind = "clip";
   c.shortest_edge = 56;
   c.crop_height = c.crop_width = 60;  // larger than the short side: zero padding, as HF's center_crop
   c.do_rescale = c.do_normalize = false;
