@@ -125,7 +125,7 @@ Result<std::vector<std::string>> string_array(const GgufFile& f, const char* key
 
 }  // namespace
 
-std::vector<int64_t> gguf_gemma4_eog_ids(const GgufFile& f, int64_t n_vocab) {
+std::vector<int64_t> gguf_vocab_eog_ids(const GgufFile& f, int64_t n_vocab) {
   std::vector<int64_t> out;
   const GgufValue* mv = f.find("tokenizer.ggml.model");
   const GgufValue* tv = f.find("tokenizer.ggml.tokens");
