@@ -8,11 +8,11 @@ namespace pipit {
 
 namespace {
 
-// ---- GPT-OSS (arch gpt-oss): conversion/gpt_oss.py GptOssModel, src/models/openai-moe.cpp. The converter splits
-// HF's fused experts: gate_up_proj (rows 2j gate, 2j + 1 up; MXFP4 blocks repacked in ggml's nibble order, which is
-// pipit's mxfp4) into ffn_gate_exps / ffn_up_exps [E, I, H], and its bias into two [E, I]; down_proj is
-// ffn_down_exps [E, H, I]. pipit's GPT-OSS takes the fused layout of gpt_oss_import.h: rows interleaved back (whole
-// rows of blocks, no requantization).
+// llama.cpp conversion/gpt_oss.py GptOssModel, src/models/openai-moe.cpp. The converter splits HF's fused experts:
+// gate_up_proj (rows 2j gate, 2j + 1 up; MXFP4 blocks repacked in ggml's nibble order, which is pipit's mxfp4) into
+// ffn_gate_exps / ffn_up_exps [E, I, H], and its bias into two [E, I]; down_proj is ffn_down_exps [E, H, I]. pipit's
+// GPT-OSS takes the fused layout of models/gpt_oss_import.h: rows interleaved back (whole rows of blocks, no
+// requantization).
 const std::pair<const char*, const char*> kGptOssLayer[] = {
     {"attn_norm.weight", "input_layernorm.weight"},
     {"post_attention_norm.weight", "post_attention_layernorm.weight"},

@@ -5,8 +5,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "models/gguf_traits.h"
-
 namespace pipit {
 
 namespace {
@@ -154,8 +152,5 @@ Result<std::unique_ptr<Model>> make_llama_like(const HfConfig& cfg, const Weight
 }
 
 PIPIT_REGISTER_MODEL("llama", make_llama);
-// GGUF (convert/gguf_import.cpp): llama.cpp's arch llama, q/k rows permuted by its LlamaModel converter.
-static GgufArchRegistrar kLlamaGguf({.gguf = "llama", .model_type = "llama", .hf_class = "LlamaForCausalLM",
-                                     .permuted_qk = true});
 
 }  // namespace pipit

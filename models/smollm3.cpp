@@ -2,7 +2,6 @@
 // no_rope_layers[i] == 0, by default every no_rope_layer_interval-th layer.
 // reference: HF modeling_smollm3.py (SmolLM3Attention: use_rope = config.no_rope_layers[layer_idx]) and
 // configuration_smollm3.py (defaults: rope_theta 2e6, tie_word_embeddings true, no_rope_layer_interval 4).
-#include "models/gguf_traits.h"
 #include "models/llama.h"
 
 namespace pipit {
@@ -35,19 +34,6 @@ Result<std::unique_ptr<Model>> make_smollm3(const HfConfig& cfg, const WeightSou
   if (!cfg.has("tie_word_embeddings")) j["tie_word_embeddings"] = true;
   return make_llama_like(HfConfig(j), w, opt);
 }
-
-// GGUF (convert/gguf_import.cpp): llama.cpp's arch smollm3, q/k rows permuted (its converter is LlamaModel's); the
-// NoPE layers are fixed in llama.cpp's graph, not the metadata.
-Status smollm3_gguf_config(const GgufArchInput& in, nlohmann::json& cfg, std::vector<std::string>&) {
-  const int64_t n_layer = in.n_layer;
-  // llama.cpp's smollm3 graph: layer il has no RoPE when (il + 1) % 4 == 0 (HF's no_rope_layer_interval 4)
-  nlohmann::json nope = nlohmann::json::array();
-  for (int64_t il = 0; il < n_layer; ++il) nope.push_back((il + 1) % 4 != 0 ? 1 : 0);
-  cfg["no_rope_layers"] = nope;
-  return Status::ok();
-}
-const GgufArchRegistrar kSmolLM3Gguf({.gguf = "smollm3", .model_type = "smollm3", .hf_class = "SmolLM3ForCausalLM",
-                                      .permuted_qk = true, .config = smollm3_gguf_config});
 
 }  // namespace
 

@@ -24,6 +24,8 @@ LIB=(core/dtype.cpp core/storage.cpp core/tensor.cpp core/output_file.cpp core/l
      convert/gguf_tokenizer.cpp
      models/vision/image.cpp models/vision/jpeg_decode.cpp models/vision/resample.cpp models/vision/image_processor.cpp
      modules/video_ffmpeg.cpp)
+# GGUF import's family records (models/gguf_traits.h): every arch and projector is a file of its own beside its model
+LIB+=(format/gguf_meta.cpp models/gguf_traits.cpp $(cd "$ROOT" && echo models/*_gguf.cpp))
 
 echo "[fuzz] building with $CXX into $OUT"
 objs=()
