@@ -39,17 +39,14 @@ Status add_gguf_mmproj(Checkpoint& c, const GgufFile& text, const GgufFile& mmpr
 const GgufTools& gguf_tools();
 
 // The HF tokenizer.json and tokenizer_config.json texts for the vocabulary in a GGUF file
-// (tokenizer.ggml.model "gpt2": byte-level BPE; "llama": SentencePiece-style BPE with byte fallback; "gemma4":
-// Gemma 4's BPE with byte fallback and merges).
+// (tokenizer.ggml.model "gpt2": byte-level BPE; "llama": SentencePiece-style BPE with byte fallback; another: the
+// GgufVocab registered for it beside its family, models/gguf_traits.h).
 struct HfTokenizerTexts {
   std::string tokenizer_json, tokenizer_config_json;
 };
 Result<HfTokenizerTexts> gguf_tokenizer_to_hf(const GgufFile& f);
-// The end-of-generation ids of a vocabulary whose stops llama.cpp picks by their text (llama-vocab.cpp), when it
-// picks more than the EOS id; empty for other vocabularies. Today the "gemma4" tokenizer model: the EOS id, then
-// <eos>, <turn|> (end of a turn) and <|tool_response> (the model hands over to a tool) where the vocabulary has them
-// below n_vocab; these are the eos_token_id of HF's instruction-tuned Gemma 4 generation_config.json ([eos, eot,
-// str] in transformers' convert_gemma4_weights.py).
+// The end-of-generation ids of a vocabulary whose stops llama.cpp picks by their text (llama-vocab.cpp), the EOS id
+// first, as its GgufVocab's eog_ids says; empty for other vocabularies.
 std::vector<int64_t> gguf_vocab_eog_ids(const GgufFile& f, int64_t n_vocab);
 
 }  // namespace pipit

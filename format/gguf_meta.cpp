@@ -117,6 +117,20 @@ Result<nlohmann::json> gguf_clip_floats(const GgufFile& f, const std::string& ke
   return a;
 }
 
+Result<std::vector<std::string>> gguf_string_array(const GgufFile& f, const char* key, bool required) {
+  std::vector<std::string> out;
+  const GgufValue* v = f.find(key);
+  if (!v) {
+    if (required) return Error::not_found("[gguf] {}: no {}", f.path(), key);
+    return out;
+  }
+  if (v->type != GgufType::kArray || v->elem_type != GgufType::kString)
+    return Error::format("[gguf] {}: {} is not an array of strings", f.path(), key);
+  out.reserve(v->arr.size());
+  for (auto& e : v->arr) out.push_back(e.s);
+  return out;
+}
+
 Result<int64_t> gguf_token_id(const GgufFile& text, const std::string& token) {
   const GgufValue* v = text.find("tokenizer.ggml.tokens");
   if (v && v->type == GgufType::kArray)

@@ -56,6 +56,8 @@ std::optional<std::pair<std::string, std::string>> gguf_layer_name(const std::st
 const GgufValue* gguf_clip_key(const GgufFile& f, const std::string& key);
 Result<int64_t> gguf_clip_int(const GgufFile& f, const std::string& key, std::optional<int64_t> def = std::nullopt);
 Result<nlohmann::json> gguf_clip_floats(const GgufFile& f, const std::string& key, size_t n);
+// An array-of-strings key (tokenizer.ggml.tokens, .merges); empty when absent and not required.
+Result<std::vector<std::string>> gguf_string_array(const GgufFile& f, const char* key, bool required);
 // A token's id in a text GGUF's vocabulary (tokenizer.ggml.tokens); the error says images need it.
 Result<int64_t> gguf_token_id(const GgufFile& text, const std::string& token);
 

@@ -1,5 +1,6 @@
-// Gemma 4's GGUF import (llama.cpp arch gemma4, dense): registered beside models/gemma4.cpp in models/gguf_traits.h's
-// registry, read by convert/gguf_import.cpp. Its mmproj (vision and audio towers) is models/gemma4_mmproj_gguf.cpp's.
+// Gemma 4's GGUF import (llama.cpp arch gemma4, dense): registered beside models/gemma4.cpp in
+// models/gguf_traits.h's registry, read by convert/gguf_import.cpp, with its vocabulary type (read by
+// convert/gguf_tokenizer.cpp). Its mmproj (vision and audio towers) is models/gemma4_mmproj_gguf.cpp's.
 #include <algorithm>
 
 #include "core/limits.h"
@@ -230,6 +231,61 @@ Result<Checkpoint> import_gemma4(const GgufMeta& m, const GgufArch& arch, const 
   tools.attach_tokenizer(f, c);
   return c;
 }
+
+// Gemma 4's vocabulary (tokenizer.ggml.model "gemma4", llama.cpp's own tokenizer model): HF's Gemma 4 tokenizer.json
+// (transformers v5 GemmaTokenizer) — normalizer Replace(" " -> "▁"), pre-tokenizer Split(" ", merged_with_previous)
+// (a no-op after that normalizer: the whole text between added tokens is one BPE word), byte fallback (<0xXX>
+// pieces), the merges as stored, no prefix space; the decoder Replace("▁" -> " ") + ByteFallback + Fuse. llama.cpp's
+// tokenizer (LLAMA_VOCAB_PRE_TYPE_GEMMA4) escapes the same spaces and also splits the text at newline runs; with a
+// vocabulary whose pieces never mix newlines with other characters (Gemma 3's, and so presumably Gemma 4's) no merge
+// crosses such a boundary and the two agree, but for runs of newlines, which llama.cpp takes as one piece when the
+// vocabulary has it and HF merges. BOS is always added, as llama.cpp forces for this model (HF's Gemma 4 tokenizer
+// adds none; its chat template writes <bos>).
+Status gemma4_vocab(const GgufFile& f, const std::vector<std::string>& tokens, int64_t unk, nlohmann::json& tj,
+                    nlohmann::json& bpe) {
+  tj["normalizer"] = {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}};
+  tj["pre_tokenizer"] = {
+      {"type", "Split"}, {"pattern", {{"String", " "}}}, {"behavior", "MergedWithPrevious"}, {"invert", false}};
+  tj["decoder"] = {{"type", "Sequence"},
+                   {"decoders", nlohmann::json::array({{{"type", "Replace"}, {"pattern", {{"String", "\u2581"}}},
+                                                        {"content", " "}},
+                                                       {{"type", "ByteFallback"}},
+                                                       {{"type", "Fuse"}}})}};
+  // llama.cpp refuses a gemma4 vocabulary without merges ("cannot find tokenizer merges")
+  PIPIT_ASSIGN_OR_RETURN(auto merges, gguf_string_array(f, "tokenizer.ggml.merges", true));
+  bpe["unk_token"] = unk >= 0 ? nlohmann::json(tokens[size_t(unk)]) : nlohmann::json(nullptr);
+  bpe["continuing_subword_prefix"] = nullptr;
+  bpe["end_of_word_suffix"] = nullptr;
+  bpe["fuse_unk"] = true;
+  bpe["byte_fallback"] = true;
+  bpe["ignore_merges"] = false;
+  bpe["merges"] = merges;
+  return Status::ok();
+}
+
+// The end-of-generation ids of a "gemma4" vocabulary, as llama.cpp picks them by their text (llama-vocab.cpp): the
+// EOS id, then <eos>, <turn|> (end of a turn) and <|tool_response> (the model hands over to a tool) where the
+// vocabulary has them below n_vocab; these are the eos_token_id of HF's instruction-tuned Gemma 4
+// generation_config.json ([eos, eot, str] in transformers' convert_gemma4_weights.py).
+std::vector<int64_t> gemma4_eog_ids(const GgufFile& f, int64_t n_vocab) {
+  std::vector<int64_t> out;
+  const GgufValue* tv = f.find("tokenizer.ggml.tokens");
+  if (!tv || tv->type != GgufType::kArray || tv->elem_type != GgufType::kString) return out;
+  const GgufValue* ev = f.find("tokenizer.ggml.eos_token_id");
+  if (ev && ev->is_int() && ev->as_int() >= 0 && ev->as_int() < n_vocab) out.push_back(ev->as_int());
+  for (const char* name : {"<eos>", "<turn|>", "<|tool_response>"}) {
+    for (size_t id = 0; id < tv->arr.size() && int64_t(id) < n_vocab; ++id) {
+      if (tv->arr[id].s != name) continue;
+      if (std::find(out.begin(), out.end(), int64_t(id)) == out.end()) out.push_back(int64_t(id));
+      break;
+    }
+  }
+  return out;
+}
+
+// llama.cpp overrides a gemma4 file's add_bos_token false to true (its PR 21500): Gemma 4 needs the BOS
+const GgufVocabRegistrar kGemma4Vocab({.model = "gemma4", .tokenizer_class = "GemmaTokenizer", .force_bos = true,
+                                       .build = gemma4_vocab, .eog_ids = gemma4_eog_ids});
 
 // Per-layer head dims, KV sharing, per-layer embeddings: its own import, not the shared llama-family path.
 const GgufArchRegistrar kGemma4Gguf({.gguf = "gemma4", .model_type = "gemma4_text", .hf_class = "Gemma4ForCausalLM",

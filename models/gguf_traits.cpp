@@ -20,6 +20,14 @@ std::map<std::string, GgufProjector>& projectors() {
   static std::map<std::string, GgufProjector> r;
   return r;
 }
+std::map<std::string, GgufVocab>& vocabs() {
+  static std::map<std::string, GgufVocab> r;
+  return r;
+}
+std::map<std::string, GgufPreTokenizer>& pre_tokenizers() {  // by its first name
+  static std::map<std::string, GgufPreTokenizer> r;
+  return r;
+}
 
 }  // namespace
 
@@ -30,6 +38,36 @@ void register_gguf_arch(GgufArch arch) {
 void register_gguf_projector(GgufProjector projector) {
   const std::string key = projector.type;
   projectors()[key] = std::move(projector);
+}
+
+void register_gguf_vocab(GgufVocab vocab) {
+  const std::string key = vocab.model;
+  vocabs()[key] = std::move(vocab);
+}
+void register_gguf_pre_tokenizer(GgufPreTokenizer pre) {
+  if (pre.names.empty()) return;
+  const std::string key = pre.names[0];
+  pre_tokenizers()[key] = std::move(pre);
+}
+
+const GgufVocab* find_gguf_vocab(const std::string& model) {
+  auto it = vocabs().find(model);
+  return it == vocabs().end() ? nullptr : &it->second;
+}
+const GgufPreTokenizer* find_gguf_pre_tokenizer(const std::string& name) {
+  for (auto& [first, p] : pre_tokenizers())
+    if (std::find(p.names.begin(), p.names.end(), name) != p.names.end()) return &p;
+  return nullptr;
+}
+std::vector<std::string> gguf_vocab_names() {
+  std::vector<std::string> out;
+  for (auto& [name, v] : vocabs()) out.push_back(name);
+  return out;
+}
+std::vector<std::string> gguf_pre_tokenizer_names() {
+  std::vector<std::string> out;
+  for (auto& [name, p] : pre_tokenizers()) out.push_back(name);
+  return out;
 }
 
 const GgufArch* find_gguf_arch(const std::string& gguf) {

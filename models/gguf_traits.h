@@ -1,6 +1,7 @@
 // What GGUF import (convert/gguf_import.cpp, convert/gguf_mmproj.cpp) knows about a family, declared beside the
 // model and registered with it, so that convert/ names no model: one GgufArch per llama.cpp architecture
-// (general.architecture) and one GgufProjector per mmproj projector type (clip.projector_type).
+// (general.architecture), one GgufProjector per mmproj projector type (clip.projector_type), and a family's own
+// vocabulary type (GgufVocab) or byte-level BPE pre-tokenizer (GgufPreTokenizer).
 //
 // convert/ reads llama.cpp's generic llama-family layout itself: the metadata every arch writes (embedding_length,
 // block_count, head counts, key_length, rope.freq_base, context_length, ...), its tensor names (token_embd,
@@ -82,14 +83,45 @@ struct GgufProjector {
   Status (*add)(Checkpoint& c, const GgufFile& text, const GgufFile& mm, const GgufTools& tools) = nullptr;
 };
 
+// A vocabulary type of llama.cpp's beyond its two generic ones (tokenizer.ggml.model "gpt2": byte-level BPE,
+// "llama": SentencePiece BPE; convert/gguf_tokenizer.cpp), e.g. a family's own BPE.
+struct GgufVocab {
+  std::string model;            // tokenizer.ggml.model
+  std::string tokenizer_class;  // tokenizer_config.json's tokenizer_class
+  bool force_bos = false;       // BOS added whatever tokenizer.ggml.add_bos_token says (llama.cpp overrides it)
+  // The tokenizer.json's normalizer / pre_tokenizer / decoder (in `tj`) and the BPE model's fields beside its vocab
+  // (in `bpe`: merges, byte fallback, unk_token, ...), for a vocabulary of `tokens` (unk: the unknown id or -1).
+  Status (*build)(const GgufFile& f, const std::vector<std::string>& tokens, int64_t unk, nlohmann::json& tj,
+                  nlohmann::json& bpe) = nullptr;
+  // The end-of-generation ids llama.cpp picks by their text, the EOS id first; null: the EOS id alone.
+  std::vector<int64_t> (*eog_ids)(const GgufFile& f, int64_t n_vocab) = nullptr;
+};
+
+// A pre-tokenizer of llama.cpp's byte-level BPE vocabularies (tokenizer.ggml.model "gpt2") by its
+// tokenizer.ggml.pre name, beyond GPT-2's own ("default", "gpt2"): the HF tokenizer.json's Split regex before
+// ByteLevel, an NFC normalizer or none, and BPE ignore_merges (a pre-token found whole in the vocabulary is one
+// token).
+struct GgufPreTokenizer {
+  std::vector<std::string> names;  // tokenizer.ggml.pre values; the first is the one the error lists
+  std::string regex;
+  bool nfc = false;
+  bool ignore_merges = false;
+};
+
 void register_gguf_arch(GgufArch arch);
 void register_gguf_projector(GgufProjector projector);
+void register_gguf_vocab(GgufVocab vocab);
+void register_gguf_pre_tokenizer(GgufPreTokenizer pre);
 // The record for an arch / a projector type; null when none is registered.
 const GgufArch* find_gguf_arch(const std::string& gguf);
 const GgufProjector* find_gguf_projector(const std::string& type);
+const GgufVocab* find_gguf_vocab(const std::string& model);
+const GgufPreTokenizer* find_gguf_pre_tokenizer(const std::string& name);
 // Every registered name, sorted (for the error that lists what is supported).
 std::vector<std::string> gguf_arch_names();
 std::vector<std::string> gguf_projector_names();
+std::vector<std::string> gguf_vocab_names();
+std::vector<std::string> gguf_pre_tokenizer_names();  // each record's first name
 
 struct GgufArchRegistrar {
   explicit GgufArchRegistrar(GgufArch arch) { register_gguf_arch(std::move(arch)); }
@@ -98,6 +130,12 @@ struct GgufProjectorRegistrar {
   GgufProjectorRegistrar(const char* type, decltype(GgufProjector::add) add) {
     register_gguf_projector(GgufProjector{type, add});
   }
+};
+struct GgufVocabRegistrar {
+  explicit GgufVocabRegistrar(GgufVocab vocab) { register_gguf_vocab(std::move(vocab)); }
+};
+struct GgufPreTokenizerRegistrar {
+  explicit GgufPreTokenizerRegistrar(GgufPreTokenizer pre) { register_gguf_pre_tokenizer(std::move(pre)); }
 };
 
 // ---- helpers for the hooks ----

@@ -10,6 +10,14 @@ namespace {
 const GgufArchRegistrar kLlamaGguf({.gguf = "llama", .model_type = "llama", .hf_class = "LlamaForCausalLM",
                                      .permuted_qk = true});
 
+// Llama 3's byte-level BPE pre-tokenizer (tokenizer.ggml.pre llama-bpe, also written llama3 / llama-v3): its Hub
+// tokenizer.json's Split regex; a pre-token found whole in the vocabulary is one token (ignore_merges, as HF's).
+const GgufPreTokenizerRegistrar kLlama3Pre({.names = {"llama-bpe", "llama3", "llama-v3"},
+                                            .regex = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
+                                                     "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"
+                                                     "\\s+(?!\\S)|\\s+",
+                                            .ignore_merges = true});
+
 }  // namespace
 
 }  // namespace pipit

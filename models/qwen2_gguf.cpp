@@ -14,6 +14,13 @@ Status qwen2_gguf_config(const GgufArchInput&, nlohmann::json& cfg, std::vector<
 const GgufArchRegistrar kQwen2Gguf({.gguf = "qwen2", .model_type = "qwen2", .hf_class = "Qwen2ForCausalLM",
                                     .config = qwen2_gguf_config});
 
+// Qwen2's byte-level BPE pre-tokenizer (tokenizer.ggml.pre qwen2): its Hub tokenizer.json's Split regex and NFC.
+const GgufPreTokenizerRegistrar kQwen2Pre({.names = {"qwen2"},
+                                           .regex = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
+                                                    "\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"
+                                                    "\\s+(?!\\S)|\\s+",
+                                           .nfc = true});
+
 }  // namespace
 
 }  // namespace pipit

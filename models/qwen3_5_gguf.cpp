@@ -284,6 +284,15 @@ const GgufArchRegistrar kQwen35Gguf({.gguf = "qwen35", .model_type = "qwen3_5_te
                                      .partial_rope = true, .decoder_layers = qwen35_decoder_layers,
                                      .config = qwen35_config, .tensors = qwen35_tensors});
 
+// Qwen3.5's byte-level BPE pre-tokenizer (llama.cpp's "qwen35": the regex of the Hub tokenizer.json, quoted in
+// llama-vocab.cpp): Qwen2's with combining marks kept in words ([\p{L}\p{M}]+ where Qwen2 has \p{L}+); NFC as
+// Qwen2's tokenizer.json (Qwen3.5's is taken to keep it: the GGUF does not say).
+const GgufPreTokenizerRegistrar kQwen35Pre(
+    {.names = {"qwen35"},
+     .regex = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| ?[^\\s\\p{L}\\p{M}\\p{N}]+"
+              "[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+     .nfc = true});
+
 }  // namespace
 
 }  // namespace pipit

@@ -1,7 +1,8 @@
 // The GGUF traits registry (models/gguf_traits.h): a family's GGUF knowledge is a record registered beside it, and
 // convert/ reads it. A test-only arch registered here (no change to convert/) is imported through the shared
 // llama-family path with its flags and hooks applied; a test-only projector receives the mmproj; the errors list
-// what is registered; every family's record is found by its llama.cpp name.
+// what is registered; every family's record is found by its llama.cpp name; a vocabulary type and a pre-tokenizer
+// registered here serve gguf_tokenizer_to_hf.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -104,6 +105,64 @@ TEST(GgufTraits, ProjectorsAreFoundByType) {
           << c.status().message();
     }
   }
+}
+
+// "toyvocab": a vocabulary type of a family's own, and "toy-pre": a byte-level BPE pre-tokenizer.
+Status toy_vocab(const GgufFile& f, const std::vector<std::string>& tokens, int64_t unk, nlohmann::json& tj,
+                 nlohmann::json& bpe) {
+  tj["normalizer"] = {{"type", "NFC"}};
+  bpe["merges"] = nlohmann::json::array({tokens[0] + " " + tokens[1]});
+  return Status::ok();
+}
+std::vector<int64_t> toy_eog(const GgufFile& f, int64_t n_vocab) { return {1, n_vocab - 1}; }
+const GgufVocabRegistrar kToyVocab({.model = "toyvocab", .tokenizer_class = "ToyTokenizer", .force_bos = true,
+                                    .build = toy_vocab, .eog_ids = toy_eog});
+const GgufPreTokenizerRegistrar kToyPre({.names = {"toy-pre", "toy-pre-alias"}, .regex = "\\s+", .nfc = true});
+
+Result<HfTokenizerTexts> toy_tokenizer(const test::ScratchDir& d, const std::string& model, const std::string& pre) {
+  test::GgufWriter g;
+  g.str("general.architecture", "toyarch");
+  g.str("tokenizer.ggml.model", model);
+  if (!pre.empty()) g.str("tokenizer.ggml.pre", pre);
+  g.strs("tokenizer.ggml.tokens", {"a", "b", "ab"});
+  g.strs("tokenizer.ggml.merges", {"a b"});
+  g.u32("tokenizer.ggml.bos_token_id", 0);
+  g.boolean("tokenizer.ggml.add_bos_token", false);
+  g.write(d.path("v.gguf"));
+  auto f = GgufFile::open(d.path("v.gguf"));
+  if (!f.is_ok()) return f.status();
+  EXPECT_EQ(gguf_vocab_eog_ids(*f, 3), (model == "toyvocab" ? std::vector<int64_t>{1, 2} : std::vector<int64_t>{}));
+  return gguf_tokenizer_to_hf(*f);
+}
+
+TEST(GgufTraits, VocabulariesAndPreTokenizersAreFoundByName) {
+  test::ScratchDir d("gguf_traits");
+  auto t = toy_tokenizer(d, "toyvocab", "");
+  ASSERT_TRUE(t.is_ok()) << t.status().message();
+  const auto tj = nlohmann::json::parse(t->tokenizer_json), tc = nlohmann::json::parse(t->tokenizer_config_json);
+  EXPECT_EQ(tj["normalizer"]["type"], "NFC");
+  EXPECT_EQ(tj["model"]["merges"][0], "a b");
+  EXPECT_EQ(tc["tokenizer_class"], "ToyTokenizer");
+  EXPECT_TRUE(tc["add_bos_token"].get<bool>());  // forced, whatever the file says
+  // a pre-tokenizer by any of its names
+  auto p = toy_tokenizer(d, "gpt2", "toy-pre-alias");
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  const auto pj = nlohmann::json::parse(p->tokenizer_json);
+  EXPECT_EQ(pj["normalizer"]["type"], "NFC");
+  EXPECT_EQ(pj["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"], "\\s+");
+  EXPECT_FALSE(nlohmann::json::parse(p->tokenizer_config_json)["add_bos_token"].get<bool>());
+  // unknown names list what is registered
+  auto bad = toy_tokenizer(d, "nosuch", "");
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("tokenizer model 'nosuch' is not supported (gpt2, llama, gemma4, toyvocab "
+                                        "are)"),
+            std::string::npos)
+      << bad.status().message();
+  auto bad_pre = toy_tokenizer(d, "gpt2", "nosuch-pre");
+  ASSERT_FALSE(bad_pre.is_ok());
+  EXPECT_NE(bad_pre.status().message().find("(default, gpt2, llama-bpe, qwen2, qwen35, toy-pre are)"),
+            std::string::npos)
+      << bad_pre.status().message();
 }
 
 TEST(GgufTraits, EveryFamilyIsRegisteredByItsLlamaCppName) {
