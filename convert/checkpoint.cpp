@@ -5,7 +5,6 @@
 #include <dirent.h>
 
 #include "convert/gguf_import.h"
-#include "convert/gpt_oss_import.h"
 #include "convert/torch_checkpoint.h"
 #include "core/json_depth.h"
 #include "core/optional_file.h"
@@ -14,6 +13,7 @@
 #include "format/gguf.h"
 #include "format/pipit_format.h"
 #include "format/safetensors.h"
+#include "models/checkpoint_traits.h"
 
 namespace pipit {
 
@@ -111,7 +111,7 @@ Result<Checkpoint> open_hf(const std::string& dir, const std::string& single_fil
       PIPIT_ASSIGN_OR_RETURN(auto set, SafetensorsSet::open_dir(dir));
       PIPIT_TRY(add_tensors(c, set.tensors(), dir));
     }
-    PIPIT_TRY(import_gpt_oss_experts(c));
+    PIPIT_TRY(apply_checkpoint_layout(c));  // a family's own tensor layout (models/checkpoint_traits.h)
     return c;
   }
   std::vector<std::string> files;
@@ -130,7 +130,7 @@ Result<Checkpoint> open_hf(const std::string& dir, const std::string& single_fil
     PIPIT_ASSIGN_OR_RETURN(auto t, read_torch_checkpoint(fpath, &c.notes));
     PIPIT_TRY(add_tensors(c, std::move(t), fpath));
   }
-  PIPIT_TRY(import_gpt_oss_experts(c));
+  PIPIT_TRY(apply_checkpoint_layout(c));  // a family's own tensor layout (models/checkpoint_traits.h)
   return c;
 }
 

@@ -1,18 +1,11 @@
 // The GGUF vocabulary (tokenizer.ggml.*) as an HF tokenizer.json, so one tokenizer implementation serves every input.
 //  - "gpt2" (byte-level BPE): tokens and merges are already in HF's byte-level alphabet; the pre-tokenizer regex
-//    comes from tokenizer.ggml.pre (llama.cpp's names: default/gpt2, llama-bpe, qwen2).
+//    comes from tokenizer.ggml.pre: GPT-2's own (default/gpt2) here, the others by their registered
+//    GgufPreTokenizer (models/gguf_traits.h, beside the family that brought it).
 //  - "llama" (SentencePiece BPE): HF's Llama layout — normalizer Prepend("▁") + Replace(" ", "▁"), byte fallback,
 //    and merges derived from the piece scores the way transformers' SentencePieceExtractor does: every split of a
 //    piece into two pieces of the vocabulary, ordered by the merged piece's score (highest first).
-//  - "gemma4" (Gemma 4's BPE, llama.cpp's own tokenizer model): HF's Gemma 4 tokenizer.json (transformers v5
-//    GemmaTokenizer) — normalizer Replace(" " -> "▁"), pre-tokenizer Split(" ", merged_with_previous) (a no-op after
-//    that normalizer: the whole text between added tokens is one BPE word), byte fallback (<0xXX> pieces), the merges
-//    as stored, no prefix space; the decoder Replace("▁" -> " ") + ByteFallback + Fuse. llama.cpp's tokenizer
-//    (LLAMA_VOCAB_PRE_TYPE_GEMMA4) escapes the same spaces and also splits the text at newline runs; with a
-//    vocabulary whose pieces never mix newlines with other characters (Gemma 3's, and so presumably Gemma 4's) no
-//    merge crosses such a boundary and the two agree, but for runs of newlines, which llama.cpp takes as one piece
-//    when the vocabulary has it and HF merges. BOS is always added, as llama.cpp forces for this model (HF's Gemma 4
-//    tokenizer adds none; its chat template writes <bos>).
+//  - any other tokenizer.ggml.model: a family's own vocabulary type, its registered GgufVocab.
 // Token types (llama.cpp): 1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte; unknown, control and
 // user-defined tokens become HF added tokens (special unless user-defined).
 #include <algorithm>
@@ -20,6 +13,8 @@
 #include <unordered_map>
 
 #include "convert/gguf_import.h"
+#include "format/gguf_meta.h"
+#include "models/gguf_traits.h"
 
 namespace pipit {
 
@@ -29,19 +24,6 @@ using nlohmann::json;
 
 constexpr const char* kGpt2Regex =
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
-constexpr const char* kLlama3Regex =
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"
-    "\\s+(?!\\S)|\\s+";
-constexpr const char* kQwen2Regex =
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"
-    "\\s+(?!\\S)|\\s+";
-
-// Qwen3.5's (llama.cpp's "qwen35": the regex of the Hub tokenizer.json, quoted in llama-vocab.cpp): Qwen2's with
-// combining marks kept in words ([\p{L}\p{M}]+ where Qwen2 has \p{L}+).
-constexpr const char* kQwen35Regex =
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| ?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|"
-    "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
-
 enum TokenType { kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6 };
 
 json byte_level(bool use_regex) {
@@ -109,39 +91,13 @@ json spm_merges(const std::vector<std::string>& tokens, const std::vector<float>
   return out;
 }
 
-Result<std::vector<std::string>> string_array(const GgufFile& f, const char* key, bool required) {
-  std::vector<std::string> out;
-  const GgufValue* v = f.find(key);
-  if (!v) {
-    if (required) return Error::not_found("[gguf] {}: no {}", f.path(), key);
-    return out;
-  }
-  if (v->type != GgufType::kArray || v->elem_type != GgufType::kString)
-    return Error::format("[gguf] {}: {} is not an array of strings", f.path(), key);
-  out.reserve(v->arr.size());
-  for (auto& e : v->arr) out.push_back(e.s);
-  return out;
-}
-
 }  // namespace
 
-std::vector<int64_t> gguf_gemma4_eog_ids(const GgufFile& f, int64_t n_vocab) {
-  std::vector<int64_t> out;
+std::vector<int64_t> gguf_vocab_eog_ids(const GgufFile& f, int64_t n_vocab) {
   const GgufValue* mv = f.find("tokenizer.ggml.model");
-  const GgufValue* tv = f.find("tokenizer.ggml.tokens");
-  if (!mv || mv->type != GgufType::kString || mv->s != "gemma4" || !tv || tv->type != GgufType::kArray ||
-      tv->elem_type != GgufType::kString)
-    return out;
-  const GgufValue* ev = f.find("tokenizer.ggml.eos_token_id");
-  if (ev && ev->is_int() && ev->as_int() >= 0 && ev->as_int() < n_vocab) out.push_back(ev->as_int());
-  for (const char* name : {"<eos>", "<turn|>", "<|tool_response>"}) {
-    for (size_t id = 0; id < tv->arr.size() && int64_t(id) < n_vocab; ++id) {
-      if (tv->arr[id].s != name) continue;
-      if (std::find(out.begin(), out.end(), int64_t(id)) == out.end()) out.push_back(int64_t(id));
-      break;
-    }
-  }
-  return out;
+  if (!mv || mv->type != GgufType::kString) return {};
+  const GgufVocab* v = find_gguf_vocab(mv->s);
+  return v && v->eog_ids ? v->eog_ids(f, n_vocab) : std::vector<int64_t>{};
 }
 
 Result<HfTokenizerTexts> gguf_tokenizer_to_hf(const GgufFile& f) {
@@ -149,9 +105,13 @@ Result<HfTokenizerTexts> gguf_tokenizer_to_hf(const GgufFile& f) {
   const GgufValue* mv = f.find("tokenizer.ggml.model");
   if (!mv || mv->type != GgufType::kString) return Error::not_found("{}: no tokenizer.ggml.model", ctx);
   const std::string model = mv->s;
-  if (model != "gpt2" && model != "llama" && model != "gemma4")
-    return Error::unsupported("{}: tokenizer model '{}' is not supported (gpt2, llama, gemma4 are)", ctx, model);
-  PIPIT_ASSIGN_OR_RETURN(auto tokens, string_array(f, "tokenizer.ggml.tokens", true));
+  const GgufVocab* own = model == "gpt2" || model == "llama" ? nullptr : find_gguf_vocab(model);
+  if (model != "gpt2" && model != "llama" && !own) {
+    std::string names = "gpt2, llama";
+    for (const auto& n : gguf_vocab_names()) names += ", " + n;
+    return Error::unsupported("{}: tokenizer model '{}' is not supported ({} are)", ctx, model, names);
+  }
+  PIPIT_ASSIGN_OR_RETURN(auto tokens, gguf_string_array(f, "tokenizer.ggml.tokens", true));
   const int64_t n = int64_t(tokens.size());
   std::vector<int> types(tokens.size(), kNormal);
   if (const GgufValue* tv = f.find("tokenizer.ggml.token_type")) {
@@ -175,9 +135,8 @@ Result<HfTokenizerTexts> gguf_tokenizer_to_hf(const GgufFile& f) {
   };
   const int64_t bos = id_of("tokenizer.ggml.bos_token_id"), eos = id_of("tokenizer.ggml.eos_token_id");
   const int64_t unk = id_of("tokenizer.ggml.unknown_token_id"), pad = id_of("tokenizer.ggml.padding_token_id");
-  const bool spm = model == "llama", gemma4 = model == "gemma4";
-  // llama.cpp overrides a gemma4 file's add_bos_token false to true (its PR 21500): Gemma 4 needs the BOS
-  const bool add_bos = (gemma4 || flag("tokenizer.ggml.add_bos_token", spm)) && bos >= 0;
+  const bool spm = model == "llama";
+  const bool add_bos = ((own && own->force_bos) || flag("tokenizer.ggml.add_bos_token", spm)) && bos >= 0;
   const bool add_eos = flag("tokenizer.ggml.add_eos_token", false) && eos >= 0;
 
   json vocab = json::object();
@@ -200,24 +159,8 @@ Result<HfTokenizerTexts> gguf_tokenizer_to_hf(const GgufFile& f) {
   // moved, not copied, into the tree: a copy of a 150k-entry vocab object costs as much as building it
   json tj = {{"version", "1.0"}, {"truncation", nullptr}, {"padding", nullptr}, {"added_tokens", std::move(added)}};
   json bpe = {{"type", "BPE"}, {"dropout", nullptr}, {"vocab", std::move(vocab)}};
-  if (gemma4) {
-    tj["normalizer"] = {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}};
-    tj["pre_tokenizer"] = {
-        {"type", "Split"}, {"pattern", {{"String", " "}}}, {"behavior", "MergedWithPrevious"}, {"invert", false}};
-    tj["decoder"] = {{"type", "Sequence"},
-                     {"decoders", json::array({{{"type", "Replace"}, {"pattern", {{"String", "\u2581"}}},
-                                                {"content", " "}},
-                                               {{"type", "ByteFallback"}},
-                                               {{"type", "Fuse"}}})}};
-    // llama.cpp refuses a gemma4 vocabulary without merges ("cannot find tokenizer merges")
-    PIPIT_ASSIGN_OR_RETURN(auto merges, string_array(f, "tokenizer.ggml.merges", true));
-    bpe["unk_token"] = unk >= 0 ? json(tokens[size_t(unk)]) : json(nullptr);
-    bpe["continuing_subword_prefix"] = nullptr;
-    bpe["end_of_word_suffix"] = nullptr;
-    bpe["fuse_unk"] = true;
-    bpe["byte_fallback"] = true;
-    bpe["ignore_merges"] = false;
-    bpe["merges"] = std::move(merges);
+  if (own) {
+    PIPIT_TRY(own->build(f, tokens, unk, tj, bpe));
   } else if (spm) {
     json norm = json::array();
     if (flag("tokenizer.ggml.add_space_prefix", true)) norm.push_back({{"type", "Prepend"}, {"prepend", "\u2581"}});
@@ -244,22 +187,19 @@ Result<HfTokenizerTexts> gguf_tokenizer_to_hf(const GgufFile& f) {
     bool ignore_merges = false;
     if (pre == "default" || pre == "gpt2" || pre == "gpt-2") {
       tj["pre_tokenizer"] = byte_level(true);
-    } else if (pre == "llama3" || pre == "llama-v3" || pre == "llama-bpe") {
-      tj["pre_tokenizer"] = {{"type", "Sequence"}, {"pretokenizers", {split_regex(kLlama3Regex), byte_level(false)}}};
-      ignore_merges = true;
-    } else if (pre == "qwen2" || pre == "qwen35") {
-      // NFC as Qwen2's tokenizer.json (Qwen3.5's is taken to keep it: the GGUF does not say)
-      tj["normalizer"] = {{"type", "NFC"}};
+    } else if (const GgufPreTokenizer* p = find_gguf_pre_tokenizer(pre)) {
+      if (p->nfc) tj["normalizer"] = {{"type", "NFC"}};
       tj["pre_tokenizer"] = {{"type", "Sequence"},
-                             {"pretokenizers", {split_regex(pre == "qwen2" ? kQwen2Regex : kQwen35Regex),
-                                                byte_level(false)}}};
+                             {"pretokenizers", {split_regex(p->regex.c_str()), byte_level(false)}}};
+      ignore_merges = p->ignore_merges;
     } else {
-      return Error::unsupported("{}: pre-tokenizer '{}' (tokenizer.ggml.pre) is not supported (default, gpt2, "
-                                "llama-bpe, qwen2, qwen35 are)",
-                                ctx, pre);
+      std::string names = "default, gpt2";
+      for (const auto& n : gguf_pre_tokenizer_names()) names += ", " + n;
+      return Error::unsupported("{}: pre-tokenizer '{}' (tokenizer.ggml.pre) is not supported ({} are)", ctx, pre,
+                                names);
     }
     tj["decoder"] = byte_level(true);
-    PIPIT_ASSIGN_OR_RETURN(auto merges, string_array(f, "tokenizer.ggml.merges", true));
+    PIPIT_ASSIGN_OR_RETURN(auto merges, gguf_string_array(f, "tokenizer.ggml.merges", true));
     bpe["unk_token"] = nullptr;
     bpe["continuing_subword_prefix"] = "";
     bpe["end_of_word_suffix"] = "";
@@ -273,7 +213,7 @@ Result<HfTokenizerTexts> gguf_tokenizer_to_hf(const GgufFile& f) {
 
   json tc = {{"add_bos_token", add_bos}, {"add_eos_token", add_eos}, {"clean_up_tokenization_spaces", false},
              {"tokenizer_class",
-              spm ? "LlamaTokenizerFast" : gemma4 ? "GemmaTokenizer" : "PreTrainedTokenizerFast"}};
+              spm ? "LlamaTokenizerFast" : own ? own->tokenizer_class : "PreTrainedTokenizerFast"}};
   tc["bos_token"] = bos >= 0 ? json(tokens[size_t(bos)]) : json(nullptr);
   tc["eos_token"] = eos >= 0 ? json(tokens[size_t(eos)]) : json(nullptr);
   tc["unk_token"] = unk >= 0 ? json(tokens[size_t(unk)]) : json(nullptr);

@@ -26,6 +26,8 @@ LIB=(core/dtype.cpp core/storage.cpp core/tensor.cpp core/output_file.cpp core/l
      models/vision/qwen2_vl_image_processor.cpp models/vision/clip_image_processor.cpp
      models/vision/deepseek_ocr_image_processor.cpp models/vision/gemma4_image_processor.cpp
      modules/video_ffmpeg.cpp)
+# GGUF import's family records (models/gguf_traits.h): every arch and projector is a file of its own beside its model
+LIB+=(format/gguf_meta.cpp models/gguf_traits.cpp $(cd "$ROOT" && echo models/*_gguf.cpp))
 
 echo "[fuzz] building with $CXX into $OUT"
 objs=()

@@ -5,7 +5,10 @@
     `#include "backends/cpu/..."` and no Op::kHostLoops declared, except in the files listed in PENDING (empty);
   - backends/ops.h and backends/device.h include nothing from a backend folder (no include cycle), and CPU code
     never asks which device it runs on (`ctx.dev`);
-  - no model type registered in models/ is named in backends/ (placement is by capability: Model::ops_used).
+  - no model type registered in models/ is named in backends/ (placement is by capability: Model::ops_used);
+  - GGUF import (convert/gguf_import.cpp, gguf_mmproj.cpp) names no llama.cpp arch, projector or model type, and
+    convert/gguf_tokenizer.cpp no family's vocabulary type or pre-tokenizer: each is a record beside the model
+    (models/gguf_traits.h).
 
 usage: layering_test.py SOURCE_DIR
 """
@@ -69,6 +72,37 @@ def main():
         for n in sorted(names):
             if f'"{n}"' in text:
                 errors.append(f"{p.relative_to(root)} names the model type '{n}': devices decide by ops")
+
+    # GGUF import reads each family's llama.cpp arch / mmproj projector from its record beside the model
+    # (models/gguf_traits.h): the import itself names none of them, nor a model type
+    gguf = set()
+    for p in sources(root, "models"):
+        text = p.read_text()
+        gguf.update(re.findall(r'\.gguf = "([^"]+)"', text))
+        gguf.update(re.findall(r'GgufProjectorRegistrar \w+\("([^"]+)"', text))
+    if len(gguf) < 10:
+        errors.append(f"found only {len(gguf)} GGUF archs / projectors registered in models/: is GgufArchRegistrar "
+                      "still used?")
+    for rel in ("convert/gguf_import.cpp", "convert/gguf_mmproj.cpp"):
+        text = (root / rel).read_text()
+        for n in sorted(gguf | names):
+            if f'"{n}"' in text:
+                errors.append(f"{rel} names '{n}': a family's GGUF knowledge is its record in models/")
+
+    # likewise the GGUF vocabulary translation for a family's own vocabulary types and pre-tokenizers ("gpt2" and
+    # "llama", llama.cpp's generic byte-level and SentencePiece types, stay there)
+    vocab = set()
+    for p in sources(root, "models"):
+        text = p.read_text()
+        vocab.update(re.findall(r'GgufVocabRegistrar \w+\(\{\.model = "([^"]+)"', text))
+        for listed in re.findall(r'\.names = \{([^}]*)\}', text):
+            vocab.update(re.findall(r'"([^"]+)"', listed))
+    if len(vocab) < 4:
+        errors.append(f"found only {len(vocab)} GGUF vocabulary / pre-tokenizer names registered in models/")
+    text = (root / "convert/gguf_tokenizer.cpp").read_text()
+    for n in sorted(vocab):
+        if f'"{n}"' in text:
+            errors.append(f"convert/gguf_tokenizer.cpp names '{n}': a family's vocabulary is its record in models/")
 
     for e in errors:
         print("FAIL:", e)

@@ -11,7 +11,7 @@
 
 #include "backends/cpu/kernels.h"
 #include "convert/checkpoint.h"
-#include "convert/gpt_oss_import.h"
+#include "models/gpt_oss_import.h"
 #include "format/safetensors.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"

@@ -1,8 +1,10 @@
 // GPT-OSS expert import (see gpt_oss_import.h). reference: HF integrations/mxfp4.py convert_moe_packed_tensors
 // (byte b of a block: element 2b in the low nibble, 2b + 1 in the high; value FP4_VALUES[nibble] * 2^(scale - 127)).
-#include "convert/gpt_oss_import.h"
+#include "models/gpt_oss_import.h"
 
 #include <cstring>
+
+#include "models/checkpoint_traits.h"
 
 namespace pipit {
 
@@ -79,5 +81,7 @@ Status import_gpt_oss_experts(Checkpoint& c) {
   c.tensors = std::move(out);
   return Status::ok();
 }
+
+static CheckpointLayoutRegistrar kGptOssLayout("gpt_oss", import_gpt_oss_experts);
 
 }  // namespace pipit

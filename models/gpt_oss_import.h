@@ -1,4 +1,5 @@
-// GPT-OSS experts as HF stores them -> the layout pipit's matmuls take, at checkpoint open (loader and converter).
+// GPT-OSS experts as HF stores them -> the layout pipit's matmuls take, at checkpoint open (loader and converter:
+// registered as GPT-OSS's checkpoint layout, models/checkpoint_traits.h).
 //
 // HF keeps each layer's experts as two fused parameters used as x @ W: mlp.experts.gate_up_proj [E, H, 2I] and
 // mlp.experts.down_proj [E, I, H], either as BF16 tensors or, as the Hub ships them, MXFP4: *_blocks U8
@@ -10,7 +11,8 @@
 // the rebuilt tensors and passes through unchanged.
 #pragma once
 
-#include "convert/checkpoint.h"
+#include "core/status.h"
+#include "format/checkpoint.h"
 
 namespace pipit {
 

@@ -1,0 +1,33 @@
+// A model checkpoint opened for reading, whatever it came as: an HF directory (safetensors, single or sharded, or
+// PyTorch pytorch_model.bin / *.pt), a .gguf file or a .pipit file. Everything is presented the HF way — tensors
+// under HF names in HF layout, the HF config.json, tokenizer files as text — so the converter and the loader have
+// one code path. Tensor bytes stay in the file mappings wherever the layout allows (views, no copies).
+// The record alone lives here, below models/, so that a family's GGUF import (models/gguf_traits.h) can fill one;
+// opening a checkpoint is convert/checkpoint.h.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/tensor.h"
+
+namespace pipit {
+
+struct Checkpoint {
+  std::string path;
+  std::string format;  // "safetensors", "pytorch", "gguf", "pipit"
+  nlohmann::json config = nlohmann::json::object();             // HF config.json
+  nlohmann::json generation_config = nlohmann::json::object();  // may be empty
+  // HF files kept as text: "tokenizer" (tokenizer.json), "tokenizer_config", "preprocessor_config",
+  // "processor_config", "chat_template" (chat_template.jinja / .json).
+  std::map<std::string, std::string> texts;
+  std::string tokenizer_error;  // why there is no tokenizer text when the source had one we could not translate
+  std::map<std::string, Tensor> tensors;  // HF names, contiguous
+  nlohmann::json quantization;            // .pipit: the recipe it was converted with (null otherwise)
+  std::vector<std::string> notes;         // what the import did (skipped tensors, un-permuted rows, ...)
+};
+
+}  // namespace pipit
