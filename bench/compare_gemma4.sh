@@ -17,7 +17,9 @@
 # usage: bench/compare_gemma4.sh BUILD_DIR PIPIT_MODEL LLAMA_GGUF LLAMA_MMPROJ IMAGE CLIP [ROUNDS] [THREADS]
 #   ROUNDS 3, THREADS 2. LLAMA_BIN: llama.cpp's bin folder (default /tmp/llamacpp/src/build/bin). PARTS: any of
 #   "text image audio rss" (default all four). llama-mtmd-cli runs with --jinja (LLAMA_ARGS): the shape's toy chat
-#   template matches none of llama.cpp's built-in ones, and without it llama-mtmd-cli stops at start.
+#   template matches none of llama.cpp's built-in ones, and without it llama-mtmd-cli stops at start. TEMPLATE: a
+#   chat template file both use instead of the one in their model files (pipit run --chat-template, llama-mtmd-cli
+#   --chat-template-file), for files converted before make_gemma4_shape.py wrote its media-aware template.
 set -euo pipefail
 BUILD=${1:?usage: $0 BUILD_DIR PIPIT_MODEL LLAMA_GGUF LLAMA_MMPROJ IMAGE CLIP [ROUNDS] [THREADS]}
 PM=${2:?pipit model}
@@ -33,6 +35,8 @@ PARTS=${PARTS:-text image audio rss}
 HERE=$(cd "$(dirname "$0")" && pwd)
 PIPIT=$(cd "$BUILD" && pwd)/pipit
 PROMPT="Transcribe this audio."
+PT=() LT=()
+if [ -n "${TEMPLATE:-}" ]; then PT=(--chat-template "$TEMPLATE"); LT=(--chat-template-file "$TEMPLATE"); fi
 echo "# $(date -u +%FT%TZ) $(nproc) cpus, load: $(cut -d' ' -f1-3 /proc/loadavg), threads $THREADS, rounds $ROUNDS"
 if [[ " $PARTS " == *" text "* ]]; then
   echo "## text: pp512 / tg128"
@@ -48,10 +52,11 @@ if [[ " $PARTS " == *" audio "* ]]; then
   for r in $(seq 1 "$ROUNDS"); do
     run_llama() {
       "$LLAMA_BIN/llama-mtmd-cli" -m "$LM" --mmproj "$MM" --audio "$CLIP" -p "$PROMPT" -n 1 -t "$THREADS" --temp 0 \
-        -lv 4 $LLAMA_ARGS > "$OUT/llama_$r.out" 2>&1
+        -lv 4 $LLAMA_ARGS "${LT[@]}" > "$OUT/llama_$r.out" 2>&1
     }
     run_pipit() {
-      "$PIPIT" run -m "$PM" --audio "$CLIP" -p "$PROMPT" -n 1 -t "$THREADS" --temp 0 --json > "$OUT/pipit_$r.json" \
+      "$PIPIT" run -m "$PM" --audio "$CLIP" -p "$PROMPT" -n 1 -t "$THREADS" --temp 0 --json "${PT[@]}" \
+        > "$OUT/pipit_$r.json" \
         2> /dev/null
     }
     if (( r % 2 )); then run_llama; run_pipit; else run_pipit; run_llama; fi
@@ -86,11 +91,11 @@ if [[ " $PARTS " == *" rss "* ]]; then
   echo "text pp512+tg128: pipit $(kib "$(rss "$PIPIT" bench -m "$PM" -p 512 -n 128 -t "$THREADS" -r 1)")," \
        "llama.cpp $(kib "$(rss "$LLAMA_BIN/llama-bench" -m "$LM" -p 512 -n 128 -t "$THREADS" -r 1)")"
   echo "image to one token: pipit $(kib "$(rss "$PIPIT" run -m "$PM" --image "$IMG" -p "Describe this image." -n 1 \
-       -t "$THREADS" --temp 0)"), llama.cpp $(kib "$(rss "$LLAMA_BIN/llama-mtmd-cli" -m "$LM" --mmproj "$MM" \
-       --image "$IMG" -p "Describe this image." -n 1 -t "$THREADS" --temp 0 $LLAMA_ARGS)")"
+       -t "$THREADS" --temp 0 "${PT[@]}")"), llama.cpp $(kib "$(rss "$LLAMA_BIN/llama-mtmd-cli" -m "$LM" --mmproj "$MM" \
+       --image "$IMG" -p "Describe this image." -n 1 -t "$THREADS" --temp 0 $LLAMA_ARGS "${LT[@]}")")"
   echo "audio to one token: pipit $(kib "$(rss "$PIPIT" run -m "$PM" --audio "$CLIP" -p "$PROMPT" -n 1 \
-       -t "$THREADS" --temp 0)"), llama.cpp $(kib "$(rss "$LLAMA_BIN/llama-mtmd-cli" -m "$LM" --mmproj "$MM" \
-       --audio "$CLIP" -p "$PROMPT" -n 1 -t "$THREADS" --temp 0 $LLAMA_ARGS)")"
+       -t "$THREADS" --temp 0 "${PT[@]}")"), llama.cpp $(kib "$(rss "$LLAMA_BIN/llama-mtmd-cli" -m "$LM" --mmproj "$MM" \
+       --audio "$CLIP" -p "$PROMPT" -n 1 -t "$THREADS" --temp 0 $LLAMA_ARGS "${LT[@]}")")"
 fi
 rm -rf "$OUT"
 echo "# done $(date -u +%FT%TZ), load: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -40,7 +40,8 @@ merges, normalizer / decoder and named special tokens), with the vocabulary grow
 free ids are <unusedN> pieces) and the media tokens moved to their real ids above (its 512-id original has them at
 500-506). It must be full size: llama.cpp's converter cuts token_embd to the tokenizer's size, which would shrink the
 output matmul (tied embeddings) to the tokenizer's vocabulary. Text tokenizes into a few hundred distinct ids only;
-speed does not depend on which ids.
+speed does not depend on which ids. chat_template.jinja: Gemma 4's turn format with a message's image / audio items
+as <|image|> / <|audio|> (that script's template renders text turns only).
 
 --layers N: fewer text layers (a quick check; N > 20 keeps the KV-sharing layout, whose sources llama.cpp hard-codes).
 Needs numpy (Debian python3-numpy). Do not write it into the repo.
@@ -63,6 +64,15 @@ PATCH, V_POS, POOL, SOFT_TOKENS = 16, 10240, 3, 280
 # audio (gemma4_audio)
 A_HIDDEN, A_LAYERS, A_HEADS, A_CHANNELS, A_KERNEL, A_OUT, MEL = 1024, 12, 8, [128, 32], 5, 1536, 128
 BOI, BOA, IMAGE, AUDIO, EOI, EOA, VIDEO = 255999, 256000, 258880, 258881, 258882, 258883, 258884
+
+
+TEMPLATE = ("{{ bos_token }}{% for message in messages %}"
+            "<|turn>{{ 'model' if message['role'] == 'assistant' else message['role'] }}\n"
+            "{% if message['content'] is string %}{{ message['content'] | trim }}{% else %}"
+            "{% for item in message['content'] %}{% if item['type'] == 'image' %}<|image|>"
+            "{% elif item['type'] == 'audio' %}<|audio|>{% elif item['type'] == 'text' %}{{ item['text'] | trim }}"
+            "{% endif %}{% endfor %}{% endif %}<turn|>\n{% endfor %}"
+            "{% if add_generation_prompt %}<|turn>model\n{% endif %}")
 
 
 def layer_types(n):
@@ -273,6 +283,11 @@ def write_tokenizer(out):
     tok.N_VOCAB = VOCAB
     tok.TOK_DIR = out
     tok.make_tokenizer()
+    # that script's template renders text turns only; this one also places a message's image / audio items as the
+    # placeholder the processor expands (<|image|>, <|audio|>), as the Hub's template does, so that `pipit run
+    # --audio` and llama-mtmd-cli (whose prompt is one string with its media marker) template the same text
+    with open(os.path.join(out, "chat_template.jinja"), "w", encoding="utf-8") as f:
+        f.write(TEMPLATE)
 
 
 def main():
