@@ -90,12 +90,13 @@ if [[ " $PARTS " == *" rss "* ]]; then
   kib() { echo "$(( $1 / 1024 ))"; }
   echo "text pp512+tg128: pipit $(kib "$(rss "$PIPIT" bench -m "$PM" -p 512 -n 128 -t "$THREADS" -r 1)")," \
        "llama.cpp $(kib "$(rss "$LLAMA_BIN/llama-bench" -m "$LM" -p 512 -n 128 -t "$THREADS" -r 1)")"
-  echo "image to one token: pipit $(kib "$(rss "$PIPIT" run -m "$PM" --image "$IMG" -p "Describe this image." -n 1 \
-       -t "$THREADS" --temp 0 "${PT[@]}")"), llama.cpp $(kib "$(rss "$LLAMA_BIN/llama-mtmd-cli" -m "$LM" --mmproj "$MM" \
-       --image "$IMG" -p "Describe this image." -n 1 -t "$THREADS" --temp 0 $LLAMA_ARGS "${LT[@]}")")"
-  echo "audio to one token: pipit $(kib "$(rss "$PIPIT" run -m "$PM" --audio "$CLIP" -p "$PROMPT" -n 1 \
-       -t "$THREADS" --temp 0 "${PT[@]}")"), llama.cpp $(kib "$(rss "$LLAMA_BIN/llama-mtmd-cli" -m "$LM" --mmproj "$MM" \
-       --audio "$CLIP" -p "$PROMPT" -n 1 -t "$THREADS" --temp 0 $LLAMA_ARGS "${LT[@]}")")"
+  MM_ARGS=(-m "$LM" --mmproj "$MM" -n 1 -t "$THREADS" --temp 0 $LLAMA_ARGS "${LT[@]}")
+  p_img=$(rss "$PIPIT" run -m "$PM" --image "$IMG" -p "Describe this image." -n 1 -t "$THREADS" --temp 0 "${PT[@]}")
+  l_img=$(rss "$LLAMA_BIN/llama-mtmd-cli" "${MM_ARGS[@]}" --image "$IMG" -p "Describe this image.")
+  echo "image to one token: pipit $(kib "$p_img"), llama.cpp $(kib "$l_img")"
+  p_aud=$(rss "$PIPIT" run -m "$PM" --audio "$CLIP" -p "$PROMPT" -n 1 -t "$THREADS" --temp 0 "${PT[@]}")
+  l_aud=$(rss "$LLAMA_BIN/llama-mtmd-cli" "${MM_ARGS[@]}" --audio "$CLIP" -p "$PROMPT")
+  echo "audio to one token: pipit $(kib "$p_aud"), llama.cpp $(kib "$l_aud")"
 fi
 rm -rf "$OUT"
 echo "# done $(date -u +%FT%TZ), load: $(cut -d' ' -f1-3 /proc/loadavg)"
