@@ -62,5 +62,7 @@ for r in range(1, rounds + 1):
           f" | tower ratio {p_img / l_img:.2f}")
 mp, ml = statistics.mean(pipit), statistics.mean(llama)
 print(f"image to first token: pipit {mp:.0f} ms, llama.cpp {ml:.0f} ms, pipit / llama.cpp = {mp / ml:.2f}")
+mp, ml = statistics.median(pipit), statistics.median(llama)
+print(f"median: pipit {mp:.0f} ms, llama.cpp {ml:.0f} ms, pipit / llama.cpp = {mp / ml:.2f}")
 EOF
 rm -rf "$OUT"
