@@ -18,8 +18,8 @@
 #   ROUNDS 3, THREADS 2. LLAMA_BIN: llama.cpp's bin folder (default /tmp/llamacpp/src/build/bin). PARTS: any of
 #   "text image audio rss" (default all four). llama-mtmd-cli runs with --jinja (LLAMA_ARGS): the shape's toy chat
 #   template matches none of llama.cpp's built-in ones, and without it llama-mtmd-cli stops at start. TEMPLATE: a
-#   chat template file both use instead of the one in their model files (pipit run --chat-template, llama-mtmd-cli
-#   --chat-template-file), for files converted before make_gemma4_shape.py wrote its media-aware template.
+#   chat template file both use instead of the one in their model files (pipit run --chat-template FILE,
+#   llama-mtmd-cli --chat-template TEXT), for files converted before make_gemma4_shape.py wrote its media-aware one.
 set -euo pipefail
 BUILD=${1:?usage: $0 BUILD_DIR PIPIT_MODEL LLAMA_GGUF LLAMA_MMPROJ IMAGE CLIP [ROUNDS] [THREADS]}
 PM=${2:?pipit model}
@@ -36,7 +36,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 PIPIT=$(cd "$BUILD" && pwd)/pipit
 PROMPT="Transcribe this audio."
 PT=() LT=()
-if [ -n "${TEMPLATE:-}" ]; then PT=(--chat-template "$TEMPLATE"); LT=(--chat-template-file "$TEMPLATE"); fi
+# llama-mtmd-cli takes the template's text (after --jinja), pipit run the file
+if [ -n "${TEMPLATE:-}" ]; then PT=(--chat-template "$TEMPLATE"); LT=(--chat-template "$(cat "$TEMPLATE")"); fi
 echo "# $(date -u +%FT%TZ) $(nproc) cpus, load: $(cut -d' ' -f1-3 /proc/loadavg), threads $THREADS, rounds $ROUNDS"
 if [[ " $PARTS " == *" text "* ]]; then
   echo "## text: pp512 / tg128"
