@@ -55,5 +55,12 @@ for key in sorted(pipit, key=lambda k: (k[0][:2] != "pp", k[1])):
     if key not in llama: continue
     (pm, ps), (lm, ls) = ms(pipit[key]), ms(llama[key])
     print(f"| {key[0]} | {key[1]} | {pm:.1f} ± {ps:.1f} | {lm:.1f} ± {ls:.1f} | {pm / lm:.2f} |")
+# on a loaded machine one disturbed round moves a mean far: the medians, and every round's figures
+for key in sorted(pipit, key=lambda k: (k[0][:2] != "pp", k[1])):
+    if key not in llama: continue
+    pmed, lmed = statistics.median(pipit[key]), statistics.median(llama[key])
+    rounds_txt = ", ".join(f"{p:.1f}/{l:.1f}" for p, l in zip(pipit[key], llama[key]))
+    print(f"median {key[0]} t{key[1]}: pipit {pmed:.1f}, llama.cpp {lmed:.1f}, ratio {pmed / lmed:.2f}"
+          f" (per round pipit/llama.cpp: {rounds_txt})")
 EOF
 rm -rf "$OUT"

@@ -12,7 +12,8 @@
 #              "image decoded in" 3450 ms <= prompt eval 13866 ms), so the prompt eval time alone is the total.
 # Prints both sums per round and the ratio of the means, pipit / llama.cpp (lower is faster for pipit).
 # usage: bench/compare_vision.sh BUILD_DIR PIPIT_MODEL LLAMA_GGUF LLAMA_MMPROJ IMAGE [ROUNDS] [THREADS]
-#   ROUNDS 3, THREADS 2. LLAMA_BIN: llama.cpp's bin folder (default /work/lc/build/bin).
+#   ROUNDS 3, THREADS 2. LLAMA_BIN: llama.cpp's bin folder (default /work/lc/build/bin). LLAMA_ARGS: more
+#   llama-mtmd-cli options (e.g. "--jinja" for a GGUF whose chat template llama.cpp has no built-in match for).
 set -euo pipefail
 BUILD=${1:?usage: $0 BUILD_DIR PIPIT_MODEL LLAMA_GGUF LLAMA_MMPROJ IMAGE [ROUNDS] [THREADS]}
 PM=${2:?pipit model}
@@ -30,7 +31,7 @@ echo "# llama.cpp on $LM + $MM ($(du -ch "$LM" "$MM" | tail -1 | cut -f1)), $THR
 for r in $(seq 1 "$ROUNDS"); do
   run_llama() {
     "$LLAMA_BIN/llama-mtmd-cli" -m "$LM" --mmproj "$MM" --image "$IMG" -p "Describe this image." -n 1 -t "$THREADS" \
-      --temp 0 -lv 4 > "$OUT/llama_$r.out" 2>&1
+      --temp 0 -lv 4 ${LLAMA_ARGS:-} > "$OUT/llama_$r.out" 2>&1
   }
   run_pipit() {
     "$PIPIT" bench -m "$PM" --image "$IMG" -p 8 -n 0 -t "$THREADS" -r 1 --json > "$OUT/pipit_$r.json"
@@ -61,5 +62,7 @@ for r in range(1, rounds + 1):
           f" | tower ratio {p_img / l_img:.2f}")
 mp, ml = statistics.mean(pipit), statistics.mean(llama)
 print(f"image to first token: pipit {mp:.0f} ms, llama.cpp {ml:.0f} ms, pipit / llama.cpp = {mp / ml:.2f}")
+mp, ml = statistics.median(pipit), statistics.median(llama)
+print(f"median: pipit {mp:.0f} ms, llama.cpp {ml:.0f} ms, pipit / llama.cpp = {mp / ml:.2f}")
 EOF
 rm -rf "$OUT"

@@ -39,7 +39,7 @@ Result<std::string> run_prompt(const Args& a) {
 }
 
 // run --json: the answer and its numbers as one JSON object on stdout (text, token ids, finish reason, timings).
-int print_json(const GenerateResult& res, double load_ms, const SamplerParams& sp) {
+int print_json(const GenerateResult& res, double load_ms, double media_ms, const SamplerParams& sp) {
   const size_t n_dec = res.tokens.size() > 1 ? res.tokens.size() - 1 : 0;
   nlohmann::ordered_json j = {
       {"text", res.text},
@@ -64,6 +64,9 @@ int print_json(const GenerateResult& res, double load_ms, const SamplerParams& s
         {"generation_ms", res.gen_ms},  // after the first token, as llama.cpp's eval time
         {"generation_tokens_per_s", res.gen_ms > 0 ? double(n_dec) * 1000.0 / res.gen_ms : 0.0},
         {"kernels", kernels().name}}}};
+  // images / video / audio: decoding them and running their towers, before the prompt (media to first token is
+  // media_ms + prompt_ms, as llama-mtmd-cli's prompt eval time counts its encode)
+  if (media_ms >= 0) j["timings"]["media_ms"] = media_ms;
   // invalid UTF-8 (a piece cut by a length limit) is replaced, never a throw from dump()
   std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace).c_str());
   return 0;
@@ -170,6 +173,7 @@ int cmd_run(Args& a) {
     ids = std::move(marked).value();
   }
   std::optional<MultimodalPrompt> mm;  // --image: features for the image placeholders of the prompt
+  const auto t_media = std::chrono::steady_clock::now();
   if (has_images(a) || has_video(a)) {
     std::vector<int32_t> marked = with_image_placeholders(*lm->model, *ids, a.get_all("--image").size());
     if (has_video(a)) marked = with_video_placeholder(*lm->model, marked);
@@ -181,6 +185,8 @@ int cmd_run(Args& a) {
     if (!mm) mm = text_prompt(*ids);
     if (auto st = audio_prompt(a, *lm, *mm, *pool); !st) return fail(a, st.message());
   }
+  const double media_ms =
+      mm ? std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_media).count() : -1.0;
   const size_t n_prompt = mm ? mm->tokens.size() : ids->size();
   if (int64_t(n_prompt) >= s.n_ctx())
     return fail(a, fmt("the prompt has {} tokens, which does not fit the context of {} (use -c to raise it)",
@@ -214,7 +220,7 @@ int cmd_run(Args& a) {
     return interrupted_exit(a, fmt("during the prompt, after {} of {} tokens", s.n_past(), n_prompt));
   if (!res) return fail(a, res.status().message());
   if (interrupted()) return interrupted_exit(a, fmt("after {} generated tokens", res->tokens.size()));
-  if (json) return print_json(*res, load_ms, gp->sampler);
+  if (json) return print_json(*res, load_ms, media_ms, gp->sampler);
   if (quiet) return 0;
   if (gp->spec.n_draft > 0)
     std::fprintf(stderr, "[pipit] speculative (%s): %lld of %lld guesses accepted (%.1f%%) in %lld verification passes\n",

@@ -190,7 +190,9 @@ void rehome_weights(std::map<std::string, Tensor>& tensors, const RehomeOptions&
   for (const Move& mv : plan) {
     Tensor& t = *mv.t;
     Tensor n = Tensor::from_data(mv.to, t.shape(), buf->data() + mv.offset, buf);
-    if (dtype_is_panel(mv.to)) {
+    // a panel matrix of a cpu-target .pipit is only copied (mv.to is its own dtype): packing it again read its
+    // panels as plain blocks and scrambled every such matrix of >= 1 MiB (Gemma 4 E2B q8 gave NaN logits)
+    if (dtype_is_panel(mv.to) && mv.to != t.dtype()) {
       pack_panels(t.dtype(), t.data(), t.row_stride(), t.rows(), t.dim(-1), n.data());
     } else if (mv.to != t.dtype()) {  // f16 -> bf16dot
       const int64_t K = t.dim(1);

@@ -124,6 +124,12 @@ TEST_F(CliAudio, ChatTemplateAndRawPlaceholder) {
                            " --audio " + wav(), /*with_stderr=*/false);
   EXPECT_EQ(two.code, 0) << two.out;
   EXPECT_NE(two.out.find("\"prompt_tokens\":77"), std::string::npos) << two.out;
+  // the clips' decode and encode before the prompt are timed apart (audio to first token = media_ms + prompt_ms);
+  // a text-only run has no such key
+  EXPECT_NE(two.out.find("\"media_ms\":"), std::string::npos) << two.out;
+  auto text = test::run_cli("run -m " + m_ + " --json --temp 0 -n 1 -p 'Hello.'", /*with_stderr=*/false);
+  EXPECT_EQ(text.code, 0) << text.out;
+  EXPECT_EQ(text.out.find("\"media_ms\""), std::string::npos) << text.out;
 }
 
 // `pipit chat`: /audio attaches a clip to the next message (a bad one is refused at once, the chat goes on).

@@ -4,12 +4,15 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
 #include <mutex>
+#include <random>
 
 #include "core/panels.h"
 #include "backends/ops.h"
 #include "backends/cpu/ref/ref.h"
 #include "format/pipit_format.h"
+#include "format/safetensors.h"
 #include "tests/unit/convert_test_util.h"
 
 namespace pipit {
@@ -413,6 +416,75 @@ TEST(ConvertRoundTripPipit, PanelFileReconverts) {
     ASSERT_TRUE(convert_file(d.path("generic.pipit"), o).is_ok()) << q;
     EXPECT_TRUE(same_tensors(d.path(std::string("from_cpu_") + q + ".pipit"),
                              d.path(std::string("from_generic_") + q + ".pipit"))) << q;
+  }
+}
+
+// The loader copies every matrix of >= 1 MiB out of the file mapping (runtime/loader.cpp rehome_weights); a
+// cpu-target file's panels must arrive as stored. The test checkpoints' matrices are all smaller, so this one is
+// written here: a Qwen3 shape whose tied embedding [8192, 256] is 2.2 MB at q8_0 (the output head under q4 too).
+// Loaded, the cpu-target file's tensors hold the file's bytes, and its logits equal the generic file's (packed at
+// load) bit for bit where the kernels take panels. Before the fix the copy packed the panels a second time.
+TEST(ConvertRoundTripPipit, LargePanelMatricesLoadAsStored) {
+  test::ScratchDir d("bigpanel");
+  const int64_t H = 256, F = 512, V = 8192, hd = 64;
+  nlohmann::json cfg = {{"architectures", {"Qwen3ForCausalLM"}}, {"model_type", "qwen3"}, {"hidden_size", H},
+                        {"intermediate_size", F}, {"num_hidden_layers", 1}, {"num_attention_heads", 4},
+                        {"num_key_value_heads", 2}, {"head_dim", hd}, {"vocab_size", V}, {"rms_norm_eps", 1e-6},
+                        {"rope_theta", 1000000.0}, {"max_position_embeddings", 4096}, {"tie_word_embeddings", true},
+                        {"hidden_act", "silu"}, {"bos_token_id", 1}, {"eos_token_id", 2}};
+  std::filesystem::create_directories(d.path("hf"));
+  test::write_bytes(d.path("hf/config.json"), cfg.dump());
+  std::mt19937 gen(77);
+  std::vector<std::pair<std::string, Tensor>> ts;
+  auto add = [&](const std::string& name, std::vector<int64_t> shape, float sigma, float mean = 0) {
+    Tensor t = Tensor::empty(DType::F32, shape);
+    std::normal_distribution<float> nd(mean, sigma);
+    for (int64_t i = 0; i < t.numel(); ++i) t.ptr<float>()[i] = nd(gen);
+    ts.emplace_back(name, t);
+  };
+  add("model.embed_tokens.weight", {V, H}, 1.0f);
+  const std::string p = "model.layers.0.";
+  for (const char* n : {"input_layernorm", "post_attention_layernorm"}) add(p + n + ".weight", {H}, 0.05f, 1.0f);
+  add(p + "self_attn.q_norm.weight", {hd}, 0.05f, 1.0f);
+  add(p + "self_attn.k_norm.weight", {hd}, 0.05f, 1.0f);
+  add(p + "self_attn.q_proj.weight", {4 * hd, H}, 1.0f / 16);
+  add(p + "self_attn.k_proj.weight", {2 * hd, H}, 1.0f / 16);
+  add(p + "self_attn.v_proj.weight", {2 * hd, H}, 1.0f / 16);
+  add(p + "self_attn.o_proj.weight", {H, 4 * hd}, 1.0f / 16);
+  add(p + "mlp.gate_proj.weight", {F, H}, 1.0f / 16);
+  add(p + "mlp.up_proj.weight", {F, H}, 1.0f / 16);
+  add(p + "mlp.down_proj.weight", {H, F}, 1.0f / 22);
+  add("model.norm.weight", {H}, 0.05f, 1.0f);
+  ASSERT_TRUE(write_safetensors(d.path("hf/model.safetensors"), ts).is_ok());
+  const std::vector<int32_t> ids = {1, 17, 3000, 42, 8000, 5, 260, 7777};
+  for (const char* q : {"q8", "q4"}) {
+    ConvertOptions o;
+    o.quant = q;
+    o.n_threads = 2;
+    o.progress = false;
+    o.output = d.path("cpu.pipit");
+    ASSERT_TRUE(convert_file(d.path("hf"), o).is_ok()) << q;
+    o.target = "generic";
+    o.output = d.path("generic.pipit");
+    ASSERT_TRUE(convert_file(d.path("hf"), o).is_ok()) << q;
+    auto file = PipitFile::open(d.path("cpu.pipit"));
+    ASSERT_TRUE(file.is_ok()) << q;
+    const Tensor& stored = file->tensors().at("model.embed_tokens.weight");
+    ASSERT_TRUE(dtype_is_panel(stored.dtype())) << q;
+    ASSERT_GE(stored.nbytes(), size_t(1) << 20) << q;  // over the loader's copy threshold
+    LoadedModel lc = test::load_or_fail(d.path("cpu.pipit"));
+    LoadedModel lg = test::load_or_fail(d.path("generic.pipit"));
+    auto loaded = lc.weights->find("model.embed_tokens.weight");
+    ASSERT_TRUE(loaded.is_ok()) << q;
+    ASSERT_EQ(loaded->dtype(), stored.dtype()) << q;
+    ASSERT_EQ(loaded->nbytes(), stored.nbytes()) << q;
+    EXPECT_EQ(std::memcmp(loaded->data(), stored.data(), stored.nbytes()), 0) << q;
+    const auto want = test::all_logits(*lg.model, ids), got = test::all_logits(*lc.model, ids);
+    ASSERT_EQ(got.size(), want.size());
+    if (kernels().pack_quant)  // the generic file is packed into the same panels at load
+      EXPECT_EQ(test::max_abs_diff(got.data(), want.data(), int64_t(want.size())).max_abs, 0.0) << q;
+    else
+      EXPECT_LE(test::rel_rms(got, want), 1e-5) << q;
   }
 }
 
