@@ -246,7 +246,7 @@ Result<LoadedModel> load_model_impl(const std::string& given, const LoadOptions&
   ro.kquant = kernels().pack_kquant;
   ro.mxfp4 = kernels().pack_mxfp4;
   ro.bf16dot = opt.precision_fast && !opt.device && kernels().bf16_dot;
-  ro.copy = pack;
+  ro.copy = pack && opt.copy_weights;
   ro.model_type = lm.config.model_type();
   rehome_weights(c.tensors, ro);
   lm.weights = std::make_shared<MapWeightSource>(std::move(c.tensors));

@@ -32,6 +32,12 @@ struct LoadOptions {
   // load, after which the file's pages are released. Files written by `pipit convert --target` hold q4_0 / q8_0
   // panels already and load without a copy. PIPIT_PACK=0 turns it off.
   bool pack_weights = true;
+  // Copy the matrices the CPU reads as stored (a `--target cpu` file's panels, f16 / f32 ones) out of the file
+  // mapping into 2 MiB pages (rehome_weights in loader.cpp: decode then reads them with few TLB misses). False
+  // (`--mmap`): they stay in the page cache, used in place: a faster start and less memory, a slower decode
+  // (measured here: Qwen3-0.6B q4 -7%, Qwen3-4B q4 -11..15% tokens/s at 2 threads; start 0.78 -> 0.49 s for the
+  // 4B). Matrices that are repacked (a GGUF's plain blocks into panels) are written to memory either way.
+  bool copy_weights = true;
   // `--precision fast`: where the CPU has bf16 dot products (Kernels::bf16_dot, AVX512-BF16), f16 / bf16 matrices
   // become bf16dot (core/dtype.h): every matmul with them rounds x to bf16, and f16 weights are rounded to bf16 once
   // here, for twice the f32 FMA rate in prefill. The error bound is measured in tests/models (GoldenText.

@@ -28,6 +28,9 @@ LIB=(core/dtype.cpp core/storage.cpp core/tensor.cpp core/output_file.cpp core/l
      modules/video_ffmpeg.cpp)
 # GGUF import's family records (models/gguf_traits.h): every arch and projector is a file of its own beside its model
 LIB+=(format/gguf_meta.cpp models/gguf_traits.cpp $(cd "$ROOT" && echo models/*_gguf.cpp))
+# what they call: file probes, and the reference kernels' dtype conversions (GGUF import widens small tensors through
+# ref_kernels(); dispatch.cpp built without PIPIT_HAVE_*_KERNELS links the reference table alone)
+LIB+=(core/file_probe.cpp core/cpu.cpp core/panels.cpp backends/cpu/dispatch.cpp $(cd "$ROOT" && echo backends/cpu/ref/*.cpp))
 
 echo "[fuzz] building with $CXX into $OUT"
 objs=()

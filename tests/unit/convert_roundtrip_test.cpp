@@ -479,12 +479,21 @@ TEST(ConvertRoundTripPipit, LargePanelMatricesLoadAsStored) {
     ASSERT_EQ(loaded->dtype(), stored.dtype()) << q;
     ASSERT_EQ(loaded->nbytes(), stored.nbytes()) << q;
     EXPECT_EQ(std::memcmp(loaded->data(), stored.data(), stored.nbytes()), 0) << q;
+    EXPECT_EQ(dynamic_cast<const MmapStorage*>(loaded->storage().get()), nullptr) << q << ": copied by default";
     const auto want = test::all_logits(*lg.model, ids), got = test::all_logits(*lc.model, ids);
     ASSERT_EQ(got.size(), want.size());
     if (kernels().pack_quant)  // the generic file is packed into the same panels at load
       EXPECT_EQ(test::max_abs_diff(got.data(), want.data(), int64_t(want.size())).max_abs, 0.0) << q;
     else
       EXPECT_LE(test::rel_rms(got, want), 1e-5) << q;
+    // --mmap (LoadOptions::copy_weights false): the same matrix read in place from the file mapping, same logits
+    auto lm = load_model(d.path("cpu.pipit"), LoadOptions{.copy_weights = false});
+    ASSERT_TRUE(lm.is_ok()) << lm.status().message();
+    auto mapped = lm->weights->find("model.embed_tokens.weight");
+    ASSERT_TRUE(mapped.is_ok()) << q;
+    EXPECT_NE(dynamic_cast<const MmapStorage*>(mapped->storage().get()), nullptr) << q << ": in place with --mmap";
+    const auto in_place = test::all_logits(*lm->model, ids);
+    EXPECT_EQ(test::max_abs_diff(in_place.data(), got.data(), int64_t(got.size())).max_abs, 0.0) << q;
   }
 }
 
