@@ -108,7 +108,10 @@ class TokenizerJsonSax {
   }
   bool binary(json::binary_t& v) { return region_ == Region::kNone ? dom_.binary(v) : scalar(json::binary(v)); }
   bool key(std::string& k) {
-    if (depth_ == 1) top_key_ = k;
+    if (depth_ == 1) {
+      top_key_ = k;
+      model_key_.clear();  // a second "model" (a duplicate key) starts with no field seen
+    }
     if (depth_ == 2 && top_key_ == "model") model_key_ = k;
     if (region_ == Region::kVocab && depth_ == 3) {
       vocab_key_ = std::move(k);

@@ -88,6 +88,7 @@ TEST(TokenizerRobustness, MalformedTokenizerJsonNamesTheProblem) {
       {[](json& j) { j["model"]["vocab"]["c"] = 2.5; }, {"vocab entry 'c' has id 2.5"}},
       {[](json& j) { j["model"]["vocab"]["c"] = "3"; }, {"vocab entry 'c' has id \"3\""}},
       {[](json& j) { j["model"]["vocab"] = json::array({"a"}); }, {"'vocab' must be an object"}},
+      {[](json& j) { j["model"] = json::array({json::object({{"vocab", 1}})}); }, {"model"}},
       {[](json& j) { j["model"]["surprise"] = true; }, {"model (BPE)", "unknown field 'surprise'"}},
       {[](json& j) { j["added_tokens"][0].erase("content"); }, {"added_tokens[0]", "missing field 'content'"}},
       {[](json& j) { j["added_tokens"] = 5; }, {"added_tokens"}},
