@@ -99,7 +99,7 @@ void pipit_set_log_callback(pipit_log_callback callback, void* user) {
 }
 
 void pipit_model_options_init(pipit_model_options* o, size_t size) {
-  init_options(o, size, pipit_model_options{uint32_t(sizeof(pipit_model_options)), nullptr, nullptr});
+  init_options(o, size, pipit_model_options{uint32_t(sizeof(pipit_model_options)), nullptr, nullptr, 0});
 }
 
 void pipit_session_options_init(pipit_session_options* o, size_t size) {
@@ -119,6 +119,10 @@ pipit_status pipit_model_load(const char* path, const pipit_model_options* optio
       return st;
     options = &mo;
     pipit::LoadOptions lo{.need_tokenizer = true};
+    if (options->mmap_weights != 0 && options->mmap_weights != 1)
+      return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_model_load: mmap_weights is " +
+                                                  std::to_string(options->mmap_weights) + ", expected 0 or 1");
+    lo.copy_weights = options->mmap_weights == 0;
     if (options->device) {
       auto dev = pipit::open_device(options->device);
       if (!dev) return to_status(dev.status());

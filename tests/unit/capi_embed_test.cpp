@@ -103,6 +103,49 @@ TEST_F(CapiEmbed, OptionsFromAnOlderHeader) {
   pipit_model_destroy(m);
 }
 
+// pipit_model_options::mmap_weights (API version 4, the CLI's --mmap): 1 loads and generates the same greedy tokens as
+// the default copy (stories260k); a value other than 0 / 1 is refused by name. (That the matrices stay in the file
+// mapping with it is checked at the loader: ConvertRoundTripPipit.LargePanelMatricesLoadAsStored.)
+TEST_F(CapiEmbed, MmapWeightsOption) {
+  auto greedy = [&](int32_t mmap_weights) {
+    std::vector<int32_t> got;
+    pipit_model_options mo;
+    pipit_model_options_default(&mo);
+    EXPECT_EQ(mo.mmap_weights, 0);
+    mo.mmap_weights = mmap_weights;
+    pipit_model* m = nullptr;
+    EXPECT_EQ(pipit_model_load(test::model_dir("stories260k").c_str(), &mo, &m), PIPIT_OK) << pipit_last_error();
+    if (!m) return got;
+    pipit_session* s = nullptr;
+    pipit_session_options so;
+    pipit_session_options_default(&so);
+    so.n_threads = 1;
+    EXPECT_EQ(pipit_session_create(m, &so, &s), PIPIT_OK) << pipit_last_error();
+    pipit_generate_options o;
+    pipit_generate_options_default(&o);
+    o.max_tokens = 12;
+    o.temperature = 0;
+    auto cb = [](const char*, size_t, int32_t tok, void* user) -> int32_t {
+      if (tok >= 0) static_cast<std::vector<int32_t>*>(user)->push_back(tok);
+      return 1;
+    };
+    EXPECT_EQ(pipit_session_generate(s, "Once upon a time", 0, &o, cb, &got), PIPIT_OK) << pipit_last_error();
+    pipit_session_destroy(s);
+    pipit_model_destroy(m);
+    return got;
+  };
+  const auto copied = greedy(0), mapped = greedy(1);
+  EXPECT_FALSE(copied.empty());
+  EXPECT_EQ(mapped, copied);
+  pipit_model_options bad;
+  pipit_model_options_default(&bad);
+  bad.mmap_weights = 2;
+  pipit_model* m = nullptr;
+  EXPECT_EQ(pipit_model_load(test::model_dir("stories260k").c_str(), &bad, &m), PIPIT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(m, nullptr);
+  EXPECT_NE(std::string(pipit_last_error()).find("mmap_weights is 2"), std::string::npos) << pipit_last_error();
+}
+
 // A newer header's struct: unknown fields that are zero are fine; a set one is refused, naming the struct.
 TEST_F(CapiEmbed, OptionsFromANewerHeader) {
   struct newer_session_options {
