@@ -48,10 +48,10 @@ void add_serve_options(Args& a) {
   a.option({"--image-threads"}, "vision models: threads that encode images; the decode steps keep the other -t "
            "threads meanwhile (default: half of -t, at least 1; -t or more: both use all)");
   a.flag({"--lookup"}, "speculative decoding by prompt lookup: each decode step also checks guesses copied from "
-         "earlier in the conversation (same tokens, greedy or sampled; not for recurrent models)");
+         "earlier in the conversation (same tokens, greedy or sampled)");
   a.option({"--draft"}, "speculative decoding with a draft model of the same vocabulary (a small model of the same "
-           "family): its greedy guesses are checked in the decode steps (same tokens, greedy or sampled; not for "
-           "recurrent models)");
+           "family, not a recurrent one): its greedy guesses are checked in the decode steps (same tokens, greedy "
+           "or sampled)");
   a.option({"--draft-max"}, "with --lookup or --draft: guesses per step", "8");
   a.flag({"--mtp"}, "speculative decoding with the model's own multi-token-prediction head (Qwen3.5's mtp.* layer): "
          "its guesses are checked in the decode steps (same tokens, greedy or sampled)");

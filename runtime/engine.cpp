@@ -401,12 +401,14 @@ std::vector<Engine::Part> Engine::plan_step() {
       p.lag = p.n = int64_t(s.seq->history().size()) - s.n_done;
       // Speculative decoding: guesses ride along as extra rows of this pass (a recurrent state goes back to its
       // snapshot after a rejection, and the accepted tokens ride along with the next pass). At most: what the answer
-      // may still take after the decode token, what the context holds, what is left of the batch. A draft model's
-      // slots are cut back to the accepted guesses: not with a recurrent state.
+      // may still take after the decode token, what the context holds, what is left of the batch. Every source of
+      // guesses serves a recurrent model too (generate() does the same): its state is snapshotted before the pass
+      // (build_batch) and restored after a rejection (take_results); the draft model's own slots never have one
+      // (check_draft).
       const int k = std::min({s.req.params.spec.n_draft, 16, s.req.params.max_tokens - int(s.seq->result().tokens.size()) - 1,
                               n_ctx_ - int(p.lag) - int(s.n_done), int(std::max<int64_t>(budget - p.lag, 0))});
       // (a request catching up after a rejection rewound its recurrent state guesses again at its next step)
-      if (k > 0 && p.lag == 1 && (mtp_ || !kv_.has_state())) {
+      if (k > 0 && p.lag == 1) {
         if (mtp_ || draft_) p.n_guess = k;  // the head / the draft model makes them (mtp_guesses, draft_guesses)
         else p.drafts = lookup_draft(s.seq->history(), k, s.req.params.spec.ngram_min, s.req.params.spec.ngram_max);
         p.n += mtp_ || draft_ ? k : int64_t(p.drafts.size());  // at most k: the batch budget holds them

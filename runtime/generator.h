@@ -38,8 +38,8 @@ struct GenerateParams {
   std::shared_ptr<const Grammar> grammar;
   // Speculative decoding (runtime/speculative.h), checked by one rule everywhere (Sequence::verify): the output is
   // the plain one. generate() takes prompt lookup, a draft session (spec.draft) or the model's MTP head (spec.mtp);
-  // the Engine takes prompt lookup, or its EngineOptions::draft model (spec.draft and spec.mtp must be null there),
-  // for models without a recurrent state.
+  // the Engine takes prompt lookup, its EngineOptions::draft model or its EngineOptions::mtp head (spec.draft and
+  // spec.mtp must be null there). Both rewind a recurrent state (Qwen3.5) to its snapshot after a rejection.
   SpecParams spec;
 };
 

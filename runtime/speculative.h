@@ -46,7 +46,7 @@ struct SpecParams {
   // the target's (checked by the callers that load it: same size).
   struct Draft* draft = nullptr;
   // The model's MTP head following the target session (runtime/mtp_draft.h; null: none). Takes precedence over the
-  // two above. generate() only: the Engine does not serve it.
+  // two above. generate() only: the Engine has its own head per slot (EngineOptions::mtp).
   MtpDraft* mtp = nullptr;
   // Tokens the target session holds before the prompt generate() is given (a C API conversation's earlier turns):
   // prompt lookup searches them too and a draft model is given them as context.

@@ -214,7 +214,7 @@ TEST(Engine, ImageRequestWhileStreamsDecode) {
 
 // Speculative decoding by prompt lookup in the Engine: the guesses ride along in the batch with other requests;
 // greedy and seeded sampling give exactly the tokens of the same requests without it, while guesses are accepted.
-// A recurrent model (qwen3_5) drafts nothing and is unchanged.
+// A recurrent model (qwen3_5) speculates too: its state goes back to the snapshot before a rejected guess.
 TEST(Engine, LookupSpeculationEqualsPlain) {
   for (const char* arch : {"stories260k", "qwen3", "gemma3_text", "gpt_oss", "qwen3_5"}) {
     auto lm = load_model(test::model_dir(arch));
@@ -245,13 +245,9 @@ TEST(Engine, LookupSpeculationEqualsPlain) {
       if (temperature == 0) {
         for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(plain[i].tokens, solo(m, prompts[i], 40)) << arch;
       }
-      if (std::string(arch) == "qwen3_5") {
-        EXPECT_EQ(drafted, 0) << "a recurrent state cannot drop rejected rows";
-      } else {
-        EXPECT_GT(drafted, 0) << arch << " T " << temperature;
-        if (temperature == 0) {
-          EXPECT_GT(accepted, 0) << arch;
-        }
+      EXPECT_GT(drafted, 0) << arch << " T " << temperature;
+      if (temperature == 0) {
+        EXPECT_GT(accepted, 0) << arch;
       }
       std::printf("%s T %.0f: %lld guesses, %lld accepted\n", arch, temperature, (long long)drafted,
                   (long long)accepted);
@@ -262,8 +258,8 @@ TEST(Engine, LookupSpeculationEqualsPlain) {
 // Speculative decoding with a draft model (EngineOptions::draft): the draft's slots follow each request's accepted
 // tokens (a prompt longer than a pass, mixed batches, a request without guesses); greedy and seeded sampling give
 // exactly the plain tokens. The target as its own draft must have every greedy guess accepted (a draft slot that
-// lost track of its request would guess wrong); a different model of the same vocabulary has some rejected. A
-// recurrent target drafts nothing; a recurrent draft is refused.
+// lost track of its request would guess wrong); a different model of the same vocabulary has some rejected (a
+// recurrent target rewinds its state then). A recurrent draft is refused.
 TEST(Engine, DraftSpeculationEqualsPlain) {
   struct Pair {
     const char *target, *draft;
@@ -284,7 +280,7 @@ TEST(Engine, DraftSpeculationEqualsPlain) {
                  EngineOptions{.n_slots = 4, .n_ctx = 128, .n_batch = 16, .n_threads = 2, .draft = draft});
       return run_requests(eng, prompts, 30, temperature, 4);
     };
-    const bool self = std::string(pair.target) == pair.draft, recurrent = std::string(pair.target) == "qwen3_5";
+    const bool self = std::string(pair.target) == pair.draft;
     for (float temperature : {0.0f, 1.0f}) {
       const auto plain = run(nullptr, temperature), spec = run(dm->model.get(), temperature);
       int64_t drafted = 0, accepted = 0;
@@ -293,16 +289,12 @@ TEST(Engine, DraftSpeculationEqualsPlain) {
         drafted += spec[i].spec.drafted, accepted += spec[i].spec.accepted;
       }
       EXPECT_EQ(spec[2].spec.drafted, 0);
-      if (recurrent) {
-        EXPECT_EQ(drafted, 0) << "a recurrent state cannot drop rejected rows";
-      } else {
-        EXPECT_GT(drafted, 0) << "T " << temperature;
-        if (temperature == 0) {
-          if (self) {
-            EXPECT_EQ(accepted, drafted);
-          } else {
-            EXPECT_LT(accepted, drafted);
-          }
+      EXPECT_GT(drafted, 0) << "T " << temperature;
+      if (temperature == 0) {
+        if (self) {
+          EXPECT_EQ(accepted, drafted);
+        } else {
+          EXPECT_LT(accepted, drafted);
         }
       }
       std::printf("%s drafted by %s, T %.0f: %lld guesses, %lld accepted\n", pair.target, pair.draft, temperature,
