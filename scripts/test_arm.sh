@@ -38,3 +38,11 @@ for t in test_kernels test_models; do
   "${QEMU[@]}" "$BUILD/$t" --gtest_brief=1
   echo "[test_arm] $t passed in $((SECONDS - start)) s"
 done
+# The model goldens at the levels below i8mm too (tests/e2e/isa_goldens.py does this for x86's levels): the kernel
+# tests compare each level op by op, these run whole models with the weights packed for that level.
+for isa in neon dotprod; do
+  start=$SECONDS
+  "${QEMU[@]}" -E PIPIT_CPU_MAX_ISA=$isa "$BUILD/test_models" --gtest_brief=1 \
+    --gtest_filter="$(cat tests/isa_golden_filter.txt)"
+  echo "[test_arm] test_models goldens at $isa passed in $((SECONDS - start)) s"
+done
