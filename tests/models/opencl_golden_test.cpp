@@ -479,7 +479,8 @@ TEST(OpenclGolden, UnsupportedModelIsRefusedAtLoadNamingTheOp) {
     EXPECT_NE(m.status().message().find("--device cpu"), std::string::npos) << m.status().message();
   }
   // the same models on the real device: these load
-  for (const char* model : {"qwen3_moe", "gpt_oss", "gemma4", "deepseek_ocr_lm", "qwen3_vl", "qwen3_5", "qwen3_5_vl"}) {
+  for (const char* model : {"qwen3_moe", "gpt_oss", "gpt_oss_mxfp4", "gemma4", "deepseek_ocr_lm", "qwen3_vl", "qwen3_5",
+                            "qwen3_5_vl"}) {
     auto m = load_model(test::model_dir(model), LoadOptions{.device = dev});
     EXPECT_TRUE(m.is_ok()) << model << ": " << m.status().message();
   }
