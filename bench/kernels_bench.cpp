@@ -240,6 +240,16 @@ void register_all() {
         benchmark::RegisterBenchmark(name.c_str(), bm_matmul, k, t, M, int64_t(1024), int64_t(3072))
             ->Unit(benchmark::kMicrosecond);
       }
+    // batched decode (the server's continuous batching: M sequences, one token each): weights from DRAM as in a
+    // real step (N = a vocabulary: the whole matrix is far larger than the caches); M rows should cost little more
+    // than one while the step stays memory-bound
+    for (DType t : {DType::Q4_0X16, DType::Q8_0X16, DType::Q4_KX16})
+      for (int64_t M : {1, 2, 4, 8, 12, 16, 24}) {
+        const std::string name =
+            "batch/" + isa + "/" + std::string(dtype_name(t)) + "/K=1024/N=151936/M=" + std::to_string(M);
+        benchmark::RegisterBenchmark(name.c_str(), bm_matmul, k, t, M, int64_t(1024), int64_t(151936))
+            ->Unit(benchmark::kMillisecond);
+      }
     for (DType t : {DType::MXFP4, DType::MXFP4X16})  // a GPT-OSS-20B expert's gate_up: decode, a prefill share
       for (int64_t M : {1, 32}) {
         const std::string name =

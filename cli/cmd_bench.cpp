@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <future>
 #include <optional>
 #include <random>
 #include <sstream>
@@ -30,6 +31,7 @@
 #include "cli/common.h"
 #include "cli/image_args.h"
 #include "models/media_note.h"
+#include "runtime/engine.h"
 #include "runtime/multimodal.h"
 #include "runtime/sampler.h"
 #include "tokenizer/tokenizer.h"
@@ -64,7 +66,8 @@ double peak_rss_mib() {
 }
 
 // -t 1,2,4: every item a whole number of threads in [1, Limits::kMaxThreads], at least one ("-t ," ran nothing).
-Result<std::vector<int>> parse_thread_list(const std::string& s) {
+// "1,2,4" -> {1, 2, 4}; `flag` names the option in errors (-t, --parallel).
+Result<std::vector<int>> parse_thread_list(const std::string& s, const char* flag = "-t") {
   std::vector<int> v;
   std::stringstream ss(s);
   for (std::string item; std::getline(ss, item, ',');) {
@@ -72,12 +75,12 @@ Result<std::vector<int>> parse_thread_list(const std::string& s) {
     errno = 0;
     const long long t = std::strtoll(item.c_str(), &end, 10);
     if (item.empty() || *end || errno || t < 1 || t > Limits::kMaxThreads)
-      return Error::invalid_argument("-t {}: expected thread counts in [1, {}] separated by commas, got '{}'", s,
+      return Error::invalid_argument("{} {}: expected counts in [1, {}] separated by commas, got '{}'", flag, s,
                                      Limits::kMaxThreads, item);
     v.push_back(int(t));
   }
   if (v.empty() || s.back() == ',')
-    return Error::invalid_argument("-t '{}': expected thread counts separated by commas (-t 1,2,4)", s);
+    return Error::invalid_argument("{} '{}': expected counts separated by commas ({} 1,2,4)", flag, s, flag);
   return v;
 }
 
@@ -238,6 +241,9 @@ void add_bench_options(Args& a) {
   add_device_option(a);
   a.flag({"--json"}, "print one JSON object instead of the table");
   a.flag({"--bandwidth"}, "also measure memory read bandwidth per thread count (decode roofline)");
+  a.option({"--parallel"}, "also decode this many sequences at once through the server's engine "
+           "(comma-separated, e.g. 1,4,8; llama-batched-bench's -npl): aggregate tok/s of tgN xP, OpenAI-default "
+           "sampling (temperature 1, no top-k / top-p / min-p), 32-token prompts");
   a.option({"--image"}, "vision-language models: also time this image's encoding and a prefill with it");
   a.option({"--mmproj"}, "llama.cpp mmproj file: the vision tower of a .gguf model");
   a.option({"--image-max-pixels"}, "cap the pixels the image is resized to (Qwen2-VL: fewer image tokens)");
@@ -391,6 +397,58 @@ Status bench_session(Session& s, const BenchArgs& b, const std::optional<Multimo
   return Status::ok();
 }
 
+// --parallel: P sequences decode at once in one Engine (the server's continuous batching): P requests of 32 random
+// prompt tokens, submitted together so their prompts share the first pass, each then generating n tokens with the
+// sampling an OpenAI client gets. Aggregate tok/s: the tokens after every request's first one, over the time from
+// the last first token to the last token (only decode steps with all P sequences in them, whatever the prefill).
+Status bench_parallel(Model& m, const BenchArgs& b, const std::vector<int>& nps, int nt, std::mt19937& rng,
+                      std::vector<TestResult>& results) {
+  constexpr int kPrompt = 32;
+  const int64_t n_vocab = m.info().n_vocab;
+  for (int np : nps) {
+    EngineOptions eo;
+    eo.n_slots = np;
+    eo.n_ctx = int(kPrompt + b.n_gen + 8);
+    eo.n_threads = nt;
+    eo.kv_dtype = b.so.kv_dtype;
+    eo.max_queue = np;
+    Engine eng(m, nullptr, eo);
+    TestResult r{"tg" + std::to_string(b.n_gen) + " x" + std::to_string(np), nt, {}, b.n_gen * np};
+    for (int rep = -1; rep < b.reps; ++rep) {  // -1: warm-up
+      const size_t n = size_t(np);
+      std::vector<Clock::time_point> first(n), last(n);
+      std::vector<int64_t> count(n, 0);
+      std::vector<std::promise<Status>> done(n);
+      std::uniform_int_distribution<int32_t> tok(0, int32_t(n_vocab - 1));
+      for (int i = 0; i < np; ++i) {
+        EngineRequest q;
+        for (int j = 0; j < kPrompt; ++j) q.prompt.push_back(tok(rng));
+        q.params.max_tokens = int(b.n_gen);
+        q.params.ignore_eos = true;
+        q.params.sampler = SamplerParams{.temperature = 1.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f,
+                                         .seed = uint64_t(rng())};
+        q.on_token = [&, i](const std::string&, int32_t t) {
+          if (t < 0) return true;
+          const auto now = Clock::now();
+          if (count[size_t(i)]++ == 0) first[size_t(i)] = now;
+          last[size_t(i)] = now;
+          return true;
+        };
+        q.on_done = [&done, i](const Result<GenerateResult>& res) { done[size_t(i)].set_value(res.status()); };
+        PIPIT_TRY(eng.submit(std::move(q)).status());
+      }
+      for (auto& d : done) PIPIT_TRY(d.get_future().get());
+      const auto from = *std::max_element(first.begin(), first.end()), to = *std::max_element(last.begin(), last.end());
+      int64_t tokens = 0;
+      for (int64_t c : count) tokens += c - 1;
+      const double sec = std::chrono::duration<double>(to - from).count();
+      if (rep >= 0 && sec > 0) r.tps.push_back(double(tokens) / sec);
+    }
+    results.push_back(std::move(r));
+  }
+  return Status::ok();
+}
+
 // What the printers need besides the results.
 struct BenchReport {
   std::string model, arch, kernels, kv;
@@ -516,6 +574,15 @@ int cmd_bench(Args& a) {
     proc = std::move(pc).value();
   }
 
+  std::vector<int> nps;  // --parallel
+  if (a.has("--parallel")) {
+    auto l = parse_thread_list(a.get("--parallel"), "--parallel");
+    if (!l) return fail(a, l.status().message());
+    if (b.n_gen < 2) return fail(a, "--parallel: -n must be >= 2");
+    for (int np : *l)
+      if (np > 64) return fail(a, fmt("--parallel {}: at most 64 sequences", np));
+    nps = std::move(l).value();
+  }
   std::vector<TestResult> results;
   std::vector<SpecRow> spec_rows;
   std::vector<std::pair<int, double>> bandwidth;  // threads, GB/s
@@ -537,6 +604,9 @@ int cmd_bench(Args& a) {
     kv_bytes = s.kv_bytes();
     if (auto st = bench_session(s, b, mm, lm->model->info().n_vocab, rng, nt, results); !st)
       return fail(a, st.message());
+    if (!nps.empty()) {
+      if (auto st = bench_parallel(*lm->model, b, nps, nt, rng, results); !st) return fail(a, st.message());
+    }
     if (with_spec) {
       auto row = bench_speculative(a, *lm, s, so, pool, spec_prompt, b, nt);
       if (!row) return fail(a, row.status().message());

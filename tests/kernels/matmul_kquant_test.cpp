@@ -225,7 +225,7 @@ TEST_P(MatmulKQuant, PanelsEqualPlainRef) {
     // kernels may take several panels and rows per tile (AVX-512 q4_K / q5_K: 2 panels x 5 rows): 1 to 4 panels,
     // M with tails
     for (auto [n0, n1] : {std::pair<int64_t, int64_t>{16, 48}, {0, 64}, {16, 64}})
-    for (int64_t M : {1, 2, 3, 4, 5, 7, 9, 11})
+    for (int64_t M : {1, 2, 3, 4, 5, 7, 8, 9, 11})
       for (int64_t K : {256, 1024}) {
         Case c(t, M, K, 64, seed++);
         Packed p(c);

@@ -117,7 +117,8 @@ TEST(PanelPack, RoundTrip) {
   }
 }
 
-const int64_t kMs[] = {1, 2, 3, 7, 8, 9, 17};
+// 1..16: the batched-decode path (one panel at a time, tiles of 8 rows), 17: the GEMM tiles
+const int64_t kMs[] = {1, 2, 3, 7, 8, 9, 16, 17};
 struct Range { int64_t N, n0, n1; };
 // kernels may take several panels per tile (AVX-512: 3): ranges of 1 to 5 panels, whole and offset
 const Range kRanges[] = {{16, 0, 16}, {48, 0, 48}, {48, 16, 32}, {64, 32, 64}, {64, 0, 64}, {96, 16, 96}};

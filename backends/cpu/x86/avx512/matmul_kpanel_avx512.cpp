@@ -10,6 +10,8 @@
 // d * da, acc) for q6_K; so every output equals ref bit for bit, whatever the tile or M.
 // GEMM (prefill) is a register tile of 8 activation rows x 16 weight rows (q6_K: 6) or, for q4_K / q5_K, 5 rows x
 // 2 panels (tile_mins); decode (M = 1) is tile() with one row.
+#include <utility>
+
 #include "backends/cpu/matmul_tiles.h"
 #include "backends/cpu/prefetch.h"
 #include "backends/cpu/x86/avx512/kernels_avx512.h"
@@ -237,6 +239,19 @@ void matmul_rows(const MatmulArgs& a, int64_t n0, int64_t n1) {
   }
 }
 
+// Decode of 2..8 sequences at once (the server's continuous batching): all rows against one panel at a time, so
+// each weight vector is unpacked once for every row.
+template <class P, int... MR>
+inline bool decode_rows_mins(const MatmulArgs& a, const typename P::Block* w, int64_t nsb, int64_t n0, int64_t n1,
+                             std::integer_sequence<int, MR...>) {
+  auto run = [&](auto r) {
+    for (int64_t n = n0; n < n1; n += kPanelRows)
+      tile_mins<P, 1, decltype(r)::value>(a, w + (n / kPanelRows) * nsb, nsb, 0, n);
+    return true;
+  };
+  return ((a.M == MR + 2 ? run(std::integral_constant<int, MR + 2>{}) : false) || ...);
+}
+
 template <class P>
 void matmul(const MatmulArgs& a, int64_t n0, int64_t n1) {
   if constexpr (P::kMins) {
@@ -244,6 +259,7 @@ void matmul(const MatmulArgs& a, int64_t n0, int64_t n1) {
       using Block = typename P::Block;
       const int64_t nsb = a.K / kQK;
       const Block* w = static_cast<const Block*>(a.w);
+      if (a.M <= 8 && decode_rows_mins<P>(a, w, nsb, n0, n1, std::make_integer_sequence<int, 7>{})) return;
       int64_t n = n0;
       for (; n + 2 * kPanelRows <= n1; n += 2 * kPanelRows) rows_mins<P, 2>(a, w + (n / kPanelRows) * nsb, nsb, n);
       if (n < n1) rows_mins<P, 1>(a, w + (n / kPanelRows) * nsb, nsb, n);

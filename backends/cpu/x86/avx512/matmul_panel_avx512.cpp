@@ -12,6 +12,8 @@
 // work per block being the same). Decode (M = 1) is the same code with one row and one panel, streaming a thread's
 // panels in address order.
 // Each row's arithmetic is the same whatever M is: results do not depend on how many rows share the batch.
+#include <utility>
+
 #include "backends/cpu/matmul_tiles.h"
 #include "backends/cpu/prefetch.h"
 #include "backends/cpu/x86/avx512/kernels_avx512.h"
@@ -124,7 +126,7 @@ inline void tile(const MatmulArgs& a, const typename P::Block* panel, int64_t nb
   for (int j = 0; j < NP; ++j)
     for (int i = 0; i < MR; ++i) acc[j][i] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    if constexpr (MR == 1 && NP == 1) prefetch_panel_ahead(panel, b);  // decode (backends/cpu/prefetch.h)
+    if constexpr (NP == 1) prefetch_panel_ahead(panel, b);  // (batched) decode (backends/cpu/prefetch.h)
     __m512i isum[kChains][NP][MR];
     for (int i = 0; i < MR; ++i) {
       const __m512i init = _mm512_set1_epi32(-P::kOffset * x[i][b].sum);
@@ -168,16 +170,34 @@ inline void rows(const MatmulArgs& a, const typename P::Block* panel, int64_t nb
   for_row_tiles<4>(0, a.M, [&](auto r, int64_t m) { tile<P, NP, decltype(r)::value>(a, panel, nb, m, n); });
 }
 
+// Decode of 1..16 sequences at once (the server's continuous batching): every row against one panel at a time (8
+// rows a tile, the second tile reading the panel from L1), the panels streamed in address order with the decode
+// prefetch, so the weights come from DRAM once per step whatever M is. The GEMM tiles below stream 3 panels at once
+// without a prefetch: at M = 2..8 that cost 2-3x the one-row pass (kernels_bench batch/avx512/q4_0x16, M = 2:
+// 6.5 -> 3.1 ms, M = 8: 10.5 -> 5.4 ms, one thread; q8_0x16 M = 8: 11.1 -> 8.1 ms).
+template <class P, int MR>
+inline void decode_rows(const MatmulArgs& a, const typename P::Block* w, int64_t nb, int64_t n0, int64_t n1) {
+  constexpr int kHi = MR > 8 ? MR - 8 : 0;
+  for (int64_t n = n0; n < n1; n += kPanelRows) {
+    const typename P::Block* panel = w + (n / kPanelRows) * nb;
+    tile<P, 1, MR - kHi>(a, panel, nb, 0, n);
+    if constexpr (kHi > 0) tile<P, 1, kHi>(a, panel, nb, 8, n);
+  }
+}
+
+template <class P, int... MR>
+inline bool decode_rows_of(const MatmulArgs& a, const typename P::Block* w, int64_t nb, int64_t n0, int64_t n1,
+                           std::integer_sequence<int, MR...>) {
+  return ((a.M == MR + 1 ? (decode_rows<P, MR + 1>(a, w, nb, n0, n1), true) : false) || ...);
+}
+
 template <class P>
 void matmul(const MatmulArgs& a, int64_t n0, int64_t n1) {
   using Block = typename P::Block;
   const int64_t nb = a.K / kQBlock;
   const Block* w = static_cast<const Block*>(a.w);
   int64_t n = n0;  // n0, n1: multiples of 16 (ops.cpp splits in 16-row chunks)
-  if (a.M == 1) {  // decode: one panel at a time, in address order
-    for (; n < n1; n += kPanelRows) tile<P, 1, 1>(a, w + (n / kPanelRows) * nb, nb, 0, n);
-    return;
-  }
+  if (a.M <= 16 && decode_rows_of<P>(a, w, nb, n0, n1, std::make_integer_sequence<int, 16>{})) return;
   for (; n + 3 * kPanelRows <= n1; n += 3 * kPanelRows) rows<P, 3>(a, w + (n / kPanelRows) * nb, nb, n);
   if (n1 - n == 2 * kPanelRows) rows<P, 2>(a, w + (n / kPanelRows) * nb, nb, n);
   if (n1 - n == kPanelRows) rows<P, 1>(a, w + (n / kPanelRows) * nb, nb, n);
