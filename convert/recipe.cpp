@@ -111,7 +111,7 @@ DType kquant_fallback(DType t) {
   }
 }
 
-// A family's rule (models/recipe_rules.h) as a glob list for the description: "model.vision_tower.*, *.bias".
+// A family's rule (models/recipe_rules.h) as a glob list for the description: "model.tower.*, *.proj.weight".
 std::string family_rule_names(const FamilyRecipeRule& r) {
   std::string s;
   auto add = [&](const std::string& glob) { s += (s.empty() ? "" : ", ") + glob; };
@@ -233,8 +233,9 @@ std::vector<std::string> default_rule_descriptions(const std::string& q, const s
   };
   describe_family_rules(q, model_type, d);
   d.push_back("* -> " + q);
-  d.push_back("fallback: a quantized type on a tensor that is not 2-D or whose input dim is not a multiple of 32 -> "
-              "bf16 if the source is bf16, else f16 (f32 for 1-D)");
+  d.push_back("fallback: a quantized type on a tensor that is not 2-D (nor stacked experts [E, out, in], "
+              "*.experts.*) or whose input dim is not a multiple of 32 -> bf16 if the source is bf16, else f16 (f32 "
+              "for 1-D)");
   return d;
 }
 
