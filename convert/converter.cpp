@@ -223,7 +223,7 @@ Result<ConvertReport> convert_checkpoint(const Checkpoint& c, const ConvertOptio
   nlohmann::json q = {{"quant", quant}, {"target", opt.target}, {"layout", layout}, {"source_format", c.format}};
   nlohmann::json rules = nlohmann::json::array();
   for (auto& r : user.rules) rules.push_back(r.pattern + " -> " + r.dtype);
-  for (auto& d : default_rule_descriptions(quant)) rules.push_back(d);
+  for (auto& d : default_rule_descriptions(quant, model_type)) rules.push_back(d);  // this family's rules only
   q["rules"] = rules;
   nlohmann::json fallbacks = nlohmann::json::array();
   std::vector<PipitWriter::Spec> specs;

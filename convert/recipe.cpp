@@ -111,6 +111,62 @@ DType kquant_fallback(DType t) {
   }
 }
 
+// A family's rule (models/recipe_rules.h) as a glob list for the description: "model.tower.*, *.proj.weight".
+std::string family_rule_names(const FamilyRecipeRule& r) {
+  std::string s;
+  auto add = [&](const std::string& glob) { s += (s.empty() ? "" : ", ") + glob; };
+  for (const auto& p : r.prefix) add(p + "*");
+  for (const auto& p : r.suffix) add("*" + p);
+  for (const auto& p : r.contains) add("*" + p + "*");
+  return s;
+}
+
+std::string family_rule_gives(RuleGives g) {
+  switch (g) {
+    case RuleGives::kQ8_0: return "q8_0";
+    case RuleGives::kSource: return "source dtype";
+    case RuleGives::kHalf: return "bf16 if the source is bf16, else f16";
+    case RuleGives::kMxfp4: return "mxfp4";
+  }
+  return "?";
+}
+
+// The dtype name a family rule asks for ("source": the tensor's own).
+std::string family_dtype(const FamilyRecipeRule& r, DType src) {
+  switch (r.gives) {
+    case RuleGives::kQ8_0: return "q8_0";
+    case RuleGives::kSource: return "source";
+    case RuleGives::kHalf: return std::string(dtype_name(half_of(src)));
+    case RuleGives::kMxfp4: return "mxfp4";
+  }
+  return "source";
+}
+
+bool applies_under(const FamilyRecipeRule& r, const std::string& q) {
+  return std::find(r.quants.begin(), r.quants.end(), q) != r.quants.end();
+}
+
+// The lines describing the family rules that apply under `q`: those of `model_type`, or every registered one
+// (with the model types it is registered for) when `model_type` is empty.
+void describe_family_rules(const std::string& q, const std::string& model_type, std::vector<std::string>& d) {
+  for (const FamilyRecipeRules* set : all_family_recipe_rules()) {
+    const auto& types = set->model_types;
+    if (!model_type.empty() && std::find(types.begin(), types.end(), model_type) == types.end()) continue;
+    std::string who;
+    if (model_type.empty())
+      for (const auto& t : types) who += (who.empty() ? " [" : ", ") + t;
+    if (!who.empty()) who += "]";
+    for (const FamilyRecipeRule& r : set->rules) {
+      if (!applies_under(r, q)) continue;
+      std::string only;
+      for (const auto& w : r.only_with) only += (only.empty() ? "" : " or ") + ("*" + w + "*");
+      d.push_back(r.label + who + " (" + (r.ndim ? std::to_string(r.ndim) + "-D " : std::string()) +
+                  family_rule_names(r) + (only.empty() ? "" : " in a checkpoint with " + only) + ") -> " +
+                  family_rule_gives(r.gives));
+    }
+  }
+}
+
 }  // namespace
 
 Result<Recipe> Recipe::parse(const std::string& text, const std::string& origin) {
@@ -149,7 +205,7 @@ Result<Recipe> Recipe::load(const std::string& path) {
   return parse(*text, path);
 }
 
-std::vector<std::string> default_rule_descriptions(const std::string& q) {
+std::vector<std::string> default_rule_descriptions(const std::string& q, const std::string& model_type) {
   if (q == "auto") return {"* -> source dtype (auto)"};
   if (is_kquant_mix(q)) {
     const std::string base = q == "q6_k" ? "q6_k" : q.substr(0, 4);
@@ -157,6 +213,7 @@ std::vector<std::string> default_rule_descriptions(const std::string& q) {
         "1-D tensors (norms, biases) -> f32",
         "output head (lm_head.weight, or the tied embedding) -> q6_k (q8_0 when its rows are not whole 256-blocks)",
     };
+    describe_family_rules(q, model_type, d);
     if (q == "q4_k_m" || q == "q5_k_m")
       d.push_back("self_attn.v_proj / mlp.down_proj of layer i -> q6_k when use_more_bits(i, n_layers): i < n/8, "
                   "i >= 7n/8 or (i - n/8) % 3 == 2 (llama.cpp's " + std::string(q == "q4_k_m" ? "Q4_K_M" : "Q5_K_M") +
@@ -170,24 +227,15 @@ std::vector<std::string> default_rule_descriptions(const std::string& q) {
   const bool quant = q == "q8_0" || q == "q4_0";
   std::vector<std::string> d = {
       "1-D tensors (norms, biases) and biases (*.bias, *_bias) -> f32",
-      "mxfp4 tensors (GPT-OSS experts as shipped) -> kept mxfp4",
-      std::string("stacked experts ([E, out, in], *.experts.*) -> ") + (q == "q4_0" ? "mxfp4" : q),
+      "mxfp4 tensors -> kept mxfp4",
       std::string("output head (lm_head.weight, or the tied embedding) -> ") + (q == "q4_0" ? "q8_0" : q),
       std::string("model.embed_tokens.weight -> ") + (quant ? "bf16 if the source is bf16, else f16" : q),
-      std::string("MoE router (*.mlp.gate.weight, *.mlp.router.weight, *.router.proj.weight beside experts) -> ") +
-          (quant ? "source dtype" : q),
-      std::string("attention of an MoE checkpoint (*.self_attn.*) -> ") + (q == "q4_0" ? "q8_0" : q),
-      std::string("linear-attention gate projections (*linear_attn.in_proj_a/in_proj_b.weight) -> ") +
-          (quant ? "bf16 if the source is bf16, else f16" : q),
   };
-  for (const Q4Floor* f : all_q4_floors()) {  // a family's parts that keep q8_0 under q4 (models/recipe_rules.h)
-    std::string prefixes;
-    for (const auto& p : f->prefixes) prefixes += (prefixes.empty() ? "" : ", ") + p + "*";
-    d.push_back(f->label + " (" + prefixes + ") -> " + (q == "q4_0" ? "q8_0" : q));
-  }
+  describe_family_rules(q, model_type, d);
   d.push_back("* -> " + q);
-  d.push_back("fallback: a quantized type on a tensor that is not 2-D or whose input dim is not a multiple of 32 -> "
-              "bf16 if the source is bf16, else f16 (f32 for 1-D)");
+  d.push_back("fallback: a quantized type on a tensor that is not 2-D (nor stacked experts [E, out, in], "
+              "*.experts.*) or whose input dim is not a multiple of 32 -> bf16 if the source is bf16, else f16 (f32 "
+              "for 1-D)");
   return d;
 }
 
@@ -195,16 +243,26 @@ Result<std::vector<TensorPlan>> plan_conversion(const Checkpoint& c, const std::
   const bool quant = q == "q8_0" || q == "q4_0";
   const bool mix = is_kquant_mix(q);
   const bool tied = !c.tensors.count("lm_head.weight");
-  bool moe = false;  // routed experts (Qwen3-MoE, DeepSeek-OCR's decoder; Gemma 4's layers.N.experts.gate_up_proj)
-  for (auto& [name, t] : c.tensors)
-    moe |= name.find(".mlp.experts.") != std::string::npos || name.find(".experts.gate_up_proj") != std::string::npos;
-  // the family's tensors that keep q8_0 under q4 (models/recipe_rules.h, registered beside the model)
+  // the rules of the checkpoint's family (models/recipe_rules.h, registered beside the model) that apply under q in
+  // this checkpoint (a rule that needs some tensor, e.g. the experts, is dropped when none has that name)
   const nlohmann::json mt = c.config.is_object() ? c.config.value("model_type", nlohmann::json()) : nlohmann::json();
-  const std::vector<const Q4Floor*> floors = q4_floors(mt.is_string() ? mt.get<std::string>() : std::string());
-  auto floor_of = [&](const std::string& name) -> const Q4Floor* {
-    for (const Q4Floor* f : floors)
-      for (const auto& prefix : f->prefixes)
-        if (name.rfind(prefix, 0) == 0) return f;
+  std::vector<const FamilyRecipeRule*> family;
+  for (const FamilyRecipeRule* r : family_recipe_rules(mt.is_string() ? mt.get<std::string>() : std::string())) {
+    bool present = r->only_with.empty();
+    for (auto it = c.tensors.begin(); !present && it != c.tensors.end(); ++it)
+      for (const auto& w : r->only_with) present |= it->first.find(w) != std::string::npos;
+    if (present && applies_under(*r, q)) family.push_back(r);
+  }
+  auto family_rule = [&](const std::string& name, const Tensor& t) -> const FamilyRecipeRule* {
+    for (const FamilyRecipeRule* r : family) {
+      if (r->ndim && t.ndim() != r->ndim) continue;
+      for (const auto& p : r->prefix)
+        if (name.rfind(p, 0) == 0) return r;
+      for (const auto& p : r->suffix)
+        if (ends_with(name, p)) return r;
+      for (const auto& p : r->contains)
+        if (name.find(p) != std::string::npos) return r;
+    }
     return nullptr;
   };
   int64_t n_layers = 0;  // for the mixes' per-layer rules: the config's, else the highest layer index seen + 1
@@ -217,7 +275,8 @@ Result<std::vector<TensorPlan>> plan_conversion(const Checkpoint& c, const std::
   if (n_layers <= 0)
     for (auto& [name, t] : c.tensors)
       n_layers = std::max(n_layers, layer_of(name, "self_attn.v_proj.weight") + 1);
-  // stacked MoE experts ([E, out, in], GPT-OSS) are matrices too: quantized row by row like a 2-D weight
+  // stacked MoE experts ([E, out, in], the HF convention names them *.experts.*) are matrices too: quantized row by
+  // row like a 2-D weight
   auto matrix = [](const std::string& name, const Tensor& t) {
     return t.ndim() == 2 || (t.ndim() == 3 && name.find(".experts.") != std::string::npos);
   };
@@ -245,40 +304,19 @@ Result<std::vector<TensorPlan>> plan_conversion(const Checkpoint& c, const std::
       } else if (mix) {
         if (head) {
           want = t.dim(-1) % kQK == 0 ? "q6_k" : "q8_0", p.rule = "output head";
-        } else if (const Q4Floor* f = q.rfind("q4_k", 0) == 0 && t.ndim() == 2 ? floor_of(name) : nullptr) {
-          // the 4-bit mixes keep a family's floored parts at q8_0 as q4 does (llama.cpp's users get the same:
-          // its mmproj files are written apart, f16 or q8_0, whatever the text model's mix)
-          want = "q8_0", p.rule = f->label;
+        } else if (const FamilyRecipeRule* r = family_rule(name, t)) {
+          want = family_dtype(*r, p.src), p.rule = r->label;
         } else {
           want = std::string(dtype_name(kquant_mix_type(q, name, n_layers)));
           p.rule = want == "q6_k" && q != "q6_k" ? "more bits (use_more_bits)" : want == "q5_k" && q == "q4_k_s"
                        ? "more bits (first layers)" : "default";
         }
-      } else if (q == "q4_0" && t.ndim() == 3 && name.find(".experts.") != std::string::npos) {
-        // GPT-OSS's stacked experts in bf16 are the dequantized MXFP4 the model ships as: mxfp4 (4.25 bits, ggml's
-        // rounding = the Hub packing's exponent rule) gives those values back exactly, where q4_0 would not
-        want = "mxfp4", p.rule = "stacked experts under q4 -> mxfp4";
       } else if (head) {
         want = q == "q4_0" ? "q8_0" : q, p.rule = "output head";
       } else if (ends_with(name, "embed_tokens.weight")) {
         want = quant ? std::string(dtype_name(half_of(p.src))) : q, p.rule = "embedding";
-      } else if (moe && quant && (ends_with(name, ".mlp.gate.weight") || ends_with(name, ".mlp.router.weight") ||
-                                  ends_with(name, ".router.proj.weight"))) {
-        // E x n_embd, a rounding error here moves a token to another expert: a discrete jump, not a small error
-        want = "source", p.rule = "MoE router";
-      } else if (moe && q == "q4_0" && name.find(".self_attn.") != std::string::npos) {
-        // in an MoE model the attention is a few % of the weights but runs for every token while each expert runs
-        // for a few; on the test checkpoints it carries most of the q4 error (qwen3_moe relative RMS 0.168 -> 0.027)
-        want = "q8_0", p.rule = "MoE attention";
-      } else if (const Q4Floor* f = q == "q4_0" && t.ndim() == 2 ? floor_of(name) : nullptr) {
-        want = "q8_0", p.rule = f->label;
-      } else if (quant && (ends_with(name, "linear_attn.in_proj_a.weight") ||
-                           ends_with(name, "linear_attn.in_proj_b.weight"))) {
-        // Gated DeltaNet (Qwen3.5): these few rows (one per value head) set each head's decay exp(-e^A_log
-        // softplus(a + dt_bias)) and write strength sigmoid(b) at every token; an error there compounds through
-        // the recurrent state over the whole sequence, so they stay 16-bit (~0.1% of the layer's weights).
-        // A_log, dt_bias, the conv and norm weights are not 2-D and stay f32 by the rule above.
-        want = dtype_name(half_of(p.src)), p.rule = "linear-attention gates";
+      } else if (const FamilyRecipeRule* r = family_rule(name, t)) {
+        want = family_dtype(*r, p.src), p.rule = r->label;
       } else {
         want = q, p.rule = "default";
       }

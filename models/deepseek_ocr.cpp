@@ -22,6 +22,7 @@
 // Without one (a decoder-only checkpoint), token ids only.
 #include "models/chat_format.h"
 #include "models/llama.h"
+#include "models/recipe_rules.h"
 #include "models/vision/deepseek_ocr_vision.h"
 #include "models/vision/vision_model.h"
 
@@ -169,6 +170,15 @@ Result<std::unique_ptr<Model>> make_deepseek_ocr(const HfConfig& cfg, const Weig
 }  // namespace
 
 PIPIT_REGISTER_MODEL("deepseek_vl_v2", make_deepseek_ocr);
+// The decoder's MoE layers take the quantization recipe's MoE rules, for the reasons (and with the measurement)
+// given where models/qwen3_moe.cpp registers them: the router (mlp.gate) keeps its source dtype under q8 / q4, the
+// attention is q8_0 under q4, in a checkpoint with routed experts.
+static FamilyRecipeRegistrar kDeepseekOcrRecipe(
+    {"deepseek_vl_v2"},
+    {{.label = "MoE router", .suffix = {".mlp.gate.weight"}, .only_with = {".mlp.experts."},
+      .quants = {"q8_0", "q4_0"}, .gives = RuleGives::kSource},
+     {.label = "MoE attention", .contains = {".self_attn."}, .only_with = {".mlp.experts."}, .quants = {"q4_0"},
+      .gives = RuleGives::kQ8_0}});
 
 // infer()'s prompt format for a conversation: format_messages(sft_format='plain') joins the messages' contents with
 // empty separators and no role names, strips the whole, and the text is encoded without special tokens after BOS 0.

@@ -4,6 +4,7 @@
 #include "backends/device.h"
 
 #include <algorithm>
+#include <list>
 #include <map>
 
 #include "models/chat_format.h"
@@ -53,26 +54,32 @@ std::string media_note_suffix(const std::string& model_type) {
 }
 
 namespace {
-std::multimap<std::string, Q4Floor>& q4_floor_registry() {
-  static std::multimap<std::string, Q4Floor> r;
+// a std::list keeps the records where they are while later registrations append: lookups hand out pointers
+std::list<FamilyRecipeRules>& family_recipe_registry() {
+  static std::list<FamilyRecipeRules> r;
   return r;
 }
 }  // namespace
 
-void register_q4_floor(const char* model_type, Q4Floor floor) {
-  q4_floor_registry().emplace(model_type, std::move(floor));
-}
+void register_family_recipe_rules(FamilyRecipeRules rules) { family_recipe_registry().push_back(std::move(rules)); }
 
-std::vector<const Q4Floor*> q4_floors(const std::string& model_type) {
-  std::vector<const Q4Floor*> out;
-  auto [b, e] = q4_floor_registry().equal_range(model_type);
-  for (auto it = b; it != e; ++it) out.push_back(&it->second);
+std::vector<const FamilyRecipeRule*> family_recipe_rules(const std::string& model_type) {
+  std::vector<const FamilyRecipeRule*> out;
+  for (const FamilyRecipeRules& r : family_recipe_registry())
+    if (std::find(r.model_types.begin(), r.model_types.end(), model_type) != r.model_types.end())
+      for (const FamilyRecipeRule& rule : r.rules) out.push_back(&rule);
   return out;
 }
 
-std::vector<const Q4Floor*> all_q4_floors() {
-  std::vector<const Q4Floor*> out;
-  for (auto& [type, f] : q4_floor_registry()) out.push_back(&f);
+std::vector<const FamilyRecipeRules*> all_family_recipe_rules() {
+  std::vector<const FamilyRecipeRules*> out;
+  for (const FamilyRecipeRules& r : family_recipe_registry()) out.push_back(&r);
+  // registrations from different files run in link order: sorted, the description does not depend on it
+  std::stable_sort(out.begin(), out.end(), [](const FamilyRecipeRules* x, const FamilyRecipeRules* y) {
+    const std::string a = x->model_types.empty() ? std::string() : x->model_types[0];
+    const std::string b = y->model_types.empty() ? std::string() : y->model_types[0];
+    return a < b;
+  });
   return out;
 }
 

@@ -17,6 +17,7 @@
 #include "models/layer_types.h"
 #include "models/mtp.h"
 #include "models/qwen2_vl.h"
+#include "models/recipe_rules.h"
 
 namespace pipit {
 
@@ -407,5 +408,13 @@ Result<std::unique_ptr<Model>> make_qwen3_5(const HfConfig& cfg, const WeightSou
 
 PIPIT_REGISTER_MODEL("qwen3_5_text", make_qwen3_5);
 PIPIT_REGISTER_MODEL("qwen3_5", make_qwen3_5);
+// Under q8 / q4 the Gated DeltaNet gate projections stay 16-bit (convert/recipe.h rule 4): these few rows (one per
+// value head) set each head's decay exp(-e^A_log softplus(a + dt_bias)) and write strength sigmoid(b) at every
+// token; an error there compounds through the recurrent state over the whole sequence (~0.1% of the layer's
+// weights). A_log, dt_bias, the conv and norm weights are not 2-D and stay f32 by the general rules.
+static FamilyRecipeRegistrar kQwen35Recipe(
+    {"qwen3_5", "qwen3_5_text"},
+    {{.label = "linear-attention gates", .suffix = {"linear_attn.in_proj_a.weight", "linear_attn.in_proj_b.weight"},
+      .quants = {"q8_0", "q4_0"}, .gives = RuleGives::kHalf}});
 
 }  // namespace pipit

@@ -1,7 +1,13 @@
-// Tensors of a family that keep q8_0 where the 4-bit recipes (convert/recipe.cpp: q4, and the q4_k_m / q4_k_s mixes)
-// would give them 4 bits: registered by the model file beside its own code, read by the converter for the
-// checkpoint's model_type, so the recipe names no model. Use it for small parts whose error every token carries (an encoder's weights, a projector), with the
-// measurement that justified it in a comment where it is registered.
+// What the quantization recipe (convert/recipe.cpp) needs to know about a family beyond its general rules: records a
+// model file registers beside its own code for its model_type(s), read by the converter for the checkpoint's
+// model_type, so the recipe names no family and holds no family's tensor names. Use one for a tensor whose error
+// the general rules would make too large (a router whose rounding picks another expert, an encoder every soft token
+// goes through), with the measurement that justified it in a comment where it is registered.
+//
+// Where they stand in the recipe (convert/recipe.h): after the user's --recipe rules, the source-kind rules (auto,
+// non-weights, mxfp4 kept, 1-D and biases -> f32), the output head and, outside the K-quant mixes, the token
+// embedding; before the default type (or the mix's per-layer types). The first record that matches decides: a
+// family's records in the order it registered them.
 #pragma once
 
 #include <initializer_list>
@@ -10,19 +16,46 @@
 
 namespace pipit {
 
-struct Q4Floor {
-  std::string label;                  // the tensor's rule in convert's report (e.g. "Gemma 4 media towers")
-  std::vector<std::string> prefixes;  // 2-D tensors whose names start with one of these
+// What a matching tensor gets.
+enum class RuleGives {
+  kQ8_0,    // q8_0
+  kSource,  // its source dtype, unchanged
+  kHalf,    // 16-bit: bf16 when the source is bf16, else f16
+  kMxfp4,   // mxfp4 (needs a row length that is a multiple of 32 like q4_0, else the general 16-bit fallback)
 };
 
-void register_q4_floor(const char* model_type, Q4Floor floor);
-// The floors of `model_type` (empty for most families), and every registered one (for the recipe's description).
-std::vector<const Q4Floor*> q4_floors(const std::string& model_type);
-std::vector<const Q4Floor*> all_q4_floors();
+struct FamilyRecipeRule {
+  std::string label;  // the tensor's rule in convert's report, e.g. "MoE router"
+  // A tensor matches when its name starts with one of `prefix`, ends with one of `suffix` or contains one of
+  // `contains` (at least one of the three is set).
+  std::vector<std::string> prefix, suffix, contains;
+  int ndim = 0;  // 2 or 3 (stacked experts [E, out, in]): only tensors of that rank; 0: any matrix
+  // Only in a checkpoint holding a tensor whose name contains one of these (an MoE rule needs the experts, which
+  // a family's dense variants lack); empty: always.
+  std::vector<std::string> only_with;
+  // The canonical --quant values it applies under: "q8_0", "q4_0", "q4_k_m", "q4_k_s", "q5_k_m", "q5_k_s", "q6_k",
+  // "f16", "bf16", "f32" (never under "auto", which keeps every source dtype).
+  std::vector<std::string> quants;
+  RuleGives gives = RuleGives::kQ8_0;
+};
 
-struct Q4FloorRegistrar {
-  Q4FloorRegistrar(const char* model_type, const char* label, std::initializer_list<const char*> prefixes) {
-    register_q4_floor(model_type, Q4Floor{label, std::vector<std::string>(prefixes.begin(), prefixes.end())});
+// Rules registered for a set of model types. A model_type's rules are tried in registration order: the order in
+// the list, and registrations in one file in the order they are declared; registrations in different files run
+// in no defined order, so a model_type's rules belong in one file.
+struct FamilyRecipeRules {
+  std::vector<std::string> model_types;
+  std::vector<FamilyRecipeRule> rules;
+};
+
+void register_family_recipe_rules(FamilyRecipeRules rules);
+// The rules of `model_type`, first match first (empty for most families).
+std::vector<const FamilyRecipeRule*> family_recipe_rules(const std::string& model_type);
+// Every registration, ordered by its first model type (for the recipe's description and the layering test).
+std::vector<const FamilyRecipeRules*> all_family_recipe_rules();
+
+struct FamilyRecipeRegistrar {
+  FamilyRecipeRegistrar(std::initializer_list<const char*> model_types, std::initializer_list<FamilyRecipeRule> rules) {
+    register_family_recipe_rules({std::vector<std::string>(model_types.begin(), model_types.end()), rules});
   }
 };
 

@@ -8,7 +8,9 @@
   - no model type registered in models/ is named in backends/ (placement is by capability: Model::ops_used);
   - GGUF import (convert/gguf_import.cpp, gguf_mmproj.cpp) names no llama.cpp arch, projector or model type, and
     convert/gguf_tokenizer.cpp no family's vocabulary type or pre-tokenizer: each is a record beside the model
-    (models/gguf_traits.h).
+    (models/gguf_traits.h);
+  - the quantization recipe (convert/recipe.cpp, recipe.h) names no model type or GGUF arch, and none of the tensor
+    names or labels of a family's recipe rules: those are records beside the model (models/recipe_rules.h).
 
 usage: layering_test.py SOURCE_DIR
 """
@@ -103,6 +105,29 @@ def main():
     for n in sorted(vocab):
         if f'"{n}"' in text:
             errors.append(f"convert/gguf_tokenizer.cpp names '{n}': a family's vocabulary is its record in models/")
+
+    # the quantization recipe reads a family's rules from its records beside the model (FamilyRecipeRegistrar): no
+    # string in the recipe names a model type, an arch, or holds a tensor name or label one of those records declares
+    rule_names, rule_labels = set(), set()
+    for p in sources(root, "models"):
+        for reg in re.findall(r'FamilyRecipeRegistrar \w+\((.*?)\)\s*;', p.read_text(), re.S):
+            rule_labels.update(re.findall(r'\.label = "([^"]+)"', reg))
+            for listed in re.findall(r'\.(?:prefix|suffix|contains|only_with) = \{([^}]*)\}', reg):
+                rule_names.update(re.findall(r'"([^"]+)"', listed))
+    if len(rule_labels) < 4 or len(rule_names) < 8:
+        errors.append(f"found only {len(rule_labels)} recipe rule labels and {len(rule_names)} tensor names "
+                      "registered in models/: is FamilyRecipeRegistrar still used?")
+    for rel in ("convert/recipe.cpp", "convert/recipe.h"):
+        text = (root / rel).read_text()
+        for n in sorted(names | gguf):
+            if f'"{n}"' in text:
+                errors.append(f"{rel} names '{n}': a family's recipe rules are its records in models/")
+        for i, line in enumerate(text.splitlines(), 1):
+            for literal in re.findall(r'"((?:[^"\\]|\\.)*)"', line):
+                for n in sorted(rule_names | rule_labels):
+                    if n in literal:
+                        errors.append(f"{rel}:{i}: \"{literal}\" holds '{n}', which a family's recipe rule declares "
+                                      "(models/recipe_rules.h): the rule belongs beside the model")
 
     for e in errors:
         print("FAIL:", e)
