@@ -407,8 +407,9 @@ TEST_F(Gemma4, MoeBlockShapesAndRoutingInvariance) {
   const auto l1 = logits(s1, 512), l2 = logits(s2, 512);
   EXPECT_LE(test::max_abs_diff(l1.data(), l2.data(), golden.numel()).max_abs, 1e-4);
   // q8 / q4 files: the stacked experts become q8_0 / mxfp4, the router keeps its dtype, the attention is q8_0 under q4
-  // (Gemma 4's recipe rules, models/gemma4.cpp). Bounds ~1.4x the measured 0.222 / 0.442: this random router is nearly uniform, so
-  // the dense layers' rounding flips top-k choices (with router and experts at f32 the q8 error is the same, 0.219).
+  // (Gemma 4's recipe rules, models/gemma4.cpp). Bounds ~1.4x the measured 0.222 / 0.442: this random router is
+  // nearly uniform, so the dense layers' rounding flips top-k choices (with router and experts at f32 the q8 error
+  // is the same, 0.219).
   for (const char* q : {"q8", "q4"}) {
     const std::string out = d.path(std::string("moe_") + q + ".pipit");
     test::convert_or_fail(d.path("a"), out, q);

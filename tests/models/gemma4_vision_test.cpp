@@ -284,8 +284,8 @@ TEST_F(Gemma4Vision, BidirectionalImageConfigsRefuseImages) {
 
 // The whole model (tower, projector, decoder) from q8 / q4 .pipit files against the f32 goldens: relative RMS of the
 // soft tokens and of the prefill logits, and (q8) the last position's argmax. The default recipe keeps the tower's
-// and projector's matrices at q8_0 under q4 (Gemma 4's media-tower recipe rule), the 3-D position table and the clip bounds
-// unquantized. Measured: q8 0.0177 / 0.0580; q4 0.0177 / 0.380 (with the tower at q4 it was 0.247 / 0.589).
+// and projector's matrices at q8_0 under q4 (Gemma 4's media-tower recipe rule), the 3-D position table and the
+// clip bounds unquantized. Measured: q8 0.0177 / 0.0580; q4 0.0177 / 0.380 (with the tower at q4 it was 0.247 / 0.589).
 // Bounds ~1.5x the measured values.
 TEST_F(Gemma4Vision, QuantizedFilesWithinBounds) {
   struct Bound {

@@ -22,9 +22,10 @@ struct FamilyBound {
 // gpt_oss 0.0486 / 0.0449.
 // Gemma's is larger: its tied embedding is also the output head (q8 under q4) and is scaled by sqrt(hidden) on the
 // way in. The MoE checkpoints keep their routers at the source dtype and their attention at q8 under q4 (their
-// family recipe rules, models/recipe_rules.h; qwen3_moe's q4 error was 0.168 before, deepseek_ocr_lm's 0.289); GPT-OSS's q4 also stores its stacked
-// experts as mxfp4, which gives its bf16 experts (dequantized MXFP4) back exactly. MiniCPM's q4 error, like Gemma's,
-// comes mostly from the attention (0.182 with it at q8), which a dense model's default recipe does not keep at q8.
+// family recipe rules, models/recipe_rules.h; qwen3_moe's q4 error was 0.168 before, deepseek_ocr_lm's 0.289);
+// GPT-OSS's q4 also stores its stacked experts as mxfp4, which gives its bf16 experts (dequantized MXFP4) back
+// exactly. MiniCPM's q4 error, like Gemma's, comes mostly from the attention (0.182 with it at q8), which a dense
+// model's default recipe does not keep at q8.
 // qwen3_5 0.0450 / 0.425: a 128-wide hidden (whole rows of 4 q blocks), and the DeltaNet state carries every
 // layer's error along the sequence.
 const FamilyBound kFamilies[] = {
