@@ -272,14 +272,14 @@ py::array_t<float> session_eval(PySession& ps, const std::vector<int32_t>& ids, 
 }
 
 std::shared_ptr<PyModel> load(const std::string& path, int n_threads, const std::string& mmproj,
-                              const std::string& precision) {
+                              const std::string& precision, bool mmap) {
   if (n_threads < 0 || n_threads > Limits::kMaxThreads)
     bad_arg("n_threads must be in [0, {}], got {}", Limits::kMaxThreads, n_threads);
   if (precision != "exact" && precision != "fast") bad_arg("precision '{}': expected 'exact' or 'fast'", precision);
   Result<LoadedModel> lm = Status::ok();
   {
     py::gil_scoped_release nogil;
-    lm = load_model(path, LoadOptions{.precision_fast = precision == "fast", .mmproj = mmproj});
+    lm = load_model(path, LoadOptions{.copy_weights = !mmap, .precision_fast = precision == "fast", .mmproj = mmproj});
   }
   auto m = std::make_shared<PyModel>();
   m->lm = unwrap(std::move(lm));
@@ -355,7 +355,7 @@ void bind_model(py::module_& m) {
 
   py::class_<PyModel, std::shared_ptr<PyModel>>(m, "Model")
       .def(py::init(&load), py::arg("path"), py::arg("n_threads") = 0, py::arg("mmproj") = "",
-           py::arg("precision") = "exact")
+           py::arg("precision") = "exact", py::arg("mmap") = false)
       .def_property_readonly("arch", [](const PyModel& pm) { return pm.lm.model->info().arch; })
       .def_property_readonly("n_vocab", [](const PyModel& pm) { return pm.lm.model->info().n_vocab; })
       .def_property_readonly("n_embd", [](const PyModel& pm) { return pm.lm.model->info().n_embd; })

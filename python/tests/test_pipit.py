@@ -222,6 +222,18 @@ class Precision(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "precision 'bf16'"):
             pipit.Model(os.path.join(MODELS, "llama"), precision="bf16")
 
+    def test_mmap_gives_the_same_tokens(self):
+        # mmap=True keeps the weights in the file mapping instead of copying them: same greedy tokens, same logits
+        path = os.path.join(MODELS, "stories260k")
+        copied, mapped = pipit.Model(path, n_threads=1), pipit.Model(path, n_threads=1, mmap=True)
+        opts = dict(max_tokens=12, temperature=0)
+        self.assertEqual(mapped.generate("Once upon a time", **opts).tokens,
+                         copied.generate("Once upon a time", **opts).tokens)
+        ids = [1, 403, 407, 261, 378]
+        np.testing.assert_array_equal(mapped.logits(ids), copied.logits(ids))
+        with self.assertRaisesRegex(ValueError, "mmap must be True or False"):
+            pipit.Model(path, mmap="yes")
+
 
 class EagerModel(unittest.TestCase):
     def test_python_qwen3_reproduces_golden(self):

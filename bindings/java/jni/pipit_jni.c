@@ -111,7 +111,8 @@ JNIEXPORT jint JNICALL JNI_FN(apiVersion)(JNIEnv* env, jclass cls) {
 
 /* ---- models ---- */
 
-JNIEXPORT jlong JNICALL JNI_FN(modelLoad)(JNIEnv* env, jclass cls, jstring path, jstring device, jstring precision) {
+JNIEXPORT jlong JNICALL JNI_FN(modelLoad)(JNIEnv* env, jclass cls, jstring path, jstring device, jstring precision,
+                                          jboolean mmap_weights) {
   (void)cls;
   char* p = utf8_of(env, path, NULL);
   char* d = utf8_of(env, device, NULL);
@@ -122,6 +123,7 @@ JNIEXPORT jlong JNICALL JNI_FN(modelLoad)(JNIEnv* env, jclass cls, jstring path,
     pipit_model_options_default(&o);
     o.device = d;
     o.precision = q;
+    o.mmap_weights = mmap_weights ? 1 : 0;
     check(env, pipit_model_load(p, &o, &m));
   }
   free(p), free(d), free(q);

@@ -17,7 +17,7 @@ final class Native {
   static native String version();
   static native int apiVersion();
 
-  static native long modelLoad(String path, String device, String precision);
+  static native long modelLoad(String path, String device, String precision, boolean mmapWeights);
   static native void modelDestroy(long model);
   static native int modelNVocab(long model);
   static native int modelNCtxMax(long model);

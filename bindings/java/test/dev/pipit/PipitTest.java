@@ -36,6 +36,7 @@ public final class PipitTest {
     check(Pipit.apiVersion() >= 2, "api version " + Pipit.apiVersion());
     check(!Pipit.version().isEmpty(), "version " + Pipit.version());
     greedyMatchesCli(pipit, model);
+    mmapWeightsGiveTheSameTokens(model);
     cancelFromAnotherThread(model);
     inProcessServer(model);
     errors(model);
@@ -81,6 +82,18 @@ public final class PipitTest {
             "eval: " + logits.length + " logits, argmax " + best + " == the first greedy token " + tokens.get(0));
       }
     }
+  }
+
+  // Options.mmapWeights(true): the weights used in place from the file mapping give the copied weights' tokens
+  static void mmapWeightsGiveTheSameTokens(String model) throws Exception {
+    String[] text = new String[2];
+    for (int i = 0; i < 2; ++i) {
+      try (Model m = Model.load(model, new Model.Options().mmapWeights(i == 1)); Session s = m.newSession()) {
+        text[i] = s.generate("Once upon a time", new GenerateOptions().maxTokens(16).temperature(0));
+      }
+    }
+    check(!text[0].isEmpty() && text[0].equals(text[1]), "mmapWeights(true) gives the same greedy text: " + text[0]
+        + " / " + text[1]);
   }
 
   static void cancelFromAnotherThread(String model) throws Exception {
