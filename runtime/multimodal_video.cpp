@@ -157,7 +157,10 @@ Result<MultimodalPrompt> build_multimodal_prompt(const Model& m, std::span<const
     const int64_t E = m.info().n_embd;
     PIPIT_ASSIGN_OR_RETURN(std::vector<VideoSegment> segments, kind->expand(vd.processed, vt, encode_text));
     int64_t rows = 0;
-    for (const auto& sg : segments) rows += sg.rows;
+    for (const auto& sg : segments) {
+      if (sg.rows < 1) return Error::internal("[video] the processor laid out a segment of {} rows", sg.rows);
+      rows += sg.rows;
+    }
     if (vd.features.ndim() != 2 || vd.features.dim(0) != rows || vd.features.dim(1) != E)
       return Error::internal("[video] features {} for {} rows in {} segments", vd.features.describe(), rows,
                              segments.size());

@@ -30,7 +30,8 @@ std::vector<int32_t> sample_frames(int64_t total, double video_fps, const VideoP
   n = std::min({std::max(n, c.min_frames), c.max_frames, total});
   std::vector<int32_t> idx(size_t(n), 0);
   const double step = n > 1 ? double(total - 1) / double(n - 1) : 0.0;
-  for (int64_t i = 0; i < n; ++i) idx[size_t(i)] = int32_t(i == n - 1 && n > 1 ? total - 1 : py_round(double(i) * step));
+  for (int64_t i = 0; i < n; ++i)
+    idx[size_t(i)] = int32_t(i == n - 1 && n > 1 ? total - 1 : py_round(double(i) * step));
   return idx;
 }
 
@@ -38,13 +39,15 @@ std::vector<int32_t> sample_frames(int64_t total, double video_fps, const VideoP
 Result<std::pair<int64_t, int64_t>> video_smart_resize(int64_t frames, int64_t height, int64_t width, int64_t tf,
                                                        int64_t factor, int64_t min_pixels, int64_t max_pixels) {
   if (frames < tf)
-    return Error::invalid_argument("[video processor] {} sampled frame(s), fewer than the temporal patch {}", frames, tf);
+    return Error::invalid_argument("[video processor] {} sampled frame(s), fewer than the temporal patch {}", frames,
+                                   tf);
   if (height < factor || width < factor) {
     const double scale = std::max(double(factor) / double(height), double(factor) / double(width));
     height = int64_t(double(height) * scale);
     width = int64_t(double(width) * scale);
   } else if (double(std::max(height, width)) / double(std::min(height, width)) > 200) {
-    return Error::invalid_argument("[video processor] frames {}x{}: aspect ratio above 200 (HF's limit)", width, height);
+    return Error::invalid_argument("[video processor] frames {}x{}: aspect ratio above 200 (HF's limit)", width,
+                                   height);
   }
   if (std::fegetround() != FE_TONEAREST) std::fesetround(FE_TONEAREST);
   int64_t h = py_round(double(height) / double(factor)) * factor, w = py_round(double(width) / double(factor)) * factor;
@@ -130,7 +133,8 @@ Result<ProcessedVideo> preprocess_qwen3_vl(int64_t n_clip, const FrameSource& fr
     for (int64_t i = 0; i < plane; ++i)
       for (int64_t ch = 0; ch < 3; ++ch) {
         const float u = float(resized.rgb[size_t(i * 3 + ch)]);
-        dst[ch * plane + i] = rescale_only ? float(double(u) * c.rescale_factor) : (u - sub[size_t(ch)]) / div[size_t(ch)];
+        dst[ch * plane + i] =
+            rescale_only ? float(double(u) * c.rescale_factor) : (u - sub[size_t(ch)]) / div[size_t(ch)];
       }
   }
   // rows (t, h/m, w/m, m, m), columns (channel, frame in the temporal patch, py, px)
