@@ -300,10 +300,11 @@ pipit::Result<std::vector<int32_t>> conversation_tokens(pipit_session* session, 
   std::vector<int32_t> marked = has_marks ? ids : with_image_placeholders(model, ids, session->pending_images.size());
   const int64_t at_bos = !marked.empty() && marked[0] == model.info().bos_id ? 1 : 0;
   if (!session->pending_videos.empty()) {  // and the new videos before them
-    const pipit::VisionTokens& vt = model.vision()->vision_tokens();
-    if (std::find(marked.begin(), marked.end(), vt.video_token_id) == marked.end())
+    const int32_t video_token = model.vision()->vision_tokens().video_token_id;
+    const std::vector<int32_t> mark = pipit::video_placeholder_tokens(model);  // the model's video processor's
+    if (std::find(marked.begin(), marked.end(), video_token) == marked.end())
       for (size_t k = 0; k < session->pending_videos.size(); ++k)
-        marked.insert(marked.begin() + at_bos, {vt.vision_start_id, vt.video_token_id, vt.vision_end_id});
+        marked.insert(marked.begin() + at_bos, mark.begin(), mark.end());
   }
   if (!session->pending_audio.empty()) {  // and one audio placeholder per new clip, unless the text has them
     const int32_t mark = session->audio_enc->tokens().audio_token_id;
@@ -764,7 +765,7 @@ pipit_status pipit_session_attach_video_frames(pipit_session* session, const cha
     if (!session || !frames || n_frames <= 0)
       return fail(PIPIT_ERR_INVALID_ARGUMENT, "pipit_session_attach_video_frames: NULL argument or no frames");
     const pipit::Model& m = *session->model->lm.model;
-    if (!m.vision() || m.vision()->vision_tokens().video_token_id < 0)
+    if (!pipit::takes_video(m))
       return fail(PIPIT_ERR_UNSUPPORTED, "model '" + m.info().arch + "' does not take video input");
     constexpr int32_t kMaxFrames = 1000000;  // paths only; the generation decodes the sampled frames
     if (n_frames > kMaxFrames || !(fps > 0) || !std::isfinite(fps))
@@ -786,7 +787,7 @@ namespace {
 pipit_status attach_video(pipit_session* session, const char* fn, pipit_session::PendingVideo v) {
   return guard([&] {
     const pipit::Model& m = *session->model->lm.model;
-    if (!m.vision() || m.vision()->vision_tokens().video_token_id < 0)
+    if (!pipit::takes_video(m))
       return fail(PIPIT_ERR_UNSUPPORTED, "model '" + m.info().arch + "' does not take video input");
     if (!pipit::video_files_supported())
       return fail(PIPIT_ERR_UNSUPPORTED, std::string(fn) + ": this build of pipit decodes no video files (built "

@@ -6,8 +6,11 @@
 namespace pipit::cli {
 
 void add_audio_options(Args& a) {
-  a.multi({"--audio"}, "audio file (WAV, FLAC, OGG, MP3; resampled to 16 kHz mono); repeatable, in prompt order "
-                       "(models with audio input: Gemma 4)");
+  std::string types;  // the model types with an audio record in this build
+  for (const auto& t : audio_model_types()) types += (types.empty() ? "" : ", ") + t;
+  const std::string help = "audio file (WAV, FLAC, OGG, MP3; resampled to 16 kHz mono); repeatable, in prompt order "
+                           "(models with audio input: " + types + ")";
+  a.multi({"--audio"}, help.c_str());  // copied
 }
 
 bool has_audio(const Args& a) { return !a.get_all("--audio").empty(); }

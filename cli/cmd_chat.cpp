@@ -115,8 +115,7 @@ struct Chat {
 
   // A video (a file, or its frames at `fps`), encoded now and placed before the next message's text.
   Status attach_video(const std::string& spec, double fps) {
-    const VisionLanguageModel* v = lm.model->vision();
-    if (!v || v->vision_tokens().video_token_id < 0)
+    if (!takes_video(*lm.model))
       return Error::unsupported("model type '{}' does not take video input", lm.model->info().arch);
     const nlohmann::json part = {{"type", "video"}, {"video", spec}, {"fps", fps}};
     if (!media.videos.count(video_key(part))) {
@@ -337,7 +336,7 @@ const char* kHelp =
     "          message; /system alone removes it), /save FILE, /load FILE (the conversation as JSON),\n"
     "          /set [temp|top_k|top_p|min_p|repeat_penalty|max_tokens|seed VALUE] (shows the settings without one),\n"
     "          /image PATH (attach an image to your next message), /audio PATH (attach an audio clip: WAV, FLAC,\n"
-    "          OGG, MP3), /video FILE (attach a video: Qwen3.5), /exit\n"
+    "          OGG, MP3), /video FILE (attach a video: models with video input), /exit\n"
     "Ctrl-C stops an answer; Ctrl-D or /exit quits; end a line with \\ to continue it on the next. When the\n"
     "conversation outgrows the context, its oldest turns are dropped (said on stderr).\n";
 

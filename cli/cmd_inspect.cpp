@@ -208,7 +208,8 @@ int inspect_memory(Args& a, const std::string& path) {
   std::printf("  weights      %12s", m(e->weights).c_str());
   if (e->tower_weights) std::printf("  (towers %s)", m(e->tower_weights).c_str());
   std::printf("\n  KV cache     %12s\n  activations  %12s\n", m(e->kv_cache).c_str(), m(e->activations).c_str());
-  if (e->tower_activations) std::printf("  image encode %12s\n", m(e->tower_activations).c_str());
+  // the largest media input's encode: an image, a video or an audio clip
+  if (e->tower_activations) std::printf("  media encode %12s\n", m(e->tower_activations).c_str());
   std::printf("  tokenizer    %12s\n  runtime      %12s\n", m(e->tokenizer).c_str(), m(e->runtime).c_str());
   std::printf("  (loading: %s parsing tokenizer.json, in place of the session's part)\n",
               m(e->load_transient).c_str());

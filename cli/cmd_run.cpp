@@ -125,7 +125,7 @@ int cmd_run(Args& a) {
                        lm->model->info().arch, media_note_suffix(lm->model->info().arch)));
   if (has_audio(a))
     if (auto st = check_takes_audio(*lm); !st) return fail(a, st.message());
-  if (has_video(a) && (!lm->model->vision() || lm->model->vision()->vision_tokens().video_token_id < 0))
+  if (has_video(a) && !takes_video(*lm->model))
     return fail(a, fmt("--video: {} (model type '{}') does not take video input", a.get("-m"),
                        lm->model->info().arch));
   // The session (its memory plan) before the prompt is tokenized: a context that cannot be held is refused at once,

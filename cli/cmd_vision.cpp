@@ -49,7 +49,7 @@ Tensor concat(const std::vector<Tensor>& parts, bool stack) {
 // --video: what HF's video processor and the tower give (pixel_values_videos, video_grid_thw, video_embeds), the
 // sampled frame indices and timestamps, and with --stages the tower's intermediates as video_vision.*.
 int write_video(const Args& a, const LoadedModel& lm, const SessionOptions& so) {
-  if (!lm.model->vision() || lm.model->vision()->vision_tokens().video_token_id < 0)
+  if (!takes_video(*lm.model))
     return fail(a, fmt("--video: model type '{}' does not take video input", lm.model->info().arch));
   auto fps = a.get_float("--video-fps");
   if (!fps) return fail(a, fps.status().message());

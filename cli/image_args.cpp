@@ -40,8 +40,7 @@ Result<MultimodalPrompt> image_prompt(const Args& a, const LoadedModel& lm, std:
 
 void add_video_options(Args& a) {
   a.option({"--video"}, "a video file (MP4, WebM, MKV, MOV, AVI, ...; decoded with FFmpeg) or its frames (PNG/JPEG) "
-                        "in order: a directory (sorted by name) or a comma-separated list; models with video input "
-                        "(Qwen3.5)");
+                        "in order: a directory (sorted by name) or a comma-separated list; models with video input");
   a.option({"--video-fps"}, "frame rate of --video frames given as images (a video file has its own)", "2");
 }
 
@@ -136,12 +135,11 @@ Result<MultimodalPrompt> media_prompt(const Args& a, const LoadedModel& lm, cons
 
 std::vector<int32_t> with_video_placeholder(const Model& m, std::span<const int32_t> ids) {
   std::vector<int32_t> out(ids.begin(), ids.end());
-  const VisionLanguageModel* v = m.vision();
-  if (!v || v->vision_tokens().video_token_id < 0) return out;
-  const VisionTokens& t = v->vision_tokens();
-  if (std::find(out.begin(), out.end(), t.video_token_id) != out.end()) return out;
+  const std::vector<int32_t> mark = video_placeholder_tokens(m);  // the model's video processor writes it
+  if (mark.empty()) return out;
+  if (std::find(out.begin(), out.end(), m.vision()->vision_tokens().video_token_id) != out.end()) return out;
   const bool bos = !out.empty() && out[0] == m.info().bos_id;
-  out.insert(out.begin() + (bos ? 1 : 0), {t.vision_start_id, t.video_token_id, t.vision_end_id});
+  out.insert(out.begin() + (bos ? 1 : 0), mark.begin(), mark.end());
   return out;
 }
 

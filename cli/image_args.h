@@ -1,6 +1,6 @@
 // Image options shared by the commands that take images (run, logits, vision): --image (repeatable: a path or a
 // data: URL) and --image-max-pixels, and the step from those to a multimodal prompt. `pipit run` also takes one
-// video as its decoded frames (--video, --video-fps) for models with video input (Qwen3.5).
+// video as its decoded frames (--video, --video-fps) for models with video input.
 #pragma once
 
 #include <span>

@@ -120,6 +120,17 @@ class Qwen2VLModel : public Model, public VisionLanguageModel, public MtpModel {
                                      tower_.temporal_patch_size());
     return Status::ok();
   }
+  // Videos (a model with a video token): Qwen3VLVideoProcessor (models/vision/qwen3_vl_video_processor.cpp) with the
+  // tower's patch sizes
+  std::optional<VideoProcessorConfig> default_video_processor() const override {
+    if (tokens_.video_token_id < 0) return std::nullopt;
+    VideoProcessorConfig c;
+    c.kind = "qwen3_vl";
+    c.patch_size = tower_.patch_size();
+    c.merge_size = tower_.merge_size();
+    c.temporal_patch_size = tower_.temporal_patch_size();
+    return c;
+  }
   int64_t n_image_tokens(const ProcessedImage& img) const override {
     const int64_t m = tower_.merge_size();
     return int64_t(img.grid_thw[0]) * img.grid_thw[1] * img.grid_thw[2] / (m * m);

@@ -1,4 +1,5 @@
-// Audio clips into a prompt (audio_input.h). reference: HF processing_gemma4.py (replace_audio_token).
+// Audio clips into a prompt (audio_input.h): the model's audio record (models/audio/audio_model.h) says how a clip's
+// placeholder expands; nothing here knows a family.
 #include "runtime/audio_input.h"
 
 #include <algorithm>
@@ -114,9 +115,9 @@ Status splice_audio(MultimodalPrompt& p, const AudioTokens& t, const std::vector
         if (i + size_t(j) >= p.tokens.size() || p.tokens[i + size_t(j)] != t.audio_token_id)
           return Error::invalid_argument("[audio] clip {} needs a run of {} audio tokens at token {}, found {}",
                                          clip + 1, n, i, j);
-    } else {  // <|audio|> -> <|audio> + n x <|audio|> + <audio|>
-      out.tokens.push_back(t.boa_id);
-      out.embd_row.push_back(-1);
+    } else {  // the placeholder -> the processor's tokens before, n x the placeholder, its tokens after
+      out.tokens.insert(out.tokens.end(), t.before.begin(), t.before.end());
+      out.embd_row.insert(out.embd_row.end(), t.before.size(), -1);
     }
     const int64_t begin = int64_t(out.tokens.size());
     for (int64_t j = 0; j < n; ++j) {
@@ -126,8 +127,8 @@ Status splice_audio(MultimodalPrompt& p, const AudioTokens& t, const std::vector
     // recorded with the images' spans: a session never keeps half a clip when it rewinds
     out.image_spans.push_back({begin, int64_t(out.tokens.size()), 0});
     if (!expanded) {
-      out.tokens.push_back(t.eoa_id);
-      out.embd_row.push_back(-1);
+      out.tokens.insert(out.tokens.end(), t.after.begin(), t.after.end());
+      out.embd_row.insert(out.embd_row.end(), t.after.size(), -1);
     }
     i += expanded ? size_t(n) : 1;
     ++clip;

@@ -1,8 +1,9 @@
 // Audio clips in a prompt, beside images (runtime/multimodal.h): an audio clip is one more kind of embedded span of
-// a MultimodalPrompt. Each clip is decoded (models/audio/audio_decode.h), encoded by the model's audio tower
-// (models/audio/audio_model.h), and its placeholder is expanded as HF's Gemma4Processor.replace_audio_token does:
-// one <|audio|> in the text becomes <|audio>, n x <|audio|>, <audio|> (n from the clip's length), whose <|audio|>
-// rows take the clip's soft tokens. A prompt already expanded that way (the processor's output) is taken as is.
+// a MultimodalPrompt. Each clip is decoded (models/audio/audio_decode.h), encoded by the model's audio record
+// (models/audio/audio_model.h, found by model_type), and its placeholder is expanded as the record's AudioTokens
+// say, its HF processor's way: the tokens before, the placeholder once per soft token (n from the clip's length),
+// the tokens after; the placeholder rows take the clip's soft tokens. A prompt already expanded that way (the
+// processor's output) is taken as is.
 #pragma once
 
 #include <memory>
@@ -42,7 +43,7 @@ Result<std::vector<float>> load_audio(const AudioSource& src, double max_seconds
 MultimodalPrompt text_prompt(std::span<const int32_t> tokens);
 
 // Expands the audio placeholders of `p` (a text prompt, or one with images already spliced in) around `clips`
-// (encode_audio outputs, in prompt order): one <|audio|> per clip, or runs already expanded. Errors when the count
+// (encode_audio outputs, in prompt order): one placeholder per clip, or runs already expanded. Errors when the count
 // fits neither, and for M-RoPE prompts (no model with those takes audio).
 Status splice_audio(MultimodalPrompt& p, const AudioTokens& t, const std::vector<Tensor>& clips);
 
@@ -50,7 +51,8 @@ Status splice_audio(MultimodalPrompt& p, const AudioTokens& t, const std::vector
 Status add_audio(const LoadedModel& lm, MultimodalPrompt& p, const std::vector<AudioSource>& sources,
                  ThreadPool& pool);
 
-// The placeholder a chat template writes for one clip (<|audio|>), for prompts built without a template.
+// The placeholder a chat template writes for one clip (AudioTokens::audio_token_id), for prompts built without a
+// template.
 std::vector<int32_t> audio_placeholder_tokens(const AudioEncoder& enc);
 
 }  // namespace pipit

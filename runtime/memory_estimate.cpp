@@ -7,9 +7,11 @@
 #include "models/hf_config.h"
 #include "models/model.h"
 #include "models/vision/image_processor.h"
+#include "models/audio/audio_model.h"
 #include "models/vision/vision_model.h"
 #include "runtime/loader.h"
 #include "runtime/memory_plan.h"
+#include "runtime/multimodal_video.h"
 
 namespace pipit {
 
@@ -73,22 +75,37 @@ double decoder_activation_bytes(const HfConfig& cfg, const ModelInfo& info, int6
   return double(chunk) * per_token * 4.0 + double(info.n_vocab) * 4.0 * 2;  // + the logits row and its copy
 }
 
-// One image through the tower at the processor's largest size: the patches' rows of a block's temporaries (as the
-// decoder's, at the tower's widths), plus the pixel values. Vision attention runs in key chunks, so no patches x
-// patches matrix is held.
-double tower_activation_bytes(const LoadedModel& lm) {
-  const VisionLanguageModel* v = lm.model->vision();
-  if (!v) return 0;
-  ImageProcessorConfig pc = v->default_processor();
-  if (lm.preprocessor_config.is_object())
-    if (auto p = parse_image_processor(lm.preprocessor_config, pc)) pc = *p;
-  auto kind = find_image_processor(pc.kind);
-  if (!kind) return 0;
-  const auto [patches, pixels] = (*kind)->max_extent(pc);
-  const HfConfig vc = lm.config.sub("vision_config");
+// The rule of a vision tower's activations: the patches' rows of a block's temporaries (as the decoder's, at the
+// tower's widths), plus the pixel values. Vision attention runs in key chunks, so no patches x patches matrix is held.
+double vision_tower_bytes(const HfConfig& cfg, const ImageProcessorKind::Extent& x) {
+  const HfConfig vc = cfg.sub("vision_config");
   const double hidden = double(vc.get_int_or("hidden_size", vc.get_int_or("embed_dim", 1024)));
   const double inter = double(vc.get_int_or("intermediate_size", int64_t(hidden * vc.get_float_or("mlp_ratio", 4))));
-  return patches * (8 * hidden + 3 * inter) * 4.0 + pixels * 4.0;
+  return x.patches * (8 * hidden + 3 * inter) * 4.0 + x.pixels * 4.0;
+}
+
+// One media input encoded at its processor's largest size, the largest of what the model takes (an image, a video,
+// an audio clip; they are encoded one at a time): each bound is its processor's (image and video processor kinds,
+// the audio record), reached by name. 0 for a text model.
+double tower_activation_bytes(const LoadedModel& lm, const nlohmann::json& audio_processor) {
+  double bytes = 0;
+  const VisionLanguageModel* v = lm.model->vision();
+  if (v) {
+    ImageProcessorConfig pc = v->default_processor();
+    if (lm.preprocessor_config.is_object())
+      if (auto p = parse_image_processor(lm.preprocessor_config, pc)) pc = *p;
+    if (auto kind = find_image_processor(pc.kind)) bytes = vision_tower_bytes(lm.config, (*kind)->max_extent(pc));
+    if (takes_video(*lm.model)) {
+      auto vpp = video_preprocessor_config_of(lm);
+      auto vc = video_processor_for(*lm.model, vpp.is_ok() ? *vpp : nlohmann::json());
+      if (!vc.is_ok()) vc = *v->default_video_processor();  // a file the run would refuse: the model's defaults
+      if (auto kind = find_video_processor(vc->kind))
+        bytes = std::max(bytes, vision_tower_bytes(lm.config, (*kind)->max_extent(*vc)));
+    }
+  }
+  if (takes_audio(lm.config.model_type()))
+    if (auto a = audio_encode_bytes(lm.config, audio_processor)) bytes = std::max(bytes, *a);
+  return bytes;
 }
 
 }  // namespace
@@ -101,6 +118,11 @@ Result<MemoryEstimate> estimate_memory(const std::string& path, const MemoryEsti
   if (auto pp = c.texts.find("preprocessor_config"); pp != c.texts.end()) {
     auto j = nlohmann::json::parse(pp->second, nullptr, false);
     if (j.is_object()) lm.preprocessor_config = std::move(j);
+  }
+  nlohmann::json audio_processor;  // processor_config.json: an audio record's feature extractor and token cap
+  if (auto pc = c.texts.find("processor_config"); pc != c.texts.end()) {
+    auto j = nlohmann::json::parse(pc->second, nullptr, false);
+    if (j.is_object()) audio_processor = std::move(j);
   }
   const size_t tokenizer_text = c.texts.count("tokenizer") ? c.texts.at("tokenizer").size() : 0;
   MapWeightSource base(std::move(c.tensors));
@@ -121,7 +143,7 @@ Result<MemoryEstimate> estimate_memory(const std::string& path, const MemoryEsti
                                    s.n_batch);
   e.kv_cache = uint64_t(kv_cache_bytes(info, s.n_slot, s.n_ctx, s.kv_dtype, s.n_batch));
   e.activations = uint64_t(decoder_activation_bytes(lm.config, info, std::min(s.n_batch, s.n_ctx)));
-  e.tower_activations = uint64_t(tower_activation_bytes(lm));
+  e.tower_activations = uint64_t(tower_activation_bytes(lm, audio_processor));
   // The tokenizer's tables (vocabulary strings, the id maps, merges) measured at ~1.5x tokenizer.json's bytes.
   e.tokenizer = uint64_t(double(tokenizer_text) * 1.5);
   // Parsing tokenizer.json (the vocab and merges as SAX events, the rest as a tree): `pipit tokenize` with Qwen's

@@ -5,10 +5,10 @@
 // (runtime/memory_plan.h), the activations from the model's sizes.
 //
 // What it estimates is the peak resident memory of a session at a full context: weights (all touched after the
-// first token), the whole KV cache, the activations of one prefill chunk, the tokenizer's tables, and, for a
-// vision-language model, one image's encode at the processor's largest size; or, when larger, the transient of
-// parsing tokenizer.json at load. bench/memory_estimate.sh measures
-// the error against peak RSS.
+// first token), the whole KV cache, the activations of one prefill chunk, the tokenizer's tables, and, for a model
+// with media input, the largest one media encode takes at its processor's largest size (an image, a video, an audio
+// clip: each processor's bound); or, when larger, the transient of parsing tokenizer.json at load.
+// bench/memory_estimate.sh measures the error against peak RSS.
 #pragma once
 
 #include <cstdint>
@@ -24,7 +24,7 @@ struct MemoryEstimate {
   uint64_t tower_weights = 0;     // of which the vision / audio towers and their projectors
   uint64_t kv_cache = 0;          // K/V rows of every layer and slot at n_ctx, recurrent states included
   uint64_t activations = 0;       // one prefill chunk through the decoder, and the logits
-  uint64_t tower_activations = 0; // one image encoded at the processor's largest size (0 for text models)
+  uint64_t tower_activations = 0; // one image, video or audio clip encoded at its largest (0 for text models)
   uint64_t tokenizer = 0;         // vocabulary and merge tables
   uint64_t runtime = 0;           // the engine's code, thread stacks and heap bookkeeping
   // While loading: tokenizer.json's parse tree beside the tables being built (freed, and given back to the system,

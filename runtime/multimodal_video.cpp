@@ -1,9 +1,8 @@
-// Videos in a prompt: processor selection, encoding, and the per-temporal-patch expansion (see multimodal_video.h).
-// reference: HF processing_qwen3_vl.py (Qwen3VLProcessor.__call__: the video placeholder replaced per temporal patch
-// with its timestamp); each temporal patch is then a span of grid (1, h, w) for the model's positions
-// (models/qwen_rope_index.h).
+// Videos in a prompt: processor selection, encoding, and the placeholder replaced by the processor's segments (see
+// multimodal_video.h). Every family decision is the VideoProcessorKind's (models/vision/video_processor.h).
 #include "runtime/multimodal_video.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/json_depth.h"
@@ -18,26 +17,30 @@ namespace pipit {
 namespace {
 
 Result<const VisionLanguageModel*> video_model(const Model& m) {
-  const VisionLanguageModel* v = m.vision();
-  if (!v || v->vision_tokens().video_token_id < 0)
-    return Error::invalid_argument("[video] model '{}' does not take video input", m.info().arch);
-  return v;
+  if (!takes_video(m)) return Error::invalid_argument("[video] model '{}' does not take video input", m.info().arch);
+  return m.vision();
 }
 
 }  // namespace
 
+bool takes_video(const Model& m) {
+  const VisionLanguageModel* v = m.vision();
+  return v && v->vision_tokens().video_token_id >= 0 && v->default_video_processor().has_value();
+}
+
+std::vector<int32_t> video_placeholder_tokens(const Model& m) {
+  if (!takes_video(m)) return {};
+  auto kind = find_video_processor(m.vision()->default_video_processor()->kind);
+  if (!kind.is_ok()) return {};
+  return (*kind)->placeholder(m.vision()->vision_tokens());
+}
+
 Result<VideoProcessorConfig> video_processor_for(const Model& m, const nlohmann::json& vpp) {
   PIPIT_ASSIGN_OR_RETURN(const VisionLanguageModel* v, video_model(m));
-  const ImageProcessorConfig ip = v->default_processor();
-  VideoProcessorConfig c;
-  c.patch_size = ip.patch_size;
-  c.merge_size = ip.merge_size;
-  c.temporal_patch_size = ip.temporal_patch_size;
-  PIPIT_ASSIGN_OR_RETURN(c, parse_video_processor(vpp, c));
-  if (c.patch_size != ip.patch_size || c.merge_size != ip.merge_size || c.temporal_patch_size != ip.temporal_patch_size)
-    return Error::invalid_argument("[video] video processor (patch {}, merge {}, temporal {}) does not match the vision "
-                                   "tower (patch {}, merge {}, temporal {})", c.patch_size, c.merge_size,
-                                   c.temporal_patch_size, ip.patch_size, ip.merge_size, ip.temporal_patch_size);
+  const VideoProcessorConfig model = *v->default_video_processor();
+  PIPIT_ASSIGN_OR_RETURN(VideoProcessorConfig c, parse_video_processor(vpp, model));
+  PIPIT_ASSIGN_OR_RETURN(const VideoProcessorKind* kind, find_video_processor(c.kind));
+  PIPIT_TRY(kind->check(c, model));
   return c;
 }
 
@@ -105,6 +108,8 @@ Result<MultimodalPrompt> build_multimodal_prompt(const Model& m, std::span<const
   if (videos.empty()) return build_multimodal_prompt(m, tokens, images);
   PIPIT_ASSIGN_OR_RETURN(const VisionLanguageModel* v, video_model(m));
   const VisionTokens& vt = v->vision_tokens();
+  PIPIT_ASSIGN_OR_RETURN(const VideoProcessorKind* kind, find_video_processor(v->default_video_processor()->kind));
+  const std::vector<int32_t> mark = kind->placeholder(vt);
   int64_t n_vmarks = 0, n_imarks = 0, n_ifeat = 0;
   for (int32_t t : tokens) n_vmarks += t == vt.video_token_id, n_imarks += t == vt.image_token_id;
   for (const auto& im : images) n_ifeat += im.features.dim(0);
@@ -116,8 +121,8 @@ Result<MultimodalPrompt> build_multimodal_prompt(const Model& m, std::span<const
     return Error::invalid_argument("[image] the prompt has {} image tokens for {} image(s): expected one placeholder "
                                    "per image ({}), or {} when already expanded", n_imarks, images.size(),
                                    images.size(), n_ifeat);
-  // Everything expanded, each temporal patch as an image of grid (1, h, w) in prompt order; its tokens marked as
-  // image tokens until build_multimodal_prompt has placed them
+  // Everything expanded, each run of a video as an image of the segment's grid in prompt order; its tokens marked
+  // as image tokens until build_multimodal_prompt has placed them
   std::vector<int32_t> ids;
   std::vector<EncodedImage> parts;
   std::vector<bool> is_video;
@@ -142,38 +147,44 @@ Result<MultimodalPrompt> build_multimodal_prompt(const Model& m, std::span<const
       continue;
     }
     const EncodedVideo& vd = videos[video++];
-    // the template's <|vision_start|> .. <|vision_end|> around the placeholder: each temporal patch gets its own
-    const bool framed = vt.vision_start_id >= 0 && !ids.empty() && ids.back() == vt.vision_start_id &&
-                        i + 1 < tokens.size() && tokens[i + 1] == vt.vision_end_id;
-    if (framed) ids.pop_back();
-    const auto grid = vd.processed.patches.grid_thw;
-    const int64_t per = int64_t(grid[1]) * grid[2] / (int64_t(vt.merge_size) * vt.merge_size), E = m.info().n_embd;
-    if (int64_t(vd.processed.timestamps.size()) != grid[0] || vd.features.dim(0) != grid[0] * per ||
-        vd.features.dim(1) != E)
-      return Error::internal("[video] features {} for grid {}x{}x{} and {} timestamps", vd.features.describe(),
-                             grid[0], grid[1], grid[2], vd.processed.timestamps.size());
-    for (int64_t g = 0; g < grid[0]; ++g) {
-      const std::string text = video_timestamp_text(vd.processed.timestamps[size_t(g)]);
-      PIPIT_ASSIGN_OR_RETURN(std::vector<int32_t> ts, encode_text(text));
-      ids.insert(ids.end(), ts.begin(), ts.end());
-      if (vt.vision_start_id >= 0) ids.push_back(vt.vision_start_id);
-      ids.insert(ids.end(), size_t(per), vt.image_token_id);
-      if (vt.vision_end_id >= 0) ids.push_back(vt.vision_end_id);
+    // the template's whole placeholder (the processor's: the video token and its framing) is replaced by the
+    // processor's segments, each framed by the processor itself; a lone video token likewise
+    const size_t k = size_t(std::find(mark.begin(), mark.end(), vt.video_token_id) - mark.begin());
+    bool framed = mark.size() > 1 && k < mark.size() && ids.size() >= k && i + (mark.size() - k) <= tokens.size();
+    for (size_t j = 0; framed && j < mark.size(); ++j)
+      if (j < k ? ids[ids.size() - k + j] != mark[j] : j > k && tokens[i + j - k] != mark[j]) framed = false;
+    if (framed) ids.resize(ids.size() - k);
+    const int64_t E = m.info().n_embd;
+    PIPIT_ASSIGN_OR_RETURN(std::vector<VideoSegment> segments, kind->expand(vd.processed, vt, encode_text));
+    int64_t rows = 0;
+    for (const auto& sg : segments) {
+      if (sg.rows < 1) return Error::internal("[video] the processor laid out a segment of {} rows", sg.rows);
+      rows += sg.rows;
+    }
+    if (vd.features.ndim() != 2 || vd.features.dim(0) != rows || vd.features.dim(1) != E)
+      return Error::internal("[video] features {} for {} rows in {} segments", vd.features.describe(), rows,
+                             segments.size());
+    int64_t row = 0;
+    for (const auto& sg : segments) {
+      ids.insert(ids.end(), sg.before.begin(), sg.before.end());
+      ids.insert(ids.end(), size_t(sg.rows), vt.image_token_id);
+      ids.insert(ids.end(), sg.after.begin(), sg.after.end());
       EncodedImage part;
-      part.processed.grid_thw = {1, grid[1], grid[2]};
-      part.features = Tensor::empty(DType::F32, {per, E});
-      std::memcpy(part.features.data(), vd.features.row_ptr(g * per), size_t(per * E) * 4);
+      part.processed.grid_thw = sg.grid;
+      part.features = Tensor::empty(DType::F32, {sg.rows, E});
+      std::memcpy(part.features.data(), vd.features.row_ptr(row), size_t(sg.rows * E) * 4);
+      row += sg.rows;
       parts.push_back(std::move(part));
       is_video.push_back(true);
     }
-    i += framed ? 2 : 1;
+    i += framed ? mark.size() - k : 1;
   }
   if (image != images.size())
     return Error::invalid_argument("[image] the prompt has placeholders for {} of {} image(s)", image, images.size());
   PIPIT_ASSIGN_OR_RETURN(MultimodalPrompt p, build_multimodal_prompt(m, ids, parts));
   if (p.image_spans.size() != parts.size())
-    return Error::internal("[video] {} spans for {} images and temporal patches", p.image_spans.size(), parts.size());
-  for (size_t k = 0; k < parts.size(); ++k)  // HF's ids: <|video_pad|> at the video rows
+    return Error::internal("[video] {} spans for {} images and video runs", p.image_spans.size(), parts.size());
+  for (size_t k = 0; k < parts.size(); ++k)  // HF's ids: the video token at the video rows
     if (is_video[k])
       for (int64_t r = p.image_spans[k].begin; r < p.image_spans[k].end; ++r) p.tokens[size_t(r)] = vt.video_token_id;
   return p;

@@ -1,9 +1,8 @@
-// Videos in a prompt (Qwen3.5): decoded frames -> the model's video processor (models/vision/video_processor.h) ->
-// its vision tower (a video is an image of t temporal patches, each attended within itself) -> the prompt's video
-// placeholder expanded as HF's Qwen3VLProcessor does: per temporal patch, its timestamp as text ("<0.2 seconds>"),
-// <|vision_start|>, h * w / merge^2 <|video_pad|>, <|vision_end|>. Each temporal patch then sits in the prompt as a
-// (1, h, w) image would (HF's get_rope_index splits a video's grid so: models/qwen_rope_index.h), so
-// build_multimodal_prompt places it.
+// Videos in a prompt: decoded frames -> the model's video processor (the VideoProcessorKind its
+// default_video_processor() names, models/vision/video_processor.h) -> its vision tower (a video is an image of t
+// temporal patches) -> the prompt's video placeholder replaced by the segments the processor lays out, each a span
+// of video rows that build_multimodal_prompt places as it places an image (the model's positions). Nothing here
+// knows a family: sampling, sizes, the placeholder and its expansion are the processor's.
 // Video files and data URLs are decoded with FFmpeg's libraries (models/vision/video_file.h) where the build has them.
 #pragma once
 
@@ -19,11 +18,14 @@ namespace pipit {
 
 struct EncodedVideo {
   ProcessedVideo processed;  // pixel values, grid (t, h, w), sampled frames, timestamps
-  Tensor features;           // [t * h * w / merge^2, n_embd] f32, temporal patches in order
+  Tensor features;           // [n_image_tokens(patches), n_embd] f32, in the order of the processor's runs
 };
 
-// The model's video processor: HF's Qwen3VLVideoProcessor defaults with the tower's patch sizes, then
-// video_preprocessor_config.json (may be null) over them. Errors for models that take no video.
+// Whether the model takes video: a vision tower that names a video processor.
+bool takes_video(const Model& m);
+
+// The model's video processor: its default_video_processor(), then video_preprocessor_config.json (may be null)
+// over it, checked against the tower by the processor. Errors for models that take no video.
 Result<VideoProcessorConfig> video_processor_for(const Model& m, const nlohmann::json& video_preprocessor_config);
 
 // The video_preprocessor_config.json next to a loaded checkpoint's config.json (null when there is none, or for a
@@ -52,12 +54,14 @@ class VideoFile;
 Result<EncodedVideo> encode_video_file(const Model& m, const VideoProcessorConfig& proc, VideoFile& file,
                                        ThreadPool& pool, const TensorHook& on_tensor = {});
 
-// Tokenizes a timestamp's text ("<0.2 seconds>").
-using TextEncoder = std::function<Result<std::vector<int32_t>>(const std::string& text)>;
+// The placeholder a chat template writes for one video (the processor's), for prompts built without a template;
+// empty for a model that takes no video.
+std::vector<int32_t> video_placeholder_tokens(const Model& m);
 
 // build_multimodal_prompt with videos too: each video placeholder of `tokens`, in prompt order, takes the next video
-// (<|vision_start|><|video_pad|><|vision_end|> as chat templates write it, or a lone <|video_pad|>), images as
-// there (one placeholder each, or already expanded). image_spans then has one span per image and per temporal patch.
+// (the processor's placeholder as chat templates write it, or a lone video token), images as there (one placeholder
+// each, or already expanded). `encode_text` tokenizes the text the processor writes around a video's runs.
+// image_spans then has one span per image and per segment of a video.
 Result<MultimodalPrompt> build_multimodal_prompt(const Model& m, std::span<const int32_t> tokens,
                                                  const std::vector<EncodedImage>& images,
                                                  const std::vector<EncodedVideo>& videos,

@@ -38,7 +38,7 @@ inline constexpr const char* kLocalVideoRefused =
 struct RequestPolicy {
   bool accepts_images = false;     // the model has a vision tower
   std::string no_images_note;      // appended to the refusal when it has none (models/media_note.h)
-  bool accepts_videos = false;     // the model has video input (Qwen3.5) and this build decodes video files
+  bool accepts_videos = false;     // the model has video input and this build decodes video files
   std::string no_videos_note;      // why not, appended to the refusal
   std::string local_files_dir;     // image_url may name a file under this directory ("" : no local files)
   bool accepts_audio = false;      // the model has an audio tower (input_audio parts)

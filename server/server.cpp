@@ -442,8 +442,8 @@ Server::Server(const LoadedModel& lm, Engine& engine, ServerOptions opt)
     if (proc.is_ok()) st.image_proc = std::move(proc).value();
     else st.image_proc_error = proc.status().message();
   }
-  // videos: a model with video input (Qwen3.5), a build with FFmpeg, and its video processor
-  if (lm.model->vision() && lm.model->vision()->vision_tokens().video_token_id >= 0) {
+  // videos: a model with video input (a video processor named by its vision tower), a build with FFmpeg
+  if (takes_video(*lm.model)) {
     auto vpp = video_preprocessor_config_of(lm);
     auto vproc = vpp.is_ok() ? video_processor_for(*lm.model, *vpp) : Result<VideoProcessorConfig>(vpp.status());
     if (!video_files_supported()) st.policy.no_videos_note = " (this build of pipit decodes no video files)";

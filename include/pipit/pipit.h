@@ -139,7 +139,7 @@ typedef struct pipit_memory_estimate {
   uint64_t tower_weights;     /* of which the vision / audio towers */
   uint64_t kv_cache;          /* K/V cache of every sequence at n_ctx */
   uint64_t activations;       /* one prefill chunk and the logits */
-  uint64_t tower_activations; /* one image encoded at the processor's largest size */
+  uint64_t tower_activations; /* the largest media input (image, video, audio clip) at its processor's largest */
   uint64_t tokenizer;         /* the tokenizer's tables */
   uint64_t runtime;           /* code, stacks, allocator */
   uint64_t load_transient;    /* parsing tokenizer.json while loading */

@@ -1,13 +1,16 @@
-// The audio side of a model that takes audio (Gemma 4): a feature extractor + encoder + projector built from the
-// loaded checkpoint, found by model_type in a registry (so models/model.h, included everywhere, needs no new
-// virtual; the decoder only sees embedding rows, as for images). runtime/audio_input.h turns clips and a prompt
-// into a MultimodalPrompt with it.
+// The audio side of a model that takes audio: one record per model_type, registered in the family's own file
+// (models/audio/gemma4_audio.cpp): its processor (feature extractor and processor_config.json fields, the soft-token
+// count, the placeholder and how the processor expands it), its encoder + projector built from the loaded
+// checkpoint, and the memory one clip's encode takes at the longest (the memory estimate). The runtime
+// (runtime/audio_input.h) reaches it by model_type only, so models/model.h, included everywhere, needs no new
+// virtual; the decoder only sees embedding rows, as for images.
 #pragma once
 
 #include <functional>
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -17,10 +20,11 @@
 
 namespace pipit {
 
+// How a clip sits in the prompt, as the family's HF processor writes it: the placeholder a chat template writes for
+// one clip, repeated once per soft token, with the processor's tokens before and after each clip's run.
 struct AudioTokens {
-  int32_t audio_token_id = -1;  // the placeholder repeated once per audio soft token (<|audio|>)
-  int32_t boa_id = -1;          // before the run (<|audio>)
-  int32_t eoa_id = -1;          // after it (<audio|>)
+  int32_t audio_token_id = -1;
+  std::vector<int32_t> before, after;
 };
 
 class AudioEncoder {
@@ -40,17 +44,25 @@ class AudioEncoder {
   double max_seconds_ = 30.0;
 };
 
-// cfg: the top config.json; processor: processor_config.json (may be null: the Hub defaults). Null when the
-// model_type takes no audio.
+// cfg: the top config.json; processor: processor_config.json (may be null: the Hub defaults).
 using AudioEncoderFactory = std::function<Result<std::unique_ptr<AudioEncoder>>(
     const HfConfig& cfg, const WeightSource& w, const nlohmann::json& processor)>;
-void register_audio_encoder(const char* model_type, AudioEncoderFactory f);
+// Bytes one clip of max_seconds() takes through the processor and the tower (features and activations, not the
+// weights), from the configs alone: no weight is read (runtime/memory_estimate.h).
+using AudioEncodeBound = std::function<Result<double>(const HfConfig& cfg, const nlohmann::json& processor)>;
+void register_audio_encoder(const char* model_type, AudioEncoderFactory f, AudioEncodeBound bound);
 bool takes_audio(const std::string& model_type);
+// The registered model types, for messages and help.
+std::vector<std::string> audio_model_types();
 Result<std::unique_ptr<AudioEncoder>> make_audio_encoder(const HfConfig& cfg, const WeightSource& w,
                                                          const nlohmann::json& processor);
+// The record's bound for cfg.model_type(); an error for a model type that takes no audio.
+Result<double> audio_encode_bytes(const HfConfig& cfg, const nlohmann::json& processor);
 
 struct AudioEncoderRegistrar {
-  AudioEncoderRegistrar(const char* model_type, AudioEncoderFactory f) { register_audio_encoder(model_type, f); }
+  AudioEncoderRegistrar(const char* model_type, AudioEncoderFactory f, AudioEncodeBound bound) {
+    register_audio_encoder(model_type, std::move(f), std::move(bound));
+  }
 };
 
 }  // namespace pipit

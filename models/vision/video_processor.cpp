@@ -1,107 +1,66 @@
-// Qwen3VLVideoProcessor on decoded frames (see video_processor.h).
+// What every video processor shares: the registry of VideoProcessorKind, the common video_preprocessor_config.json
+// fields, and the dispatch to a family's processor (see video_processor.h). The families' processors are beside it:
+// qwen3_vl_video_processor.cpp.
 #include "models/vision/video_processor.h"
 
-#include <algorithm>
-#include <cfenv>
 #include <cmath>
-#include <cstring>
+#include <map>
 
-#include <cstdio>
+#include "models/vision/image_processor_fields.h"
 
 namespace pipit {
 
 namespace {
 
-int64_t py_round(double x) { return int64_t(std::nearbyint(x)); }  // half to even, as Python's round()
-
-// sample_frames: int(total / video_fps * fps) frames within [min_frames, min(max_frames, total)], at
-// np.linspace(0, total - 1, n).round() (linspace: start + i * step, the last one exactly the end).
-std::vector<int32_t> sample_frames(int64_t total, double video_fps, const VideoProcessorConfig& c) {
-  int64_t n = int64_t(double(total) / video_fps * c.fps);
-  n = std::min({std::max(n, c.min_frames), c.max_frames, total});
-  std::vector<int32_t> idx(size_t(n), 0);
-  const double step = n > 1 ? double(total - 1) / double(n - 1) : 0.0;
-  for (int64_t i = 0; i < n; ++i) idx[size_t(i)] = int32_t(i == n - 1 && n > 1 ? total - 1 : py_round(double(i) * step));
-  return idx;
+std::map<std::string, const VideoProcessorKind*>& registry() {
+  static std::map<std::string, const VideoProcessorKind*> r;
+  return r;
 }
 
-// video_processing_qwen3_vl.smart_resize: as the image one, but the pixel budget counts every sampled frame.
-Result<std::pair<int64_t, int64_t>> video_smart_resize(int64_t frames, int64_t height, int64_t width, int64_t tf,
-                                                       int64_t factor, int64_t min_pixels, int64_t max_pixels) {
-  if (frames < tf)
-    return Error::invalid_argument("[video processor] {} sampled frame(s), fewer than the temporal patch {}", frames, tf);
-  if (height < factor || width < factor) {
-    const double scale = std::max(double(factor) / double(height), double(factor) / double(width));
-    height = int64_t(double(height) * scale);
-    width = int64_t(double(width) * scale);
-  } else if (double(std::max(height, width)) / double(std::min(height, width)) > 200) {
-    return Error::invalid_argument("[video processor] frames {}x{}: aspect ratio above 200 (HF's limit)", width, height);
-  }
-  if (std::fegetround() != FE_TONEAREST) std::fesetround(FE_TONEAREST);
-  int64_t h = py_round(double(height) / double(factor)) * factor, w = py_round(double(width) / double(factor)) * factor;
-  const int64_t t = py_round(double(frames) / double(tf)) * tf;
-  if (t * h * w > max_pixels) {
-    const double beta = std::sqrt(double(frames * height * width) / double(max_pixels));
-    h = std::max(factor, int64_t(std::floor(double(height) / beta / double(factor))) * factor);
-    w = std::max(factor, int64_t(std::floor(double(width) / beta / double(factor))) * factor);
-  } else if (t * h * w < min_pixels) {
-    const double beta = std::sqrt(double(min_pixels) / double(frames * height * width));
-    h = int64_t(std::ceil(double(height) * beta / double(factor))) * factor;
-    w = int64_t(std::ceil(double(width) * beta / double(factor))) * factor;
-  }
-  return std::make_pair(h, w);
-}
-
-Status read_int(const nlohmann::json& j, const char* key, int64_t lo, int64_t hi, int64_t* out) {
+Status read_count(const nlohmann::json& j, const char* key, int64_t* out) {
   if (!j.contains(key) || j[key].is_null()) return Status::ok();
   const auto& v = j[key];
-  if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > hi)
-    return Error::invalid_argument("[video processor] {}: {} must be an integer in [{}, {}]", key, v.dump(), lo, hi);
+  constexpr int64_t kMax = 1 << 20;
+  if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > kMax)
+    return Error::invalid_argument("[video processor] {}: {} must be an integer in [1, {}]", key, v.dump(), kMax);
   *out = v.get<int64_t>();
   return Status::ok();
 }
 
 }  // namespace
 
+void register_video_processor(const char* kind, const VideoProcessorKind* impl) { registry()[kind] = impl; }
+
+Result<const VideoProcessorKind*> find_video_processor(const std::string& kind) {
+  auto it = registry().find(kind);
+  if (it != registry().end()) return it->second;
+  std::string known;
+  for (const auto& [k, _] : registry()) known += (known.empty() ? "" : ", ") + k;
+  return Error::unsupported("[video processor] no video processor '{}' (this build has {})", kind, known);
+}
+
 Result<VideoProcessorConfig> parse_video_processor(const nlohmann::json& vpp, VideoProcessorConfig c) {
   if (vpp.is_null()) return c;
   if (!vpp.is_object()) return Error::invalid_argument("[video processor] config must be a JSON object");
-  // the fields it shares with the image processor, read by that parser
-  ImageProcessorConfig ic;
-  ic.patch_size = c.patch_size;
-  ic.merge_size = c.merge_size;
-  ic.temporal_patch_size = c.temporal_patch_size;
-  ic.rescale_factor = c.rescale_factor;
-  ic.mean = c.mean;
-  ic.std = c.std;
-  ic.resample = c.resample;
-  ic.do_resize = c.do_resize;
-  ic.do_rescale = c.do_rescale;
-  ic.do_normalize = c.do_normalize;
-  nlohmann::json shared = vpp;
-  shared.erase("size");  // the image parser reads size as an image's pixel bounds
-  shared.erase("min_pixels");
-  shared.erase("max_pixels");
-  PIPIT_ASSIGN_OR_RETURN(ic, parse_image_processor(shared, ic));
-  c.patch_size = ic.patch_size;
-  c.merge_size = ic.merge_size;
-  c.temporal_patch_size = ic.temporal_patch_size;
-  c.rescale_factor = ic.rescale_factor;
-  c.mean = ic.mean;
-  c.std = ic.std;
-  c.resample = ic.resample;
-  c.do_resize = ic.do_resize;
-  c.do_rescale = ic.do_rescale;
-  c.do_normalize = ic.do_normalize;
-  constexpr int64_t kMaxPixels = kMaxImagePixels;  // over all frames: what one decoded image may have
-  PIPIT_TRY(read_int(vpp, "min_pixels", 1, kMaxPixels, &c.min_pixels));
-  PIPIT_TRY(read_int(vpp, "max_pixels", 1, kMaxPixels, &c.max_pixels));
-  if (vpp.contains("size") && vpp["size"].is_object()) {
-    PIPIT_TRY(read_int(vpp["size"], "shortest_edge", 1, kMaxPixels, &c.min_pixels));
-    PIPIT_TRY(read_int(vpp["size"], "longest_edge", 1, kMaxPixels, &c.max_pixels));
+  using namespace image_fields;  // the fields it shares with the image processors, read and checked as theirs
+  int64_t resample = int64_t(c.resample);
+  PIPIT_TRY(read_int(vpp, "resample", 0, 5, &resample));
+  PIPIT_ASSIGN_OR_RETURN(c.resample, resample_filter_from_pil(int(resample)));
+  PIPIT_TRY(read_bool(vpp, "do_resize", &c.do_resize));
+  PIPIT_TRY(read_bool(vpp, "do_rescale", &c.do_rescale));
+  PIPIT_TRY(read_bool(vpp, "do_normalize", &c.do_normalize));
+  bool center_crop = false;  // no video processor crops; the field is only checked, as an image config's
+  PIPIT_TRY(read_bool(vpp, "do_center_crop", &center_crop));
+  if (vpp.contains("rescale_factor") && !vpp["rescale_factor"].is_null()) {
+    if (!vpp["rescale_factor"].is_number())
+      return Error::invalid_argument("[image processor] rescale_factor: {} must be a number",
+                                     vpp["rescale_factor"].dump());
+    c.rescale_factor = vpp["rescale_factor"].get<double>();
   }
-  PIPIT_TRY(read_int(vpp, "min_frames", 1, 1 << 20, &c.min_frames));
-  PIPIT_TRY(read_int(vpp, "max_frames", 1, 1 << 20, &c.max_frames));
+  PIPIT_TRY(read_triple(vpp, "image_mean", false, &c.mean));
+  PIPIT_TRY(read_triple(vpp, "image_std", true, &c.std));
+  PIPIT_TRY(read_count(vpp, "min_frames", &c.min_frames));
+  PIPIT_TRY(read_count(vpp, "max_frames", &c.max_frames));
   if (vpp.contains("fps") && !vpp["fps"].is_null()) {
     if (!vpp["fps"].is_number() || !(vpp["fps"].get<double>() > 0) || !std::isfinite(vpp["fps"].get<double>()))
       return Error::invalid_argument("[video processor] fps: {} must be a positive number", vpp["fps"].dump());
@@ -109,9 +68,10 @@ Result<VideoProcessorConfig> parse_video_processor(const nlohmann::json& vpp, Vi
   }
   if (vpp.contains("do_sample_frames") && vpp["do_sample_frames"].is_boolean())
     c.do_sample_frames = vpp["do_sample_frames"].get<bool>();
-  if (c.min_pixels > c.max_pixels || c.min_frames > c.max_frames)
-    return Error::invalid_argument("[video processor] min above max (pixels {} > {} or frames {} > {})",
-                                   c.min_pixels, c.max_pixels, c.min_frames, c.max_frames);
+  if (c.min_frames > c.max_frames)
+    return Error::invalid_argument("[video processor] min above max (frames {} > {})", c.min_frames, c.max_frames);
+  PIPIT_ASSIGN_OR_RETURN(const VideoProcessorKind* kind, find_video_processor(c.kind));
+  PIPIT_TRY(kind->parse(vpp, c));
   return c;
 }
 
@@ -121,107 +81,13 @@ Result<ProcessedVideo> preprocess_video(std::span<const Image> frames, double vi
   return preprocess_video(int64_t(frames.size()), get, video_fps, c);
 }
 
-Result<ProcessedVideo> preprocess_video(int64_t n_clip, const FrameSource& frame, double video_fps,
+Result<ProcessedVideo> preprocess_video(int64_t n_frames, const FrameSource& frame, double video_fps,
                                         const VideoProcessorConfig& c) {
-  if (n_clip < 1) return Error::invalid_argument("[video processor] the video has no frames");
+  if (n_frames < 1) return Error::invalid_argument("[video processor] the video has no frames");
   if (!(video_fps > 0) || !std::isfinite(video_fps))
     return Error::invalid_argument("[video processor] frame rate {} must be a positive number", video_fps);
-  ProcessedVideo out;
-  if (c.do_sample_frames) {
-    out.frame_indices = sample_frames(n_clip, video_fps, c);
-  } else {
-    if (n_clip > c.max_frames)
-      return Error::invalid_argument("[video processor] {} frames without sampling, more than max_frames {}", n_clip,
-                                     c.max_frames);
-    for (int64_t i = 0; i < n_clip; ++i) out.frame_indices.push_back(int32_t(i));
-  }
-  // only the sampled frames are decoded, one at a time; the first gives the size every other must have
-  PIPIT_ASSIGN_OR_RETURN(Image first, frame(out.frame_indices[0]));
-  const int H = first.height, W = first.width;
-  auto check = [&](const Image& img, int32_t index) -> Status {
-    if (img.height != H || img.width != W || img.rgb.size() != size_t(H) * size_t(W) * 3)
-      return Error::invalid_argument("[video processor] frame {} is {}x{}, frame {} {}x{}: frames must be one size",
-                                     index, img.width, img.height, out.frame_indices[0], W, H);
-    return Status::ok();
-  };
-  PIPIT_TRY(check(first, out.frame_indices[0]));
-  const int64_t p = c.patch_size, m = c.merge_size, tps = c.temporal_patch_size, T = int64_t(out.frame_indices.size());
-  int64_t rh = H, rw = W;
-  if (c.do_resize) {
-    PIPIT_ASSIGN_OR_RETURN(auto hw, video_smart_resize(T, H, W, tps, p * m, c.min_pixels, c.max_pixels));
-    rh = hw.first;
-    rw = hw.second;
-  }
-  if (rh % (p * m) || rw % (p * m))
-    return Error::invalid_argument("[video processor] frames {}x{} are not a multiple of patch * merge = {} "
-                                   "(do_resize is off)", rw, rh, p * m);
-  // rescale + normalize fused as BaseImageProcessorFast does: (x - mean / r) / (std / r) in float32
-  std::array<float, 3> sub{}, div{};
-  for (size_t ch = 0; ch < 3; ++ch) {
-    const float inv_r = float(1.0 / c.rescale_factor);
-    sub[ch] = c.do_normalize ? (c.do_rescale ? c.mean[ch] * inv_r : c.mean[ch]) : 0.0f;
-    div[ch] = c.do_normalize ? (c.do_rescale ? c.std[ch] * inv_r : c.std[ch]) : 1.0f;
-  }
-  const bool rescale_only = c.do_rescale && !c.do_normalize;
-  // frames as CHW planes, the last repeated up to whole temporal patches
-  const int64_t n_frames = (T + tps - 1) / tps * tps, plane = rh * rw;
-  std::vector<float> chw(size_t(n_frames * 3 * plane));
-  for (int64_t f = 0; f < n_frames; ++f) {
-    float* dst = chw.data() + f * 3 * plane;
-    if (f >= T) {  // padding: the last sampled frame again
-      std::memcpy(dst, chw.data() + (T - 1) * 3 * plane, size_t(3 * plane) * 4);
-      continue;
-    }
-    Image src;
-    if (f == 0) {
-      src = std::move(first);
-    } else {
-      PIPIT_ASSIGN_OR_RETURN(src, frame(out.frame_indices[size_t(f)]));
-      PIPIT_TRY(check(src, out.frame_indices[size_t(f)]));
-    }
-    // torchvision's antialiased bicubic where HF resizes; PIL's here (the same filter on uint8, within a level)
-    const Image resized = (rh == H && rw == W) ? std::move(src) : resize_image(src, int(rw), int(rh), c.resample);
-    for (int64_t i = 0; i < plane; ++i)
-      for (int64_t ch = 0; ch < 3; ++ch) {
-        const float u = float(resized.rgb[size_t(i * 3 + ch)]);
-        dst[ch * plane + i] = rescale_only ? float(double(u) * c.rescale_factor) : (u - sub[size_t(ch)]) / div[size_t(ch)];
-      }
-  }
-  // rows (t, h/m, w/m, m, m), columns (channel, frame in the temporal patch, py, px)
-  const int64_t gt = n_frames / tps, gh = rh / p, gw = rw / p, cols = 3 * tps * p * p;
-  ProcessedImage& pi = out.patches;
-  pi.grid_thw = {int32_t(gt), int32_t(gh), int32_t(gw)};
-  pi.resized_height = int(rh);
-  pi.resized_width = int(rw);
-  pi.pixel_values = Tensor::empty(DType::F32, {gt * gh * gw, cols});
-  float* dst = pi.pixel_values.ptr<float>();
-  int64_t row = 0;
-  for (int64_t t = 0; t < gt; ++t)
-    for (int64_t bh = 0; bh < gh / m; ++bh)
-      for (int64_t bw = 0; bw < gw / m; ++bw)
-        for (int64_t mh = 0; mh < m; ++mh)
-          for (int64_t mw = 0; mw < m; ++mw, ++row) {
-            const int64_t y0 = (bh * m + mh) * p, x0 = (bw * m + mw) * p;
-            float* r = dst + row * cols;
-            for (int64_t ch = 0; ch < 3; ++ch)
-              for (int64_t k = 0; k < tps; ++k)
-                for (int64_t py = 0; py < p; ++py) {
-                  const float* s = chw.data() + ((t * tps + k) * 3 + ch) * plane + (y0 + py) * rw + x0;
-                  std::memcpy(r + ((ch * tps + k) * p + py) * p, s, size_t(p) * 4);
-                }
-          }
-  // _calculate_timestamps: indices padded with the last to whole temporal patches, idx / fps, first/last mean
-  std::vector<int32_t> idx = out.frame_indices;
-  while (int64_t(idx.size()) % tps) idx.push_back(idx.back());
-  for (size_t i = 0; i < idx.size(); i += size_t(tps))
-    out.timestamps.push_back((double(idx[i]) / video_fps + double(idx[i + size_t(tps) - 1]) / video_fps) / 2);
-  return out;
-}
-
-std::string video_timestamp_text(double seconds) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "<%.1f seconds>", seconds);  // printf rounds the binary value as Python does
-  return buf;
+  PIPIT_ASSIGN_OR_RETURN(const VideoProcessorKind* kind, find_video_processor(c.kind));
+  return kind->preprocess(n_frames, frame, video_fps, c);
 }
 
 }  // namespace pipit

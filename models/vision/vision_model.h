@@ -7,12 +7,14 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "models/model.h"
 #include "models/vision/image_processor.h"
+#include "models/vision/video_processor.h"
 
 namespace pipit {
 
@@ -38,6 +40,9 @@ class VisionLanguageModel {
   virtual ImageProcessorConfig default_processor() const = 0;
   // Errors when a processor config does not fit the tower (patch, merge, crop sizes).
   virtual Status check_processor(const ImageProcessorConfig& p) const = 0;
+  // The video processor of the family (a registered VideoProcessorKind) with the tower's sizes, for a model that
+  // takes video (vision_tokens().video_token_id >= 0); video_preprocessor_config.json is read over it. None: no video.
+  virtual std::optional<VideoProcessorConfig> default_video_processor() const { return std::nullopt; }
   // Language-model tokens the image becomes.
   virtual int64_t n_image_tokens(const ProcessedImage& img) const = 0;
   // Image features [n_image_tokens, n_embd * (1 + vision_tokens().deepstack)] f32 on the heap. Resets ctx.arena

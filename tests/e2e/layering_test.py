@@ -11,6 +11,8 @@
     (models/gguf_traits.h);
   - the quantization recipe (convert/recipe.cpp, recipe.h) names no model type or GGUF arch, and none of the tensor
     names or labels of a family's recipe rules: those are records beside the model (models/recipe_rules.h).
+  - runtime/, cli/, server/ and capi/ name no model type or media processor, and read no family's media detail
+    (placeholder framing tokens, video processor sizes): video and audio processors are records in models/.
 
 usage: layering_test.py SOURCE_DIR
 """
@@ -128,6 +130,37 @@ def main():
                     if n in literal:
                         errors.append(f"{rel}:{i}: \"{literal}\" holds '{n}', which a family's recipe rule declares "
                                       "(models/recipe_rules.h): the rule belongs beside the model")
+    # Video and audio processors are records beside their models, registered by name (a VideoProcessorKind,
+    # models/vision/video_processor.h; an audio record per model_type, models/audio/audio_model.h): the runtime and
+    # the front ends reach them by name or capability. Their code (comments aside) names no registered model type or
+    # media processor, and reads none of the fields only a family's record interprets: placeholder framing tokens, a
+    # video processor's sizes, a family's helpers. runtime/multimodal.cpp still lays out image placeholders from
+    # VisionTokens (the image tokens' framing: issue 31 item 3 moved video and audio), so it may read those alone.
+    media = set()
+    for p in sources(root, "models"):
+        text = p.read_text()
+        media.update(re.findall(r'PIPIT_REGISTER_(?:IMAGE|VIDEO)_PROCESSOR\("([a-z0-9_]+)"', text))
+        media.update(re.findall(r'AudioEncoderRegistrar \w+\("([a-z0-9_]+)"', text))
+    if not any(re.search(r'PIPIT_REGISTER_VIDEO_PROCESSOR\("', p.read_text()) for p in sources(root, "models")) or \
+            not any("AudioEncoderRegistrar " in p.read_text() for p in sources(root, "models")):
+        errors.append("found no video processor or audio record registered in models/: are "
+                      "PIPIT_REGISTER_VIDEO_PROCESSOR and AudioEncoderRegistrar still used?")
+    family_fields = {"vision_start_id", "vision_end_id", "image_begin_id", "image_end_id", "boa_id", "eoa_id",
+                     "video_timestamp_text", "patch_size", "merge_size", "temporal_patch_size"}
+    image_layout = {"runtime/multimodal.cpp": {"vision_start_id", "vision_end_id", "image_begin_id", "image_end_id"}}
+    for folder in ("runtime", "cli", "server", "capi"):
+        for p in sources(root, folder):
+            rel = p.relative_to(root).as_posix()
+            for i, line in enumerate(p.read_text().splitlines(), 1):
+                code = line.split("//", 1)[0]
+                for n in sorted(media | names):
+                    if f'"{n}"' in code:
+                        errors.append(f"{rel}:{i} names '{n}': reach a model's media processor by name from its "
+                                      "record")
+                for f in sorted(family_fields - image_layout.get(rel, set())):
+                    if re.search(rf"\b{f}\b", code):
+                        errors.append(f"{rel}:{i} reads '{f}', a family's media detail: it belongs in the "
+                                      f"family's processor record in models/ ({line.strip()})")
 
     for e in errors:
         print("FAIL:", e)
