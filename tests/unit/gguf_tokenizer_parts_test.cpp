@@ -178,41 +178,46 @@ TEST(GgufTokenizerParts, RealByteLevelVocabsGiveTheSameTokenizerBothWays) {
 }
 
 // Tokens that are not UTF-8 become U+FFFD in tokenizer.json, so distinct tokens can become one there (and one with a
-// token that is U+FFFD already): the text keeps the one its sorted keys put last, and a token that repeats keeps its
-// first id. The parts must give that same vocabulary, for byte-level and SentencePiece vocabularies; a chat template
-// that is not UTF-8 is replaced alike.
+// token that is U+FFFD already): the text keeps the one its sorted keys put last. A token that repeats keeps its first
+// id. The parts must give that same vocabulary, for byte-level and SentencePiece vocabularies, with and without such
+// tokens (two ways of ordering the vocabulary in load_parts); a chat template that is not UTF-8 is replaced alike.
 TEST(GgufTokenizerParts, InvalidUtf8AndRepeatedTokensAsTheTextHasThem) {
-  const std::vector<std::string> tokens = {"a",   "b",  "ab",   "\xff", "\xfe", "a", "\xef\xbf\xbd",
-                                           "\xff" "b", "\xc4\xa0", "<|end|>", "\xe2\x82", "<unk>"};
-  const std::vector<int32_t> types = {1, 1, 1, 1, 1, 1, 1, 1, 1, 3, 4, 2};
-  for (const char* model : {"gpt2", "llama"}) {
-    test::GgufWriter g;
-    g.str("tokenizer.ggml.model", model);
-    g.strs("tokenizer.ggml.tokens", tokens);
-    g.i32s("tokenizer.ggml.token_type", types);
-    if (std::string(model) == "gpt2") {
-      g.str("tokenizer.ggml.pre", "qwen2");
-      g.strs("tokenizer.ggml.merges", {"a b", "\xff b"});
-    } else {
-      g.f32s("tokenizer.ggml.scores", {-1, -2, -0.5f, -3, -4, -1, -5, -0.25f, -6, 0, 0, 0});
-      g.u32("tokenizer.ggml.unknown_token_id", 11);
+  for (bool bad : {true, false}) {
+    const std::string b1 = bad ? "\xff" : "x", b2 = bad ? "\xfe" : "y", b3 = bad ? "\xe2\x82" : "z";
+    const std::vector<std::string> tokens = {"a",      "b",        "ab",      b1,  b2,     "a", "\xef\xbf\xbd",
+                                             b1 + "b", "\xc4\xa0", "<|end|>", b3, "<unk>"};
+    const std::vector<int32_t> types = {1, 1, 1, 1, 1, 1, 1, 1, 1, 3, 4, 2};
+    for (const char* model : {"gpt2", "llama"}) {
+      const std::string name = std::string(model) + (bad ? " with invalid UTF-8" : "");
+      test::GgufWriter g;
+      g.str("tokenizer.ggml.model", model);
+      g.strs("tokenizer.ggml.tokens", tokens);
+      g.i32s("tokenizer.ggml.token_type", types);
+      if (std::string(model) == "gpt2") {
+        g.str("tokenizer.ggml.pre", "qwen2");
+        g.strs("tokenizer.ggml.merges", {"a b", b1 + " b"});
+      } else {
+        g.f32s("tokenizer.ggml.scores", {-1, -2, -0.5f, -3, -4, -1, -5, -0.25f, -6, 0, 0, 0});
+        g.u32("tokenizer.ggml.unknown_token_id", 11);
+      }
+      g.u32("tokenizer.ggml.eos_token_id", 9);
+      g.boolean("tokenizer.ggml.add_eos_token", true);
+      g.str("tokenizer.chat_template", "{{ messages }} \xc3 {{ x }}");
+      const std::string bytes = g.bytes();
+      auto f = GgufFile::parse(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), nullptr, name);
+      ASSERT_TRUE(f.is_ok()) << f.status().message();
+      expect_same_tokenizer(*f, name);
+      // what the comparison rests on: the text kept the first "a" and merged the replaced tokens into one
+      auto parts = gguf_tokenizer_parts(*f);
+      ASSERT_TRUE(parts.is_ok());
+      auto tok = Tokenizer::load_parts(std::move(*parts));
+      ASSERT_TRUE(tok.is_ok()) << tok.status().message();
+      EXPECT_EQ((*tok)->token_to_id("a"), 0) << name;
+      EXPECT_EQ((*tok)->id_to_token(5), "") << name;
+      EXPECT_EQ((*tok)->token_to_id("\xef\xbf\xbd"), bad ? 3 : 6) << name;  // "\xff" sorts after "\xef..", "\xfe"
+      EXPECT_EQ((*tok)->id_to_token(4), bad ? "" : "y") << name;             // "\xfe" lost its entry to it
+      EXPECT_EQ((*tok)->config().chat_template, "{{ messages }} \xef\xbf\xbd {{ x }}");
     }
-    g.u32("tokenizer.ggml.eos_token_id", 9);
-    g.boolean("tokenizer.ggml.add_eos_token", true);
-    g.str("tokenizer.chat_template", "{{ messages }} \xc3 {{ x }}");
-    const std::string bytes = g.bytes();
-    auto f = GgufFile::parse(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), nullptr, model);
-    ASSERT_TRUE(f.is_ok()) << f.status().message();
-    expect_same_tokenizer(*f, model);
-    // what the comparison rests on: the text did merge the replaced tokens, and kept the first of the repeated "a"
-    auto parts = gguf_tokenizer_parts(*f);
-    ASSERT_TRUE(parts.is_ok());
-    auto tok = Tokenizer::load_parts(std::move(*parts));
-    ASSERT_TRUE(tok.is_ok()) << tok.status().message();
-    EXPECT_EQ((*tok)->token_to_id("a"), 0);
-    EXPECT_EQ((*tok)->token_to_id("\xef\xbf\xbd"), 3) << model;  // "\xff" sorts after "\xef..." and "\xfe"
-    EXPECT_EQ((*tok)->id_to_token(4), "");                       // "\xfe" lost its entry to it
-    EXPECT_EQ((*tok)->config().chat_template, "{{ messages }} \xef\xbf\xbd {{ x }}");
   }
 }
 
