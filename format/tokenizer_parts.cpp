@@ -1,3 +1,4 @@
+// TokenizerParts written out as the HF tokenizer.json / tokenizer_config.json texts (format/tokenizer_parts.h).
 #include "format/tokenizer_parts.h"
 
 #include <iterator>
