@@ -136,6 +136,7 @@ int inspect_checkpoint(const std::string& path, bool all) {
     std::fprintf(stderr, "pipit inspect: error: %s\n", c.status().message().c_str());
     return 1;
   }
+  with_tokenizer_texts(*c);  // a GGUF vocabulary: the sizes of the texts pipit convert would store
   std::printf("checkpoint: %s (%s)\n", path.c_str(), c->format.c_str());
   print_config(c->config);
   for (auto& [k, v] : c->texts) std::printf("%s: %zu bytes\n", k.c_str(), v.size());
@@ -150,6 +151,7 @@ int inspect_checkpoint(const std::string& path, bool all) {
 int inspect_json(const Args& a, const std::string& path) {
   auto c = open_checkpoint(path);
   if (!c) return fail(a, c.status().message());
+  with_tokenizer_texts(*c);
   using ojson = nlohmann::ordered_json;
   ojson texts = ojson::object(), tensors = ojson::array(), dtypes = ojson::object();
   for (auto& [k, v] : c->texts) texts[k] = v.size();

@@ -169,6 +169,14 @@ Status read_hf_side_files(const std::string& dir, Checkpoint& c) {
   return Status::ok();
 }
 
+void with_tokenizer_texts(Checkpoint& c) {
+  if (!c.tokenizer_parts) return;
+  TokenizerTexts t = tokenizer_parts_texts(std::move(*c.tokenizer_parts));
+  c.tokenizer_parts.reset();
+  c.texts["tokenizer"] = std::move(t.tokenizer_json);
+  c.texts["tokenizer_config"] = std::move(t.tokenizer_config_json);
+}
+
 Result<Checkpoint> open_checkpoint(const std::string& path) {
   if (is_directory(path)) return open_hf(path, "");
   if (!file_exists(path)) return Error::not_found("[load] '{}': no such file or directory", path);

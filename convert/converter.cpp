@@ -240,6 +240,11 @@ Result<ConvertReport> convert_checkpoint(const Checkpoint& c, const ConvertOptio
                            {"quantization", q}};
   if (!c.generation_config.empty()) header["generation_config"] = c.generation_config;
   for (auto& [k, v] : c.texts) header[k] = v;
+  if (c.tokenizer_parts) {  // a GGUF vocabulary: stored as the files an HF checkpoint has
+    TokenizerTexts t = tokenizer_parts_texts(*c.tokenizer_parts);
+    header["tokenizer"] = std::move(t.tokenizer_json);
+    header["tokenizer_config"] = std::move(t.tokenizer_config_json);
+  }
   PIPIT_ASSIGN_OR_RETURN(auto writer, PipitWriter::create(opt.output, header, specs));
 
   uint64_t total_in = 0;
@@ -270,6 +275,7 @@ Result<ConvertReport> convert_file(const std::string& input, const ConvertOption
   // the output path first: a device, directory or dangling link is refused before a long conversion, not after
   if (!opt.output.empty()) PIPIT_TRY(replaceable_output(opt.output, "[convert]").status());
   PIPIT_ASSIGN_OR_RETURN(Checkpoint c, open_checkpoint(input));
+  with_tokenizer_texts(c);  // written once here rather than from a copy of the parts
   return convert_checkpoint(c, opt);
 }
 

@@ -149,11 +149,11 @@ class Tools final : public GgufTools {
     for (int64_t r = 0; r < t.rows(); ++r) to_f32(t.row_ptr(r), w.ptr<float>() + r * n, n);
     return w;
   }
-  // The GGUF vocabulary as HF tokenizer texts; a file without one (tokenizer.ggml.model "none") keeps its reason.
+  // The GGUF vocabulary as an HF tokenizer's parts (texts only when asked: with_tokenizer_texts); a file without one
+  // (tokenizer.ggml.model "none") keeps its reason.
   void attach_tokenizer(const GgufFile& f, Checkpoint& c) const override {
-    if (auto tok = gguf_tokenizer_to_hf(f); tok.is_ok()) {
-      c.texts["tokenizer"] = std::move(tok->tokenizer_json);
-      c.texts["tokenizer_config"] = std::move(tok->tokenizer_config_json);
+    if (auto tok = gguf_tokenizer_parts(f); tok.is_ok()) {
+      c.tokenizer_parts = std::move(tok).value();
     } else {
       c.tokenizer_error = tok.status().message();
       c.notes.push_back("no tokenizer: " + c.tokenizer_error);

@@ -38,12 +38,12 @@ Status add_gguf_mmproj(Checkpoint& c, const GgufFile& text, const GgufFile& mmpr
 // What a family's import hooks borrow from convert/ (models/gguf_traits.h).
 const GgufTools& gguf_tools();
 
-// The HF tokenizer.json and tokenizer_config.json texts for the vocabulary in a GGUF file
-// (tokenizer.ggml.model "gpt2": byte-level BPE; "llama": SentencePiece-style BPE with byte fallback; another: the
-// GgufVocab registered for it beside its family, models/gguf_traits.h).
-struct HfTokenizerTexts {
-  std::string tokenizer_json, tokenizer_config_json;
-};
+// The vocabulary in a GGUF file as an HF tokenizer (tokenizer.ggml.model "gpt2": byte-level BPE; "llama":
+// SentencePiece-style BPE with byte fallback; another: the GgufVocab registered for it beside its family,
+// models/gguf_traits.h): as parts, which the loader builds the tokenizer from and import_gguf keeps in the checkpoint,
+// or as the tokenizer.json and tokenizer_config.json texts those parts write (tokenizer_parts_texts).
+Result<TokenizerParts> gguf_tokenizer_parts(const GgufFile& f);
+using HfTokenizerTexts = TokenizerTexts;
 Result<HfTokenizerTexts> gguf_tokenizer_to_hf(const GgufFile& f);
 // The end-of-generation ids of a vocabulary whose stops llama.cpp picks by their text (llama-vocab.cpp), the EOS id
 // first, as its GgufVocab's eog_ids says; empty for other vocabularies.

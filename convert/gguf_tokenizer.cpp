@@ -1,4 +1,5 @@
-// The GGUF vocabulary (tokenizer.ggml.*) as an HF tokenizer.json, so one tokenizer implementation serves every input.
+// The GGUF vocabulary (tokenizer.ggml.*) as an HF tokenizer.json, so one tokenizer implementation serves every input;
+// held as its parts (format/tokenizer_parts.h), which the loader builds the tokenizer from without writing the text.
 //  - "gpt2" (byte-level BPE): tokens and merges are already in HF's byte-level alphabet; the pre-tokenizer regex
 //    comes from tokenizer.ggml.pre: GPT-2's own (default/gpt2) here, the others by their registered
 //    GgufPreTokenizer (models/gguf_traits.h, beside the family that brought it).
@@ -66,8 +67,8 @@ std::vector<size_t> codepoint_starts(const std::string& s) {
 // the split search is quadratic in the piece length, which a hostile file could otherwise exploit.
 constexpr size_t kMaxMergePiece = 1024;
 
-json spm_merges(const std::vector<std::string>& tokens, const std::vector<float>& scores,
-                const std::unordered_map<std::string_view, int64_t>& vocab) {
+std::vector<std::string> spm_merges(const std::vector<std::string>& tokens, const std::vector<float>& scores,
+                                    const std::unordered_map<std::string_view, int64_t>& vocab) {
   struct Merge {
     int64_t l, r;
     float score;
@@ -86,7 +87,8 @@ json spm_merges(const std::vector<std::string>& tokens, const std::vector<float>
     merges.insert(merges.end(), local.begin(), local.end());
   }
   std::stable_sort(merges.begin(), merges.end(), [](auto& a, auto& b) { return a.score > b.score; });
-  json out = json::array();
+  std::vector<std::string> out;
+  out.reserve(merges.size());
   for (auto& m : merges) out.push_back(tokens[size_t(m.l)] + " " + tokens[size_t(m.r)]);
   return out;
 }
@@ -100,7 +102,7 @@ std::vector<int64_t> gguf_vocab_eog_ids(const GgufFile& f, int64_t n_vocab) {
   return v && v->eog_ids ? v->eog_ids(f, n_vocab) : std::vector<int64_t>{};
 }
 
-Result<HfTokenizerTexts> gguf_tokenizer_to_hf(const GgufFile& f) {
+Result<TokenizerParts> gguf_tokenizer_parts(const GgufFile& f) {
   const std::string ctx = "[gguf] " + f.path();
   const GgufValue* mv = f.find("tokenizer.ggml.model");
   if (!mv || mv->type != GgufType::kString) return Error::not_found("{}: no tokenizer.ggml.model", ctx);
@@ -139,15 +141,11 @@ Result<HfTokenizerTexts> gguf_tokenizer_to_hf(const GgufFile& f) {
   const bool add_bos = ((own && own->force_bos) || flag("tokenizer.ggml.add_bos_token", spm)) && bos >= 0;
   const bool add_eos = flag("tokenizer.ggml.add_eos_token", false) && eos >= 0;
 
-  json vocab = json::object();
-  std::unordered_map<std::string_view, int64_t> ids;  // views into `tokens`, which outlives it
+  // The vocabulary stays a list of tokens by id (TokenizerParts::tokens): as a JSON object of 150k entries it cost
+  // more than the rest of the tokenizer together.
   json added = json::array();
   for (int64_t id = 0; id < n; ++id) {
     const std::string& t = tokens[size_t(id)];
-    if (!ids.count(t)) {
-      ids[t] = id;
-      vocab[t] = id;
-    }
     const int ty = types[size_t(id)];
     if (ty == kUnknown || ty == kControl || ty == kUserDefined)
       added.push_back({{"id", id}, {"content", t}, {"single_word", false}, {"lstrip", false}, {"rstrip", false},
@@ -156,9 +154,9 @@ Result<HfTokenizerTexts> gguf_tokenizer_to_hf(const GgufFile& f) {
   const std::string* bos_s = add_bos ? &tokens[size_t(bos)] : nullptr;
   const std::string* eos_s = add_eos ? &tokens[size_t(eos)] : nullptr;
 
-  // moved, not copied, into the tree: a copy of a 150k-entry vocab object costs as much as building it
+  TokenizerParts out;
   json tj = {{"version", "1.0"}, {"truncation", nullptr}, {"padding", nullptr}, {"added_tokens", std::move(added)}};
-  json bpe = {{"type", "BPE"}, {"dropout", nullptr}, {"vocab", std::move(vocab)}};
+  json bpe = {{"type", "BPE"}, {"dropout", nullptr}, {"vocab", json::object()}};
   if (own) {
     PIPIT_TRY(own->build(f, tokens, unk, tj, bpe));
   } else if (spm) {
@@ -179,7 +177,10 @@ Result<HfTokenizerTexts> gguf_tokenizer_to_hf(const GgufFile& f) {
     bpe["fuse_unk"] = true;
     bpe["byte_fallback"] = true;
     bpe["ignore_merges"] = false;
-    bpe["merges"] = spm_merges(tokens, scores, ids);
+    std::unordered_map<std::string_view, int64_t> ids;  // views into `tokens`, which outlives it; first id kept
+    ids.reserve(tokens.size());
+    for (int64_t id = 0; id < n; ++id) ids.emplace(tokens[size_t(id)], id);
+    out.merges = spm_merges(tokens, scores, ids);
   } else {
     const GgufValue* pv = f.find("tokenizer.ggml.pre");
     const std::string pre = pv && pv->type == GgufType::kString ? pv->s : "default";
@@ -199,14 +200,27 @@ Result<HfTokenizerTexts> gguf_tokenizer_to_hf(const GgufFile& f) {
                                 names);
     }
     tj["decoder"] = byte_level(true);
-    PIPIT_ASSIGN_OR_RETURN(auto merges, gguf_string_array(f, "tokenizer.ggml.merges", true));
+    PIPIT_ASSIGN_OR_RETURN(out.merges, gguf_string_array(f, "tokenizer.ggml.merges", true));
     bpe["unk_token"] = nullptr;
     bpe["continuing_subword_prefix"] = "";
     bpe["end_of_word_suffix"] = "";
     bpe["fuse_unk"] = false;
     bpe["byte_fallback"] = false;
     bpe["ignore_merges"] = ignore_merges;
-    bpe["merges"] = std::move(merges);
+  }
+  if (own) {
+    // the family's hook writes its merges into the tree: lifted out like the others when they are all "a b"
+    auto m = bpe.find("merges");
+    if (m != bpe.end() && m->is_array() &&
+        std::all_of(m->begin(), m->end(), [](const json& e) { return e.is_string(); })) {
+      out.merges.reserve(m->size());
+      for (json& e : *m) out.merges.push_back(std::move(e.get_ref<std::string&>()));
+      *m = json::array();
+    } else {
+      out.merges_in_tree = true;
+    }
+  } else {
+    bpe["merges"] = json::array();
   }
   tj["post_processor"] = template_processing(bos_s, bos, eos_s, eos);
   tj["model"] = std::move(bpe);
@@ -220,11 +234,15 @@ Result<HfTokenizerTexts> gguf_tokenizer_to_hf(const GgufFile& f) {
   tc["pad_token"] = pad >= 0 ? json(tokens[size_t(pad)]) : json(nullptr);
   if (const GgufValue* ct = f.find("tokenizer.chat_template"); ct && ct->type == GgufType::kString)
     tc["chat_template"] = ct->s;
-  HfTokenizerTexts out;
-  // invalid UTF-8 in a token must not throw out of dump(): replace it (HF files are valid UTF-8 by construction)
-  out.tokenizer_json = tj.dump(-1, ' ', false, json::error_handler_t::replace);
-  out.tokenizer_config_json = tc.dump(2, ' ', false, json::error_handler_t::replace);
+  out.tokenizer = std::move(tj);
+  out.config = std::move(tc);
+  out.tokens = std::move(tokens);
   return out;
+}
+
+Result<HfTokenizerTexts> gguf_tokenizer_to_hf(const GgufFile& f) {
+  PIPIT_ASSIGN_OR_RETURN(TokenizerParts p, gguf_tokenizer_parts(f));
+  return tokenizer_parts_texts(std::move(p));
 }
 
 }  // namespace pipit

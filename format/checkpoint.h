@@ -7,12 +7,14 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "core/tensor.h"
+#include "format/tokenizer_parts.h"
 
 namespace pipit {
 
@@ -24,7 +26,10 @@ struct Checkpoint {
   // HF files kept as text: "tokenizer" (tokenizer.json), "tokenizer_config", "preprocessor_config",
   // "processor_config", "chat_template" (chat_template.jinja / .json).
   std::map<std::string, std::string> texts;
-  std::string tokenizer_error;  // why there is no tokenizer text when the source had one we could not translate
+  // A GGUF vocabulary: the tokenizer as parts instead of texts["tokenizer"] / ["tokenizer_config"]
+  // (format/tokenizer_parts.h; with_tokenizer_texts, convert/checkpoint.h, writes them as those texts).
+  std::optional<TokenizerParts> tokenizer_parts;
+  std::string tokenizer_error;  // why there is no tokenizer when the source had one we could not translate
   std::map<std::string, Tensor> tensors;  // HF names, contiguous
   nlohmann::json quantization;            // .pipit: the recipe it was converted with (null otherwise)
   std::vector<std::string> notes;         // what the import did (skipped tensors, un-permuted rows, ...)

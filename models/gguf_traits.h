@@ -36,7 +36,7 @@ class GgufTools {
   virtual bool can_widen(DType d) const = 0;
   // An f32 copy of t (whole rows through those kernels); "[gguf] <name>: type <T>" when they cannot read it.
   virtual Result<Tensor> widen_f32(const Tensor& t, const std::string& name) const = 0;
-  // The vocabulary as HF tokenizer texts in c.texts, or why not in c.tokenizer_error (and a note).
+  // The vocabulary as an HF tokenizer in c.tokenizer_parts, or why not in c.tokenizer_error (and a note).
   virtual void attach_tokenizer(const GgufFile& f, Checkpoint& c) const = 0;
   // The end-of-generation ids llama.cpp picks by their text for this vocabulary (the EOS id first), when it picks
   // more than the EOS id; empty otherwise.
@@ -91,6 +91,8 @@ struct GgufVocab {
   bool force_bos = false;       // BOS added whatever tokenizer.ggml.add_bos_token says (llama.cpp overrides it)
   // The tokenizer.json's normalizer / pre_tokenizer / decoder (in `tj`) and the BPE model's fields beside its vocab
   // (in `bpe`: merges, byte fallback, unk_token, ...), for a vocabulary of `tokens` (unk: the unknown id or -1).
+  // bpe's vocab is left empty (the tokens are kept as a list, TokenizerParts), and merges that are all "a b" strings
+  // are lifted out of it the same way.
   Status (*build)(const GgufFile& f, const std::vector<std::string>& tokens, int64_t unk, nlohmann::json& tj,
                   nlohmann::json& bpe) = nullptr;
   // The end-of-generation ids llama.cpp picks by their text, the EOS id first; null: the EOS id alone.

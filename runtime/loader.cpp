@@ -55,13 +55,25 @@ void merge_generation_config(LoadedModel& lm) {
 }
 
 // The tokenizer from the checkpoint's texts: tokenizer.json + tokenizer_config.json, and a chat_template.jinja when
-// tokenizer_config.json has no template (newer HF checkpoints keep it there).
-Status load_tokenizer(const Checkpoint& c, LoadedModel& lm) {
+// tokenizer_config.json has no template (newer HF checkpoints keep it there); or from its parts (a GGUF vocabulary),
+// which it takes out of the checkpoint.
+Status load_tokenizer(Checkpoint& c, LoadedModel& lm) {
 #ifdef PIPIT_WITH_TOKENIZER
   if (c.format != "pipit" && c.format != "gguf" && is_directory(c.path)) {
     if (file_exists(c.path + "/tokenizer.json")) {
       PIPIT_ASSIGN_OR_RETURN(lm.tokenizer, Tokenizer::load_dir(c.path));
     }
+    return Status::ok();
+  }
+  if (c.tokenizer_parts) {
+    TokenizerParts parts = std::move(*c.tokenizer_parts);
+    c.tokenizer_parts.reset();
+    if (auto ct = c.texts.find("chat_template"); ct != c.texts.end() && parts.config.is_object() &&
+                                                 !parts.config.contains("chat_template"))
+      parts.config["chat_template"] = ct->second;
+    auto t = Tokenizer::load_parts(std::move(parts));
+    if (!t) return t.status().with_context("[load] " + c.path);
+    lm.tokenizer = std::move(t).value();
     return Status::ok();
   }
   auto tj = c.texts.find("tokenizer");
@@ -273,8 +285,9 @@ Result<LoadedModel> load_model_impl(const std::string& given, const LoadOptions&
   PIPIT_TRY(tokenizer.get());
   use_builtin_template(lm);
 #if defined(__GLIBC__)
-  // Parsing tokenizer.json (11 MB for Qwen) builds a JSON tree of ~100 MB that is freed once the tokenizer has its
-  // tables; glibc keeps those pages unless asked, and they would stay resident for the life of the process.
+  // Parsing tokenizer.json (11 MB for Qwen) builds a JSON tree of ~100 MB, and a GGUF's vocabulary is read as ~50 MB of
+  // metadata values and string copies, all freed once the tokenizer has its tables; glibc keeps those pages unless
+  // asked, and they would stay resident for the life of the process.
   if (lm.tokenizer) malloc_trim(0);
 #endif
 #ifdef PIPIT_WITH_TOKENIZER

@@ -21,6 +21,8 @@ namespace pipit {
 
 // Parses tokenizer_config.json (see TokenizerConfig); an empty string gives an empty config.
 Result<TokenizerConfig> parse_tokenizer_config(std::string_view text);
+// The same from its tree (kept as the config's raw JSON).
+Result<TokenizerConfig> tokenizer_config_from_json(nlohmann::json raw);
 
 class HfTokenizer final : public Tokenizer {
  public:

@@ -18,6 +18,8 @@
 
 namespace pipit {
 
+struct TokenizerParts;
+
 // What pipit needs from tokenizer_config.json (the raw JSON is kept for the chat template's context).
 struct TokenizerConfig {
   std::string chat_template;                           // default template ("" when the model has none)
@@ -32,6 +34,9 @@ class Tokenizer {
 
   // tokenizer_config_json may be empty.
   static Result<std::shared_ptr<Tokenizer>> load(std::string_view tokenizer_json, std::string_view tokenizer_config_json);
+  // A tokenizer held as parts (format/tokenizer_parts.h: a GGUF vocabulary), consumed: the tokenizer that
+  // load() gives for the texts of those parts (tokenizer_parts_texts), built without writing and parsing them.
+  static Result<std::shared_ptr<Tokenizer>> load_parts(TokenizerParts&& parts);
   // A directory holding tokenizer.json and optionally tokenizer_config.json.
   static Result<std::shared_ptr<Tokenizer>> load_dir(const std::string& dir);
 

@@ -1,11 +1,15 @@
 // Loading: Tokenizer::load / load_dir, and tokenizer_config.json (chat template(s), bos/eos/pad/unk token strings).
+#include <algorithm>
 #include <filesystem>
+#include <numeric>
 #include <optional>
 #include <utility>
 
 #include "core/json_depth.h"
 #include "core/optional_file.h"
 #include "core/storage.h"
+#include "core/utf8_check.h"
+#include "format/tokenizer_parts.h"
 #include "tokenizer/hf_tokenizer.h"
 
 namespace pipit {
@@ -40,9 +44,14 @@ Result<std::string> token_string(const json& cfg, const char* key) {
 }  // namespace
 
 Result<TokenizerConfig> parse_tokenizer_config(std::string_view text) {
+  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) return TokenizerConfig{};
+  PIPIT_ASSIGN_OR_RETURN(json raw, parse_json(text, "tokenizer_config.json"));
+  return tokenizer_config_from_json(std::move(raw));
+}
+
+Result<TokenizerConfig> tokenizer_config_from_json(json raw) {
   TokenizerConfig c;
-  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) return c;
-  PIPIT_ASSIGN_OR_RETURN(c.raw, parse_json(text, "tokenizer_config.json"));
+  c.raw = std::move(raw);
   if (!c.raw.is_object()) return Error::format("[tokenizer_config.json] expected a JSON object at the top level");
   if (auto it = c.raw.find("chat_template"); it != c.raw.end() && !it->is_null()) {
     if (it->is_string()) {
@@ -241,6 +250,55 @@ Result<std::shared_ptr<HfTokenizer>> load_hf(std::string_view tokenizer_json, st
   return t;
 }
 
+// A token as tokenizer.json holds it once written (tokenizer_parts_texts) and read back: invalid UTF-8 replaced by
+// U+FFFD, by the very writer that replaces it there (nlohmann's dump). Tokens are valid UTF-8 but in odd files.
+std::string as_written(std::string s) {
+  if (utf8_error_offset(s) == std::string::npos) return s;
+  return json::parse(json(s).dump(-1, ' ', false, json::error_handler_t::replace)).get<std::string>();
+}
+
+// The tokenizer from its parts, as load_hf builds it from their texts: the vocabulary and merges go straight into
+// the tables the SAX parser would have filled (BpeTables), the rest of the tree as read back from its text.
+Result<std::shared_ptr<HfTokenizer>> load_hf_parts(TokenizerParts&& p) {
+  // The tree and the config hold no vocabulary or merges (a few kB): written and read back, so that every string and
+  // number in them is what the text would give (invalid UTF-8 replaced; ids as JSON reads them, unsigned).
+  PIPIT_ASSIGN_OR_RETURN(json j, parse_json(p.tokenizer.dump(-1, ' ', false, json::error_handler_t::replace),
+                                            "tokenizer.json"));
+  PIPIT_ASSIGN_OR_RETURN(json cfg_raw, parse_json(p.config.dump(-1, ' ', false, json::error_handler_t::replace),
+                                                  "tokenizer_config.json"));
+  tok::BpeTables tables;
+  tables.has_vocab = true;
+  std::vector<std::string>& tokens = p.tokens;
+  tables.vocab.reserve(tokens.size());
+  const bool valid = std::all_of(tokens.begin(), tokens.end(),
+                                 [](const std::string& t) { return utf8_error_offset(t) == std::string::npos; });
+  if (valid) {
+    // Backwards, so that a token that repeats ends with its first id, the one tokenizer.json's object keeps (the BPE
+    // keeps a repeated token's last id); for distinct tokens the order changes nothing.
+    for (size_t id = tokens.size(); id-- > 0;) tables.vocab.emplace_back(std::move(tokens[id]), json(uint64_t(id)));
+  } else {
+    // Replacing invalid UTF-8 can make two tokens one: the text has them in the order of its keys (the raw tokens,
+    // sorted, each once with its first id) and the one read last wins; so here.
+    std::vector<uint32_t> order(tokens.size());
+    std::iota(order.begin(), order.end(), 0u);
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return tokens[a] < tokens[b]; });
+    for (size_t k = 0; k < order.size(); ++k)
+      if (k == 0 || tokens[order[k - 1]] != tokens[order[k]])
+        tables.vocab.emplace_back(as_written(tokens[order[k]]), json(uint64_t(order[k])));
+  }
+  tokens = {};
+  if (!p.merges_in_tree) {
+    tables.has_merges = true;
+    tables.merges.reserve(p.merges.size());
+    for (std::string& m : p.merges) tables.merges.push_back({as_written(std::move(m)), {}, tok::BpeMerge::kString});
+    p.merges = {};
+  }
+  PIPIT_ASSIGN_OR_RETURN(std::shared_ptr<HfTokenizer> t, HfTokenizer::create(j, &tables));
+  PIPIT_ASSIGN_OR_RETURN(TokenizerConfig cfg, tokenizer_config_from_json(std::move(cfg_raw)));
+  t->set_config(std::move(cfg));
+  return t;
+}
+
 // Newer checkpoints keep the template in chat_template.jinja (or a processor's chat_template.json).
 Status read_template_file(const std::string& dir, TokenizerConfig& cfg) {
   namespace fs = std::filesystem;
@@ -264,6 +322,11 @@ Status read_template_file(const std::string& dir, TokenizerConfig& cfg) {
 Result<std::shared_ptr<Tokenizer>> Tokenizer::load(std::string_view tokenizer_json,
                                                    std::string_view tokenizer_config_json) {
   PIPIT_ASSIGN_OR_RETURN(std::shared_ptr<HfTokenizer> t, load_hf(tokenizer_json, tokenizer_config_json));
+  return std::shared_ptr<Tokenizer>(std::move(t));
+}
+
+Result<std::shared_ptr<Tokenizer>> Tokenizer::load_parts(TokenizerParts&& parts) {
+  PIPIT_ASSIGN_OR_RETURN(std::shared_ptr<HfTokenizer> t, load_hf_parts(std::move(parts)));
   return std::shared_ptr<Tokenizer>(std::move(t));
 }
 
