@@ -383,11 +383,8 @@ void CpuDevice::attention(Ctx& ctx, const Tensor& q, const Tensor& k_cache, cons
         row_fn(a);
         continue;
       }
-      // job j = ([chunk,] kv head, token block): split jobs go chunk by chunk, every kv head of a chunk in turn, so
-      // consecutive jobs read the same cache rows (a row holds all kv heads of a position) instead of one head's
-      // row slice across the whole context, a 2 KB-strided walk over every page of the cache
-      const int64_t n_jb = n_head_kv * n_tok_blocks;
-      const int64_t chunk = split ? j / n_jb : 0, jb = split ? j % n_jb : j;
+      // job j = (kv head, token block[, chunk])
+      const int64_t chunk = split ? j % n_chunks : 0, jb = split ? j / n_chunks : j;
       const int64_t kvh = jb / n_tok_blocks, t0 = (jb % n_tok_blocks) * tok_block;
       AttnRowsArgs a;
       a.n_q = 0;
