@@ -3,8 +3,10 @@
 // composition) never changes a result. Rows see different key counts (causal), K/V f32 and f16, head_dim tails,
 // soft-cap, a ring, sink logits (GPT-OSS, one per row), a padded KV row stride, and key ranges over several chunks.
 #include <cmath>
+#include <cstring>
 #include <tuple>
 
+#include "backends/ops.h"
 #include "tests/kernels/kernel_test_util.h"
 
 namespace pipit {
@@ -145,6 +147,56 @@ TEST_P(AttentionRows, SplitEqualsWhole) {
                     << " sink " << sink << " d " << d;
             }
           }
+}
+
+// The attention op (backends/cpu/ops.cpp) over a long context: with few kv heads per thread it splits a decode
+// step's keys into chunks, one job per (kv head, chunk), and folds the chunk states afterwards; with enough heads it
+// does not. The same query rows over the same cache (16 kv heads, GQA 2, 700 keys, f32 and f16) on a pool of 1 (no
+// split: 16 jobs >= 8) and of 4 threads (split: 16 < 32) must give the same bits, and both the row alone
+// (attn_row): whatever the jobs' order and the threads, each row is the same arithmetic.
+TEST_P(AttentionRows, OpSplitDecodeEqualsUnsplit) {
+  if (!k().attn_merge) GTEST_SKIP() << "no attn_merge at this level (ops never splits)";
+  Rng rng(31);
+  const int64_t n_head_kv = 16, group = 2, hd = 64, keys = 700;
+  for (DType kv : {DType::F32, DType::F16}) {
+    Tensor kc = Tensor::empty(kv, {keys, n_head_kv, hd}), vc = Tensor::empty(kv, {keys, n_head_kv, hd});
+    for (int64_t p = 0; p < keys; ++p) {
+      auto kr = rng.floats(size_t(n_head_kv * hd), -1, 1), vr = rng.floats(size_t(n_head_kv * hd), -2, 2);
+      r().from_f32[int(kv)](kr.data(), kc.data() + p * kc.stride(0), n_head_kv * hd);
+      r().from_f32[int(kv)](vr.data(), vc.data() + p * vc.stride(0), n_head_kv * hd);
+    }
+    Tensor q = Tensor::empty(DType::F32, {1, n_head_kv * group, hd});
+    const auto qv = rng.floats(size_t(q.numel()), -3, 3);
+    std::copy(qv.begin(), qv.end(), q.ptr<float>());
+    const std::vector<int32_t> pos = {int32_t(keys - 1)};
+    auto run = [&](int threads) {
+      Arena arena(size_t(1) << 22);
+      ThreadPool pool(threads);
+      Ctx ctx{&arena, &pool, &k(), nullptr};
+      Tensor out = Tensor::empty(DType::F32, q.shape());
+      attention(ctx, q, kc, vc, pos, AttnParams{0.125f}, out);
+      return std::vector<float>(out.ptr<float>(), out.ptr<float>() + out.numel());
+    };
+    const auto unsplit = run(1), split = run(4);
+    EXPECT_EQ(0, std::memcmp(unsplit.data(), split.data(), unsplit.size() * 4)) << dtype_name(kv);
+    for (int64_t h = 0; h < n_head_kv * group; h += 7) {  // a few rows alone through attn_row
+      AttnRowArgs a;
+      std::vector<float> out(static_cast<size_t>(hd)), scratch(static_cast<size_t>(attn_scratch_floats(1, keys, hd)));
+      a.q = q.ptr<float>() + h * hd;
+      a.k = kc.data() + (h / group) * dtype_row_bytes(kv, hd);
+      a.v = vc.data() + (h / group) * dtype_row_bytes(kv, hd);
+      a.kv_stride = kc.stride(0);
+      a.out = out.data();
+      a.scratch = scratch.data();
+      a.head_dim = hd;
+      a.k0 = 0;
+      a.k1 = keys;
+      a.scale = 0.125f;
+      a.softcap = 0.0f;
+      k().attn_row[int(kv)](a);
+      EXPECT_EQ(0, std::memcmp(out.data(), split.data() + h * hd, size_t(hd) * 4)) << dtype_name(kv) << " row " << h;
+    }
+  }
 }
 
 PIPIT_INSTANTIATE_ISA(AttentionRows);
