@@ -121,7 +121,9 @@ TEST(ToolCalls, StreamingGivesTheSameAnswerForEverySplit) {
       ASSERT_EQ(content.find_first_not_of(" \n") == std::string::npos ? "" : content,
                 whole.calls.empty() ? text : content)
           << text << " step " << step;
-      if (whole.calls.empty()) ASSERT_EQ(content, text);
+      if (whole.calls.empty()) {
+        ASSERT_EQ(content, text);
+      }
     }
   }
   // content before a call streams before the call is complete
