@@ -170,15 +170,11 @@ Result<std::unique_ptr<Model>> make_deepseek_ocr(const HfConfig& cfg, const Weig
 }  // namespace
 
 PIPIT_REGISTER_MODEL("deepseek_vl_v2", make_deepseek_ocr);
-// The decoder's MoE layers take the quantization recipe's MoE rules, for the reasons (and with the measurement)
-// given where models/qwen3_moe.cpp registers them: the router (mlp.gate) keeps its source dtype under q8 / q4, the
-// attention is q8_0 under q4, in a checkpoint with routed experts.
-static FamilyRecipeRegistrar kDeepseekOcrRecipe(
-    {"deepseek_vl_v2"},
-    {{.label = "MoE router", .suffix = {".mlp.gate.weight"}, .only_with = {".mlp.experts."},
-      .quants = {"q8_0", "q4_0"}, .gives = RuleGives::kSource},
-     {.label = "MoE attention", .contains = {".self_attn."}, .only_with = {".mlp.experts."}, .quants = {"q4_0"},
-      .gives = RuleGives::kQ8_0}});
+// The decoder's MoE layers take the quantization recipe's MoE rules (models/recipe_rules.h moe_recipe_rules): the
+// router (mlp.gate) keeps its source dtype under q8 / q4, the attention is q8_0 under q4, in a checkpoint with routed
+// experts.
+static FamilyRecipeRegistrar kDeepseekOcrRecipe({"deepseek_vl_v2"}, {},
+                                                moe_recipe_rules(".mlp.gate.weight", ".mlp.experts."));
 
 // infer()'s prompt format for a conversation: format_messages(sft_format='plain') joins the messages' contents with
 // empty separators and no role names, strips the whole, and the text is encoded without special tokens after BOS 0.

@@ -418,18 +418,15 @@ PIPIT_REGISTER_MODEL("gemma4", make_gemma4);
 //    written for those and applied to every stacked expert, and the MoE test's q4 bound (gemma4_test's
 //    MoeBlockShapesAndRoutingInvariance) was set with it. Kept so that no file changes; but there (random Gaussian
 //    experts, not dequantized MXFP4) q4_0 experts did better: relative RMS of the logits 0.374 vs 0.442 for mxfp4;
-//  - the MoE rules, for the reasons given where models/qwen3_moe.cpp registers them: the router (router.proj)
+//  - the MoE rules (models/recipe_rules.h moe_recipe_rules, with their reasons): the router (router.proj)
 //    keeps its source dtype under q8 / q4, the attention is q8_0 under q4 (a tower's self_attn included: these
 //    come before the media towers' rule below).
 // Registered for gemma4_text too: the same layers, from a text-only checkpoint.
 static FamilyRecipeRegistrar kGemma4MoeRecipe(
     {"gemma4", "gemma4_text"},
     {{.label = "stacked experts under q4 -> mxfp4", .suffix = {".experts.gate_up_proj", ".experts.down_proj"},
-      .ndim = 3, .quants = {"q4_0"}, .gives = RuleGives::kMxfp4},
-     {.label = "MoE router", .suffix = {".router.proj.weight"}, .only_with = {".experts.gate_up_proj"},
-      .quants = {"q8_0", "q4_0"}, .gives = RuleGives::kSource},
-     {.label = "MoE attention", .contains = {".self_attn."}, .only_with = {".experts.gate_up_proj"},
-      .quants = {"q4_0"}, .gives = RuleGives::kQ8_0}});
+      .ndim = 3, .quants = {"q4_0"}, .gives = RuleGives::kMxfp4}},
+    moe_recipe_rules(".router.proj.weight", ".experts.gate_up_proj"));
 // Under q4 the vision and audio towers and their projectors keep q8_0: a few % of the weights (E2B: ~0.15 B vision,
 // ~0.3 B audio of ~5 B) whose error every soft token carries, and whose clippable linears clamp at bounds fitted to
 // the float outputs. On the test checkpoint q4 puts a relative RMS of 0.247 on the image soft tokens (0.589 on the

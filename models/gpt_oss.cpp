@@ -176,15 +176,12 @@ PIPIT_REGISTER_MODEL("gpt_oss", make_gpt_oss);
 //  - under q4 the stacked experts [E, out, in] of a bf16 checkpoint become mxfp4: they are the dequantized MXFP4 the
 //    model ships as, which mxfp4 (4.25 bits, ggml's rounding = the Hub packing's exponent rule) gives back exactly,
 //    where q4_0 would not (experts shipped as mxfp4 are kept as they are by the general rules);
-//  - the MoE rules, for the reasons given where models/qwen3_moe.cpp registers them: the router (mlp.router) keeps
+//  - the MoE rules (models/recipe_rules.h moe_recipe_rules, with their reasons): the router (mlp.router) keeps
 //    its source dtype under q8 / q4, the attention is q8_0 under q4.
 static FamilyRecipeRegistrar kGptOssRecipe(
     {"gpt_oss"},
     {{.label = "stacked experts under q4 -> mxfp4", .contains = {".mlp.experts."}, .ndim = 3, .quants = {"q4_0"},
-      .gives = RuleGives::kMxfp4},
-     {.label = "MoE router", .suffix = {".mlp.router.weight"}, .only_with = {".mlp.experts."},
-      .quants = {"q8_0", "q4_0"}, .gives = RuleGives::kSource},
-     {.label = "MoE attention", .contains = {".self_attn."}, .only_with = {".mlp.experts."}, .quants = {"q4_0"},
-      .gives = RuleGives::kQ8_0}});
+      .gives = RuleGives::kMxfp4}},
+    moe_recipe_rules(".mlp.router.weight", ".mlp.experts."));
 
 }  // namespace pipit

@@ -6,6 +6,7 @@
 
 #include "models/vision/image_processor.h"
 #include "models/vision/image_processor_fields.h"
+#include "models/vision/qwen_patch_rows.h"
 
 namespace pipit {
 
@@ -34,22 +35,7 @@ Result<ProcessedImage> preprocess_qwen(const Image& img, const ImageProcessorCon
   out.resized_height = int(rh);
   out.resized_width = int(rw);
   out.pixel_values = Tensor::empty(DType::F32, {gh * gw, cols});
-  float* dst = out.pixel_values.ptr<float>();
-  // rows: (block row, block col, row in block, col in block); columns: (channel, frame, py, px)
-  int64_t row = 0;
-  for (int64_t bh = 0; bh < gh / m; ++bh)
-    for (int64_t bw = 0; bw < gw / m; ++bw)
-      for (int64_t mh = 0; mh < m; ++mh)
-        for (int64_t mw = 0; mw < m; ++mw, ++row) {
-          const int64_t y0 = (bh * m + mh) * p, x0 = (bw * m + mw) * p;
-          float* r = dst + row * cols;
-          for (int64_t ch = 0; ch < 3; ++ch)
-            for (int64_t t = 0; t < tps; ++t)
-              for (int64_t py = 0; py < p; ++py) {
-                const float* src = chw.data() + (ch * rh + y0 + py) * rw + x0;
-                std::memcpy(r + ((ch * tps + t) * p + py) * p, src, size_t(p) * 4);
-              }
-        }
+  qwen_patch_rows(out.pixel_values.ptr<float>(), gh, gw, m, p, tps, rh, rw, [&](int64_t) { return chw.data(); });
   return out;
 }
 

@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "models/vision/image_processor_fields.h"
+#include "models/vision/qwen_patch_rows.h"
 #include "models/vision/video_processor.h"
 #include "models/vision/vision_model.h"
 
@@ -145,21 +146,9 @@ Result<ProcessedVideo> preprocess_qwen3_vl(int64_t n_clip, const FrameSource& fr
   pi.resized_width = int(rw);
   pi.pixel_values = Tensor::empty(DType::F32, {gt * gh * gw, cols});
   float* dst = pi.pixel_values.ptr<float>();
-  int64_t row = 0;
   for (int64_t t = 0; t < gt; ++t)
-    for (int64_t bh = 0; bh < gh / m; ++bh)
-      for (int64_t bw = 0; bw < gw / m; ++bw)
-        for (int64_t mh = 0; mh < m; ++mh)
-          for (int64_t mw = 0; mw < m; ++mw, ++row) {
-            const int64_t y0 = (bh * m + mh) * p, x0 = (bw * m + mw) * p;
-            float* r = dst + row * cols;
-            for (int64_t ch = 0; ch < 3; ++ch)
-              for (int64_t k = 0; k < tps; ++k)
-                for (int64_t py = 0; py < p; ++py) {
-                  const float* s = chw.data() + ((t * tps + k) * 3 + ch) * plane + (y0 + py) * rw + x0;
-                  std::memcpy(r + ((ch * tps + k) * p + py) * p, s, size_t(p) * 4);
-                }
-          }
+    dst = qwen_patch_rows(dst, gh, gw, m, p, tps, rh, rw,
+                          [&](int64_t k) { return chw.data() + (t * tps + k) * 3 * plane; });
   // _calculate_timestamps: indices padded with the last to whole temporal patches, idx / fps, first/last mean
   std::vector<int32_t> idx = out.frame_indices;
   while (int64_t(idx.size()) % tps) idx.push_back(idx.back());

@@ -108,7 +108,9 @@ TEST_F(CliVision, VisionCommandWritesWhatTheGoldensHold) {
     EXPECT_LE(diff(*f->get("pixel_values"), *g.get("img_300x200.pixel_values")), 1e-4) << arch;
     EXPECT_EQ(f->get("vision_embeds")->shape(), g.get("img_300x200.vision_embeds")->shape()) << arch;
     EXPECT_LE(diff(*f->get("vision_embeds"), *g.get("img_300x200.vision_embeds")), 1e-3) << arch;
-    if (arch != "llava") EXPECT_EQ(ids_of(*f->get("image_grid_thw")), ids_of(*g.get("img_300x200.image_grid_thw")));
+    if (arch != "llava") {
+      EXPECT_EQ(ids_of(*f->get("image_grid_thw")), ids_of(*g.get("img_300x200.image_grid_thw")));
+    }
   }
 }
 
@@ -440,7 +442,9 @@ TEST_F(CliVision, DeepseekOcr) {
       want += "<unused_" + std::to_string(id) + ">";
     }
   }
-  if (ascii) EXPECT_EQ(first, want);
+  if (ascii) {
+    EXPECT_EQ(first, want);
+  }
 }
 
 // DeepSeek-OCR's document prompt "<image>\n<|grounding|>Convert the document to markdown." as infer() builds it: the
@@ -473,8 +477,8 @@ TEST_F(CliVision, DeepseekOcrGroundingPrompt) {
   ASSERT_EQ(l.code, 0) << l.out;
   auto lf = SafetensorsFile::open(lg);
   ASSERT_TRUE(lf.is_ok());
-  const Tensor& logits = *lf->get("logits");
-  const Tensor& want_last = *g->get("logits_last");
+  const Tensor logits = *lf->get("logits");  // a copy: get() returns a temporary
+  const Tensor want_last = *g->get("logits_last");
   ASSERT_EQ(logits.numel() % want_last.numel(), 0);
   EXPECT_LE(test::max_abs_diff(logits.ptr<float>() + logits.numel() - want_last.numel(), want_last.ptr<float>(),
                                want_last.numel()).max_abs, 1e-3);

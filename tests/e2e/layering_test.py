@@ -110,12 +110,16 @@ def main():
 
     # the quantization recipe reads a family's rules from its records beside the model (FamilyRecipeRegistrar): no
     # string in the recipe names a model type, an arch, or holds a tensor name or label one of those records declares
+    # (the rules' literals in models/: registrations, and shared sets such as recipe_rules.h's moe_recipe_rules with
+    # the names its callers pass)
     rule_names, rule_labels = set(), set()
     for p in sources(root, "models"):
-        for reg in re.findall(r'FamilyRecipeRegistrar \w+\((.*?)\)\s*;', p.read_text(), re.S):
-            rule_labels.update(re.findall(r'\.label = "([^"]+)"', reg))
-            for listed in re.findall(r'\.(?:prefix|suffix|contains|only_with) = \{([^}]*)\}', reg):
-                rule_names.update(re.findall(r'"([^"]+)"', listed))
+        text = p.read_text()
+        rule_labels.update(re.findall(r'\.label = "([^"]+)"', text))
+        for listed in re.findall(r'\.(?:prefix|suffix|contains|only_with) = \{([^}]*)\}', text):
+            rule_names.update(re.findall(r'"([^"]+)"', listed))
+        for args in re.findall(r'moe_recipe_rules\(("[^)]*)\)', text):
+            rule_names.update(re.findall(r'"([^"]+)"', args))
     if len(rule_labels) < 4 or len(rule_names) < 8:
         errors.append(f"found only {len(rule_labels)} recipe rule labels and {len(rule_names)} tensor names "
                       "registered in models/: is FamilyRecipeRegistrar still used?")

@@ -332,4 +332,31 @@ inline void hf_to_gguf(const std::string& model_dir, const std::string& out, con
   g.write(out);
 }
 
+// An HF byte-level tokenizer (its tokenizer.json and tokenizer_config.json) as llama.cpp's converter stores it in a
+// GGUF: tokens by id ("[PAD]" for ids nothing uses: a repeated token, whose first id is kept), token types (1 normal,
+// 3 special, 4 added, 5 unused), "a b" merges, tokenizer.ggml.pre, the BOS id when bos >= 0, the chat template.
+// Returns the file's bytes.
+inline std::string byte_level_vocab_gguf(const nlohmann::json& tj, const nlohmann::json& tc, const std::string& pre,
+                                         int64_t bos) {
+  std::map<int64_t, std::pair<std::string, int32_t>> by_id;  // id -> (token, ggml token type)
+  for (auto& [tok, id] : tj["model"]["vocab"].items()) by_id[id.get<int64_t>()] = {tok, 1};
+  for (auto& a : tj["added_tokens"]) by_id[a["id"].get<int64_t>()] = {a["content"], a["special"] ? 3 : 4};
+  std::vector<std::string> tokens(size_t(by_id.rbegin()->first + 1), "[PAD]");
+  std::vector<int32_t> types(tokens.size(), 5);
+  for (auto& [id, v] : by_id) tokens[size_t(id)] = v.first, types[size_t(id)] = v.second;
+  std::vector<std::string> merges;
+  for (auto& m : tj["model"]["merges"])
+    merges.push_back(m.is_string() ? m.get<std::string>() : m[0].get<std::string>() + " " + m[1].get<std::string>());
+  GgufWriter g;
+  g.str("tokenizer.ggml.model", "gpt2");
+  g.str("tokenizer.ggml.pre", pre);
+  g.strs("tokenizer.ggml.tokens", tokens);
+  g.i32s("tokenizer.ggml.token_type", types);
+  g.strs("tokenizer.ggml.merges", merges);
+  if (bos >= 0) g.u32("tokenizer.ggml.bos_token_id", uint32_t(bos));
+  g.boolean("tokenizer.ggml.add_bos_token", bos >= 0);
+  g.str("tokenizer.chat_template", tc["chat_template"].get<std::string>());
+  return g.bytes();
+}
+
 }  // namespace pipit::test

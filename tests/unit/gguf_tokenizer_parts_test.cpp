@@ -152,25 +152,7 @@ TEST(GgufTokenizerParts, RealByteLevelVocabsGiveTheSameTokenizerBothWays) {
     const std::string dir = test::testdata() + "/tokenizers/" + k.dir;
     auto tj = nlohmann::json::parse(test::read_bytes(dir + "/tokenizer.json"));
     auto tc = nlohmann::json::parse(test::read_bytes(dir + "/tokenizer_config.json"));
-    std::map<int64_t, std::pair<std::string, int32_t>> by_id;  // id -> (token, ggml token type)
-    for (auto& [tok, id] : tj["model"]["vocab"].items()) by_id[id.get<int64_t>()] = {tok, 1};
-    for (auto& a : tj["added_tokens"]) by_id[a["id"].get<int64_t>()] = {a["content"], a["special"] ? 3 : 4};
-    std::vector<std::string> tokens(size_t(by_id.rbegin()->first + 1), "[PAD]");  // "[PAD]" repeats: first id kept
-    std::vector<int32_t> types(tokens.size(), 5);
-    for (auto& [id, v] : by_id) tokens[size_t(id)] = v.first, types[size_t(id)] = v.second;
-    std::vector<std::string> merges;
-    for (auto& m : tj["model"]["merges"])
-      merges.push_back(m.is_string() ? m.get<std::string>() : m[0].get<std::string>() + " " + m[1].get<std::string>());
-    test::GgufWriter g;
-    g.str("tokenizer.ggml.model", "gpt2");
-    g.str("tokenizer.ggml.pre", k.pre);
-    g.strs("tokenizer.ggml.tokens", tokens);
-    g.i32s("tokenizer.ggml.token_type", types);
-    g.strs("tokenizer.ggml.merges", merges);
-    if (k.bos >= 0) g.u32("tokenizer.ggml.bos_token_id", uint32_t(k.bos));
-    g.boolean("tokenizer.ggml.add_bos_token", k.bos >= 0);
-    g.str("tokenizer.chat_template", tc["chat_template"].get<std::string>());
-    const std::string bytes = g.bytes();
+    const std::string bytes = test::byte_level_vocab_gguf(tj, tc, k.pre, k.bos);
     auto f = GgufFile::parse(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), nullptr, k.dir);
     ASSERT_TRUE(f.is_ok()) << f.status().message();
     expect_same_tokenizer(*f, k.dir);
