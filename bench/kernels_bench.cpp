@@ -62,7 +62,7 @@ const std::vector<uint8_t>& weights(DType t, int64_t K, int64_t N) {
   if (t == last_t && K == last_k && N == last_n) return w;
   const int64_t row = dtype_row_bytes(t, K);
   w.assign(size_t(row * N), 0);
-  // panels: quantize plain rows, then pack them (q5_1x16 rows are wider than q5_1's: widened at packing)
+  // panels: quantize plain rows, then pack them
   const DType plain = t == DType::BF16DOT ? DType::BF16 : dtype_unpanel(t);
   const int64_t prow = dtype_row_bytes(plain, K);
   std::vector<uint8_t> pw(size_t(prow * N));
@@ -231,8 +231,8 @@ void register_all() {
         benchmark::RegisterBenchmark(name.c_str(), bm_matmul, k, t, int64_t(512), K, N)->Unit(benchmark::kMillisecond);
       }
     // the formats llama-quantize falls back to for rows that are not a multiple of 256 (and some downloads): plain
-    // (ref's scalar loops) against their panels; q5_0 runs as q8_0x16 (the loader widens it), so that row is q5_0's
-    for (DType t : {DType::IQ4_NL, DType::IQ4_NLX16, DType::Q5_0, DType::Q8_0X16, DType::Q4_1, DType::Q4_1X16,
+    // (ref's scalar loops) against their panels
+    for (DType t : {DType::IQ4_NL, DType::IQ4_NLX16, DType::Q5_0, DType::Q5_0X16, DType::Q4_1, DType::Q4_1X16,
                     DType::Q5_1, DType::Q5_1X16})
       for (int64_t M : {1, 512}) {
         const std::string name =
@@ -243,7 +243,7 @@ void register_all() {
     // batched decode (the server's continuous batching: M sequences, one token each): weights from DRAM as in a
     // real step (N = a vocabulary: the whole matrix is far larger than the caches); M rows should cost little more
     // than one while the step stays memory-bound
-    for (DType t : {DType::Q4_0X16, DType::Q8_0X16, DType::Q4_KX16})
+    for (DType t : {DType::Q4_0X16, DType::Q8_0X16, DType::Q4_KX16, DType::Q5_0X16, DType::Q5_1X16, DType::Q4_1X16})
       for (int64_t M : {1, 2, 4, 8, 12, 16, 24}) {
         const std::string name =
             "batch/" + isa + "/" + std::string(dtype_name(t)) + "/K=1024/N=151936/M=" + std::to_string(M);

@@ -23,6 +23,7 @@ enum class DType : uint8_t {
   IQ4_XSX16,  // iq4_xs panels (below), likewise
   IQ4_NLX16,  // iq4_nl panels (below), likewise
   Q4_1X16, Q5_1X16,  // q4_1 / q5_1 panels (below), likewise
+  Q5_0X16,  // q5_0 panels (below), likewise
   kCount
 };
 
@@ -108,14 +109,24 @@ struct BlockQ4_1x16 {
   uint8_t qs[16 * kQBlock / 2];
 };
 static_assert(sizeof(BlockQ4_1x16) == 16 * sizeof(BlockQ4_1));
-// q5_1x16: 16 rows of q5_1 widened to one byte per weight (q in 0..31, unsigned), laid out as q8_0x16's quants:
-// qs[64 g + 4 r + i] = row r's q of weight 4g + i (g < 8); d and m as q4_1x16. 36 bytes per row and block instead of
-// 24: the integer kernels take bytes as they are (u8 x s8 products), no bit merging per block.
+// q5_0x16 / q5_1x16: 16 rows of q5_0 / q5_1 with the low nibbles as q4_0x16's (qs, the same permutation) and the
+// fifth bits beside them as one 64-bit mask per weight vector: bit j of qh[8 v .. 8 v + 7] (little-endian) is the
+// fifth bit of byte j of vector v as the kernels unpack it (q4_vector_x_offset, backends/cpu/matmul_tiles.h: v = 2c
+// the low nibbles of 64-byte chunk c, v = 2c + 1 its high nibbles; byte j belongs to row j / 4, weight
+// q4_vector_x_offset(v) + j % 4). So q = nibble | bit << 4 (0..31) takes one masked byte add on AVX-512, and a row
+// reads the file's 22 / 24 bytes per 32 weights, not the 34 / 36 of a byte per weight. d and m as q4_1x16.
+struct BlockQ5_0x16 {
+  f16_t d[16];
+  uint8_t qh[8 * 8];
+  uint8_t qs[16 * kQBlock / 2];
+};
+static_assert(sizeof(BlockQ5_0x16) == 16 * sizeof(BlockQ5_0));
 struct BlockQ5_1x16 {
   f16_t d[16], m[16];
-  uint8_t qs[16 * kQBlock];
+  uint8_t qh[8 * 8];
+  uint8_t qs[16 * kQBlock / 2];
 };
-static_assert(sizeof(BlockQ5_1x16) == 16 * 36);
+static_assert(sizeof(BlockQ5_1x16) == 16 * sizeof(BlockQ5_1));
 
 // K-quants: super-blocks of 256 weights along K (a K-type row is a multiple of 256).
 constexpr int kQK = 256;
@@ -326,7 +337,8 @@ constexpr DTypeInfo kDTypeInfo[] = {
     {"q2_kx16", kQK, sizeof(BlockQ2_Kx16) / 16, true}, {"q3_kx16", kQK, sizeof(BlockQ3_Kx16) / 16, true},
     {"iq4_xsx16", kQK, sizeof(BlockIQ4_XSx16) / 16, true},
     {"iq4_nlx16", kQBlock, sizeof(BlockIQ4_NL), true},  // per row on average, as q4_0x16
-    {"q4_1x16", kQBlock, sizeof(BlockQ4_1), true}, {"q5_1x16", kQBlock, sizeof(BlockQ5_1x16) / 16, true},
+    {"q4_1x16", kQBlock, sizeof(BlockQ4_1), true}, {"q5_1x16", kQBlock, sizeof(BlockQ5_1), true},
+    {"q5_0x16", kQBlock, sizeof(BlockQ5_0), true},  // per row on average, as q4_0x16
 };
 static_assert(sizeof(kDTypeInfo) / sizeof(kDTypeInfo[0]) == size_t(DType::kCount));
 
@@ -337,7 +349,8 @@ constexpr bool dtype_is_quantized(DType t) { return dtype_info(t).quantized; }
 constexpr bool dtype_is_panel(DType t) {
   return t == DType::Q8_0X16 || t == DType::Q4_0X16 || t == DType::Q4_KX16 || t == DType::Q5_KX16 ||
          t == DType::Q6_KX16 || t == DType::MXFP4X16 || t == DType::Q2_KX16 || t == DType::Q3_KX16 ||
-         t == DType::IQ4_XSX16 || t == DType::IQ4_NLX16 || t == DType::Q4_1X16 || t == DType::Q5_1X16;
+         t == DType::IQ4_XSX16 || t == DType::IQ4_NLX16 || t == DType::Q4_1X16 || t == DType::Q5_1X16 ||
+         t == DType::Q5_0X16;
 }
 constexpr DType dtype_panel_of(DType t) {
   switch (t) {
@@ -353,6 +366,7 @@ constexpr DType dtype_panel_of(DType t) {
     case DType::IQ4_NL: return DType::IQ4_NLX16;
     case DType::Q4_1: return DType::Q4_1X16;
     case DType::Q5_1: return DType::Q5_1X16;
+    case DType::Q5_0: return DType::Q5_0X16;
     default: return t;
   }
 }
@@ -370,6 +384,7 @@ constexpr DType dtype_unpanel(DType t) {
     case DType::IQ4_NLX16: return DType::IQ4_NL;
     case DType::Q4_1X16: return DType::Q4_1;
     case DType::Q5_1X16: return DType::Q5_1;
+    case DType::Q5_0X16: return DType::Q5_0;
     default: return t;
   }
 }

@@ -207,8 +207,8 @@ void unpack_iq4xs_row(const BlockIQ4_XSx16& p, int r, BlockIQ4_XS& b) {
     for (int c = 0; c < 4; ++c) std::memcpy(&b.qs[16 * g + 4 * c], &p.qs[g][c][4 * r], 4);
 }
 
-// q4_1 / q5_1 (32-weight blocks): d and m per row; the quants as q4_0x16's nibbles (q4_1) or, widened to a byte per
-// weight, as q8_0x16's bytes (q5_1: q = nibble | fifth bit << 4, ggml's q5 bit order as in q5_0_to_q8_0).
+// q4_1 / q5_0 / q5_1 (32-weight blocks): d (and m) per row; the nibbles as q4_0x16's, and q5's fifth bits (ggml's
+// order: bit j of the little-endian qh is weight j's) moved to the panel's per-vector masks (core/dtype.h).
 void pack_q41_row(const BlockQ4_1& b, BlockQ4_1x16& p, int r) {
   p.d[r] = b.d;
   p.m[r] = b.m;
@@ -219,30 +219,48 @@ void unpack_q41_row(const BlockQ4_1x16& p, int r, BlockQ4_1& b) {
   b.m = p.m[r];
   for (int c = 0; c < 4; ++c) std::memcpy(&b.qs[4 * c], &p.qs[64 * c + 4 * r], 4);
 }
+// Where weight j (< 32) of row r sits in a q5 panel's masks: vector v (q4_vector_x_offset's numbering), byte 4r + i.
+constexpr int q5_vector_of(int j) { return j < 16 ? 2 * (j / 4) : 2 * ((j - 16) / 4) + 1; }
+template <class Plain, class Panel>
+void pack_q5_quants(const Plain& b, Panel& p, int r) {
+  uint32_t qh;
+  std::memcpy(&qh, b.qh, 4);
+  for (int c = 0; c < 4; ++c) std::memcpy(&p.qs[64 * c + 4 * r], &b.qs[4 * c], 4);
+  for (int j = 0; j < kQBlock; ++j) {
+    const int bit = 4 * r + j % 4, byte = 8 * q5_vector_of(j) + bit / 8;
+    p.qh[byte] = uint8_t((p.qh[byte] & ~(1 << (bit % 8))) | (((qh >> j) & 1) << (bit % 8)));
+  }
+}
+template <class Panel, class Plain>
+void unpack_q5_quants(const Panel& p, int r, Plain& b) {
+  uint32_t qh = 0;
+  for (int c = 0; c < 4; ++c) std::memcpy(&b.qs[4 * c], &p.qs[64 * c + 4 * r], 4);
+  for (int j = 0; j < kQBlock; ++j) {
+    const int bit = 4 * r + j % 4;
+    qh |= uint32_t((p.qh[8 * q5_vector_of(j) + bit / 8] >> (bit % 8)) & 1) << j;
+  }
+  std::memcpy(b.qh, &qh, 4);
+}
+void pack_q50_row(const BlockQ5_0& b, BlockQ5_0x16& p, int r) {
+  p.d[r] = b.d;
+  pack_q5_quants(b, p, r);
+}
+void unpack_q50_row(const BlockQ5_0x16& p, int r, BlockQ5_0& b) {
+  b.d = p.d[r];
+  unpack_q5_quants(p, r, b);
+}
 void pack_q51_row(const BlockQ5_1& b, BlockQ5_1x16& p, int r) {
   p.d[r] = b.d;
   p.m[r] = b.m;
-  uint32_t qh;
-  std::memcpy(&qh, b.qh, 4);
-  for (int j = 0; j < kQBlock; ++j) {
-    const int nib = j < 16 ? b.qs[j] & 0x0F : b.qs[j - 16] >> 4;
-    p.qs[64 * (j / 4) + 4 * r + j % 4] = uint8_t(nib | (((qh >> j) & 1) << 4));
-  }
+  pack_q5_quants(b, p, r);
 }
 void unpack_q51_row(const BlockQ5_1x16& p, int r, BlockQ5_1& b) {
   b.d = p.d[r];
   b.m = p.m[r];
-  uint32_t qh = 0;
-  for (int j = 0; j < kQBlock; ++j) {
-    const uint8_t q = p.qs[64 * (j / 4) + 4 * r + j % 4];
-    if (j < 16) b.qs[j] = q & 0x0F;
-    else b.qs[j - 16] = uint8_t(b.qs[j - 16] | ((q & 0x0F) << 4));
-    qh |= uint32_t((q >> 4) & 1) << j;
-  }
-  std::memcpy(b.qh, &qh, 4);
+  unpack_q5_quants(p, r, b);
 }
 
-// Rows of `Plain` blocks of `elems` weights (a K-quant super-block, or 32 for q4_1 / q5_1) to panels and back.
+// Rows of `Plain` blocks of `elems` weights (a K-quant super-block, or 32 for q4_1 / q5_0 / q5_1) to panels and back.
 template <class Plain, class Panel, class PackRow>
 void pack_k(const uint8_t* src, int64_t src_stride, int64_t N, int64_t K, uint8_t* dst, PackRow pack_row,
             int64_t elems = kQK) {
@@ -285,19 +303,6 @@ void q5_0_to_q8_0(const BlockQ5_0& b, BlockQ8_0& out) {
 }
 
 void pack_panels(DType plain, const uint8_t* src, int64_t src_stride, int64_t N, int64_t K, uint8_t* dst) {
-  if (plain == DType::Q5_0) {  // one panel's rows widened to q8_0, then packed as q8_0
-    const int64_t nb = K / kQBlock, rb = nb * int64_t(sizeof(BlockQ8_0));
-    std::vector<BlockQ8_0> rows(size_t(kPanelRows * nb));
-    for (int64_t p = 0; p < N / kPanelRows; ++p) {
-      for (int64_t r = 0; r < kPanelRows; ++r) {
-        const auto* in = reinterpret_cast<const BlockQ5_0*>(src + (p * kPanelRows + r) * src_stride);
-        for (int64_t b = 0; b < nb; ++b) q5_0_to_q8_0(in[b], rows[size_t(r * nb + b)]);
-      }
-      pack_panels(DType::Q8_0, reinterpret_cast<const uint8_t*>(rows.data()), rb, kPanelRows, K,
-                  dst + p * kPanelRows * rb);
-    }
-    return;
-  }
   switch (plain) {
     case DType::Q4_K:
       return pack_k<BlockQ4_K, BlockQ4_Kx16>(src, src_stride, N, K, dst, pack_k4_row<BlockQ4_K, BlockQ4_Kx16>);
@@ -309,6 +314,7 @@ void pack_panels(DType plain, const uint8_t* src, int64_t src_stride, int64_t N,
     case DType::IQ4_XS: return pack_k<BlockIQ4_XS, BlockIQ4_XSx16>(src, src_stride, N, K, dst, pack_iq4xs_row);
     case DType::Q4_1: return pack_k<BlockQ4_1, BlockQ4_1x16>(src, src_stride, N, K, dst, pack_q41_row, kQBlock);
     case DType::Q5_1: return pack_k<BlockQ5_1, BlockQ5_1x16>(src, src_stride, N, K, dst, pack_q51_row, kQBlock);
+    case DType::Q5_0: return pack_k<BlockQ5_0, BlockQ5_0x16>(src, src_stride, N, K, dst, pack_q50_row, kQBlock);
     default: break;
   }
   const int64_t nb = K / kQBlock, qb = quant_bytes(plain), sb = scale_bytes(plain), bb = block_bytes(plain);
@@ -340,6 +346,7 @@ void unpack_panel_rows(DType panel, const uint8_t* src, int64_t K, int64_t r0, i
     case DType::IQ4_XS: return unpack_k<BlockIQ4_XS, BlockIQ4_XSx16>(src, K, r0, r1, dst, unpack_iq4xs_row);
     case DType::Q4_1: return unpack_k<BlockQ4_1, BlockQ4_1x16>(src, K, r0, r1, dst, unpack_q41_row, kQBlock);
     case DType::Q5_1: return unpack_k<BlockQ5_1, BlockQ5_1x16>(src, K, r0, r1, dst, unpack_q51_row, kQBlock);
+    case DType::Q5_0: return unpack_k<BlockQ5_0, BlockQ5_0x16>(src, K, r0, r1, dst, unpack_q50_row, kQBlock);
     default: break;
   }
   const int64_t nb = K / kQBlock, qb = quant_bytes(plain), sb = scale_bytes(plain), bb = block_bytes(plain);

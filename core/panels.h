@@ -9,11 +9,9 @@
 
 namespace pipit {
 
-// The panel dtype the loader packs `plain` into: dtype_panel_of(plain), except q5_0, which goes into q8_0x16 (its
-// values q - 16 are int8s, so the widening is exact and every level's q8_0 panel kernel runs it; a q8_0x16 row
-// unpacks to q8_0 blocks with the same values). Plain types without panels map to themselves.
-constexpr DType panel_dtype_for(DType plain) { return plain == DType::Q5_0 ? DType::Q8_0X16 : dtype_panel_of(plain); }
-// A q5_0 block as the q8_0 block of the same values (d kept, qs[i] = q_i - 16).
+// The panel dtype the loader packs `plain` into (dtype_panel_of; plain types without panels map to themselves).
+constexpr DType panel_dtype_for(DType plain) { return dtype_panel_of(plain); }
+// A q5_0 block as the q8_0 block of the same values (d kept, qs[i] = q_i - 16): exact, the scalar reference's q5_0 dot.
 void q5_0_to_q8_0(const BlockQ5_0& b, BlockQ8_0& out);
 
 // src: N rows of K elements of `plain` (Q4_0, Q8_0, Q5_0, MXFP4, Q2_K .. Q6_K, IQ4_XS, IQ4_NL, Q4_1, Q5_1), row

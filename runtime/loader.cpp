@@ -138,10 +138,8 @@ class DeviceWeightSource : public WeightSource {
 
 // What the loader does to the weights before the model sees them (LoadOptions), in one pass that gives every
 // rewritten or copied matrix its place in one buffer:
-//  - pack: q4_0 / q8_0 / q5_0 (and q2_K .. q6_K / iq4_xs / iq4_nl / q4_1 / q5_1 / mxfp4 where this CPU has their
-//    panel kernels) matrices -> 16-row panels (LoadOptions::pack_weights); q5_0 into q8_0x16 (core/panels.h: exact,
-//    34 bytes per 32 weights instead of 22, run by the q8_0 panel kernels of every level), q5_1 widened to a byte
-//    per weight (36 instead of 24);
+//  - pack: q4_0 / q8_0 (and q2_K .. q6_K / iq4_xs / iq4_nl / q4_1 / q5_0 / q5_1 / mxfp4 where this CPU has their
+//    panel kernels) matrices -> 16-row panels (LoadOptions::pack_weights), the same bytes per weight as the file's;
 //  - bf16dot: f16 / bf16 matrices -> bf16dot (LoadOptions::precision_fast): bf16 ones are the same bytes under the
 //    new dtype (then copied as below), f16 ones are rounded to bf16 (to nearest even);
 //  - copy: matrices (2-D, 3-D stacked experts, >= 1 MiB) still in the file mapping -> anonymous memory. Decode reads
@@ -163,8 +161,8 @@ bool rehome_dtype(const Tensor& t, const RehomeOptions& o, DType* to) {
   const DType d = t.dtype();
   if (!t.is_contiguous()) return false;
   const bool k = d == DType::Q2_K || d == DType::Q3_K || d == DType::Q4_K || d == DType::Q5_K || d == DType::Q6_K ||
-                 d == DType::IQ4_XS || d == DType::IQ4_NL || d == DType::Q4_1 || d == DType::Q5_1;
-  const bool q = d == DType::Q4_0 || d == DType::Q8_0 || d == DType::Q5_0;  // q5_0: widened into q8_0x16
+                 d == DType::IQ4_XS || d == DType::IQ4_NL || d == DType::Q4_1 || d == DType::Q5_0 || d == DType::Q5_1;
+  const bool q = d == DType::Q4_0 || d == DType::Q8_0;
   if (o.pack && (q || (k && o.kquant)) && t.ndim() == 2 && t.dim(0) % kPanelRows == 0)
     *to = panel_dtype_for(d);
   else if (o.pack && o.mxfp4 && d == DType::MXFP4 && (t.ndim() == 2 || t.ndim() == 3) && t.dim(-2) % kPanelRows == 0)

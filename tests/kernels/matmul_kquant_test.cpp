@@ -1,15 +1,14 @@
-// Matmuls of llama.cpp's block formats (q4_K, q5_K, q6_K, iq4_xs with SIMD kernels; q2_K, q3_K, iq4_nl, q4_1, q5_1
-// and q5_0 (as q8_0x16) as panels only; q8_K on the reference's generic path) against BlockQ8Act activations:
+// Matmuls of llama.cpp's block formats (q4_K, q5_K, q6_K, iq4_xs with SIMD kernels; q2_K, q3_K, iq4_nl, q4_1, q5_0
+// and q5_1 as panels only; q8_K on the reference's generic path) against BlockQ8Act activations:
 //  - ref against a double-precision sum over the dequantized weights (to_f32, bit-identical to ggml) times the
 //    dequantized activations: |y - y64| <= 1e-5 sum |w_k a_k| (f32 rounding of the partial sums, nothing more);
 //  - every ISA level equals ref bit for bit (the kernels do ref's per-group fused multiply-adds in ref's order, one
 //    f32 lane per output);
 //  - batch invariance: row m of an M-row matmul is bit-identical to the row computed alone, for every ISA level;
 //  - output rows outside [n0, n1) are untouched;
-//  - panels (q2_kx16 .. q6_kx16, iq4_xsx16, iq4_nlx16, q4_1x16, q5_1x16, q5_0 widened into q8_0x16, as the loader
-//    packs them):
-//    packing round-trips byte for byte (q5_0: to q8_0 blocks of the same values), and every ISA level's panel kernel
-//    equals ref's plain kernel on the unpacked weights bit for bit, batch-invariantly.
+//  - panels (q2_kx16 .. q6_kx16, iq4_xsx16, iq4_nlx16, q4_1x16, q5_0x16, q5_1x16, as the loader packs them):
+//    packing round-trips byte for byte, and every ISA level's panel kernel equals ref's plain kernel on the unpacked
+//    weights bit for bit, batch-invariantly.
 #include <cmath>
 
 #include "backends/cpu/ref/ref.h"
@@ -170,10 +169,6 @@ TEST_P(MatmulKQuant, RowsEqualSoloRows) {
 const DType kPanelTypes[] = {DType::Q4_K,   DType::Q5_K,   DType::Q6_K, DType::Q2_K, DType::Q3_K,
                              DType::IQ4_XS, DType::IQ4_NL, DType::Q5_0, DType::Q4_1, DType::Q5_1};
 
-// Whether this level's loader packs t (q5_0 goes into q8_0x16, which every level with pack_quant runs with its own
-// kernel; below that, the reference's q8_0x16 is q8_0's f32 order, not q5_0's, and the loader keeps q5_0 plain).
-bool packs(const Kernels& k, DType t) { return t != DType::Q5_0 || k.pack_quant; }
-
 // c's weights packed into panels (c.N % 16 == 0), and y = fn on them over [n0, n1), like Case::run.
 struct Packed {
   const Case& c;
@@ -196,17 +191,6 @@ TEST(KQuantPanelPack, RoundTrip) {
   for (DType t : kPanelTypes) {
     Case c(t, 1, 768, 48, seed++);
     Packed p(c);
-    if (t == DType::Q5_0) {  // widened: the rows come back as q8_0 blocks of the same values
-      std::vector<BlockQ8_0> back(size_t(c.N * c.K / kQBlock)), want(back.size());
-      unpack_panel_rows(DType::Q8_0X16, p.wp.data(), c.K, 0, c.N, reinterpret_cast<uint8_t*>(back.data()));
-      const auto* in = reinterpret_cast<const BlockQ5_0*>(c.w.data());
-      for (size_t b = 0; b < want.size(); ++b) q5_0_to_q8_0(in[b], want[b]);
-      EXPECT_EQ(0, std::memcmp(back.data(), want.data(), back.size() * sizeof(BlockQ8_0)));
-      std::vector<float> f(size_t(c.N * c.K));  // and the values are q5_0's, bit for bit
-      ref_kernels().to_f32[int(DType::Q8_0)](back.data(), f.data(), c.N * c.K);
-      for (size_t i = 0; i < f.size(); ++i) ASSERT_EQ(test::bits(f[i]), test::bits(c.wf[i])) << "q5_0 value " << i;
-      continue;
-    }
     EXPECT_EQ(p.wp.size(), size_t(c.N * dtype_row_bytes(dtype_panel_of(t), c.K))) << dtype_name(t);
     std::vector<uint8_t> back(c.w.size());
     unpack_panel_rows(dtype_panel_of(t), p.wp.data(), c.K, 0, c.N, back.data());
@@ -221,7 +205,7 @@ TEST_P(MatmulKQuant, PanelsEqualPlainRef) {
   uint32_t seed = 700;
   for (DType t : kPanelTypes) {
     const DType pt = panel_dtype_for(t);
-    if (!packs(k(), t) || inherited([pt](const Kernels& k) { return k.matmul[int(pt)]; })) continue;
+    if (inherited([pt](const Kernels& k) { return k.matmul[int(pt)]; })) continue;
     // kernels may take several panels and rows per tile (AVX-512 q4_K / q5_K: 2 panels x 5 rows): 1 to 4 panels,
     // M with tails
     for (auto [n0, n1] : {std::pair<int64_t, int64_t>{16, 48}, {0, 64}, {16, 64}})
@@ -254,7 +238,7 @@ TEST_P(MatmulKQuant, PanelsExtremeValuesExact) {
   uint32_t seed = 950;
   for (DType t : kPanelTypes) {
     const DType pt = panel_dtype_for(t);
-    if (!packs(k(), t) || inherited([pt](const Kernels& k) { return k.matmul[int(pt)]; })) continue;
+    if (inherited([pt](const Kernels& k) { return k.matmul[int(pt)]; })) continue;
     for (int pattern = 0; pattern < 4; ++pattern) {
       Case c(t, 3, 512, 32, seed++);
       const uint8_t fill = (pattern & 1) ? 0xff : 0x00;
@@ -288,7 +272,7 @@ TEST_P(MatmulKQuant, PanelRowsEqualSoloRows) {
   uint32_t seed = 800;
   for (DType t : kPanelTypes) {
     const DType pt = panel_dtype_for(t);
-    if (!packs(k(), t) || inherited([pt](const Kernels& k) { return k.matmul[int(pt)]; })) continue;
+    if (inherited([pt](const Kernels& k) { return k.matmul[int(pt)]; })) continue;
     Case c(t, 7, 512, 32, seed++);
     Packed p(c);
     std::vector<float> all(size_t(c.M * c.N));

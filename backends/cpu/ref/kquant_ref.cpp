@@ -807,8 +807,8 @@ int32_t dot_q5_1_block(const BlockQ5_1& w, const BlockQ8Act& a) {
 void matmul_q4_1(const MatmulArgs& a, int64_t n0, int64_t n1) {
   matmul_with_min<BlockQ4_1>(a, n0, n1, dot_q4_1_block);
 }
-// q5_0: the block widened to q8_0 (core/panels.h: exact), its integer dot, then q8_0x16's f32 step (the panel
-// kernels' fused multiply-add), so the loader's q8_0x16 panels of a q5_0 matrix give these bits on every level.
+// q5_0: the block widened to q8_0 (core/panels.h: exact), its integer dot, then the panel kernels' f32 step (one
+// fused multiply-add), which every level's q5_0x16 kernel takes too.
 void matmul_q5_0(const MatmulArgs& a, int64_t n0, int64_t n1) {
   matmul_blocks<BlockQ5_0, kQBlock>(a, n0, n1, [](const BlockQ5_0& w, const BlockQ8Act* x, float acc) {
     BlockQ8_0 q;
@@ -858,9 +858,9 @@ void matmul_q8_k(const MatmulArgs& a, int64_t n0, int64_t n1) {
 
 namespace {
 
-// K-quant panels (q2_kx16 .. q6_kx16, iq4_xsx16), iq4_nlx16, q4_1x16, q5_1x16: row n is unpacked from its panel to
-// plain blocks (a byte permutation, core/panels.h), then run through the plain matmul above, so a panel gives the
-// plain type's results bit for bit.
+// K-quant panels (q2_kx16 .. q6_kx16, iq4_xsx16), iq4_nlx16, q4_1x16, q5_0x16, q5_1x16: row n is unpacked from its
+// panel to plain blocks (a bit permutation, core/panels.h), then run through the plain matmul above, so a panel gives
+// the plain type's results bit for bit.
 // n0, n1 need not be multiples of 16 here.
 void matmul_k_panel(const MatmulArgs& a, int64_t n0, int64_t n1, DType panel, MatmulFn plain) {
   const int64_t rb = dtype_row_bytes(dtype_unpanel(panel), a.K);
@@ -904,6 +904,9 @@ void matmul_q4_1x16(const MatmulArgs& a, int64_t n0, int64_t n1) {
 void matmul_q5_1x16(const MatmulArgs& a, int64_t n0, int64_t n1) {
   matmul_k_panel(a, n0, n1, DType::Q5_1X16, matmul_q5_1);
 }
+void matmul_q5_0x16(const MatmulArgs& a, int64_t n0, int64_t n1) {
+  matmul_k_panel(a, n0, n1, DType::Q5_0X16, matmul_q5_0);
+}
 
 void fill_kquants(Kernels& k) {
   struct Entry {
@@ -934,6 +937,7 @@ void fill_kquants(Kernels& k) {
   k.matmul[int(DType::IQ4_NLX16)] = matmul_iq4_nlx16;
   k.matmul[int(DType::Q4_1X16)] = matmul_q4_1x16;
   k.matmul[int(DType::Q5_1X16)] = matmul_q5_1x16;
+  k.matmul[int(DType::Q5_0X16)] = matmul_q5_0x16;
   for (const Entry& e : entries) {
     k.matmul[int(e.t)] = e.mm;
     k.to_f32[int(e.t)] = e.to;

@@ -96,6 +96,7 @@ void matmul_iq4_xsx16(const MatmulArgs& a, int64_t n0, int64_t n1);
 void matmul_iq4_nlx16(const MatmulArgs& a, int64_t n0, int64_t n1);
 void matmul_q4_1x16(const MatmulArgs& a, int64_t n0, int64_t n1);
 void matmul_q5_1x16(const MatmulArgs& a, int64_t n0, int64_t n1);
+void matmul_q5_0x16(const MatmulArgs& a, int64_t n0, int64_t n1);
 // Exact integer dot of group g (32 weights) of a super-block with one activation block (q6_K: the two 16-weight
 // halves times their int8 scales, summed; q4_K/q5_K: unsigned q, no min).
 int32_t dot_q4_k_group(const BlockQ4_K& w, int g, const BlockQ8Act& a);

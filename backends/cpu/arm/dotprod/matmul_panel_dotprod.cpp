@@ -1,13 +1,14 @@
-// Armv8.2-A dotprod matmuls for the row-interleaved panel dtypes q4_0x16 / mxfp4x16 / iq4_nlx16 / q4_1x16 / q8_0x16
-// / q5_1x16 (core/dtype.h) against BlockQ8Act rows; the design of backends/cpu/x86/avx512/matmul_panel_avx512.cpp with
-// 128-bit registers.
+// Armv8.2-A dotprod matmuls for the row-interleaved panel dtypes q4_0x16 / mxfp4x16 / iq4_nlx16 / q4_1x16 / q5_0x16
+// / q5_1x16 / q8_0x16 (core/dtype.h) against BlockQ8Act rows; the design of
+// backends/cpu/x86/avx512/matmul_panel_avx512.cpp with 128-bit registers.
 // A 64-byte chunk of a panel block holds 4 quant bytes of each of 16 rows: 4 registers of 4 rows each. sdot by
 // lane (vdotq_laneq_s32) multiplies each row's 4 bytes with one activation dword and adds into that row's int32
 // lane, so 4 accumulators hold the 16 rows' exact block dot products without horizontal sums. sdot is signed x
 // signed and nibbles 0..15 are valid int8s: q4 lanes start at -8 * sum(a) (BlockQ8Act::sum) and take the nibbles as
 // they are, which saves the 32 subtractions of q - 8 per block; q8 bytes are used as they are; mxfp4 nibbles go
 // through one tbl to their doubled E2M1 value (kMxfp4Int8, signed: no offset), iq4_nl nibbles to their grid value
-// (kIq4Values, likewise).
+// (kIq4Values, likewise); q5 nibbles get their fifth bits back (0..31, valid int8s; q5_0's lanes start at
+// -16 * sum(a)).
 // Per block, f32 acc += float(dot) * (d_w d_a), the same arithmetic per row whatever the number of rows M.
 #include <arm_neon.h>
 
@@ -35,14 +36,14 @@ inline void f16_scales(const f16_t* d, float32x4_t* dw) {
 struct NQ4 {
   using Block = BlockQ4_0x16;
   static constexpr int kOffset = 8;
-  static constexpr bool kMins = false;
+  static constexpr bool kMins = false, kFifthBit = false;
   static inline int8x16_t map(uint8x16_t q) { return vreinterpretq_s8_u8(q); }  // q, not q - 8
   static inline void scales(const Block& w, float32x4_t* dw) { f16_scales(w.d, dw); }
 };
 struct NMX {
   using Block = BlockMXFP4x16;
   static constexpr int kOffset = 0;
-  static constexpr bool kMins = false;
+  static constexpr bool kMins = false, kFifthBit = false;
   static inline int8x16_t map(uint8x16_t q) { return vqtbl1q_s8(vld1q_s8(kMxfp4Int8), q); }
   // 2^(e - 128) per row, as e8m0_half_to_f32 (core/dtype.h): (e - 1) << 23, or the subnormals 2^21 << e for e < 2
   static inline void scales(const Block& w, float32x4_t* dw) {
@@ -60,18 +61,47 @@ struct NMX {
 struct NIQ4 {  // iq4_nl: tbl to the grid value (kIq4Values, signed: no offset)
   using Block = BlockIQ4_NLx16;
   static constexpr int kOffset = 0;
-  static constexpr bool kMins = false;
+  static constexpr bool kMins = false, kFifthBit = false;
   static inline int8x16_t map(uint8x16_t q) { return vqtbl1q_s8(vld1q_s8(kIq4Values), q); }
   static inline void scales(const Block& w, float32x4_t* dw) { f16_scales(w.d, dw); }
 };
 struct NQ41 {  // q4_1: the nibbles q as they are (w = d q + m), the rows' mins added per block (kMins)
   using Block = BlockQ4_1x16;
   static constexpr int kOffset = 0;
-  static constexpr bool kMins = true;
+  static constexpr bool kMins = true, kFifthBit = false;
   static inline int8x16_t map(uint8x16_t q) { return vreinterpretq_s8_u8(q); }
   static inline void scales(const Block& w, float32x4_t* dw) { f16_scales(w.d, dw); }
   static inline void mins(const Block& w, float32x4_t* mw) { f16_scales(w.m, mw); }
 };
+// q5_0 / q5_1 (core/dtype.h): q = nibble | fifth bit << 4 (kFifthBit), 0..31; q5_0 is w = d (q - 16), q5_1 as q4_1
+struct NQ50 {
+  using Block = BlockQ5_0x16;
+  static constexpr int kOffset = 16;
+  static constexpr bool kMins = false, kFifthBit = true;
+  static inline int8x16_t map(uint8x16_t q) { return vreinterpretq_s8_u8(q); }
+  static inline void scales(const Block& w, float32x4_t* dw) { f16_scales(w.d, dw); }
+};
+struct NQ51 {
+  using Block = BlockQ5_1x16;
+  static constexpr int kOffset = 0;
+  static constexpr bool kMins = true, kFifthBit = true;
+  static inline int8x16_t map(uint8x16_t q) { return vreinterpretq_s8_u8(q); }
+  static inline void scales(const Block& w, float32x4_t* dw) { f16_scales(w.d, dw); }
+  static inline void mins(const Block& w, float32x4_t* mw) { f16_scales(w.m, mw); }
+};
+
+// Rows 4q .. 4q + 3 of weight vector v's fifth bits (the 16 bits qh[8 v + 2 q ..], core/dtype.h) as bytes: 0x10
+// where the bit is set (byte j tests bit j % 8 of byte j / 8), or'd into the nibbles where format N has them.
+template <class N>
+inline uint8x16_t with_fifth_bits(uint8x16_t nib, const typename N::Block& w, int v, int q) {
+  if constexpr (N::kFifthBit) {
+    static const uint8_t kBit[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
+    const uint8_t* h = w.qh + 8 * v + 2 * q;
+    const uint8x16_t b = vcombine_u8(vdup_n_u8(h[0]), vdup_n_u8(h[1]));
+    return vorrq_u8(nib, vandq_u8(vtstq_u8(b, vld1q_u8(kBit)), vdupq_n_u8(0x10)));
+  }
+  return nib;
+}
 
 template <class N>
 struct PQ4 {
@@ -88,8 +118,8 @@ struct PQ4 {
 #define PIPIT_PQ4_CHUNK(c)                                                                                      \
   for (int q = 0; q < 4; ++q) {                                                                                 \
     const uint8x16_t v = vld1q_u8(w.qs + 64 * (c) + 16 * q);                                                    \
-    const int8x16_t lo = N::map(vandq_u8(v, m4)); /* weights 4c.. */                                            \
-    const int8x16_t hi = N::map(vshrq_n_u8(v, 4)); /* weights 16 + 4c.. */                                      \
+    const int8x16_t lo = N::map(with_fifth_bits<N>(vandq_u8(v, m4), w, 2 * (c), q)); /* weights 4c.. */        \
+    const int8x16_t hi = N::map(with_fifth_bits<N>(vshrq_n_u8(v, 4), w, 2 * (c) + 1, q)); /* 16 + 4c.. */       \
     for (int i = 0; i < MR; ++i) {                                                                              \
       isum[i][q] = sdot_lane<c>(isum[i][q], lo, a[i][0]);                                                       \
       isum[i][q] = sdot_lane<c>(isum[i][q], hi, a[i][1]);                                                       \
@@ -103,16 +133,13 @@ struct PQ4 {
   }
 };
 
-// q8_0x16, and q5_1x16 (bytes 0..31, valid int8s as they are; the rows' mins added per block)
-template <class B>
+// q8_0x16: the bytes as they are
 struct PQ8 {
-  using Block = B;
+  using Block = BlockQ8_0x16;
   static constexpr int kOffset = 0;
-  static constexpr bool kMins = std::is_same_v<B, BlockQ5_1x16>;
+  static constexpr bool kMins = false;
   static inline void scales(const Block& w, float32x4_t* dw) { f16_scales(w.d, dw); }
-  static inline void mins(const Block& w, float32x4_t* mw) {
-    if constexpr (kMins) f16_scales(w.m, mw);
-  }
+  static inline void mins(const Block&, float32x4_t*) {}
   template <int MR>
   static inline void dots(const Block& w, int8x16_t (*a)[2], int32x4_t (*isum)[4]) {
 #define PIPIT_PQ8_CHUNK(g)                                                                         \
@@ -188,11 +215,12 @@ void matmul(const MatmulArgs& a, int64_t n0, int64_t n1) {
 
 }  // namespace
 
-void matmul_q8_0x16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<PQ8<BlockQ8_0x16>>(a, n0, n1); }
+void matmul_q8_0x16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<PQ8>(a, n0, n1); }
 void matmul_q4_0x16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<PQ4<NQ4>>(a, n0, n1); }
 void matmul_mxfp4x16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<PQ4<NMX>>(a, n0, n1); }
 void matmul_iq4_nlx16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<PQ4<NIQ4>>(a, n0, n1); }
 void matmul_q4_1x16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<PQ4<NQ41>>(a, n0, n1); }
-void matmul_q5_1x16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<PQ8<BlockQ5_1x16>>(a, n0, n1); }
+void matmul_q5_1x16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<PQ4<NQ51>>(a, n0, n1); }
+void matmul_q5_0x16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<PQ4<NQ50>>(a, n0, n1); }
 
 }  // namespace pipit::dotprod

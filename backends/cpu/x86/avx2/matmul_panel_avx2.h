@@ -1,7 +1,7 @@
-// 256-bit integer matmuls for the row-interleaved panel dtypes q4_0x16 / mxfp4x16 / iq4_nlx16 / q4_1x16 / q8_0x16 /
-// q5_1x16 (core/dtype.h) against BlockQ8Act rows, shared by the AVX2 level (matmul_panel_avx2.cpp: vpmaddubsw +
-// vpmaddwd) and the AVX-VNNI level (x86/avxvnni/matmul_panel_avxvnni.cpp: vpdpbusd), which differ only in the dot
-// policy (int8_dot_avx2.h).
+// 256-bit integer matmuls for the row-interleaved panel dtypes q4_0x16 / mxfp4x16 / iq4_nlx16 / q4_1x16 / q5_0x16 /
+// q5_1x16 / q8_0x16 (core/dtype.h) against BlockQ8Act rows, shared by the AVX2 level (matmul_panel_avx2.cpp:
+// vpmaddubsw + vpmaddwd) and the AVX-VNNI level (x86/avxvnni/matmul_panel_avxvnni.cpp: vpdpbusd), which differ only
+// in the dot policy (int8_dot_avx2.h).
 // A panel block's 64-byte chunk holds 4 quant bytes of each of 16 rows; its two 32-byte halves are rows 0-7 and
 // 8-15, one int32 lane per row. Both dot instructions multiply unsigned by signed bytes:
 // - q4: nibbles q in [0, 15] times a broadcast activation dword; with vpmaddubsw a pair sum is at most 2 * 15 * 127
@@ -16,8 +16,9 @@
 //   127 fit int16, two do not: each step is widened at once, D::acc), lanes starting at 0.
 // - q4_1: the nibbles q (0..15) as q4_0's, lanes starting at 0 (w = d q + m: the min is the f32 step below).
 // - q8: signed weights, so |w| times sign(a, w) (|w| <= 128, |a| <= 127: a pair sum fits int16), widened per chunk.
-// - q5_1 (widened to bytes 0..31): unsigned as they are, a pair sum at most 2 * 31 * 127 = 7874, so 4 steps (<=
-//   31496) go into an int16 partial before it is widened; lanes start at 0.
+// - q5_0 / q5_1: the nibbles with their fifth bits put back (q = 0..31, unsigned), a pair sum at most 2 * 31 * 127
+//   = 7874, so 4 steps (<= 31496) go into an int16 partial before it is widened; lanes start at -16 * sum(a) (q5_0)
+//   or 0 (q5_1).
 // Either way the int32 sums are exact, so both levels give the same integers, and per block f32 acc +=
 // float(dot) * (d_w d_a) is the same arithmetic per row whatever the number of rows M or the level: the AVX-VNNI
 // kernels give the AVX2 kernels' bits. Formats with a min per block (q4_1, q5_1: kMins) then add
@@ -46,18 +47,19 @@ inline __m256 f16x8_scales(const f16_t* d) {
 // The 4-bit panel formats: nibbles as vpmaddubsw / vpdpbusd take them (map: unsigned, value + kOffset), how many
 // steps an int16 partial takes before it is widened (kWidenEvery, see above), and the 8 row scales of half h. A
 // format whose kSignedOnMaddubs is set goes the |value| x sign(a, value) way under MaddubsDot instead (smap: the
-// signed value), each step widened at once (see iq4_nl above).
+// signed value), each step widened at once (see iq4_nl above). A format with kFifthBit (q5) ors each vector's fifth
+// bits (fifth_bits) into its nibbles before map.
 struct NQ4 {
   using Block = BlockQ4_0x16;
   static constexpr int kOffset = 8, kWidenEvery = 8;
-  static constexpr bool kSignedOnMaddubs = false, kMins = false;
+  static constexpr bool kSignedOnMaddubs = false, kMins = false, kFifthBit = false;
   static inline __m256i map(__m256i q) { return q; }
   static inline __m256 scales(const Block& w, int h) { return f16x8_scales(w.d + 8 * h); }
 };
 struct NMX {
   using Block = BlockMXFP4x16;
   static constexpr int kOffset = 12, kWidenEvery = 4;
-  static constexpr bool kSignedOnMaddubs = false, kMins = false;
+  static constexpr bool kSignedOnMaddubs = false, kMins = false, kFifthBit = false;
   static inline __m256i map(__m256i q) {
     const __m128i values = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kMxfp4Int8));
     const __m128i lut = _mm_add_epi8(values, _mm_set1_epi8(kOffset));  // a constant: hoisted out of the loops
@@ -80,7 +82,7 @@ struct NMX {
 struct NIQ4 {
   using Block = BlockIQ4_NLx16;
   static constexpr int kOffset = 128, kWidenEvery = 8;
-  static constexpr bool kSignedOnMaddubs = true, kMins = false;
+  static constexpr bool kSignedOnMaddubs = true, kMins = false, kFifthBit = false;
   static inline __m256i table(int offset) {
     const __m128i values = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4Values));
     return _mm256_broadcastsi128_si256(_mm_add_epi8(values, _mm_set1_epi8(char(offset))));  // hoisted: a constant
@@ -94,11 +96,47 @@ struct NIQ4 {
 struct NQ41 {
   using Block = BlockQ4_1x16;
   static constexpr int kOffset = 0, kWidenEvery = 8;
-  static constexpr bool kSignedOnMaddubs = false, kMins = true;
+  static constexpr bool kSignedOnMaddubs = false, kMins = true, kFifthBit = false;
   static inline __m256i map(__m256i q) { return q; }
   static inline __m256 scales(const Block& w, int h) { return f16x8_scales(w.d + 8 * h); }
   static inline __m256 mins(const Block& w, int h) { return f16x8_scales(w.m + 8 * h); }
 };
+
+// q5_0 / q5_1 (core/dtype.h): q = nibble | fifth bit << 4, 0..31 unsigned; q5_0's lanes start at -16 * sum(a)
+// (w = d (q - 16)), q5_1 has a min per row as q4_1.
+struct NQ50 {
+  using Block = BlockQ5_0x16;
+  static constexpr int kOffset = 16, kWidenEvery = 4;
+  static constexpr bool kSignedOnMaddubs = false, kMins = false, kFifthBit = true;
+  static inline __m256i map(__m256i q) { return q; }
+  static inline __m256 scales(const Block& w, int h) { return f16x8_scales(w.d + 8 * h); }
+};
+struct NQ51 {
+  using Block = BlockQ5_1x16;
+  static constexpr int kOffset = 0, kWidenEvery = 4;
+  static constexpr bool kSignedOnMaddubs = false, kMins = true, kFifthBit = true;
+  static inline __m256i map(__m256i q) { return q; }
+  static inline __m256 scales(const Block& w, int h) { return f16x8_scales(w.d + 8 * h); }
+  static inline __m256 mins(const Block& w, int h) { return f16x8_scales(w.m + 8 * h); }
+};
+
+// Half h of weight vector v's fifth bits (the 32 bits qh[8 v + 4 h ..], core/dtype.h) as bytes: 0x10 where the bit is
+// set, 0 where not: byte j takes byte j / 8 of the word (vpshufb) and tests bit j % 8 of it.
+template <class Block>
+inline __m256i fifth_bits(const Block& w, int v, int h) {
+  int32_t bits;
+  __builtin_memcpy(&bits, w.qh + 8 * v + 4 * h, 4);
+  const __m256i spread = _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303);
+  const __m256i bit = _mm256_set1_epi64x(int64_t(0x8040201008040201));
+  const __m256i b = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32(bits), spread), bit);
+  return _mm256_and_si256(_mm256_cmpeq_epi8(b, bit), _mm256_set1_epi8(0x10));
+}
+// Vector v's (half h) quants of format N from its nibbles: the fifth bits or'd in where N has them.
+template <class N>
+inline __m256i with_fifth_bits(__m256i nib, const typename N::Block& w, int v, int h) {
+  if constexpr (N::kFifthBit) return _mm256_or_si256(nib, fifth_bits(w, v, h));
+  return nib;
+}
 
 // Whether format N takes the signed-steps path under dot policy D, and the lanes' starting offset then.
 template <class D, class N>
@@ -138,7 +176,8 @@ struct PQ4 {
     for (int i = 0; i < MR; ++i) p[i] = D::zero();
     for (int c = 0; c < 4; ++c) {
       const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qs + 64 * c + 32 * h));
-      const __m256i lo = N::map(_mm256_and_si256(v, m4)), hi = N::map(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
+      const __m256i lo = N::map(with_fifth_bits<N>(_mm256_and_si256(v, m4), w, 2 * c, h));
+      const __m256i hi = N::map(with_fifth_bits<N>(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), w, 2 * c + 1, h));
       for (int i = 0; i < MR; ++i) {
         p[i] = D::add(p[i], lo, bcast_dword(x[i][b].qs + 4 * c));
         p[i] = D::add(p[i], hi, bcast_dword(x[i][b].qs + 16 + 4 * c));
@@ -164,28 +203,6 @@ struct PQ8 {
     }
   }
 };
-// q5_1x16: bytes 0..31 as they are (q8_0x16's order), 4 steps per int16 partial (see above); a min per row.
-template <class D>
-struct PQ51 {
-  using Block = BlockQ5_1x16;
-  static constexpr int kOffset = 0;
-  static constexpr bool kMins = true;
-  static inline __m256 scales(const Block& w, int h) { return f16x8_scales(w.d + 8 * h); }
-  static inline __m256 mins(const Block& w, int h) { return f16x8_scales(w.m + 8 * h); }
-  template <int MR>
-  static inline void dots(const Block& w, int h, const BlockQ8Act* const* x, int64_t b, __m256i* isum) {
-    for (int g0 = 0; g0 < 8; g0 += 4) {
-      __m256i p[MR];
-      for (int i = 0; i < MR; ++i) p[i] = D::zero();
-      for (int g = g0; g < g0 + 4; ++g) {
-        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qs + 64 * g + 32 * h));
-        for (int i = 0; i < MR; ++i) p[i] = D::add(p[i], v, bcast_dword(x[i][b].qs + 4 * g));
-      }
-      for (int i = 0; i < MR; ++i) isum[i] = _mm256_add_epi32(isum[i], D::widen(p[i]));
-    }
-  }
-};
-
 // y[m .. m+MR, n .. n+16) from the panel starting at `panel`.
 template <class P, int MR>
 inline void panel_tile(const MatmulArgs& a, const typename P::Block* panel, int64_t m, int64_t n) {
@@ -219,12 +236,12 @@ inline void panel_tile(const MatmulArgs& a, const typename P::Block* panel, int6
   }
 }
 
-// 4-bit GEMM (N: NQ4, NMX, NIQ4 or NQ41): y[m .. m+MR, n .. n+16) with the block's 8 weight vectors (4 chunks x
-// low / high nibbles) outermost, each unpacked once for MR rows and both 8-row halves: MR x 2 partial sums (D's) and
-// f32 accumulators (16 registers at MR = 4, some spilled, still faster). The sums are exact as in PQ4 and the f32
-// steps are panel_tile()'s, so every output has panel_tile()'s bits. kernels_bench gemm q4_0x16 K=1024 N=3072 M=512, 1
-// thread (this Zen 5 capped to AVX2): 25.6 ms with panel_tile<PQ4, 2>, 18.1 ms with this (2 x 16, 4 x 8 and 6 x 8
-// tiles: 20-21 ms).
+// 4- and 5-bit GEMM (N: NQ4, NMX, NIQ4, NQ41, NQ50 or NQ51): y[m .. m+MR, n .. n+16) with the block's 8 weight
+// vectors (4 chunks x low / high nibbles) outermost, each unpacked once for MR rows and both 8-row halves: MR x 2
+// partial sums (D's) and f32 accumulators (16 registers at MR = 4, some spilled, still faster). The sums are exact as
+// in PQ4 and the f32 steps are panel_tile()'s, so every output has panel_tile()'s bits. kernels_bench gemm q4_0x16
+// K=1024 N=3072 M=512, 1 thread (this Zen 5 capped to AVX2): 25.6 ms with panel_tile<PQ4, 2>, 18.1 ms with this
+// (2 x 16, 4 x 8 and 6 x 8 tiles: 20-21 ms).
 template <class D, class N, int MR>
 inline void tile_q4(const MatmulArgs& a, const typename N::Block* panel, int64_t m, int64_t n) {
   constexpr bool kS = kSignedSteps<D, N>;
@@ -250,7 +267,7 @@ inline void tile_q4(const MatmulArgs& a, const typename N::Block* panel, int64_t
       __m256i wv[2], wa[2];
       for (int h = 0; h < 2; ++h) {
         const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qs + 64 * (v / 2) + 32 * h));
-        const __m256i nib = _mm256_and_si256(v % 2 ? _mm256_srli_epi16(q, 4) : q, m4);
+        const __m256i nib = with_fifth_bits<N>(_mm256_and_si256(v % 2 ? _mm256_srli_epi16(q, 4) : q, m4), w, v, h);
         if constexpr (kS) {
           wv[h] = N::smap(nib);
           wa[h] = _mm256_abs_epi8(wv[h]);
@@ -295,15 +312,14 @@ inline void tile_q4(const MatmulArgs& a, const typename N::Block* panel, int64_t
   }
 }
 
-struct NQ8 {};   // the q8_0x16 format tag for matmul_panels (PQ8)
-struct NQ51 {};  // the q5_1x16 format tag (PQ51)
+struct NQ8 {};  // the q8_0x16 format tag for matmul_panels (PQ8)
 
-// Fmt: NQ4 (q4_0x16), NMX (mxfp4x16), NIQ4 (iq4_nlx16), NQ41 (q4_1x16), NQ8 (q8_0x16) or NQ51 (q5_1x16).
+// Fmt: NQ4 (q4_0x16), NMX (mxfp4x16), NIQ4 (iq4_nlx16), NQ41 (q4_1x16), NQ50 (q5_0x16), NQ51 (q5_1x16) or NQ8
+// (q8_0x16).
 template <class D, class Fmt>
 void matmul_panels(const MatmulArgs& a, int64_t n0, int64_t n1) {
-  constexpr bool k4bit = !std::is_same_v<Fmt, NQ8> && !std::is_same_v<Fmt, NQ51>;
-  using P8 = std::conditional_t<std::is_same_v<Fmt, NQ51>, PQ51<D>, PQ8<D>>;
-  using P = std::conditional_t<k4bit, PQ4<D, Fmt>, P8>;
+  constexpr bool k4bit = !std::is_same_v<Fmt, NQ8>;
+  using P = std::conditional_t<k4bit, PQ4<D, Fmt>, PQ8<D>>;
   using Block = typename P::Block;
   const int64_t nb = a.K / kQBlock;
   for (int64_t n = n0; n < n1; n += kPanelRows) {  // n0, n1: multiples of 16

@@ -35,6 +35,7 @@ void fill(Kernels& k, const CpuFeatures& f) {
     k.matmul[int(DType::IQ4_NLX16)] = matmul_iq4_nlx16;
     k.matmul[int(DType::Q4_1X16)] = matmul_q4_1x16;
     k.matmul[int(DType::Q5_1X16)] = matmul_q5_1x16;
+    k.matmul[int(DType::Q5_0X16)] = matmul_q5_0x16;
     k.pack_quant = true;
     k.pack_mxfp4 = true;
   }

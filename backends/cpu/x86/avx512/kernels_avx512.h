@@ -23,6 +23,7 @@ void matmul_iq4_xsx16(const MatmulArgs& a, int64_t n0, int64_t n1);
 void matmul_iq4_nlx16(const MatmulArgs& a, int64_t n0, int64_t n1);
 void matmul_q4_1x16(const MatmulArgs& a, int64_t n0, int64_t n1);
 void matmul_q5_1x16(const MatmulArgs& a, int64_t n0, int64_t n1);
+void matmul_q5_0x16(const MatmulArgs& a, int64_t n0, int64_t n1);
 
 void quantize_act(const float* x, int64_t x_stride, BlockQ8Act* y, int64_t M, int64_t K);
 

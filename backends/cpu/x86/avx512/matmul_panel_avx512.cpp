@@ -1,5 +1,5 @@
 // AVX512-VNNI matmuls for the row-interleaved panel dtypes q4_0x16 / q8_0x16 / mxfp4x16 / iq4_nlx16 / q4_1x16 /
-// q5_1x16 (core/dtype.h) against BlockQ8Act rows.
+// q5_0x16 / q5_1x16 (core/dtype.h) against BlockQ8Act rows.
 // A 64-byte load of a panel block holds 4 quant bytes of each of 16 weight rows, so one vpdpbusd with a broadcast
 // activation dword adds 4 products into each of 16 lanes, lane r belonging to row r: 8 of them give the 16 rows'
 // exact block dot products in one register, without horizontal sums. vpdpbusd multiplies unsigned by signed bytes:
@@ -90,9 +90,9 @@ struct PQ8 {
   static constexpr int x_offset(int v) { return 4 * v; }
   static inline __m512 scale(const Block& w) { return f16_scales(w.d); }
 };
-// q4_1 / q5_1 (w = d q + m): unsigned nibbles (q4_0x16's order) or bytes 0..31 (q8_0x16's) as they are, lanes
-// starting at 0, and the rows' mins (mins(w)), added per block as acc = fma(m, d_a sum(a), acc) after the scaled dot:
-// ref's order (kquant_ref.cpp).
+// q4_1 / q5_1 (w = d q + m): unsigned nibbles (q4_0x16's order) or q5's 0..31 as they are, lanes starting at 0,
+// and the rows' mins (mins(w)), added per block as acc = fma(m, d_a sum(a), acc) after the scaled dot: ref's order
+// (kquant_ref.cpp).
 struct PQ41 {
   using Block = BlockQ4_1x16;
   static constexpr int kOffset = 0;
@@ -102,12 +102,29 @@ struct PQ41 {
   static inline __m512 scale(const Block& w) { return f16_scales(w.d); }
   static inline __m512 mins(const Block& w) { return f16_scales(w.m); }
 };
+// q5_0 / q5_1 panels: vector v's nibbles with its fifth bits put back by one masked add of 16 (qh holds vector v's
+// 64-bit byte mask, core/dtype.h), q = 0..31 unsigned; q5_0's lanes start at -16 sum(a) (w = d (q - 16)).
+template <class Block>
+inline __m512i q5_unpack(const Block& w, int v) {
+  uint64_t bits;
+  __builtin_memcpy(&bits, w.qh + 8 * v, 8);
+  const __m512i nib = load_nibbles(w.qs + 64 * (v / 2), v % 2);
+  return _mm512_mask_add_epi8(nib, _cvtu64_mask64(bits), nib, _mm512_set1_epi8(16));
+}
+struct PQ50 {
+  using Block = BlockQ5_0x16;
+  static constexpr int kOffset = 16;
+  static constexpr bool kMins = false;
+  static inline __m512i unpack(const Block& w, int v) { return q5_unpack(w, v); }
+  static constexpr int x_offset(int v) { return q4_vector_x_offset(v); }
+  static inline __m512 scale(const Block& w) { return f16_scales(w.d); }
+};
 struct PQ51 {
   using Block = BlockQ5_1x16;
   static constexpr int kOffset = 0;
   static constexpr bool kMins = true;
-  static inline __m512i unpack(const Block& w, int v) { return _mm512_loadu_si512(w.qs + 64 * v); }
-  static constexpr int x_offset(int v) { return 4 * v; }
+  static inline __m512i unpack(const Block& w, int v) { return q5_unpack(w, v); }
+  static constexpr int x_offset(int v) { return q4_vector_x_offset(v); }
   static inline __m512 scale(const Block& w) { return f16_scales(w.d); }
   static inline __m512 mins(const Block& w) { return f16_scales(w.m); }
 };
@@ -211,5 +228,6 @@ void matmul_mxfp4x16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<PMX>(
 void matmul_iq4_nlx16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<PIQ4>(a, n0, n1); }
 void matmul_q4_1x16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<PQ41>(a, n0, n1); }
 void matmul_q5_1x16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<PQ51>(a, n0, n1); }
+void matmul_q5_0x16(const MatmulArgs& a, int64_t n0, int64_t n1) { matmul<PQ50>(a, n0, n1); }
 
 }  // namespace pipit::avx512

@@ -21,6 +21,7 @@ void fill(Kernels& k) {
   k.matmul[int(DType::IQ4_NLX16)] = matmul_iq4_nlx16;
   k.matmul[int(DType::Q4_1X16)] = matmul_q4_1x16;
   k.matmul[int(DType::Q5_1X16)] = matmul_q5_1x16;
+  k.matmul[int(DType::Q5_0X16)] = matmul_q5_0x16;
 }
 
 }  // namespace pipit::avxvnni

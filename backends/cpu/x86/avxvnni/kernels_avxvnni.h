@@ -18,5 +18,6 @@ void matmul_iq4_xsx16(const MatmulArgs& a, int64_t n0, int64_t n1);
 void matmul_iq4_nlx16(const MatmulArgs& a, int64_t n0, int64_t n1);
 void matmul_q4_1x16(const MatmulArgs& a, int64_t n0, int64_t n1);
 void matmul_q5_1x16(const MatmulArgs& a, int64_t n0, int64_t n1);
+void matmul_q5_0x16(const MatmulArgs& a, int64_t n0, int64_t n1);
 
 }  // namespace pipit::avxvnni
