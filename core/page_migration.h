@@ -5,10 +5,10 @@
 // anonymous huge pages (the loader's copy, runtime/loader.cpp). But copying at load put the whole copy - the kernel
 // zeroing each fresh huge page, then the memcpy - between process start and the first token: about half of the CPU
 // time of a cold `pipit run` of a 0.6B q4 .pipit here. A matrix the file already holds in the layout the kernels want
-// (a .pipit written for this target, an f16 / q8 GGUF matrix without panels) needs no rewrite, only other pages.
+// (a .pipit written for this target, an f16 matrix of a GGUF) needs no rewrite, only other pages.
 //
-// How: the mapping is 2 MiB aligned (MmapStorage::open). A thread at the lowest priority copies each 2 MiB chunk
-// that holds such matrices into a fresh anonymous huge page and moves that page over the chunk with
+// How: the mapping is 2 MiB aligned (MmapStorage::open). A thread at a low priority (nice 10) copies each 2 MiB
+// chunk that holds such matrices into a fresh anonymous huge page and moves that page over the chunk with
 // mremap(MREMAP_FIXED): the kernel swaps the page table entries under the mm's write lock, so a thread reading the
 // chunk meanwhile sees either the file's page or the copy, the same bytes either way - weights stay exact at every
 // instant. A chunk that cannot be moved (out of memory, map count) stays mapped from the file, which is still right.
