@@ -30,8 +30,11 @@ const GgmlTypeInfo kGgmlTypes[] = {
 // Bounds-checked little-endian cursor.
 class Cursor {
  public:
-  Cursor(const uint8_t* p, size_t n, const std::string& ctx) : p_(p), n_(n), ctx_(ctx) {}
+  // base: where p lies in the file, so that errors name file offsets (an array's elements are read by a cursor of
+  // their own)
+  Cursor(const uint8_t* p, size_t n, const std::string& ctx, size_t base = 0) : p_(p), n_(n), base_(base), ctx_(ctx) {}
   size_t pos() const { return pos_; }
+  size_t base() const { return base_; }
   size_t left() const { return n_ - pos_; }
   const uint8_t* here() const { return p_ + pos_; }
   void skip(size_t n) { pos_ += n; }  // n <= left(), as the caller checked
@@ -39,7 +42,7 @@ class Cursor {
   template <class T>
   Status read(T* v, const char* what) {
     if (left() < sizeof(T))
-      return Error::format("{}: file ends at byte {} while reading {} (truncated?)", ctx_, n_, what);
+      return Error::format("{}: file ends at byte {} while reading {} (truncated?)", ctx_, base_ + n_, what);
     std::memcpy(v, p_ + pos_, sizeof(T));
     pos_ += sizeof(T);
     return Status::ok();
@@ -49,7 +52,7 @@ class Cursor {
     PIPIT_TRY(read(&len, what));
     if (len > left())
       return Error::format("{}: {} of {} bytes at byte {} runs past the end of the file ({} bytes)", ctx_, what, len,
-                           pos_, n_);
+                           base_ + pos_, base_ + n_);
     s->assign(reinterpret_cast<const char*>(p_ + pos_), size_t(len));
     pos_ += size_t(len);
     return Status::ok();
@@ -59,14 +62,14 @@ class Cursor {
     PIPIT_TRY(read(&len, what));
     if (len > left())
       return Error::format("{}: {} of {} bytes at byte {} runs past the end of the file ({} bytes)", ctx_, what, len,
-                           pos_, n_);
+                           base_ + pos_, base_ + n_);
     pos_ += size_t(len);
     return Status::ok();
   }
 
  private:
   const uint8_t* p_;
-  size_t n_;
+  size_t n_, base_;
   size_t pos_ = 0;
   const std::string& ctx_;
 };
@@ -117,7 +120,7 @@ Status read_value(Cursor& c, GgufType type, GgufValue* v, int depth, const std::
       PIPIT_TRY(c.read(&n, "an array length"));
       if (!valid_type(et)) return Error::format("{}: '{}': unknown array element type {}", ctx, key, et);
       size_t used = 0;
-      PIPIT_TRY(v->set_array(c.here(), c.left(), GgufType(et), n, depth, ctx, key, &used));
+      PIPIT_TRY(v->set_array(c.here(), c.left(), c.pos() + c.base(), GgufType(et), n, depth, ctx, key, &used));
       c.skip(used);
       break;
     }
@@ -127,7 +130,7 @@ Status read_value(Cursor& c, GgufType type, GgufValue* v, int depth, const std::
 
 }  // namespace
 
-Status GgufValue::set_array(const uint8_t* elems, size_t avail, GgufType et, uint64_t n, int depth,
+Status GgufValue::set_array(const uint8_t* elems, size_t avail, size_t at, GgufType et, uint64_t n, int depth,
                             const std::string& ctx, const std::string& key, size_t* used) {
   elem_type = et;
   elems_ = elems;
@@ -147,7 +150,7 @@ Status GgufValue::set_array(const uint8_t* elems, size_t avail, GgufType et, uin
   // str_at(k) are one lookup. Strings are only skipped (no copy); a nested array is checked as a value of its own.
   auto starts = std::make_shared<std::vector<uint64_t>>();
   starts->reserve(size_t(n));
-  Cursor c(elems, avail, ctx);
+  Cursor c(elems, avail, ctx, at);
   for (uint64_t k = 0; k < n; ++k) {
     starts->push_back(c.pos());
     if (et == GgufType::kString) {

@@ -53,10 +53,11 @@ struct GgufValue {
   GgufValue at(size_t k) const;
   // Element k of an array of strings, without a copy; "" when the elements are not strings.
   std::string_view str_at(size_t k) const;
-  // The bytes of one array (after its element type and count): checks them all, and records where each element
-  // starts when they are of variable size (strings, arrays). For the parser (format/gguf.cpp).
-  Status set_array(const uint8_t* elems, size_t avail, GgufType et, uint64_t n, int depth, const std::string& ctx,
-                   const std::string& key, size_t* used);
+  // The bytes of one array (after its element type and count; `avail` of them left in the file, the first at file
+  // offset `at`): checks them all, and records where each element starts when they are of variable size (strings,
+  // arrays). For the parser (format/gguf.cpp).
+  Status set_array(const uint8_t* elems, size_t avail, size_t at, GgufType et, uint64_t n, int depth,
+                   const std::string& ctx, const std::string& key, size_t* used);
 
  private:
   const uint8_t* elems_ = nullptr;  // the first element's bytes, in the mapping
