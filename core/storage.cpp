@@ -1,9 +1,9 @@
 // Heap, mmap and arena storages.
 #include "core/storage.h"
-#include "core/small_pages.h"
 
 #include "core/file_probe.h"
 #include "core/limits.h"
+#include "core/small_pages.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>

@@ -154,10 +154,10 @@ class DeviceWeightSource : public WeightSource {
 // for a separate 1.7 MiB mapping per matrix. Per-matrix buffers left two thirds of Qwen3-0.6B's Q4_0 weights on
 // 4 KiB pages (AnonHugePages 140 of 425 MB). The file's pages of each tensor are released as soon as it is
 // rewritten, and the buffer's pages are only touched as they are written, so the peak stays near one copy.
-// A plain copy (the file's bytes as they are: a .pipit written for this CPU, an f16 / q8 matrix without panels) is not
-// made at load any more: the matrix is read in place from the mapping and its pages are moved to anonymous huge pages
-// in the background (core/page_migration.h), which took the copy off the path to the first token. migrate = false
-// (PIPIT_COPY_AT_LOAD=1) copies at load as before.
+// A plain copy (the file's bytes as they are: the panels of a .pipit written for this CPU, an f16 or bf16 matrix) is
+// not made at load any more: the matrix is read in place from the mapping and its pages are moved to anonymous huge
+// pages in the background (core/page_migration.h), which took the copy off the path to the first token. A sharded
+// checkpoint gets a thread per file. migrate = false (PIPIT_COPY_AT_LOAD=1) copies at load as before.
 struct RehomeOptions {
   bool pack = false, kquant = false, mxfp4 = false, bf16dot = false, copy = false, migrate = true;
   std::string model_type;  // the weights it keeps mapped (models/mapped_weights.h) stay as they are
