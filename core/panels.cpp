@@ -272,35 +272,6 @@ int64_t quant_bytes(DType plain) { return plain == DType::Q8_0 ? kQBlock : kQBlo
 int64_t scale_bytes(DType plain) { return plain == DType::MXFP4 ? 1 : 2; }
 int64_t block_bytes(DType plain) { return scale_bytes(plain) + quant_bytes(plain); }
 
-// Plain blocks (a scale of sb bytes, then qb bytes of quants) -> panels: per block column, the 16 rows' scales,
-// then the quants as 64-byte chunks, group c of 4 quant bytes of row r at lane r of chunk c.
-[[gnu::always_inline]] inline void pack_plain_block_column(int64_t sb, int64_t qb, const uint8_t* src,
-                                                           int64_t src_stride, int64_t row0, int64_t b, uint8_t* out) {
-  const int64_t bb = sb + qb;
-  for (int64_t r = 0; r < kPanelRows; ++r) {
-    const uint8_t* blk = src + (row0 + r) * src_stride + b * bb;  // scale, then quants
-    std::memcpy(out + sb * r, blk, size_t(sb));
-    for (int64_t c = 0; c < qb / kLane; ++c)
-      std::memcpy(out + sb * kPanelRows + c * kLane * kPanelRows + r * kLane, blk + sb + c * kLane, kLane);
-  }
-}
-
-void pack_plain_panels_any(int64_t sb, int64_t qb, const uint8_t* src, int64_t src_stride, int64_t N, int64_t K,
-                           uint8_t* dst) {
-  const int64_t nb = K / kQBlock, pb = kPanelRows * (sb + qb);  // pb: bytes of a panel block
-  for (int64_t p = 0; p < N / kPanelRows; ++p)
-    for (int64_t b = 0; b < nb; ++b)
-      pack_plain_block_column(sb, qb, src, src_stride, p * kPanelRows, b, dst + (p * nb + b) * pb);
-}
-
-template <int64_t SB, int64_t QB>
-void pack_plain_panels(const uint8_t* src, int64_t src_stride, int64_t N, int64_t K, uint8_t* dst) {
-  const int64_t nb = K / kQBlock, pb = kPanelRows * (SB + QB);
-  for (int64_t p = 0; p < N / kPanelRows; ++p)
-    for (int64_t b = 0; b < nb; ++b)
-      pack_plain_block_column(SB, QB, src, src_stride, p * kPanelRows, b, dst + (p * nb + b) * pb);
-}
-
 }  // namespace
 
 void q5_0_to_q8_0(const BlockQ5_0& b, BlockQ8_0& out) {
@@ -340,14 +311,20 @@ void pack_panels(DType plain, const uint8_t* src, int64_t src_stride, int64_t N,
     case DType::Q5_1: return pack_k<BlockQ5_1, BlockQ5_1x16>(src, src_stride, N, K, dst, pack_q51_row, kQBlock);
     default: break;
   }
-  // The scale and quant sizes as constants: with them the compiler turns each 2- or 4-byte memcpy into one move.
-  // Read as variables, every one was a call, and packing a 0.6B q4_0 GGUF at load took ~0.4 s of CPU here.
-  const int64_t sb = scale_bytes(plain), qb = quant_bytes(plain);
-  // q4_0 and iq4_nl, q8_0, mxfp4
-  if (sb == 2 && qb == kQBlock / 2) return pack_plain_panels<2, kQBlock / 2>(src, src_stride, N, K, dst);
-  if (sb == 2 && qb == kQBlock) return pack_plain_panels<2, kQBlock>(src, src_stride, N, K, dst);
-  if (sb == 1 && qb == kQBlock / 2) return pack_plain_panels<1, kQBlock / 2>(src, src_stride, N, K, dst);
-  pack_plain_panels_any(sb, qb, src, src_stride, N, K, dst);
+  const int64_t nb = K / kQBlock, qb = quant_bytes(plain), sb = scale_bytes(plain), bb = block_bytes(plain);
+  const int64_t pb = kPanelRows * bb;  // bytes of a panel block: 16 scales, then 16 rows of quants
+  for (int64_t p = 0; p < N / kPanelRows; ++p) {
+    uint8_t* panel = dst + p * nb * pb;
+    for (int64_t b = 0; b < nb; ++b) {
+      uint8_t* out = panel + b * pb;
+      for (int64_t r = 0; r < kPanelRows; ++r) {
+        const uint8_t* blk = src + (p * kPanelRows + r) * src_stride + b * bb;  // scale, then quants
+        std::memcpy(out + sb * r, blk, size_t(sb));
+        for (int64_t c = 0; c < qb / kLane; ++c)  // group c of 4 quant bytes -> lane r of 64-byte chunk c
+          std::memcpy(out + sb * kPanelRows + c * kLane * kPanelRows + r * kLane, blk + sb + c * kLane, kLane);
+      }
+    }
+  }
 }
 
 void unpack_panel_rows(DType panel, const uint8_t* src, int64_t K, int64_t r0, int64_t r1, uint8_t* dst) {
