@@ -4,7 +4,9 @@
 # alternate (one of each per round) so a shared machine's load hits all alike; prints the median wall time, pipit's
 # own split (load / first token), peak RSS, and the cost of merely touching the file's pages once here (the floor
 # for any program that reads every weight before its first token) measured in the same run.
-# usage: bench/cold_start.sh BUILD_DIR ROUNDS MODEL [MODEL...] [-- LLAMA_GGUF]
+# usage: bench/cold_start.sh BUILD_DIR[,BUILD_DIR...] ROUNDS MODEL [MODEL...] [-- LLAMA_GGUF]
+#   several build dirs (comma-separated, e.g. an old binary's and a new one's) run alternately too, in each round;
+#   each pipit's resident memory after load (`pipit inspect MODEL --load`) is measured once, after the timed rounds.
 #   MODEL: a .pipit or .gguf file pipit runs; after `--`, a GGUF for llama.cpp's llama-simple (LLAMA_BIN, default
 #   /tmp/lc/src/build/bin). THREADS (default 2). PIPIT_ARGS: more `pipit run` options.
 # Each pipit run is `pipit run -m MODEL -p Hello -n 1 -t THREADS --no-template`; llama-simple's is `-n 1 Hello`.
@@ -21,7 +23,9 @@ while [ $# -gt 0 ]; do
 done
 THREADS=${THREADS:-2}
 LLAMA_BIN=${LLAMA_BIN:-/tmp/lc/src/build/bin}
-PIPIT=$(cd "$BUILD" && pwd)/pipit
+IFS=, read -ra BUILDS <<< "$BUILD"
+PIPITS=()
+for b in "${BUILDS[@]}"; do PIPITS+=("$(cd "$b" && pwd)/pipit"); done
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 read -ra EXTRA <<< "${PIPIT_ARGS:-}"
@@ -43,36 +47,48 @@ print(f"{(time.perf_counter() - t) * 1e3:.0f}")' "$1"
 for r in $(seq "$ROUNDS"); do
   for i in "${!MODELS[@]}"; do
     m=${MODELS[$i]}
-    /usr/bin/time -f "%e %M" -o "$OUT/time" "$PIPIT" run -m "$m" -p Hello -n 1 -t "$THREADS" --no-template \
-      "${EXTRA[@]}" > "$OUT/log" 2>&1 || { cat "$OUT/log"; exit 1; }
-    read -r wall rss < "$OUT/time"
-    load=$(grep -oE 'load [0-9.]+ ms' "$OUT/log" | grep -oE '[0-9.]+')
-    pps=$(grep -oE 'prompt 1 tokens, [0-9.]+ tok/s' "$OUT/log" | grep -oE '[0-9.]+ tok/s' | grep -oE '[0-9.]+')
-    first=$(awk -v t="$pps" 'BEGIN { printf "%.0f", (t + 0 > 0) ? 1000 / t : 0 }')
-    echo "$wall $rss $load $first" >> "$OUT/pipit_$i"
+    for j in "${!PIPITS[@]}"; do
+      /usr/bin/time -f "%e %M %U %S" -o "$OUT/time" "${PIPITS[$j]}" run -m "$m" -p Hello -n 1 -t "$THREADS" \
+        --no-template "${EXTRA[@]}" > "$OUT/log" 2>&1 || { cat "$OUT/log"; exit 1; }
+      read -r wall rss user sys < "$OUT/time"
+      load=$(grep -oE 'load [0-9.]+ ms' "$OUT/log" | grep -oE '[0-9.]+')
+      pps=$(grep -oE 'prompt 1 tokens, [0-9.]+ tok/s' "$OUT/log" | grep -oE '[0-9.]+ tok/s' | grep -oE '[0-9.]+')
+      first=$(awk -v t="$pps" 'BEGIN { printf "%.0f", (t + 0 > 0) ? 1000 / t : 0 }')
+      cpu=$(awk -v u="$user" -v s="$sys" 'BEGIN { printf "%.2f", u + s }')
+      echo "$wall $rss $load $first $cpu" >> "$OUT/pipit_${i}_$j"
+    done
     echo "$(touch_pages "$m")" >> "$OUT/touch_$i"
   done
   if [ -n "$LLAMA_GGUF" ]; then
-    /usr/bin/time -f "%e %M" -o "$OUT/time" "$LLAMA_BIN/llama-simple" -m "$LLAMA_GGUF" -n 1 Hello \
+    /usr/bin/time -f "%e %M %U %S" -o "$OUT/time" "$LLAMA_BIN/llama-simple" -m "$LLAMA_GGUF" -n 1 Hello \
       > "$OUT/log" 2>&1 || { cat "$OUT/log"; exit 1; }
-    read -r wall rss < "$OUT/time"
-    echo "$wall $rss" >> "$OUT/llama"
+    read -r wall rss user sys < "$OUT/time"
+    echo "$wall $rss $(awk -v u="$user" -v s="$sys" 'BEGIN { printf "%.2f", u + s }')" >> "$OUT/llama"
   fi
 done
 
 median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
-printf "%-44s %10s %10s %10s %12s %10s %12s\n" model "wall s" "load ms" "1st tok ms" "peak RSS MB" "file MB" "touch ms"
+printf "%-44s %8s %8s %10s %10s %12s %12s %8s %9s\n" model "wall s" "cpu s" "load ms" "1st tok ms" "peak RSS MB" \
+  "after load" "file MB" "touch ms"
 for i in "${!MODELS[@]}"; do
-  f="$OUT/pipit_$i"
-  printf "%-44s %10s %10s %10s %12.0f %10.0f %12s\n" "pipit $(basename "${MODELS[$i]}")" \
-    "$(cut -d' ' -f1 "$f" | median)" "$(cut -d' ' -f3 "$f" | median)" "$(cut -d' ' -f4 "$f" | median)" \
-    "$(cut -d' ' -f2 "$f" | median | awk '{ print $1 / 1024 }')" "$(stat -c %s "${MODELS[$i]}" | awk '{ print $1 / 1e6 }')" \
-    "$(median < "$OUT/touch_$i")"
+  for j in "${!PIPITS[@]}"; do
+    f="$OUT/pipit_${i}_$j"
+    after=$("${PIPITS[$j]}" inspect "${MODELS[$i]}" --load 2>&1 | grep -oE '[0-9.]+ MB after' | grep -oE '[0-9.]+')
+    label="pipit $(basename "${MODELS[$i]}")"
+    [ ${#PIPITS[@]} -gt 1 ] && label="$label [${BUILDS[$j]}]"
+    printf "%-44s %8s %8s %10s %10s %12.0f %12.0f %8.0f %9s\n" "$label" \
+      "$(cut -d' ' -f1 "$f" | median)" "$(cut -d' ' -f5 "$f" | median)" "$(cut -d' ' -f3 "$f" | median)" \
+      "$(cut -d' ' -f4 "$f" | median)" "$(cut -d' ' -f2 "$f" | median | awk '{ print $1 / 1024 }')" "${after:-0}" \
+      "$(stat -c %s "${MODELS[$i]}" | awk '{ print $1 / 1e6 }')" "$(median < "$OUT/touch_$i")"
+  done
 done
 if [ -n "$LLAMA_GGUF" ]; then
-  printf "%-44s %10s %10s %10s %12.0f %10.0f\n" "llama-simple $(basename "$LLAMA_GGUF")" \
-    "$(cut -d' ' -f1 "$OUT/llama" | median)" - - "$(cut -d' ' -f2 "$OUT/llama" | median | awk '{ print $1 / 1024 }')" \
+  printf "%-44s %8s %8s %10s %10s %12.0f %12s %8.0f\n" "llama-simple $(basename "$LLAMA_GGUF")" \
+    "$(cut -d' ' -f1 "$OUT/llama" | median)" "$(cut -d' ' -f3 "$OUT/llama" | median)" - - \
+    "$(cut -d' ' -f2 "$OUT/llama" | median | awk '{ print $1 / 1024 }')" - \
     "$(stat -c %s "$LLAMA_GGUF" | awk '{ print $1 / 1e6 }')"
 fi
-echo "# wall: process start to exit after one token (median of $ROUNDS); load: pipit's own (file open to ready);"
+echo "# wall: process start to exit after one token (median of $ROUNDS); cpu: user + sys of that process (less"
+echo "# sensitive than wall to a shared machine); load: pipit's own (file open to ready); after load: resident MB"
+echo "# once loaded (pipit inspect --load, one run);"
 echo "# 1st tok: its prompt + first token; touch: one byte of every 4 KiB page of the file's mapping, page cache warm"

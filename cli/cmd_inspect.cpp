@@ -213,7 +213,7 @@ int inspect_memory(Args& a, const std::string& path) {
   // the largest media input's encode: an image, a video or an audio clip
   if (e->tower_activations) std::printf("  media encode %12s\n", m(e->tower_activations).c_str());
   std::printf("  tokenizer    %12s\n  runtime      %12s\n", m(e->tokenizer).c_str(), m(e->runtime).c_str());
-  std::printf("  (loading: %s parsing tokenizer.json, in place of the session's part)\n",
+  std::printf("  (loading: %s reading the tokenizer, in place of the session's part)\n",
               m(e->load_transient).c_str());
   std::printf("  total        %12s\n", m(e->total()).c_str());
   return 0;

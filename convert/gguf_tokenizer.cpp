@@ -117,15 +117,15 @@ Result<TokenizerParts> gguf_tokenizer_parts(const GgufFile& f) {
   const int64_t n = int64_t(tokens.size());
   std::vector<int> types(tokens.size(), kNormal);
   if (const GgufValue* tv = f.find("tokenizer.ggml.token_type")) {
-    if (tv->type != GgufType::kArray || tv->arr.size() != tokens.size())
+    if (tv->type != GgufType::kArray || tv->arr_size() != tokens.size())
       return Error::format("{}: tokenizer.ggml.token_type must be an array of {} ints", ctx, n);
-    for (size_t k = 0; k < types.size(); ++k) types[k] = int(tv->arr[k].as_int());
+    for (size_t k = 0; k < types.size(); ++k) types[k] = int(tv->at(k).as_int());
   }
   std::vector<float> scores(tokens.size(), 0.0f);
   if (const GgufValue* sv = f.find("tokenizer.ggml.scores")) {
-    if (sv->type != GgufType::kArray || sv->arr.size() != tokens.size())
+    if (sv->type != GgufType::kArray || sv->arr_size() != tokens.size())
       return Error::format("{}: tokenizer.ggml.scores must be an array of {} numbers", ctx, n);
-    for (size_t k = 0; k < scores.size(); ++k) scores[k] = float(sv->arr[k].as_double());
+    for (size_t k = 0; k < scores.size(); ++k) scores[k] = float(sv->at(k).as_double());
   }
   auto id_of = [&](const char* key) -> int64_t {
     const GgufValue* v = f.find(key);

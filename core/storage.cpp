@@ -3,6 +3,7 @@
 
 #include "core/file_probe.h"
 #include "core/limits.h"
+#include "core/small_pages.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -63,6 +64,14 @@ std::shared_ptr<HeapStorage> HeapStorage::make(size_t size) {
   return s;
 }
 
+void small_pages_head(const HeapStorage& s, size_t bytes) {
+  if (rounded_size(s.size()) < kMapMin) return;  // an aligned_alloc buffer: no huge pages asked for
+  const size_t huge = size_t(2) << 20, rounded = rounded_size(s.size());
+  const size_t head = std::min(rounded, (std::min(bytes, rounded) + huge - 1) / huge * huge);
+  // untouched yet (make() maps without populating), so this only changes what the first write faults in
+  if (head) ::madvise(s.data(), head, MADV_NOHUGEPAGE);
+}
+
 HeapStorage::~HeapStorage() {
   if (rounded_size(size_) >= kMapMin) ::munmap(data_, rounded_size(size_));
   else std::free(data_);
@@ -86,9 +95,25 @@ Result<std::shared_ptr<MmapStorage>> MmapStorage::open(const std::string& path) 
   s->path_ = path;
   s->size_ = size_t(st.st_size);
   if (s->size_ > 0) {
-    void* p = mmap(nullptr, s->size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    // From 2 MiB up the mapping starts on a 2 MiB boundary: weights read in place at first are moved to huge pages
+    // at the same addresses later (core/page_migration.h), which needs each 2 MiB of the file on a 2 MiB boundary.
+    // An address range 2 MiB larger is reserved (no memory), the file mapped over its aligned part, the rest freed.
+    const size_t huge = size_t(2) << 20;
+    uint8_t* at = nullptr;
+    if (s->size_ >= huge && s->size_ <= SIZE_MAX - 2 * huge) {
+      void* r = mmap(nullptr, s->size_ + huge, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (r != MAP_FAILED) {
+        auto* rb = static_cast<uint8_t*>(r);
+        at = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(rb) + huge - 1) / huge * huge);
+        const size_t page = size_t(sysconf(_SC_PAGESIZE)), span = (s->size_ + page - 1) / page * page;
+        if (at > rb) munmap(rb, size_t(at - rb));
+        if (size_t tail = huge - size_t(at - rb)) munmap(at + span, tail);  // the reservation ends at rb + span + huge
+      }
+    }
+    void* p = mmap(at, s->size_, PROT_READ, at ? MAP_PRIVATE | MAP_FIXED : MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) {
       int e = errno;
+      if (at) munmap(at, s->size_);
       ::close(fd);
       return Error::io("[mmap] cannot map '{}': {}", path, std::strerror(e));
     }
@@ -102,6 +127,8 @@ MmapStorage::~MmapStorage() {
   if (data_) munmap(data_, size_);
 }
 
+// Only for pages still mapped from the file: a chunk page_migration.h moved to anonymous memory would read back as
+// zeros (the loader releases before it starts moving anything).
 void MmapStorage::release(const void* p, size_t n) const {
   const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
   uintptr_t b = reinterpret_cast<uintptr_t>(p), e = b + n;

@@ -1,6 +1,7 @@
 // GGUF parsing with bounds checks on every read: a cursor over the mapped bytes that fails cleanly at the end.
 #include "format/gguf.h"
 
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <sstream>
@@ -29,14 +30,19 @@ const GgmlTypeInfo kGgmlTypes[] = {
 // Bounds-checked little-endian cursor.
 class Cursor {
  public:
-  Cursor(const uint8_t* p, size_t n, const std::string& ctx) : p_(p), n_(n), ctx_(ctx) {}
+  // base: where p lies in the file, so that errors name file offsets (an array's elements are read by a cursor of
+  // their own)
+  Cursor(const uint8_t* p, size_t n, const std::string& ctx, size_t base = 0) : p_(p), n_(n), base_(base), ctx_(ctx) {}
   size_t pos() const { return pos_; }
+  size_t base() const { return base_; }
   size_t left() const { return n_ - pos_; }
+  const uint8_t* here() const { return p_ + pos_; }
+  void skip(size_t n) { pos_ += n; }  // n <= left(), as the caller checked
 
   template <class T>
   Status read(T* v, const char* what) {
     if (left() < sizeof(T))
-      return Error::format("{}: file ends at byte {} while reading {} (truncated?)", ctx_, n_, what);
+      return Error::format("{}: file ends at byte {} while reading {} (truncated?)", ctx_, base_ + n_, what);
     std::memcpy(v, p_ + pos_, sizeof(T));
     pos_ += sizeof(T);
     return Status::ok();
@@ -46,15 +52,24 @@ class Cursor {
     PIPIT_TRY(read(&len, what));
     if (len > left())
       return Error::format("{}: {} of {} bytes at byte {} runs past the end of the file ({} bytes)", ctx_, what, len,
-                           pos_, n_);
+                           base_ + pos_, base_ + n_);
     s->assign(reinterpret_cast<const char*>(p_ + pos_), size_t(len));
+    pos_ += size_t(len);
+    return Status::ok();
+  }
+  Status skip_string(const char* what) {  // read_string without the copy
+    uint64_t len = 0;
+    PIPIT_TRY(read(&len, what));
+    if (len > left())
+      return Error::format("{}: {} of {} bytes at byte {} runs past the end of the file ({} bytes)", ctx_, what, len,
+                           base_ + pos_, base_ + n_);
     pos_ += size_t(len);
     return Status::ok();
   }
 
  private:
   const uint8_t* p_;
-  size_t n_;
+  size_t n_, base_;
   size_t pos_ = 0;
   const std::string& ctx_;
 };
@@ -73,6 +88,8 @@ size_t min_encoded_bytes(GgufType t) {
 }
 
 bool valid_type(uint32_t t) { return t <= uint32_t(GgufType::kF64); }
+
+bool fixed_size(GgufType t) { return t != GgufType::kString && t != GgufType::kArray; }
 
 Status read_value(Cursor& c, GgufType type, GgufValue* v, int depth, const std::string& ctx, const std::string& key) {
   v->type = type;
@@ -102,12 +119,9 @@ Status read_value(Cursor& c, GgufType type, GgufValue* v, int depth, const std::
       PIPIT_TRY(c.read(&et, "an array type"));
       PIPIT_TRY(c.read(&n, "an array length"));
       if (!valid_type(et)) return Error::format("{}: '{}': unknown array element type {}", ctx, key, et);
-      v->elem_type = GgufType(et);
-      if (n > c.left() / min_encoded_bytes(v->elem_type))
-        return Error::format("{}: '{}': array of {} elements cannot fit in the {} bytes left (truncated?)", ctx, key,
-                             n, c.left());
-      v->arr.resize(size_t(n));
-      for (auto& e : v->arr) PIPIT_TRY(read_value(c, v->elem_type, &e, depth + 1, ctx, key));
+      size_t used = 0;
+      PIPIT_TRY(v->set_array(c.here(), c.left(), c.pos() + c.base(), GgufType(et), n, depth, ctx, key, &used));
+      c.skip(used);
       break;
     }
   }
@@ -115,6 +129,62 @@ Status read_value(Cursor& c, GgufType type, GgufValue* v, int depth, const std::
 }
 
 }  // namespace
+
+Status GgufValue::set_array(const uint8_t* elems, size_t avail, size_t at, GgufType et, uint64_t n, int depth,
+                            const std::string& ctx, const std::string& key, size_t* used) {
+  elem_type = et;
+  elems_ = elems;
+  n_elems_ = n;
+  starts_.reset();
+  if (n > avail / min_encoded_bytes(et))
+    return Error::format("{}: '{}': array of {} elements cannot fit in the {} bytes left (truncated?)", ctx, key, n,
+                         avail);
+  if (fixed_size(et)) {
+    *used = bytes_ = size_t(n) * min_encoded_bytes(et);
+    if (et == GgufType::kBool)
+      for (size_t k = 0; k < size_t(n); ++k)
+        if (elems[k] > 1) return Error::format("{}: '{}': bool value {} (expected 0 or 1)", ctx, key, int(elems[k]));
+    return Status::ok();
+  }
+  // Strings and nested arrays: walked once here, checking every length, and their starts kept so that at(k) and
+  // str_at(k) are one lookup. Strings are only skipped (no copy); a nested array is checked as a value of its own.
+  auto starts = std::make_shared<std::vector<uint64_t>>();
+  starts->reserve(size_t(n));
+  Cursor c(elems, avail, ctx, at);
+  for (uint64_t k = 0; k < n; ++k) {
+    starts->push_back(c.pos());
+    if (et == GgufType::kString) {
+      PIPIT_TRY(c.skip_string("a string"));
+    } else {
+      GgufValue e;
+      PIPIT_TRY(read_value(c, et, &e, depth + 1, ctx, key));
+    }
+  }
+  *used = c.pos();
+  bytes_ = c.pos();
+  starts_ = std::move(starts);
+  return Status::ok();
+}
+
+GgufValue GgufValue::at(size_t k) const {
+  GgufValue v;
+  if (k >= n_elems_) return v;
+  const size_t off = starts_ ? size_t((*starts_)[k]) : k * min_encoded_bytes(elem_type);
+  // The bytes were checked by set_array, so this read cannot fail. Depth 0: the nesting below this element was
+  // already held to kMaxArrayDepth when the file was opened.
+  static const std::string kNone;
+  Cursor c(elems_ + off, size_t(bytes_) - off, kNone);
+  if (!read_value(c, elem_type, &v, 0, kNone, kNone).is_ok()) return GgufValue{};
+  return v;
+}
+
+std::string_view GgufValue::str_at(size_t k) const {
+  if (type != GgufType::kArray || elem_type != GgufType::kString || k >= n_elems_) return {};
+  const uint8_t* p = elems_ + (*starts_)[k];
+  uint64_t len = 0;
+  std::memcpy(&len, p, sizeof len);
+  return {reinterpret_cast<const char*>(p + sizeof len), size_t(len)};
+}
 
 const char* gguf_type_name(GgufType t) {
   static const char* const kNames[] = {"u8", "i8", "u16", "i16", "u32", "i32", "f32", "bool", "string", "array",
@@ -150,9 +220,9 @@ std::string GgufValue::to_string(size_t max_items) const {
     case GgufType::kF32: case GgufType::kF64: os << f; break;
     case GgufType::kU64: os << u; break;
     case GgufType::kArray:
-      os << "[" << arr.size() << " x " << gguf_type_name(elem_type) << ":";
-      for (size_t k = 0; k < arr.size() && k < max_items; ++k) os << " " << arr[k].to_string(0);
-      if (arr.size() > max_items) os << " ...";
+      os << "[" << arr_size() << " x " << gguf_type_name(elem_type) << ":";
+      for (size_t k = 0; k < arr_size() && k < max_items; ++k) os << " " << at(k).to_string(0);
+      if (arr_size() > max_items) os << " ...";
       os << "]";
       break;
     default: os << i;

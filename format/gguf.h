@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -29,7 +30,10 @@ enum class GgufType : uint32_t {
 };
 const char* gguf_type_name(GgufType t);
 
-// One metadata value. Integers keep their value in `i` (signed) or `u` (unsigned) per type; arrays hold elements.
+// One metadata value. Integers keep their value in `i` (signed) or `u` (unsigned) per type. An array is a view of
+// its elements' bytes in the file's mapping, read on demand (at, str_at): a vocabulary is ~450k elements (tokens,
+// merges, scores), and parsing each into a GgufValue of its own (96 bytes) took ~0.15 s and ~45 MB at every load.
+// A view points into the GgufFile's mapping, so it (and what at() returns) is valid while that file is open.
 struct GgufValue {
   GgufType type = GgufType::kU8;
   int64_t i = 0;
@@ -37,13 +41,29 @@ struct GgufValue {
   double f = 0;
   std::string s;
   GgufType elem_type = GgufType::kU8;  // arrays
-  std::vector<GgufValue> arr;
 
   bool is_int() const;
   bool is_number() const { return is_int() || type == GgufType::kF32 || type == GgufType::kF64; }
   int64_t as_int() const;     // integers and bools (callers check is_int())
   double as_double() const;   // any number
   std::string to_string(size_t max_items = 8) const;  // for `pipit inspect`
+
+  // Arrays: the element count, and element k < arr_size() (its bytes were checked when the file was opened).
+  size_t arr_size() const { return size_t(n_elems_); }
+  GgufValue at(size_t k) const;
+  // Element k of an array of strings, without a copy; "" when the elements are not strings.
+  std::string_view str_at(size_t k) const;
+  // The bytes of one array (after its element type and count; `avail` of them left in the file, the first at file
+  // offset `at`): checks them all, and records where each element starts when they are of variable size (strings,
+  // arrays). For the parser (format/gguf.cpp).
+  Status set_array(const uint8_t* elems, size_t avail, size_t at, GgufType et, uint64_t n, int depth,
+                   const std::string& ctx, const std::string& key, size_t* used);
+
+ private:
+  const uint8_t* elems_ = nullptr;  // the first element's bytes, in the mapping
+  uint64_t n_elems_ = 0, bytes_ = 0;  // element count, and the bytes they take
+  // start of each element from elems_, for strings and nested arrays (fixed-size ones are at k * size)
+  std::shared_ptr<const std::vector<uint64_t>> starts_;
 };
 
 // ggml tensor types by id, with block geometry so sizes of types pipit does not run can still be checked.

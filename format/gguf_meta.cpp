@@ -29,11 +29,12 @@ Result<std::vector<int64_t>> GgufMeta::per_layer_ints(const std::string& key, in
                                                       std::optional<int64_t> def) const {
   const GgufValue* v = find(key);
   if (v && v->type == GgufType::kArray) {
-    if (int64_t(v->arr.size()) != n_layer)
-      return Error::format("[gguf] {}: {}.{} holds {} values for {} layers", f_.path(), arch_, key, v->arr.size(),
+    if (int64_t(v->arr_size()) != n_layer)
+      return Error::format("[gguf] {}: {}.{} holds {} values for {} layers", f_.path(), arch_, key, v->arr_size(),
                            n_layer);
     std::vector<int64_t> out;
-    for (const auto& x : v->arr) {
+    for (size_t k = 0; k < v->arr_size(); ++k) {
+      const GgufValue x = v->at(k);
       if (!x.is_int() || x.as_int() < 0)
         return Error::format("[gguf] {}: {}.{} must hold non-negative integers", f_.path(), arch_, key);
       out.push_back(x.as_int());
@@ -48,10 +49,10 @@ Result<std::vector<bool>> GgufMeta::sliding_layers(int64_t n_layer, int64_t defa
   std::vector<bool> sliding(size_t(n_layer), false);
   const GgufValue* pv = find("attention.sliding_window_pattern");
   if (pv && pv->type == GgufType::kArray) {
-    if (int64_t(pv->arr.size()) != n_layer || (!pv->arr.empty() && !pv->arr[0].is_int()))
+    if (int64_t(pv->arr_size()) != n_layer || (pv->arr_size() && !pv->at(0).is_int()))
       return Error::format("[gguf] {}: {}.attention.sliding_window_pattern must hold {} bools", f_.path(), arch_,
                            n_layer);
-    for (int64_t il = 0; il < n_layer; ++il) sliding[size_t(il)] = pv->arr[size_t(il)].as_int() != 0;
+    for (int64_t il = 0; il < n_layer; ++il) sliding[size_t(il)] = pv->at(size_t(il)).as_int() != 0;
     return sliding;
   }
   PIPIT_ASSIGN_OR_RETURN(int64_t n, get_int_or("attention.sliding_window_pattern", default_pattern));
@@ -61,14 +62,15 @@ Result<std::vector<bool>> GgufMeta::sliding_layers(int64_t n_layer, int64_t defa
 
 Result<nlohmann::json> GgufMeta::rope_sections() const {
   const GgufValue* sv = find("rope.dimension_sections");
-  if (!sv || sv->type != GgufType::kArray || sv->arr.size() < 3)
+  if (!sv || sv->type != GgufType::kArray || sv->arr_size() < 3)
     return Error::format("[gguf] {}: {} needs the array '{}.rope.dimension_sections'", f_.path(), arch_, arch_);
   nlohmann::json sec = nlohmann::json::array();
   for (size_t k = 0; k < 3; ++k) {
-    if (!sv->arr[k].is_int() || sv->arr[k].as_int() < 0)
+    const GgufValue x = sv->at(k);
+    if (!x.is_int() || x.as_int() < 0)
       return Error::format("[gguf] {}: {}.rope.dimension_sections must hold non-negative integers", f_.path(),
                            arch_);
-    sec.push_back(sv->arr[k].as_int());
+    sec.push_back(x.as_int());
   }
   return sec;
 }
@@ -107,10 +109,11 @@ Result<int64_t> gguf_clip_int(const GgufFile& f, const std::string& key, std::op
 
 Result<nlohmann::json> gguf_clip_floats(const GgufFile& f, const std::string& key, size_t n) {
   const GgufValue* v = gguf_clip_key(f, key);
-  if (!v || v->type != GgufType::kArray || v->arr.size() != n)
+  if (!v || v->type != GgufType::kArray || v->arr_size() != n)
     return Error::format("[gguf] {}: 'clip.{}' must be an array of {} numbers", f.path(), key, n);
   nlohmann::json a = nlohmann::json::array();
-  for (const auto& x : v->arr) {
+  for (size_t k = 0; k < n; ++k) {
+    const GgufValue x = v->at(k);
     if (!x.is_number()) return Error::format("[gguf] {}: 'clip.{}' must hold numbers", f.path(), key);
     a.push_back(x.as_double());
   }
@@ -126,16 +129,16 @@ Result<std::vector<std::string>> gguf_string_array(const GgufFile& f, const char
   }
   if (v->type != GgufType::kArray || v->elem_type != GgufType::kString)
     return Error::format("[gguf] {}: {} is not an array of strings", f.path(), key);
-  out.reserve(v->arr.size());
-  for (auto& e : v->arr) out.push_back(e.s);
+  out.reserve(v->arr_size());
+  for (size_t k = 0; k < v->arr_size(); ++k) out.emplace_back(v->str_at(k));
   return out;
 }
 
 Result<int64_t> gguf_token_id(const GgufFile& text, const std::string& token) {
   const GgufValue* v = text.find("tokenizer.ggml.tokens");
   if (v && v->type == GgufType::kArray)
-    for (size_t i = 0; i < v->arr.size(); ++i)
-      if (v->arr[i].type == GgufType::kString && v->arr[i].s == token) return int64_t(i);
+    for (size_t i = 0; i < v->arr_size(); ++i)  // str_at is "" for elements that are not strings
+      if (v->elem_type == GgufType::kString && v->str_at(i) == token) return int64_t(i);
   return Error::format("[gguf] {}: the vocabulary has no '{}' token, which images need", text.path(), token);
 }
 

@@ -274,8 +274,8 @@ std::vector<int64_t> gemma4_eog_ids(const GgufFile& f, int64_t n_vocab) {
   const GgufValue* ev = f.find("tokenizer.ggml.eos_token_id");
   if (ev && ev->is_int() && ev->as_int() >= 0 && ev->as_int() < n_vocab) out.push_back(ev->as_int());
   for (const char* name : {"<eos>", "<turn|>", "<|tool_response>"}) {
-    for (size_t id = 0; id < tv->arr.size() && int64_t(id) < n_vocab; ++id) {
-      if (tv->arr[id].s != name) continue;
+    for (size_t id = 0; id < tv->arr_size() && int64_t(id) < n_vocab; ++id) {
+      if (tv->str_at(id) != name) continue;
       if (std::find(out.begin(), out.end(), int64_t(id)) == out.end()) out.push_back(int64_t(id));
       break;
     }

@@ -2,6 +2,7 @@
 #include "models/model.h"
 
 #include "backends/device.h"
+#include "core/small_pages.h"
 
 #include <algorithm>
 #include <list>
@@ -156,8 +157,11 @@ KvCache::KvCache(const KvCacheSpec& spec, int n_slot, int n_ctx, DType dtype, in
       state_.push_back(std::move(st));
       auto make = [&] {
         if (!rows) return Tensor();
-        return dev ? dev->empty(dtype, {rows, spec.n_head_kv, spec.head_dim})
-                   : Tensor::empty(dtype, {rows, spec.n_head_kv, spec.head_dim});
+        if (dev) return dev->empty(dtype, {rows, spec.n_head_kv, spec.head_dim});
+        Tensor t = Tensor::empty(dtype, {rows, spec.n_head_kv, spec.head_dim});
+        // rows are written from row 0 on, one per token: the first 2 MiB on small pages (core/small_pages.h)
+        if (auto* h = dynamic_cast<const HeapStorage*>(t.storage().get())) small_pages_head(*h, size_t(2) << 20);
+        return t;
       };
       k_.push_back(make());
       v_.push_back(make());

@@ -215,10 +215,10 @@ Status qwen35_config(const GgufArchInput& in, nlohmann::json& cfg, std::vector<s
   nlohmann::json types = nlohmann::json::array();
   const GgufValue* rv = m.find("attention.recurrent_layers");
   if (rv && rv->type == GgufType::kArray) {
-    if (int64_t(rv->arr.size()) < n_layer || (!rv->arr.empty() && !rv->arr[0].is_int()))
+    if (int64_t(rv->arr_size()) < n_layer || (rv->arr_size() && !rv->at(0).is_int()))
       return Error::format("{}: qwen35.attention.recurrent_layers must hold a bool per layer", ctx);
     for (int64_t il = 0; il < n_layer; ++il)
-      types.push_back(rv->arr[size_t(il)].as_int() != 0 ? "linear_attention" : "full_attention");
+      types.push_back(rv->at(size_t(il)).as_int() != 0 ? "linear_attention" : "full_attention");
   } else {
     PIPIT_ASSIGN_OR_RETURN(int64_t interval, m.get_int_or("full_attention_interval", 4));
     if (interval <= 0) return Error::format("{}: qwen35.full_attention_interval must be positive", ctx);
@@ -233,11 +233,12 @@ Status qwen35_config(const GgufArchInput& in, nlohmann::json& cfg, std::vector<s
                          head_dim);
   nlohmann::json sec = nlohmann::json::array();
   const GgufValue* sv = m.find("rope.dimension_sections");
-  if (sv && sv->type == GgufType::kArray && sv->arr.size() >= 3) {
+  if (sv && sv->type == GgufType::kArray && sv->arr_size() >= 3) {
     for (size_t k = 0; k < 3; ++k) {
-      if (!sv->arr[k].is_int() || sv->arr[k].as_int() < 0)
+      const GgufValue x = sv->at(k);
+      if (!x.is_int() || x.as_int() < 0)
         return Error::format("{}: qwen35.rope.dimension_sections must hold non-negative integers", ctx);
-      sec.push_back(sv->arr[k].as_int());
+      sec.push_back(x.as_int());
     }
   } else {
     sec = {11, 11, 10};  // what the converter writes when the config names none (_Qwen35MRopeMixin)

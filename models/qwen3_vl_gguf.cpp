@@ -51,11 +51,11 @@ Status add_qwen3vl_mmproj(Checkpoint& c, const GgufFile& text, const GgufFile& m
   // v.deepstack.b.* (named by block, HF's deepstack_merger_list.k by position in deepstack_visual_indexes)
   nlohmann::json ds_index = nlohmann::json::array();
   if (const GgufValue* ds = gguf_clip_key(mm, "vision.is_deepstack_layers"); ds && ds->type == GgufType::kArray) {
-    if (int64_t(ds->arr.size()) != depth)
-      return Error::format("{}: clip.vision.is_deepstack_layers holds {} values for {} blocks", ctx, ds->arr.size(),
+    if (int64_t(ds->arr_size()) != depth)
+      return Error::format("{}: clip.vision.is_deepstack_layers holds {} values for {} blocks", ctx, ds->arr_size(),
                            depth);
-    for (size_t b = 0; b < ds->arr.size(); ++b)
-      if (ds->arr[b].is_int() && ds->arr[b].as_int() != 0) ds_index.push_back(int64_t(b));
+    for (size_t b = 0; b < ds->arr_size(); ++b)
+      if (const GgufValue x = ds->at(b); x.is_int() && x.as_int() != 0) ds_index.push_back(int64_t(b));
   }
   if (q35 && !ds_index.empty())
     return Error::unsupported("{}: DeepStack layers (Qwen3-VL's) with a Qwen3.5 language model", ctx);

@@ -19,6 +19,7 @@
 #include "backends/cpu/kernels.h"
 #include "core/json_depth.h"
 #include "core/limits.h"
+#include "core/page_migration.h"
 #include "core/panels.h"
 #include "core/storage.h"
 #include "convert/checkpoint.h"
@@ -151,8 +152,12 @@ class DeviceWeightSource : public WeightSource {
 // for a separate 1.7 MiB mapping per matrix. Per-matrix buffers left two thirds of Qwen3-0.6B's Q4_0 weights on
 // 4 KiB pages (AnonHugePages 140 of 425 MB). The file's pages of each tensor are released as soon as it is
 // rewritten, and the buffer's pages are only touched as they are written, so the peak stays near one copy.
+// A plain copy (the file's bytes as they are: the panels of a .pipit written for this CPU, an f16 or bf16 matrix) is
+// not made at load any more: the matrix is read in place from the mapping and its pages are moved to anonymous huge
+// pages in the background (core/page_migration.h), which took the copy off the path to the first token. A sharded
+// checkpoint gets a thread per file. migrate = false (PIPIT_COPY_AT_LOAD=1) copies at load as before.
 struct RehomeOptions {
-  bool pack = false, kquant = false, mxfp4 = false, bf16dot = false, copy = false;
+  bool pack = false, kquant = false, mxfp4 = false, bf16dot = false, copy = false, migrate = true;
   std::string model_type;  // the weights it keeps mapped (models/mapped_weights.h) stay as they are
 };
 
@@ -177,6 +182,17 @@ bool rehome_dtype(const Tensor& t, const RehomeOptions& o, DType* to) {
   return true;
 }
 
+// The matrices of each mapping that are read in place until their pages are moved (core/page_migration.h).
+void start_migrations(const std::map<std::shared_ptr<const MmapStorage>, std::vector<Tensor*>>& migrate) {
+  for (auto& [map, ts] : migrate) {
+    std::vector<std::pair<size_t, size_t>> ranges;
+    for (Tensor* t : ts) ranges.emplace_back(size_t(t->data() - map->data()), t->nbytes());
+    auto owner = MigratingStorage::start(map, std::move(ranges));
+    if (!owner) continue;  // not 2 MiB aligned (checked before, so not expected): read in place from the mapping
+    for (Tensor* t : ts) *t = Tensor::from_data(t->dtype(), t->shape(), t->data(), owner);
+  }
+}
+
 void rehome_weights(std::map<std::string, Tensor>& tensors, const RehomeOptions& o) {
   struct Move {
     Tensor* t;
@@ -184,6 +200,7 @@ void rehome_weights(std::map<std::string, Tensor>& tensors, const RehomeOptions&
     size_t offset;  // in the buffer
   };
   std::vector<Move> plan;
+  std::map<std::shared_ptr<const MmapStorage>, std::vector<Tensor*>> migrate;  // per mapping, in file order
   size_t total = 0;
   for (auto& [name, t] : tensors) {
     if (keep_mapped(o.model_type, name)) continue;  // read by rows only, or not at all: stays mapped, as stored
@@ -191,10 +208,15 @@ void rehome_weights(std::map<std::string, Tensor>& tensors, const RehomeOptions&
       t = Tensor::from_data(DType::BF16DOT, t.shape(), t.data(), t.storage());
     DType to;
     if (!rehome_dtype(t, o, &to)) continue;
+    if (auto map = std::dynamic_pointer_cast<const MmapStorage>(t.storage());
+        o.migrate && to == t.dtype() && map && MigratingStorage::can_migrate(*map)) {
+      migrate[map].push_back(&t);
+      continue;
+    }
     plan.push_back({&t, to, total});
     total += (size_t(t.rows() * dtype_row_bytes(to, t.dim(-1))) + kAlign - 1) / kAlign * kAlign;
   }
-  if (plan.empty()) return;
+  if (plan.empty()) return start_migrations(migrate);
   auto buf = HeapStorage::make(total);
   const Kernels& k = kernels();
   for (const Move& mv : plan) {
@@ -217,6 +239,7 @@ void rehome_weights(std::map<std::string, Tensor>& tensors, const RehomeOptions&
     if (auto* m = dynamic_cast<const MmapStorage*>(t.storage().get())) m->release(t.data(), t.nbytes());
     t = n;
   }
+  start_migrations(migrate);  // after every release() above: a moved chunk must not be dropped (it would read zeros)
 }
 
 // -m as given, or the Hugging Face cache's snapshot of an "org/name" id (runtime/hf_cache.h); a Hub id that is not
@@ -257,6 +280,8 @@ Result<LoadedModel> load_model_impl(const std::string& given, const LoadOptions&
   ro.mxfp4 = kernels().pack_mxfp4;
   ro.bf16dot = opt.precision_fast && !opt.device && kernels().bf16_dot;
   ro.copy = pack && opt.copy_weights;
+  const char* copy_env = std::getenv("PIPIT_COPY_AT_LOAD");
+  ro.migrate = !(copy_env && std::string(copy_env) == "1");
   ro.model_type = lm.config.model_type();
   rehome_weights(c.tensors, ro);
   lm.weights = std::make_shared<MapWeightSource>(std::move(c.tensors));

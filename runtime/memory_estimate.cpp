@@ -150,7 +150,11 @@ Result<MemoryEstimate> estimate_memory(const std::string& path, const MemoryEsti
   // Parsing tokenizer.json (the vocab and merges as SAX events, the rest as a tree): `pipit tokenize` with Qwen's
   // 11.4 MB file peaks 47.8 MB above `pipit --version` (4.2x; 80.6 MB, 7x, when the vocab was built as JSON values);
   // with the weights beside it, `pipit run` of a 19.7 MB Qwen2-VL-shaped checkpoint peaks at 93 MB (5.3x).
-  e.load_transient = uint64_t(double(tokenizer_text) * 5.5);
+  // A GGUF's vocabulary is no JSON text but its parts (tokens, merges: a copy of each as a string, then the tables
+  // built from them, beside the file's pages that hold them): `pipit tokenize` of Qwen3-0.6B's Q4_0 GGUF, whose parts
+  // would write ~4.8 MB of tokenizer.json (tokenizer_parts_text_bytes), peaks 52 MB above `pipit --version` (10.9x;
+  // 61 MB when each vocabulary element was also a metadata value of its own). The estimate for it said 26 MB.
+  e.load_transient = uint64_t(double(tokenizer_text) * (c.tokenizer_parts ? 11.0 : 5.5));
   // The engine's code and the libraries it maps, the thread pool's touched stacks, the allocator's arenas:
   // `pipit --version` peaks at 9 MB; `pipit run` of stories260k (3.6 MB of the parts above) at 14.8 MB.
   e.runtime = uint64_t(12) << 20;

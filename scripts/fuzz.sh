@@ -20,6 +20,7 @@ FLAGS=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undef
        -I"$ROOT" -I"$ROOT/include" -I/usr/include/stb -DPIPIT_VERSION=\"fuzz\" -DPIPIT_WITH_LIBJPEG=1)
 # the parsers and what they use; nothing else of the library is linked
 LIB=(core/dtype.cpp core/storage.cpp core/tensor.cpp core/output_file.cpp core/limits.cpp format/safetensors.cpp format/pipit_format.cpp format/gguf.cpp
+     format/tokenizer_parts.cpp convert/checkpoint.cpp models/checkpoint_traits.cpp convert/gguf_mmproj.cpp
      convert/pickle.cpp convert/zip_reader.cpp convert/torch_checkpoint.cpp convert/gguf_import.cpp
      convert/gguf_tokenizer.cpp
      models/vision/image.cpp models/vision/jpeg_decode.cpp models/vision/resample.cpp models/vision/image_processor.cpp

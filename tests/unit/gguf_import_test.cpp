@@ -393,6 +393,58 @@ TEST(GgufErrors, LyingHeadersGiveClearErrors) {
   }
 }
 
+// Arrays are views of the file's bytes (GgufValue::at, str_at), read on demand; every element is still checked when
+// the file is opened, and an error inside an array names the offset in the file, not in the array.
+TEST(GgufErrors, ArraysAreCheckedViewsAndTheirErrorsNameFileOffsets) {
+  test::GgufWriter g;
+  g.strs("v.tokens", {"a", "", "long token with spaces", "z"});
+  g.i32s("v.ints", {-1, 0, 7});
+  g.f32s("v.floats", {0.5f, -2.0f});
+  std::string b = g.bytes();
+  {
+    auto f = parse(b);
+    ASSERT_TRUE(f.is_ok()) << f.status().message();
+    const GgufValue* t = f->find("v.tokens");
+    ASSERT_NE(t, nullptr);
+    ASSERT_EQ(t->arr_size(), 4u);
+    EXPECT_EQ(t->str_at(0), "a");
+    EXPECT_EQ(t->str_at(1), "");
+    EXPECT_EQ(t->str_at(2), "long token with spaces");
+    EXPECT_EQ(t->at(3).s, "z");
+    EXPECT_EQ(t->at(3).type, GgufType::kString);
+    EXPECT_EQ(t->str_at(4), "") << "past the end";
+    EXPECT_EQ(t->to_string(), "[4 x string: \"a\" \"\" \"long token with spaces\" \"z\"]");
+    const GgufValue* i = f->find("v.ints");
+    ASSERT_EQ(i->arr_size(), 3u);
+    EXPECT_EQ(i->at(0).as_int(), -1);
+    EXPECT_EQ(i->at(2).as_int(), 7);
+    EXPECT_EQ(i->str_at(0), "") << "not strings";
+    EXPECT_EQ(f->find("v.floats")->at(1).as_double(), -2.0);
+  }
+  // the third token's length runs past the end: the error gives the file's offset of that length and its size
+  const size_t third = b.find("long token") - 8;
+  const uint64_t huge = uint64_t(1) << 30;
+  std::string bad = b;
+  std::memcpy(bad.data() + third, &huge, 8);
+  expect_error(parse(bad).status(), "at byte " + std::to_string(third + 8) + " runs past the end of the file (" +
+                                        std::to_string(bad.size()) + " bytes)");
+  // cut inside the last token's length (the count of 4 still fits the bytes left): where the file ends
+  const size_t cut = third + 8 + 22 + 3;
+  expect_error(parse(b.substr(0, cut)).status(), "file ends at byte " + std::to_string(cut));
+  // a bool array with a 2 in it
+  {
+    test::GgufWriter h;
+    h.i32s("v.flags", {0, 1});
+    std::string c = h.bytes();
+    const uint32_t kBool = 7;
+    const size_t type_at = c.find("v.flags") + 7 + 4;  // after the key and the value type: the element type
+    std::memcpy(c.data() + type_at, &kBool, 4);  // i32 elements 0, 1 read as 8 bools: 0 0 0 0 1 0 0 0
+    ASSERT_TRUE(parse(c).is_ok()) << "the count is 2, so the first two bytes are the bools";
+    c[type_at + 4 + 8] = 2;  // the first bool
+    expect_error(parse(c).status(), "bool value 2");
+  }
+}
+
 TEST(GgufErrors, UnsupportedArchitectureAndMissingMetadata) {
   test::ScratchDir d("gguf");
   test::GgufWriter g;
