@@ -121,6 +121,14 @@ void attn_rows_chunked(const AttnRowsArgs& a) {
   const uint8_t* kp[kAttnChunk + 8];  // direct: the chunk's K and V rows, then the zero row up to a multiple of 8
   const uint8_t* vp[kAttnChunk + 8];
   if (direct) std::fill(reinterpret_cast<uint8_t*>(kvb), reinterpret_cast<uint8_t*>(kvb) + row_bytes, uint8_t(0));
+  if (direct)  // the first kAhead keys too, which nothing fetched ahead (a split decode step: each job's start)
+    for (int64_t j = 0; j < std::min(kAhead, n_max); ++j) {
+      const int64_t o = off(j);
+      for (int64_t b = 0; b < row_bytes; b += 64) {
+        __builtin_prefetch(kb + o + b, 0, 3);
+        __builtin_prefetch(vb + o + b, 0, 2);
+      }
+    }
 
   for (int64_t c0 = 0; c0 < n_max; c0 += kAttnChunk) {
     const int64_t c1 = std::min(c0 + kAttnChunk, n_max);

@@ -50,6 +50,8 @@ struct KvF32 {
     for (int64_t d = 0; d < hdp; d += 16) _mm512_storeu_ps(dst + d, _mm512_maskz_loadu_ps(lanes_at(d, hd), s + d));
   }
   static __m512 load(const uint8_t* p, int64_t d) { return _mm512_loadu_ps(reinterpret_cast<const float*>(p) + d); }
+  static constexpr int kGroup = 1;  // vectors load_group gives
+  static void load_group(const uint8_t* p, int64_t d, __m512* v) { v[0] = load(p, d); }
 };
 struct KvF16 {
   static int64_t bytes(int64_t hd) { return hd * 2; }
@@ -64,6 +66,8 @@ struct KvF16 {
     for (int64_t d = 0; d < hdp; d += 16) _mm512_storeu_ps(dst + d, load_f16(s + d, lanes_at(d, hd)));
   }
   static __m512 load(const uint8_t* p, int64_t d) { return load_f16(reinterpret_cast<const uint16_t*>(p) + d); }
+  static constexpr int kGroup = 1;
+  static void load_group(const uint8_t* p, int64_t d, __m512* v) { v[0] = load(p, d); }
 };
 // q8_0 rows (head_dim a multiple of 32, so hdp == head_dim): element = d_block * q, the product ref forms
 struct KvQ8 {
@@ -84,6 +88,15 @@ struct KvQ8 {
     const __m512 sd = _mm512_cvtph_ps(_mm256_set1_epi16(static_cast<short>(b->d)));
     const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->qs + d % kQBlock));
     return _mm512_mul_ps(sd, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)));
+  }
+  // a whole block (d a multiple of 32), its scale widened once
+  static constexpr int kGroup = 2;
+  static void load_group(const uint8_t* p, int64_t d, __m512* v) {
+    const auto* b = reinterpret_cast<const BlockQ8_0*>(p) + d / kQBlock;
+    const __m512 sd = _mm512_cvtph_ps(_mm256_set1_epi16(static_cast<short>(b->d)));
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs));
+    v[0] = _mm512_mul_ps(sd, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_castsi256_si128(q))));
+    v[1] = _mm512_mul_ps(sd, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_extracti128_si256(q, 1))));
   }
 };
 
@@ -143,7 +156,24 @@ struct Avx512 {
     for (int64_t j = 0; j < nk; j += J) {
       __m512 acc[NA];
       for (auto& c : acc) c = _mm512_setzero_ps();
-      for (int64_t d = 0; d < hd; d += 16) {
+      // q8_0: a block of each row at a time (its scale widened once), each vector into its accumulators in lane
+      // order as below; the pragmas keep acc in registers (GCC left the loops rolled, acc in memory). f16 / f32
+      // take the loop below only (G = 1).
+      constexpr int G = KV::kGroup;
+      int64_t d = 0;
+      if constexpr (G > 1)
+        for (; d + 16 * G <= hd; d += 16 * G)
+#pragma GCC unroll 8
+          for (int jj = 0; jj < J; ++jj) {
+            __m512 kv[G];
+            KV::load_group(kp[j + jj], d, kv);
+#pragma GCC unroll 2
+            for (int g = 0; g < G; ++g)
+#pragma GCC unroll 4
+              for (int r = 0; r < R; ++r)
+                acc[r * J + jj] = _mm512_fmadd_ps(_mm512_loadu_ps(q + r * hd + d + 16 * g), kv[g], acc[r * J + jj]);
+          }
+      for (; d < hd; d += 16) {
         __m512 kv[J];
         for (int jj = 0; jj < J; ++jj) kv[jj] = KV::load(kp[j + jj], d);
         for (int r = 0; r < R; ++r) {
@@ -167,7 +197,11 @@ struct Avx512 {
       for (int w = 0; w < W; ++w) acc[r][w] = _mm512_loadu_ps(o[r] + d0 + 16 * w);
     for (int64_t j = 0; j < nc; ++j) {
       __m512 v[W];
-      for (int w = 0; w < W; ++w) v[w] = KV::load(vp[j], d0 + 16 * w);
+      if constexpr (W % KV::kGroup == 0) {
+        for (int w = 0; w < W; w += KV::kGroup) KV::load_group(vp[j], d0 + 16 * w, v + w);
+      } else {
+        for (int w = 0; w < W; ++w) v[w] = KV::load(vp[j], d0 + 16 * w);
+      }
       for (int r = 0; r < R; ++r) {
         const __m512 p = _mm512_set1_ps(e[r][j]);
         for (int w = 0; w < W; ++w) acc[r][w] = _mm512_fmadd_ps(p, v[w], acc[r][w]);
