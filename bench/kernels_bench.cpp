@@ -153,16 +153,16 @@ void bm_attn(benchmark::State& st, const Kernels* k, DType kv) {
 }
 
 // A decode step's attention as a model runs it: Qwen3-0.6B's layout (8 kv heads of 128 in one cache row, a GQA pair
-// of query heads per kv head), f16 K/V, `keys` positions, one layer after another over enough layers (>= 96 MiB of
-// K/V) that each layer's cache comes from DRAM, as it does between the weight streams of a real step; `warm`: one
-// layer, over and over, from L2 (the kernel's own speed). One thread.
-void bm_attn_decode(benchmark::State& st, const Kernels* k, int64_t keys, bool warm) {
-  const int64_t hd = 128, n_kv = 8, row = n_kv * hd * 2;
+// of query heads per kv head), f16 or q8_0 K/V, `keys` positions, one layer after another over enough layers
+// (>= 96 MiB of K/V) that each layer's cache comes from DRAM, as it does between the weight streams of a real step;
+// `warm`: one layer, over and over, from L2 (the kernel's own speed). One thread. GB/s: K/V bytes read.
+void bm_attn_decode(benchmark::State& st, const Kernels* k, DType t, int64_t keys, bool warm) {
+  const int64_t hd = 128, n_kv = 8, head_bytes = dtype_row_bytes(t, hd), row = n_kv * head_bytes;
   const int64_t layers = warm ? 1 : std::max<int64_t>(2, (int64_t(96) << 20) / (2 * keys * row));
   const int64_t n = 2 * layers * keys * n_kv * hd;
-  auto kv = HeapStorage::make(size_t(n) * 2);  // as the session allocates its cache: 2 MiB aligned, huge pages
-  auto f = random_floats(size_t(n), 5);
-  ref_kernels().from_f32[int(DType::F16)](f.data(), kv->data(), n);
+  auto kv = HeapStorage::make(size_t(2 * layers * keys * row));  // as the session allocates its cache: 2 MiB
+  auto f = random_floats(size_t(n), 5);                            // aligned, huge pages
+  ref_kernels().from_f32[int(t)](f.data(), kv->data(), n);
   auto q = random_floats(size_t(2 * hd), 7);
   std::vector<float> out(size_t(2 * hd)), scratch(size_t(attn_scratch_floats(2, kAttnChunk, hd)));
   int64_t layer = 0;
@@ -172,15 +172,15 @@ void bm_attn_decode(benchmark::State& st, const Kernels* k, int64_t keys, bool w
       AttnRowsArgs a;
       a.n_q = 2;
       for (int r = 0; r < 2; ++r) a.q[r] = q.data() + r * hd, a.out[r] = out.data() + r * hd, a.k1[r] = keys;
-      a.k = kl + h * hd * 2;
-      a.v = kl + keys * row + h * hd * 2;
+      a.k = kl + h * head_bytes;
+      a.v = kl + keys * row + h * head_bytes;
       a.kv_stride = row;
       a.scratch = scratch.data();
       a.head_dim = hd;
       a.k0 = 0;
       a.scale = 0.088f;
       a.softcap = 0.0f;
-      k->attn_rows[int(DType::F16)](a);
+      k->attn_rows[int(t)](a);
     }
     benchmark::DoNotOptimize(out.data());
     layer = (layer + 1) % layers;
@@ -264,13 +264,15 @@ void register_all() {
       benchmark::RegisterBenchmark(("attn_row/" + isa + "/" + std::string(dtype_name(kv)) + "/hd=128/keys=1024").c_str(),
                                    bm_attn, k, kv)
           ->Unit(benchmark::kMicrosecond);
-    if (k->attn_rows[int(DType::F16)])
-      for (int64_t keys : {64, 256, 1024})
-        for (bool warm : {false, true})
-          benchmark::RegisterBenchmark(("attn_decode/" + isa + "/f16/qwen3-0.6b/keys=" + std::to_string(keys) +
-                                        (warm ? "/l2" : "/dram")).c_str(),
-                                       bm_attn_decode, k, keys, warm)
-              ->Unit(benchmark::kMicrosecond);
+    for (DType t : {DType::F16, DType::Q8_0})
+      if (k->attn_rows[int(t)])
+        for (int64_t keys : {64, 256, 1024})
+          for (bool warm : {false, true})
+            benchmark::RegisterBenchmark(("attn_decode/" + isa + "/" + std::string(dtype_name(t)) +
+                                          "/qwen3-0.6b/keys=" + std::to_string(keys) + (warm ? "/l2" : "/dram"))
+                                             .c_str(),
+                                         bm_attn_decode, k, t, keys, warm)
+                ->Unit(benchmark::kMicrosecond);
   }
 }
 

@@ -20,6 +20,14 @@
 //                          vector width become 0 (a row's scores have kAttnChunk + 16 floats)
 //   fold(acc, c, hd), finish(acc, hd, has_sink, sink, out)   (noinline in the level: attn_merge runs the same code)
 // and KV::row(p, hd, hdp, dst): one cache head row -> hdp floats, zero-padded; KV::bytes(hd): that row's size.
+// Optionally (Isa::kDirect, with KV::load(p, d): lanes [d, d + kLanes) of a cache row as f32), tiles that read the
+// cache rows in place, for calls of up to 4 rows (a decode step's GQA group) and head_dim a multiple of kLanes:
+//   score_tile_kv<KV, R>(q, kp, hd, nk, scale, s, ss)  as score_tile, key j's row at kp[j] (kp[j] for j in
+//                          [nk, nk rounded up to 8) points at a zero row)
+//   value_tile_kv<KV, R>(e, vp, hd, n, o)               as value_tile, key j's row at vp[j]
+// KV::load gives the very floats KV::row writes and the tiles keep each lane's operations and their order, so both
+// ways give the same bits (attention_rows_test compares 1-row calls, which read in place, with calls of many rows,
+// which convert).
 //
 // Internal linkage (anonymous namespace): each level's instantiation is compiled with that level's target flags
 // and must never be merged with another level's by the linker.
@@ -56,6 +64,10 @@ inline float finish_factor(const float* acc, bool has_sink, float sink) {
   const float m = std::max(acc[0], sink), a = std::exp(acc[0] - m);
   return a / std::fma(acc[1], a, std::exp(sink - m));
 }  // keys converted to f32 at a time (32 KiB for head_dim 128: L1/L2-resident)
+
+// A level whose tiles can read K/V rows in place (see above).
+template <class Isa>
+concept DirectKvTiles = Isa::kDirect;
 
 template <class Isa, class KV>
 void attn_rows_chunked(const AttnRowsArgs& a) {
@@ -100,10 +112,55 @@ void attn_rows_chunked(const AttnRowsArgs& a) {
     std::fill(kvb + (j1 - j0) * hdp, kvb + (j1 - j0 + 7) / 8 * 8 * hdp, 0.0f);
   };
 
+  // Reading K/V in place (a decode step: up to 4 rows, so every row fits one tile and each K/V row is read once
+  // either way): the block conversion's store and reload of every element held a decode step's attention far below
+  // the memory's speed (kernels_bench attn_decode/avx512/f16/qwen3-0.6b/keys=256: 19 -> 41 GB/s from L2, 12 -> 18
+  // from DRAM, one thread). Many rows (prefill) keep the conversion: there it is shared by all the rows' tiles.
+  bool direct = false;
+  if constexpr (DirectKvTiles<Isa>) direct = nq <= 4 && hd == hdp;
+  const uint8_t* kp[kAttnChunk + 8];  // direct: the chunk's K and V rows, then the zero row up to a multiple of 8
+  const uint8_t* vp[kAttnChunk + 8];
+  if (direct) std::fill(reinterpret_cast<uint8_t*>(kvb), reinterpret_cast<uint8_t*>(kvb) + row_bytes, uint8_t(0));
+  if (direct)  // the first kAhead keys too, which nothing fetched ahead (a split decode step: each job's start)
+    for (int64_t j = 0; j < std::min(kAhead, n_max); ++j) {
+      const int64_t o = off(j);
+      for (int64_t b = 0; b < row_bytes; b += 64) {
+        __builtin_prefetch(kb + o + b, 0, 3);
+        __builtin_prefetch(vb + o + b, 0, 2);
+      }
+    }
+
   for (int64_t c0 = 0; c0 < n_max; c0 += kAttnChunk) {
     const int64_t c1 = std::min(c0 + kAttnChunk, n_max);
-    // 1. scores of the chunk, a block of keys at a time, tiles of up to 4 rows
-    for (int64_t b0 = c0; b0 < c1; b0 += kAttnBlock) {
+    if (direct) {
+      for (int64_t j = c0; j < c1; ++j) kp[j - c0] = kb + off(j), vp[j - c0] = vb + off(j);
+      for (int64_t j = c1 - c0; j < (c1 - c0 + 7) / 8 * 8; ++j) kp[j] = vp[j] = reinterpret_cast<uint8_t*>(kvb);
+    }
+    // 1. scores of the chunk, a block of keys at a time (direct: 8 keys at a time), tiles of up to 4 rows
+    if (direct) {
+      // fetching the rows kAhead keys on as the conversion does
+      for (int64_t j0 = c0; j0 < c1; j0 += 8) {
+        for (int64_t j = j0 + kAhead; j < std::min(j0 + kAhead + 8, n_max); ++j) {
+          const int64_t o = off(j);
+          for (int64_t b = 0; b < row_bytes; b += 64) {
+            __builtin_prefetch(kb + o + b, 0, 3);
+            __builtin_prefetch(vb + o + b, 0, 2);
+          }
+        }
+        int64_t kend = j0;  // the keys some row sees among these 8
+        for (int64_t i = 0; i < nq; ++i) kend = std::max(kend, std::min(n[i], std::min(j0 + 8, c1)));
+        if (kend == j0) continue;
+        const uint8_t* const* k8 = kp + (j0 - c0);
+        float* s = sc + (j0 - c0);
+        if constexpr (DirectKvTiles<Isa>) switch (nq) {
+            case 4: Isa::template score_tile_kv<KV, 4>(qp, k8, hd, kend - j0, a.scale, s, ss); break;
+            case 3: Isa::template score_tile_kv<KV, 3>(qp, k8, hd, kend - j0, a.scale, s, ss); break;
+            case 2: Isa::template score_tile_kv<KV, 2>(qp, k8, hd, kend - j0, a.scale, s, ss); break;
+            default: Isa::template score_tile_kv<KV, 1>(qp, k8, hd, kend - j0, a.scale, s, ss); break;
+          }
+      }
+    }
+    for (int64_t b0 = c0; b0 < c1 && !direct; b0 += kAttnBlock) {
       const int64_t b1 = std::min(b0 + kAttnBlock, c1);
       convert(kb, b0, b1, true);
       for (int64_t i0 = 0; i0 < nq; i0 += 4) {
@@ -130,8 +187,36 @@ void attn_rows_chunked(const AttnRowsArgs& a) {
       c[1] = l;
       std::fill(c + 2, c + 2 + hdp, 0.0f);
     }
-    // 3. o += e v over the chunk's keys, a block at a time
-    for (int64_t b0 = c0; b0 < c1; b0 += kAttnBlock) {
+    // 3. o += e v over the chunk's keys, a block at a time (direct: the whole chunk at once, still in key order)
+    if (direct) {
+      const float* e[4];
+      float* o[4];
+      int64_t cnt[4], nc = kAttnChunk;  // each row's keys in this chunk; the keys all rows have
+      int R = 0;
+      for (int64_t i = 0; i < nq; ++i) {
+        if (n[i] <= c0) continue;
+        e[R] = sc + i * ss;
+        o[R] = cs + i * st + 2;
+        cnt[R] = std::min(n[i], c1) - c0;
+        nc = std::min(nc, cnt[R]);
+        ++R;
+      }
+      if constexpr (DirectKvTiles<Isa>) {
+        switch (R) {
+          case 4: Isa::template value_tile_kv<KV, 4>(e, vp, hd, nc, o); break;
+          case 3: Isa::template value_tile_kv<KV, 3>(e, vp, hd, nc, o); break;
+          case 2: Isa::template value_tile_kv<KV, 2>(e, vp, hd, nc, o); break;
+          case 1: Isa::template value_tile_kv<KV, 1>(e, vp, hd, nc, o); break;
+          default: break;
+        }
+        for (int r = 0; r < R; ++r)
+          if (cnt[r] > nc) {
+            const float* er = e[r] + nc;
+            Isa::template value_tile_kv<KV, 1>(&er, vp + nc, hd, cnt[r] - nc, o + r);
+          }
+      }
+    }
+    for (int64_t b0 = c0; b0 < c1 && !direct; b0 += kAttnBlock) {
       const int64_t b1 = std::min(b0 + kAttnBlock, c1);
       int64_t vend = b0;
       for (int64_t i = 0; i < nq; ++i) vend = std::max(vend, std::min(n[i], b1));

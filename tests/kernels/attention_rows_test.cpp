@@ -2,6 +2,8 @@
 // that level's attn_row for the row alone, bit for bit, so that grouping queries (prefill blocks, GQA heads, batch
 // composition) never changes a result. Rows see different key counts (causal), K/V f32 and f16, head_dim tails,
 // soft-cap, a ring, sink logits (GPT-OSS, one per row), a padded KV row stride, and key ranges over several chunks.
+// At AVX-512 this is also in-place against converted K/V: calls of up to 4 rows read the cache rows in place, calls of
+// more convert blocks of keys to f32 (backends/cpu/attn_chunked.h), and attn_row is a call of one row.
 #include <cmath>
 #include <cstring>
 #include <tuple>

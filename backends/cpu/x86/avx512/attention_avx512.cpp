@@ -18,8 +18,10 @@
 #include <utility>
 
 // GCC 12 warns "__Y may be used uninitialized" where _mm512_min_ps / _mm512_extractf64x4_pd and friends, inlined
-// here, pass their _mm512_undefined_ps() (`__m512 __Y = __Y;`) as the unused merge source: a false positive.
+// here, pass their _mm512_undefined_ps() (`__m512 __Y = __Y;`) as the unused merge source: a false positive (as
+// "is used uninitialized" where the inlining makes it sure of it, hsum in chunk_softmax).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include "backends/cpu/attn_chunked.h"
 #include "backends/cpu/x86/avx512/kernels_avx512.h"
@@ -47,6 +49,9 @@ struct KvF32 {
     }
     for (int64_t d = 0; d < hdp; d += 16) _mm512_storeu_ps(dst + d, _mm512_maskz_loadu_ps(lanes_at(d, hd), s + d));
   }
+  static __m512 load(const uint8_t* p, int64_t d) { return _mm512_loadu_ps(reinterpret_cast<const float*>(p) + d); }
+  static constexpr int kGroup = 1;  // vectors load_group gives
+  static void load_group(const uint8_t* p, int64_t d, __m512* v) { v[0] = load(p, d); }
 };
 struct KvF16 {
   static int64_t bytes(int64_t hd) { return hd * 2; }
@@ -60,6 +65,9 @@ struct KvF16 {
     }
     for (int64_t d = 0; d < hdp; d += 16) _mm512_storeu_ps(dst + d, load_f16(s + d, lanes_at(d, hd)));
   }
+  static __m512 load(const uint8_t* p, int64_t d) { return load_f16(reinterpret_cast<const uint16_t*>(p) + d); }
+  static constexpr int kGroup = 1;
+  static void load_group(const uint8_t* p, int64_t d, __m512* v) { v[0] = load(p, d); }
 };
 // q8_0 rows (head_dim a multiple of 32, so hdp == head_dim): element = d_block * q, the product ref forms
 struct KvQ8 {
@@ -73,6 +81,22 @@ struct KvQ8 {
         _mm512_storeu_ps(dst + k, _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q))));
       }
     }
+  }
+  // the scale widened in the vector unit (exact, as _cvtsh_ss): the same float as row's
+  static __m512 load(const uint8_t* p, int64_t d) {
+    const auto* b = reinterpret_cast<const BlockQ8_0*>(p) + d / kQBlock;
+    const __m512 sd = _mm512_cvtph_ps(_mm256_set1_epi16(static_cast<short>(b->d)));
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->qs + d % kQBlock));
+    return _mm512_mul_ps(sd, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)));
+  }
+  // a whole block (d a multiple of 32), its scale widened once
+  static constexpr int kGroup = 2;
+  static void load_group(const uint8_t* p, int64_t d, __m512* v) {
+    const auto* b = reinterpret_cast<const BlockQ8_0*>(p) + d / kQBlock;
+    const __m512 sd = _mm512_cvtph_ps(_mm256_set1_epi16(static_cast<short>(b->d)));
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs));
+    v[0] = _mm512_mul_ps(sd, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_castsi256_si128(q))));
+    v[1] = _mm512_mul_ps(sd, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_extracti128_si256(q, 1))));
   }
 };
 
@@ -92,6 +116,7 @@ inline __m256 reduce8(const __m512* c) {
 // The tiles and the chunk steps the shared driver (backends/cpu/attn_chunked.h) takes, as one struct.
 struct Avx512 {
   static constexpr int64_t kLanes = 16;
+  static constexpr bool kDirect = true;  // score_tile_kv / value_tile_kv below
 
   // Scores of R query rows (q, hdp floats apart) against keys [0, nk) of the f32 block kb (hdp floats apart, zero
   // rows after nk up to a multiple of 8): s[r * ss + j] = scale * q_r . k_j, J keys at a time (entries past nk are
@@ -118,6 +143,82 @@ struct Avx512 {
       for (int r = 0; r < R; ++r)
         for (int jj = 0; jj < J; ++jj) s[r * ss + j + jj] = out[r * J + jj];
     }
+  }
+
+  // score_tile with key j's cache row at kp[j], widened as it is loaded (the same floats KV::row writes, the same
+  // FMA chains and reduction, so the same bits).
+  template <class KV, int R>
+  static void score_tile_kv(const float* q, const uint8_t* const* kp, int64_t hd, int64_t nk, float scale, float* s,
+                            int64_t ss) {
+    constexpr int J = R <= 2 ? 8 : 4;
+    constexpr int NA = (R * J + 7) / 8 * 8;
+    const __m256 vs = _mm256_set1_ps(scale);
+    for (int64_t j = 0; j < nk; j += J) {
+      __m512 acc[NA];
+      for (auto& c : acc) c = _mm512_setzero_ps();
+      // q8_0: a block of each row at a time (its scale widened once), each vector into its accumulators in lane
+      // order as below; the pragmas keep acc in registers (GCC left the loops rolled, acc in memory). f16 / f32
+      // take the loop below only (G = 1).
+      constexpr int G = KV::kGroup;
+      int64_t d = 0;
+      if constexpr (G > 1)
+        for (; d + 16 * G <= hd; d += 16 * G)
+#pragma GCC unroll 8
+          for (int jj = 0; jj < J; ++jj) {
+            __m512 kv[G];
+            KV::load_group(kp[j + jj], d, kv);
+#pragma GCC unroll 2
+            for (int g = 0; g < G; ++g)
+#pragma GCC unroll 4
+              for (int r = 0; r < R; ++r)
+                acc[r * J + jj] = _mm512_fmadd_ps(_mm512_loadu_ps(q + r * hd + d + 16 * g), kv[g], acc[r * J + jj]);
+          }
+      for (; d < hd; d += 16) {
+        __m512 kv[J];
+        for (int jj = 0; jj < J; ++jj) kv[jj] = KV::load(kp[j + jj], d);
+        for (int r = 0; r < R; ++r) {
+          const __m512 qv = _mm512_loadu_ps(q + r * hd + d);
+          for (int jj = 0; jj < J; ++jj) acc[r * J + jj] = _mm512_fmadd_ps(qv, kv[jj], acc[r * J + jj]);
+        }
+      }
+      alignas(32) float out[NA];
+      for (int g = 0; g < NA; g += 8) _mm256_store_ps(out + g, _mm256_mul_ps(reduce8(acc + g), vs));
+      for (int r = 0; r < R; ++r)
+        for (int jj = 0; jj < J; ++jj) s[r * ss + j + jj] = out[r * J + jj];
+    }
+  }
+
+  // value_lanes with key j's cache row at vp[j], widened as it is loaded.
+  template <class KV, int R, int W>
+  static inline void value_lanes_kv(const float* const* e, const uint8_t* const* vp, int64_t nc, int64_t d0,
+                                    float* const* o) {
+    __m512 acc[R][W];
+    for (int r = 0; r < R; ++r)
+      for (int w = 0; w < W; ++w) acc[r][w] = _mm512_loadu_ps(o[r] + d0 + 16 * w);
+    for (int64_t j = 0; j < nc; ++j) {
+      __m512 v[W];
+      if constexpr (W % KV::kGroup == 0) {
+        for (int w = 0; w < W; w += KV::kGroup) KV::load_group(vp[j], d0 + 16 * w, v + w);
+      } else {
+        for (int w = 0; w < W; ++w) v[w] = KV::load(vp[j], d0 + 16 * w);
+      }
+      for (int r = 0; r < R; ++r) {
+        const __m512 p = _mm512_set1_ps(e[r][j]);
+        for (int w = 0; w < W; ++w) acc[r][w] = _mm512_fmadd_ps(p, v[w], acc[r][w]);
+      }
+    }
+    for (int r = 0; r < R; ++r)
+      for (int w = 0; w < W; ++w) _mm512_storeu_ps(o[r] + d0 + 16 * w, acc[r][w]);
+  }
+
+  // value_tile with key j's cache row at vp[j] (hd a multiple of 16)
+  template <class KV, int R>
+  static void value_tile_kv(const float* const* e, const uint8_t* const* vp, int64_t hd, int64_t nc, float* const* o) {
+    constexpr int W = R <= 2 ? 8 : 4;
+    int64_t d = 0;
+    for (; d + 16 * W <= hd; d += 16 * W) value_lanes_kv<KV, R, W>(e, vp, nc, d, o);
+    for (; d + 64 <= hd; d += 64) value_lanes_kv<KV, R, 4>(e, vp, nc, d, o);
+    for (; d < hd; d += 16) value_lanes_kv<KV, R, 1>(e, vp, nc, d, o);
   }
 
   // o_r[d0, d0 + 16 W) += sum_{j < nc} e_r[j] v_j for R rows, in key order (one FMA chain per lane).
