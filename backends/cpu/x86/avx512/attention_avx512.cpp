@@ -113,6 +113,16 @@ inline __m256 reduce8(const __m512* c) {
   return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
 }
 
+// A score tile's R x J accumulators (acc[r * J + jj], padded to NA) reduced 8 at a time, scaled, and written to
+// s[r * ss + jj]: the one ending of score_tile and score_tile_kv.
+template <int R, int J, int NA>
+inline void store_scores(const __m512 (&acc)[NA], __m256 vs, float* s, int64_t ss) {
+  alignas(32) float out[NA];
+  for (int g = 0; g < NA; g += 8) _mm256_store_ps(out + g, _mm256_mul_ps(reduce8(acc + g), vs));
+  for (int r = 0; r < R; ++r)
+    for (int jj = 0; jj < J; ++jj) s[r * ss + jj] = out[r * J + jj];
+}
+
 // The tiles and the chunk steps the shared driver (backends/cpu/attn_chunked.h) takes, as one struct.
 struct Avx512 {
   static constexpr int64_t kLanes = 16;
@@ -138,10 +148,7 @@ struct Avx512 {
           for (int jj = 0; jj < J; ++jj) acc[r * J + jj] = _mm512_fmadd_ps(qv, kv[jj], acc[r * J + jj]);
         }
       }
-      alignas(32) float out[NA];
-      for (int g = 0; g < NA; g += 8) _mm256_store_ps(out + g, _mm256_mul_ps(reduce8(acc + g), vs));
-      for (int r = 0; r < R; ++r)
-        for (int jj = 0; jj < J; ++jj) s[r * ss + j + jj] = out[r * J + jj];
+      store_scores<R, J>(acc, vs, s + j, ss);
     }
   }
 
@@ -181,10 +188,7 @@ struct Avx512 {
           for (int jj = 0; jj < J; ++jj) acc[r * J + jj] = _mm512_fmadd_ps(qv, kv[jj], acc[r * J + jj]);
         }
       }
-      alignas(32) float out[NA];
-      for (int g = 0; g < NA; g += 8) _mm256_store_ps(out + g, _mm256_mul_ps(reduce8(acc + g), vs));
-      for (int r = 0; r < R; ++r)
-        for (int jj = 0; jj < J; ++jj) s[r * ss + j + jj] = out[r * J + jj];
+      store_scores<R, J>(acc, vs, s + j, ss);
     }
   }
 
