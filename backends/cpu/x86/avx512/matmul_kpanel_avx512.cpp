@@ -55,7 +55,8 @@ inline int32_t sum16(const int8_t* q) {
 // halves. They depend on the activations only, so matmul_rows forms them once per call instead of once per panel
 // and group (a vpsadbw, moves to and from a general register and two broadcasts per group and row). kernels_bench
 // gemv/avx512/q6_kx16/K=1024/N=151936, 1 thread, alternating builds: 6.3 -> 4.2-5.3 ms; Qwen3-0.6B Q6_K pp512 at 1
-// thread 230-239 -> 256-274 tok/s. Whole-model decode was unchanged (memory-bound at ~0.9 of the roofline there).
+// thread 230-313 -> 357 tok/s (the table on the stack; in a thread_local vector it was 324). Whole-model decode was
+// unchanged (memory-bound at ~0.9 of the roofline there).
 struct Q6Bias {
   int32_t lo, hi;
 };
@@ -250,18 +251,24 @@ template <class P>
 void matmul_rows(const MatmulArgs& a, int64_t n0, int64_t n1) {
   using Block = typename P::Block;
   const int64_t nsb = a.K / kQK, ng = 8 * nsb;
-  const Q6Bias* bias = nullptr;
+  Q6Bias* bias = nullptr;
+  constexpr int64_t kStackBias = 2048;  // 16 KiB: decode's rows up to K = 65536; a prefill's go to the heap
+  Q6Bias stack_bias[std::is_same_v<P, PQ6K> ? kStackBias : 1];
+  std::vector<Q6Bias> heap_bias;
   if constexpr (std::is_same_v<P, PQ6K>) {
-    thread_local std::vector<Q6Bias> buf;  // grows to the largest call, then is reused
-    buf.resize(size_t(a.M * ng));
+    if (a.M * ng <= kStackBias) {
+      bias = stack_bias;
+    } else {
+      heap_bias.resize(size_t(a.M * ng));
+      bias = heap_bias.data();
+    }
     for (int64_t m = 0; m < a.M; ++m) {
       const auto* x = reinterpret_cast<const BlockQ8Act*>(static_cast<const uint8_t*>(a.x) + m * a.x_stride);
       for (int64_t b = 0; b < ng; ++b) {
         const int32_t lo = sum16(x[b].qs);
-        buf[size_t(m * ng + b)] = {-32 * lo, -32 * (x[b].sum - lo)};
+        bias[m * ng + b] = {-32 * lo, -32 * (x[b].sum - lo)};
       }
     }
-    bias = buf.data();
   }
   for (int64_t n = n0; n < n1; n += kPanelRows) {  // n0, n1: multiples of 16 (ops.cpp splits in 16-row chunks)
     const Block* panel = static_cast<const Block*>(a.w) + (n / kPanelRows) * nsb;
