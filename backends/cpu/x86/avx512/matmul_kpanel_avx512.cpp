@@ -16,6 +16,7 @@
 
 #include "backends/cpu/matmul_tiles.h"
 #include "backends/cpu/prefetch.h"
+#include "backends/cpu/x86/avx512/act_half_sums_avx512.h"
 #include "backends/cpu/x86/avx512/kernels_avx512.h"
 #include "backends/cpu/x86/avx512/simd_avx512.h"
 
@@ -44,23 +45,6 @@ inline __m512i s8x16_to_epi32(const int8_t* p) {
 inline __m512 f16x16_to_ps(const f16_t* p) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
-// Sum of 16 int8s: biased to unsigned, summed by vpsadbw into two 64-bit halves.
-inline int32_t sum16(const int8_t* q) {
-  const __m128i u = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)), _mm_set1_epi8(char(0x80)));
-  const __m128i s = _mm_sad_epu8(u, _mm_setzero_si128());
-  return int32_t(_mm_cvtsi128_si32(s) + _mm_extract_epi16(s, 4)) - 16 * 128;
-}
-
-// q6_K's lane starting values per activation row and 32-weight group: -32 * the sums of its two 16-activation
-// halves. They depend on the activations only, so matmul_rows forms them once per call instead of once per panel
-// and group (a vpsadbw, moves to and from a general register and two broadcasts per group and row). kernels_bench
-// gemv/avx512/q6_kx16/K=1024/N=151936, 1 thread, alternating builds: 6.3 -> 4.2-5.3 ms; Qwen3-0.6B Q6_K pp512 at 1
-// thread 230-313 -> 357 tok/s (the table on the stack; in a thread_local vector it was 324). Whole-model decode was
-// unchanged (memory-bound at ~0.9 of the roofline there).
-struct Q6Bias {
-  int32_t lo, hi;
-};
-
 // Per panel type: group g's exact integer dots of the 16 rows with MR activation rows (xq: their 32 int8s).
 struct PQ4K {
   using Block = BlockQ4_Kx16;
@@ -69,7 +53,7 @@ struct PQ4K {
   // group g's weights as 8 unsigned vectors (tile_mins), numbered as q4_vector_x_offset (matmul_tiles.h) says
   static inline __m512i unpack(const Block& w, int g, int v) { return load_nibbles(w.qs[g][v / 2], v % 2); }
   template <int MR>
-  static inline void dots(const Block& w, int g, const BlockQ8Act* const* xb, const Q6Bias* const*, __m512i* isum) {
+  static inline void dots(const Block& w, int g, const BlockQ8Act* const* xb, const HalfBias* const*, __m512i* isum) {
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     __m512i ihi[MR];  // a second chain per row: with one row, 8 dependent vpdpbusd would bound the speed
     for (int i = 0; i < MR; ++i) isum[i] = ihi[i] = _mm512_setzero_si512();
@@ -96,7 +80,7 @@ struct PQ5K {
     return _mm512_or_si512(load_nibbles(w.qs[g][c], v % 2), _mm512_and_si512(fifth, _mm512_set1_epi8(0x10)));
   }
   template <int MR>
-  static inline void dots(const Block& w, int g, const BlockQ8Act* const* xb, const Q6Bias* const*, __m512i* isum) {
+  static inline void dots(const Block& w, int g, const BlockQ8Act* const* xb, const HalfBias* const*, __m512i* isum) {
     const __m512i m4 = _mm512_set1_epi8(0x0f), b4 = _mm512_set1_epi8(0x10);
     const __m512i qh = load64(w.qh[g]);
     __m512i ihi[MR];
@@ -123,7 +107,7 @@ struct PQ6K {
   static constexpr bool kMins = false;
   static constexpr int kMR = 6;  // 8 would spill: the unpacking needs more registers than q4_K's
   template <int MR>
-  static inline void dots(const Block& w, int g, const BlockQ8Act* const* xb, const Q6Bias* const* bias,
+  static inline void dots(const Block& w, int g, const BlockQ8Act* const* xb, const HalfBias* const* bias,
                           __m512i* isum) {
     const __m512i m4 = _mm512_set1_epi8(0x0f), m2 = _mm512_set1_epi8(0x30);
     __m512i plo[MR], phi[MR];  // weights 0-15 / 16-31 of the group (the two scales' halves)
@@ -154,10 +138,10 @@ struct PQ6K {
 };
 
 // y[m .. m+MR, n .. n+16) from the panel starting at `panel` (nsb super-blocks).
-// bias: q6_K's Q6Bias rows (K / 32 a row) from row m on; nullptr for the others.
+// bias: q6_K's HalfBias rows (K / 32 a row) from row m on; nullptr for the others.
 template <class P, int MR>
 inline void tile(const MatmulArgs& a, const typename P::Block* panel, int64_t nsb, int64_t m, int64_t n,
-                 const Q6Bias* bias) {
+                 const HalfBias* bias) {
   const BlockQ8Act* x[MR];
   for (int i = 0; i < MR; ++i)
     x[i] = reinterpret_cast<const BlockQ8Act*>(static_cast<const uint8_t*>(a.x) + (m + i) * a.x_stride);
@@ -171,7 +155,7 @@ inline void tile(const MatmulArgs& a, const typename P::Block* panel, int64_t ns
     for (int g = 0; g < 8; ++g) {
       prefetch_kpanel_share(panel, s, g);
       const BlockQ8Act* xb[MR];
-      const Q6Bias* bb[MR] = {};
+      const HalfBias* bb[MR] = {};
       for (int i = 0; i < MR; ++i) {
         xb[i] = &x[i][8 * s + g];
         if (bias) bb[i] = bias + i * 8 * nsb + 8 * s + g;
@@ -250,30 +234,18 @@ inline void rows_mins(const MatmulArgs& a, const typename P::Block* panel, int64
 template <class P>
 void matmul_rows(const MatmulArgs& a, int64_t n0, int64_t n1) {
   using Block = typename P::Block;
-  const int64_t nsb = a.K / kQK, ng = 8 * nsb;
-  Q6Bias* bias = nullptr;
-  constexpr int64_t kStackBias = 2048;  // 16 KiB: decode's rows up to K = 65536; a prefill's go to the heap
-  Q6Bias stack_bias[std::is_same_v<P, PQ6K> ? kStackBias : 1];
-  std::vector<Q6Bias> heap_bias;
-  if constexpr (std::is_same_v<P, PQ6K>) {
-    if (a.M * ng <= kStackBias) {
-      bias = stack_bias;
-    } else {
-      heap_bias.resize(size_t(a.M * ng));
-      bias = heap_bias.data();
-    }
-    for (int64_t m = 0; m < a.M; ++m) {
-      const auto* x = reinterpret_cast<const BlockQ8Act*>(static_cast<const uint8_t*>(a.x) + m * a.x_stride);
-      for (int64_t b = 0; b < ng; ++b) {
-        const int32_t lo = sum16(x[b].qs);
-        bias[m * ng + b] = {-32 * lo, -32 * (x[b].sum - lo)};
-      }
-    }
-  }
+  const int64_t nsb = a.K / kQK;
+  // q6_K's lanes start at -32 * each half's activation sum (act_half_sums_avx512.h)
+  using Bias = std::conditional_t<std::is_same_v<P, PQ6K>, ActHalfSums<HalfBias>, std::nullptr_t>;
+  Bias bias = [&] {
+    if constexpr (std::is_same_v<P, PQ6K>) return Bias(a, [](int32_t lo, int32_t hi) { return HalfBias{-32 * lo, -32 * hi}; });
+    else return nullptr;
+  }();
   for (int64_t n = n0; n < n1; n += kPanelRows) {  // n0, n1: multiples of 16 (ops.cpp splits in 16-row chunks)
     const Block* panel = static_cast<const Block*>(a.w) + (n / kPanelRows) * nsb;
     for_row_tiles<P::kMR>(0, a.M, [&](auto r, int64_t m) {
-      tile<P, decltype(r)::value>(a, panel, nsb, m, n, bias ? bias + m * ng : nullptr);
+      if constexpr (std::is_same_v<P, PQ6K>) tile<P, decltype(r)::value>(a, panel, nsb, m, n, bias.at(m));
+      else tile<P, decltype(r)::value>(a, panel, nsb, m, n, nullptr);
     });
   }
 }

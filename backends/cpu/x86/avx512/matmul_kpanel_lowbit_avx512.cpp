@@ -12,6 +12,7 @@
 // the tile or M. Tiles: 6 activation rows x 16 weight rows (8 spill: two half sums per row); decode is one row.
 #include "backends/cpu/matmul_tiles.h"
 #include "backends/cpu/prefetch.h"
+#include "backends/cpu/x86/avx512/act_half_sums_avx512.h"
 #include "backends/cpu/x86/avx512/kernels_avx512.h"
 #include "backends/cpu/x86/avx512/simd_avx512.h"
 
@@ -35,12 +36,6 @@ inline __m512i u8x16_to_epi32(const uint8_t* p) {
 }
 inline __m512 f16x16_to_ps(const f16_t* p) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-}
-// Sum of 16 int8s: biased to unsigned, summed by vpsadbw into two 64-bit halves.
-inline int32_t sum16(const int8_t* q) {
-  const __m128i u = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)), _mm_set1_epi8(char(0x80)));
-  const __m128i s = _mm_sad_epu8(u, _mm_setzero_si128());
-  return int32_t(_mm_cvtsi128_si32(s) + _mm_extract_epi16(s, 4)) - 16 * 128;
 }
 // Bit b of every byte moved to bit 2 (q3_K's high bit as +4): 16-bit shifts by at most 2 left or 5 right keep the
 // bit inside its byte, and the mask drops what crossed from the neighbour.
@@ -94,8 +89,11 @@ inline void half_dots(const __m512i* v, const BlockQ8Act* const* xb, __m512i* pl
 }
 
 // y[m .. m+MR, n .. n+16) from the q2_kx16 panel starting at `panel` (nsb super-blocks).
+// pairs: each row's (lo, hi) half sums per group as one int16 pair (MinPairs), from row m on.
+using MinPair = int32_t;
 template <int MR>
-inline void tile_q2k(const MatmulArgs& a, const BlockQ2_Kx16* panel, int64_t nsb, int64_t m, int64_t n) {
+inline void tile_q2k(const MatmulArgs& a, const BlockQ2_Kx16* panel, int64_t nsb, int64_t m, int64_t n,
+                     const MinPair* pairs) {
   const BlockQ8Act* x[MR];
   for (int i = 0; i < MR; ++i)
     x[i] = reinterpret_cast<const BlockQ8Act*>(static_cast<const uint8_t*>(a.x) + (m + i) * a.x_stride);
@@ -119,9 +117,8 @@ inline void tile_q2k(const MatmulArgs& a, const BlockQ2_Kx16* panel, int64_t nsb
       // (m0, m1) as the int16 pair of each row's lane
       const __m512i mins = _mm512_or_si512(_mm512_srli_epi32(b0, 4), _mm512_slli_epi32(_mm512_srli_epi32(b1, 4), 16));
       for (int i = 0; i < MR; ++i) {
-        const int32_t lo = sum16(xb[i]->qs), hi = xb[i]->sum - lo;
         const __m512i isum = _mm512_add_epi32(_mm512_mullo_epi32(plo[i], s0), _mm512_mullo_epi32(phi[i], s1));
-        const __m512i pair = _mm512_set1_epi32(int32_t(uint32_t(uint16_t(lo)) | (uint32_t(hi) << 16)));  // (lo, hi)
+        const __m512i pair = _mm512_set1_epi32(pairs[i * 8 * nsb + 8 * s + g]);  // (lo, hi)
         const __m512i msum = _mm512_madd_epi16(mins, pair);
         const __m512 da = _mm512_set1_ps(xb[i]->d);
         acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(d, da), acc[i]);
@@ -134,8 +131,10 @@ inline void tile_q2k(const MatmulArgs& a, const BlockQ2_Kx16* panel, int64_t nsb
 }
 
 // y[m .. m+MR, n .. n+16) from the q3_kx16 panel starting at `panel` (nsb super-blocks).
+// bias: each row's -4 * (lo, hi) half sums per group, from row m on.
 template <int MR>
-inline void tile_q3k(const MatmulArgs& a, const BlockQ3_Kx16* panel, int64_t nsb, int64_t m, int64_t n) {
+inline void tile_q3k(const MatmulArgs& a, const BlockQ3_Kx16* panel, int64_t nsb, int64_t m, int64_t n,
+                     const HalfBias* bias) {
   const BlockQ8Act* x[MR];
   for (int i = 0; i < MR; ++i)
     x[i] = reinterpret_cast<const BlockQ8Act*>(static_cast<const uint8_t*>(a.x) + (m + i) * a.x_stride);
@@ -152,9 +151,9 @@ inline void tile_q3k(const MatmulArgs& a, const BlockQ3_Kx16* panel, int64_t nsb
       unpack<BlockQ3_Kx16, true>(w, g, v);
       __m512i plo[MR], phi[MR];
       for (int i = 0; i < MR; ++i) {  // q + 4 hbit - 4 = the signed value: start at -4 sum(a)
-        const int32_t lo = sum16(xb[i]->qs);
-        plo[i] = _mm512_set1_epi32(-4 * lo);
-        phi[i] = _mm512_set1_epi32(-4 * (xb[i]->sum - lo));
+        const HalfBias& h = bias[i * 8 * nsb + 8 * s + g];
+        plo[i] = _mm512_set1_epi32(h.lo);
+        phi[i] = _mm512_set1_epi32(h.hi);
       }
       half_dots<MR>(v, xb, plo, phi);
       const __m512i s0 = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.sc[2 * g])));
@@ -169,18 +168,23 @@ inline void tile_q3k(const MatmulArgs& a, const BlockQ3_Kx16* panel, int64_t nsb
     _mm512_storeu_ps(reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(a.y) + (m + i) * a.y_stride) + n, acc[i]);
 }
 
+// Per type: its per-half table entry (act_half_sums_avx512.h) and tile.
 struct TQ2K {
   using Block = BlockQ2_Kx16;
+  using Entry = MinPair;
+  static Entry form(int32_t lo, int32_t hi) { return int32_t(uint32_t(uint16_t(lo)) | (uint32_t(hi) << 16)); }
   template <int MR>
-  static void tile(const MatmulArgs& a, const Block* p, int64_t nsb, int64_t m, int64_t n) {
-    tile_q2k<MR>(a, p, nsb, m, n);
+  static void tile(const MatmulArgs& a, const Block* p, int64_t nsb, int64_t m, int64_t n, const Entry* e) {
+    tile_q2k<MR>(a, p, nsb, m, n, e);
   }
 };
 struct TQ3K {
   using Block = BlockQ3_Kx16;
+  using Entry = HalfBias;
+  static Entry form(int32_t lo, int32_t hi) { return {-4 * lo, -4 * hi}; }
   template <int MR>
-  static void tile(const MatmulArgs& a, const Block* p, int64_t nsb, int64_t m, int64_t n) {
-    tile_q3k<MR>(a, p, nsb, m, n);
+  static void tile(const MatmulArgs& a, const Block* p, int64_t nsb, int64_t m, int64_t n, const Entry* e) {
+    tile_q3k<MR>(a, p, nsb, m, n, e);
   }
 };
 
@@ -188,9 +192,12 @@ template <class T>
 void matmul(const MatmulArgs& a, int64_t n0, int64_t n1) {
   using Block = typename T::Block;
   const int64_t nsb = a.K / kQK;
+  const ActHalfSums<typename T::Entry> halves(a, T::form);
   for (int64_t n = n0; n < n1; n += kPanelRows) {  // n0, n1: multiples of 16 (ops.cpp splits in 16-row chunks)
     const Block* panel = static_cast<const Block*>(a.w) + (n / kPanelRows) * nsb;
-    for_row_tiles<kMR>(0, a.M, [&](auto r, int64_t m) { T::template tile<decltype(r)::value>(a, panel, nsb, m, n); });
+    for_row_tiles<kMR>(0, a.M, [&](auto r, int64_t m) {
+      T::template tile<decltype(r)::value>(a, panel, nsb, m, n, halves.at(m));
+    });
   }
 }
 
