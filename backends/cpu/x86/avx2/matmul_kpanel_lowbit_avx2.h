@@ -20,6 +20,7 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/matmul_tiles.h"
 #include "backends/cpu/prefetch.h"
+#include "backends/cpu/x86/act_half_sums.h"
 #include "backends/cpu/x86/avx2/int8_dot_avx2.h"
 
 namespace pipit {
@@ -34,16 +35,8 @@ inline __m256i lb_u8x8_to_epi32(const uint8_t* p) {
 inline __m256 lb_f16x8_to_ps(const f16_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
-// Sum of 16 int8s: biased to unsigned, summed by psadbw into two 64-bit halves.
-inline int32_t lb_sum16(const int8_t* q) {
-  const __m128i u = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)), _mm_set1_epi8(char(0x80)));
-  const __m128i s = _mm_sad_epu8(u, _mm_setzero_si128());
-  return int32_t(_mm_cvtsi128_si32(s) + _mm_extract_epi16(s, 4)) - 16 * 128;
-}
 // (lo, hi) as the int16 pair of every lane.
-inline __m256i lb_pair16(int32_t lo, int32_t hi) {
-  return _mm256_set1_epi32(int32_t(uint32_t(uint16_t(lo)) | (uint32_t(hi) << 16)));
-}
+inline __m256i lb_pair16(int32_t pair) { return _mm256_set1_epi32(pair); }
 inline __m256i lb_pack_pairs(__m256i lo32, __m256i hi32) {
   return _mm256_or_si256(_mm256_and_si256(lo32, _mm256_set1_epi32(0xffff)), _mm256_slli_epi32(hi32, 16));
 }
@@ -86,9 +79,10 @@ inline void lb_dots(const Block& w, int g, int h, const int8_t* const* xq, __m25
 }
 
 // Group g of rows 8h .. 8h+7 for MR activation rows, added into acc.
+// pairs[i]: row i's (lo, hi) activation half sums of the group as an int16 pair (act_half_sums.h).
 template <class D, int MR>
 inline void lb_group(const BlockQ2_Kx16& w, __m256 d, __m256 dmin, int h, int g, const BlockQ8Act* const* xb,
-                     const int8_t* const* xq, __m256* acc) {
+                     const int8_t* const* xq, const int32_t* pairs, __m256* acc) {
   __m256i plo[MR], phi[MR];
   lb_dots<D, MR>(w, g, h, xq, plo, phi);
   const __m256i b0 = lb_u8x8_to_epi32(w.sc[2 * g] + 8 * h), b1 = lb_u8x8_to_epi32(w.sc[2 * g + 1] + 8 * h);
@@ -96,9 +90,8 @@ inline void lb_group(const BlockQ2_Kx16& w, __m256 d, __m256 dmin, int h, int g,
   const __m256i s0 = D::scale(_mm256_and_si256(b0, m4)), s1 = D::scale(_mm256_and_si256(b1, m4));
   const __m256i mins = lb_pack_pairs(_mm256_srli_epi32(b0, 4), _mm256_srli_epi32(b1, 4));
   for (int i = 0; i < MR; ++i) {
-    const int32_t lo = lb_sum16(xq[i]), hi = xb[i]->sum - lo;
     const __m256i isum = _mm256_add_epi32(D::widen_scaled(plo[i], s0), D::widen_scaled(phi[i], s1));
-    const __m256i msum = _mm256_madd_epi16(mins, lb_pair16(lo, hi));
+    const __m256i msum = _mm256_madd_epi16(mins, lb_pair16(pairs[i]));
     const __m256 da = _mm256_set1_ps(xb[i]->d);
     acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(d, da), acc[i]);
     acc[i] = _mm256_fnmadd_ps(_mm256_mul_ps(dmin, da), _mm256_cvtepi32_ps(msum), acc[i]);
@@ -107,16 +100,15 @@ inline void lb_group(const BlockQ2_Kx16& w, __m256 d, __m256 dmin, int h, int g,
 
 template <class D, int MR>
 inline void lb_group(const BlockQ3_Kx16& w, __m256 d, __m256, int h, int g, const BlockQ8Act* const* xb,
-                     const int8_t* const* xq, __m256* acc) {
+                     const int8_t* const* xq, const int32_t* pairs, __m256* acc) {
   __m256i plo[MR], phi[MR];
   lb_dots<D, MR>(w, g, h, xq, plo, phi);
   const __m256i c0 = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w.sc[2 * g] + 8 * h)));
   const __m256i c1 = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w.sc[2 * g + 1] + 8 * h)));
   const __m256i s0 = D::scale(c0), s1 = D::scale(c1), scs = lb_pack_pairs(c0, c1);
   for (int i = 0; i < MR; ++i) {
-    const int32_t lo = lb_sum16(xq[i]), hi = xb[i]->sum - lo;
     const __m256i dots = _mm256_add_epi32(D::widen_scaled(plo[i], s0), D::widen_scaled(phi[i], s1));
-    const __m256i corr = _mm256_slli_epi32(_mm256_madd_epi16(scs, lb_pair16(lo, hi)), 2);  // 4 (sc0 sum0 + sc1 sum1)
+    const __m256i corr = _mm256_slli_epi32(_mm256_madd_epi16(scs, lb_pair16(pairs[i])), 2);  // 4 (sc0 sum0 + sc1 sum1)
     const __m256i isum = _mm256_sub_epi32(dots, corr);
     acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(d, _mm256_set1_ps(xb[i]->d)), acc[i]);
   }
@@ -125,9 +117,11 @@ inline void lb_group(const BlockQ3_Kx16& w, __m256 d, __m256, int h, int g, cons
 inline __m256 lb_dmin(const BlockQ2_Kx16& w, int h) { return lb_f16x8_to_ps(w.dmin + 8 * h); }
 inline __m256 lb_dmin(const BlockQ3_Kx16&, int) { return _mm256_setzero_ps(); }
 
-// y[m .. m+MR, n .. n+16) from the panel starting at `panel` (nsb super-blocks).
+// y[m .. m+MR, n .. n+16) from the panel starting at `panel` (nsb super-blocks); pairs: the half-sum pairs of rows
+// m .. (K / 32 a row).
 template <class D, int MR, class Block>
-inline void lowbit_tile(const MatmulArgs& a, const Block* panel, int64_t nsb, int64_t m, int64_t n) {
+inline void lowbit_tile(const MatmulArgs& a, const Block* panel, int64_t nsb, int64_t m, int64_t n,
+                        const int32_t* pairs) {
   const BlockQ8Act* x[MR];
   for (int i = 0; i < MR; ++i)
     x[i] = reinterpret_cast<const BlockQ8Act*>(static_cast<const uint8_t*>(a.x) + (m + i) * a.x_stride);
@@ -142,12 +136,14 @@ inline void lowbit_tile(const MatmulArgs& a, const Block* panel, int64_t nsb, in
       prefetch_kpanel_share(panel, s, g);
       const BlockQ8Act* xb[MR];
       const int8_t* xq[MR];
+      int32_t pg[MR];
       for (int i = 0; i < MR; ++i) {
         xb[i] = &x[i][8 * s + g];
         xq[i] = xb[i]->qs;
+        pg[i] = pairs[i * 8 * nsb + 8 * s + g];
       }
-      lb_group<D, MR>(w, d0, dm0, 0, g, xb, xq, acc[0]);
-      lb_group<D, MR>(w, d1, dm1, 1, g, xb, xq, acc[1]);
+      lb_group<D, MR>(w, d0, dm0, 0, g, xb, xq, pg, acc[0]);
+      lb_group<D, MR>(w, d1, dm1, 1, g, xb, xq, pg, acc[1]);
     }
   }
   for (int i = 0; i < MR; ++i) {
@@ -161,10 +157,12 @@ inline void lowbit_tile(const MatmulArgs& a, const Block* panel, int64_t nsb, in
 template <class D, class Block>
 void matmul_lowbit_panels(const MatmulArgs& a, int64_t n0, int64_t n1) {
   const int64_t nsb = a.K / kQK;
+  const ActHalfSums<int32_t> pairs(a, half_pair16);
   for (int64_t n = n0; n < n1; n += kPanelRows) {  // n0, n1: multiples of 16
     const Block* panel = static_cast<const Block*>(a.w) + (n / kPanelRows) * nsb;
-    for_row_tiles<kLowbitMR>(0, a.M,
-                             [&](auto r, int64_t m) { lowbit_tile<D, decltype(r)::value>(a, panel, nsb, m, n); });
+    for_row_tiles<kLowbitMR>(0, a.M, [&](auto r, int64_t m) {
+      lowbit_tile<D, decltype(r)::value>(a, panel, nsb, m, n, pairs.at(m));
+    });
   }
 }
 

@@ -16,7 +16,7 @@
 
 #include "backends/cpu/matmul_tiles.h"
 #include "backends/cpu/prefetch.h"
-#include "backends/cpu/x86/avx512/act_half_sums_avx512.h"
+#include "backends/cpu/x86/act_half_sums.h"
 #include "backends/cpu/x86/avx512/kernels_avx512.h"
 #include "backends/cpu/x86/avx512/simd_avx512.h"
 
@@ -235,7 +235,7 @@ template <class P>
 void matmul_rows(const MatmulArgs& a, int64_t n0, int64_t n1) {
   using Block = typename P::Block;
   const int64_t nsb = a.K / kQK;
-  // q6_K's lanes start at -32 * each half's activation sum (act_half_sums_avx512.h)
+  // q6_K's lanes start at -32 * each half's activation sum (backends/cpu/x86/act_half_sums.h)
   using Bias = std::conditional_t<std::is_same_v<P, PQ6K>, ActHalfSums<HalfBias>, std::nullptr_t>;
   Bias bias = [&] {
     if constexpr (std::is_same_v<P, PQ6K>) return Bias(a, [](int32_t lo, int32_t hi) { return HalfBias{-32 * lo, -32 * hi}; });

@@ -12,7 +12,7 @@
 // the tile or M. Tiles: 6 activation rows x 16 weight rows (8 spill: two half sums per row); decode is one row.
 #include "backends/cpu/matmul_tiles.h"
 #include "backends/cpu/prefetch.h"
-#include "backends/cpu/x86/avx512/act_half_sums_avx512.h"
+#include "backends/cpu/x86/act_half_sums.h"
 #include "backends/cpu/x86/avx512/kernels_avx512.h"
 #include "backends/cpu/x86/avx512/simd_avx512.h"
 
@@ -168,11 +168,11 @@ inline void tile_q3k(const MatmulArgs& a, const BlockQ3_Kx16* panel, int64_t nsb
     _mm512_storeu_ps(reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(a.y) + (m + i) * a.y_stride) + n, acc[i]);
 }
 
-// Per type: its per-half table entry (act_half_sums_avx512.h) and tile.
+// Per type: its per-half table entry (backends/cpu/x86/act_half_sums.h) and tile.
 struct TQ2K {
   using Block = BlockQ2_Kx16;
   using Entry = MinPair;
-  static Entry form(int32_t lo, int32_t hi) { return int32_t(uint32_t(uint16_t(lo)) | (uint32_t(hi) << 16)); }
+  static Entry form(int32_t lo, int32_t hi) { return half_pair16(lo, hi); }
   template <int MR>
   static void tile(const MatmulArgs& a, const Block* p, int64_t nsb, int64_t m, int64_t n, const Entry* e) {
     tile_q2k<MR>(a, p, nsb, m, n, e);

@@ -4,8 +4,9 @@
 // once here instead of once per panel and group in the tiles: a vpsadbw, moves to and from a general register and
 // two broadcasts per group and row, on the critical path of decode's one row. kernels_bench
 // gemv/avx512/q6_kx16/K=1024/N=151936, 1 thread, alternating builds: 6.3 -> 4.2-5.3 ms; Qwen3-0.6B Q6_K pp512 at 1
-// thread 230-313 -> 357 tok/s. Whole-model Q6_K decode was unchanged (memory-bound at ~0.9 of the roofline there).
-// Include only from this folder (AVX-512 flags).
+// thread 230-313 -> 357 tok/s, Q2_K 329 -> 360-370. Whole-model decode was unchanged (memory-bound there).
+// SSE2 only, so the AVX2 / AVX-VNNI and AVX-512 kernels share it; internal linkage, as matmul_tiles.h (each level's
+// copy is compiled with its own flags).
 #pragma once
 
 #include <immintrin.h>
@@ -16,10 +17,11 @@
 
 #include "backends/cpu/kernels.h"
 
-namespace pipit::avx512 {
+namespace pipit {
+namespace {
 
 // Sum of 16 int8s: biased to unsigned, summed by vpsadbw into two 64-bit halves.
-static inline int32_t sum16(const int8_t* q) {
+inline int32_t sum16(const int8_t* q) {
   const __m128i u = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)), _mm_set1_epi8(char(0x80)));
   const __m128i s = _mm_sad_epu8(u, _mm_setzero_si128());
   return int32_t(_mm_cvtsi128_si32(s) + _mm_extract_epi16(s, 4)) - 16 * 128;
@@ -64,4 +66,8 @@ struct HalfBias {
   int32_t lo, hi;
 };
 
-}  // namespace pipit::avx512
+// (lo, hi) as one int16 pair (q2_K's mins, q3_K's scale correction on AVX2: one vpmaddwd with the rows' pairs).
+inline int32_t half_pair16(int32_t lo, int32_t hi) { return int32_t(uint32_t(uint16_t(lo)) | (uint32_t(hi) << 16)); }
+
+}  // namespace
+}  // namespace pipit
