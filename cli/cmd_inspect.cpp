@@ -155,6 +155,7 @@ int inspect_json(const Args& a, const std::string& path) {
   using ojson = nlohmann::ordered_json;
   ojson texts = ojson::object(), tensors = ojson::array(), dtypes = ojson::object();
   for (auto& [k, v] : c->texts) texts[k] = v.size();
+  if (auto tj = c->tokenizer_json()) texts["tokenizer"] = tj->size();
   uint64_t total = 0, params = 0;
   std::map<std::string, std::pair<int, uint64_t>> by_dtype;  // tensors, bytes
   for (auto& [name, t] : c->tensors) {

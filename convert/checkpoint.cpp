@@ -141,8 +141,16 @@ Result<Checkpoint> open_pipit(const std::string& path) {
   c.format = "pipit";
   c.config = f.config();
   if (f.header().contains("generation_config")) c.generation_config = f.header()["generation_config"];
-  for (auto& [key, file] : kSideTexts)
-    if (auto t = f.text(key)) c.texts[key] = std::string(*t);
+  for (auto& [key, file] : kSideTexts) {
+    auto t = f.text(key);
+    if (!t) continue;
+    if (std::string_view(key) == "tokenizer" && f.version() >= 2 && f.owner()) {  // a view of the mapping
+      c.tokenizer_json_view = *t;
+      c.text_mapping = f.owner();
+    } else {  // small, or (version 1) in the header this PipitFile owns
+      c.texts[key] = std::string(*t);
+    }
+  }
   if (f.header().contains("quantization")) c.quantization = f.header()["quantization"];
   c.tensors = f.tensors();
   return c;

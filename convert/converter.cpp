@@ -240,6 +240,8 @@ Result<ConvertReport> convert_checkpoint(const Checkpoint& c, const ConvertOptio
                            {"quantization", q}};
   if (!c.generation_config.empty()) header["generation_config"] = c.generation_config;
   for (auto& [k, v] : c.texts) header[k] = v;
+  if (!c.texts.count("tokenizer"))
+    if (auto tj = c.tokenizer_json()) header["tokenizer"] = std::string(*tj);  // a .pipit's, viewed in place
   if (c.tokenizer_parts) {  // a GGUF vocabulary: stored as the files an HF checkpoint has
     TokenizerTexts t = tokenizer_parts_texts(*c.tokenizer_parts);
     header["tokenizer"] = std::move(t.tokenizer_json);

@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <memory>
+#include <string_view>
 #include "core/tensor.h"
 #include "format/tokenizer_parts.h"
 
@@ -26,6 +28,16 @@ struct Checkpoint {
   // HF files kept as text: "tokenizer" (tokenizer.json), "tokenizer_config", "preprocessor_config",
   // "processor_config", "chat_template" (chat_template.jinja / .json).
   std::map<std::string, std::string> texts;
+  // A .pipit's tokenizer.json as a view of the file's mapping (kept alive by `text_mapping`) instead of a copy in
+  // texts["tokenizer"]: copying its ~11 MB (Qwen3's vocabulary) into fresh memory was ~15% of the file's tokenizer
+  // load here, first touches of new pages being slow (on this VM as on phones). tokenizer_json() gives either.
+  std::string_view tokenizer_json_view;
+  std::shared_ptr<const void> text_mapping;
+  std::optional<std::string_view> tokenizer_json() const {
+    if (auto t = texts.find("tokenizer"); t != texts.end()) return std::string_view(t->second);
+    if (text_mapping) return tokenizer_json_view;
+    return std::nullopt;
+  }
   // A GGUF vocabulary: the tokenizer as parts instead of texts["tokenizer"] / ["tokenizer_config"]
   // (format/tokenizer_parts.h; with_tokenizer_texts, convert/checkpoint.h, writes them as those texts).
   std::optional<TokenizerParts> tokenizer_parts;

@@ -129,6 +129,7 @@ Result<PipitFile> PipitFile::parse(const uint8_t* data, size_t size, std::shared
   if (std::memcmp(data, kPipitMagic, 8) != 0) return Error::format("{}: not a .pipit file (bad magic)", ctx);
   PipitFile f;
   f.path_ = name;
+  f.owner_ = owner;
   f.file_size_ = size;
   f.version_ = read_u32(data + 8);
   if (f.version_ < kPipitOldestVersion || f.version_ > kPipitVersion)

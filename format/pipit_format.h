@@ -83,9 +83,12 @@ class PipitFile {
   const std::vector<PipitTensorEntry>& entries() const { return entries_; }
   const std::map<std::string, Tensor>& tensors() const { return tensors_; }
   const std::string& path() const { return path_; }
+  // What keeps the file's bytes (the texts' views of a version-2 file, the tensors) alive.
+  const std::shared_ptr<Storage>& owner() const { return owner_; }
 
  private:
   std::string path_;
+  std::shared_ptr<Storage> owner_;
   uint32_t version_ = 0;
   uint64_t file_size_ = 0, data_offset_ = 0;
   nlohmann::json header_;

@@ -77,8 +77,8 @@ Status load_tokenizer(Checkpoint& c, LoadedModel& lm) {
     lm.tokenizer = std::move(t).value();
     return Status::ok();
   }
-  auto tj = c.texts.find("tokenizer");
-  if (tj == c.texts.end()) return Status::ok();
+  const std::optional<std::string_view> tj = c.tokenizer_json();
+  if (!tj) return Status::ok();
   std::string cfg = c.texts.count("tokenizer_config") ? c.texts.at("tokenizer_config") : "";
   if (auto ct = c.texts.find("chat_template"); ct != c.texts.end()) {
     auto j = nlohmann::json::parse(cfg.empty() ? "{}" : cfg, nullptr, false);
@@ -87,7 +87,7 @@ Status load_tokenizer(Checkpoint& c, LoadedModel& lm) {
       cfg = j.dump();
     }
   }
-  auto t = Tokenizer::load(tj->second, cfg);
+  auto t = Tokenizer::load(*tj, cfg);
   if (!t) return t.status().with_context("[load] " + c.path);
   lm.tokenizer = std::move(t).value();
 #else

@@ -124,8 +124,9 @@ Result<MemoryEstimate> estimate_memory(const std::string& path, const MemoryEsti
     auto j = nlohmann::json::parse(pc->second, nullptr, false);
     if (j.is_object()) audio_processor = std::move(j);
   }
-  const size_t tokenizer_text = c.tokenizer_parts ? tokenizer_parts_text_bytes(*c.tokenizer_parts)
-                                : c.texts.count("tokenizer") ? c.texts.at("tokenizer").size() : 0;
+  const size_t tokenizer_text = c.tokenizer_parts    ? tokenizer_parts_text_bytes(*c.tokenizer_parts)
+                                : c.tokenizer_json() ? c.tokenizer_json()->size()
+                                                     : 0;
   MapWeightSource base(std::move(c.tensors));
   CountingWeightSource counting(base);
   PIPIT_ASSIGN_OR_RETURN(lm.model, create_model(lm.config, counting));
