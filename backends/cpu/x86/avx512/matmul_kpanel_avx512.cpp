@@ -10,9 +10,9 @@
 // d * da, acc) for q6_K; so every output equals ref bit for bit, whatever the tile or M.
 // GEMM (prefill) is a register tile of 8 activation rows x 16 weight rows (q6_K: 6) or, for q4_K / q5_K, 5 rows x
 // 2 panels (tile_mins); decode (M = 1) is tile() with one row.
+#include <optional>
 #include <type_traits>
 #include <utility>
-#include <vector>
 
 #include "backends/cpu/matmul_tiles.h"
 #include "backends/cpu/prefetch.h"
@@ -236,16 +236,12 @@ void matmul_rows(const MatmulArgs& a, int64_t n0, int64_t n1) {
   using Block = typename P::Block;
   const int64_t nsb = a.K / kQK;
   // q6_K's lanes start at -32 * each half's activation sum (backends/cpu/x86/act_half_sums.h)
-  using Bias = std::conditional_t<std::is_same_v<P, PQ6K>, ActHalfSums<HalfBias>, std::nullptr_t>;
-  Bias bias = [&] {
-    if constexpr (std::is_same_v<P, PQ6K>) return Bias(a, [](int32_t lo, int32_t hi) { return HalfBias{-32 * lo, -32 * hi}; });
-    else return nullptr;
-  }();
+  std::optional<ActHalfSums<HalfBias>> bias;
+  if constexpr (std::is_same_v<P, PQ6K>) bias.emplace(a, [](int32_t lo, int32_t hi) { return HalfBias{-32 * lo, -32 * hi}; });
   for (int64_t n = n0; n < n1; n += kPanelRows) {  // n0, n1: multiples of 16 (ops.cpp splits in 16-row chunks)
     const Block* panel = static_cast<const Block*>(a.w) + (n / kPanelRows) * nsb;
     for_row_tiles<P::kMR>(0, a.M, [&](auto r, int64_t m) {
-      if constexpr (std::is_same_v<P, PQ6K>) tile<P, decltype(r)::value>(a, panel, nsb, m, n, bias.at(m));
-      else tile<P, decltype(r)::value>(a, panel, nsb, m, n, nullptr);
+      tile<P, decltype(r)::value>(a, panel, nsb, m, n, bias ? bias->at(m) : nullptr);
     });
   }
 }
