@@ -12,6 +12,10 @@
 // mremap(MREMAP_FIXED): the kernel swaps the page table entries under the mm's write lock, so a thread reading the
 // chunk meanwhile sees either the file's page or the copy, the same bytes either way - weights stay exact at every
 // instant. A chunk that cannot be moved (out of memory, map count) stays mapped from the file, which is still right.
+// A chunk the page cache holds as one 2 MiB folio is mapped by one huge page already and is left where it is: a
+// .pipit written by this build (large aligned writes, format/pipit_format.cpp) or read from disk once is held so on
+// Linux 6.x ext4/XFS, and then nothing is copied at all - no second copy of the weights in memory, no copying
+// thread beside the first tokens.
 #pragma once
 
 #include <atomic>
@@ -40,6 +44,8 @@ class MigratingStorage : public Storage {
   // Waits until every chunk was moved (or failed to): for tests and benchmarks that must see the final pages.
   void wait() const;
   size_t chunks_moved() const { return moved_.load(); }
+  // Chunks left where they were because the file's pages there were 2 MiB pages already (see run()).
+  size_t chunks_in_place() const { return in_place_.load(); }
   size_t chunks_planned() const { return chunks_.size(); }
 
  private:
@@ -49,7 +55,7 @@ class MigratingStorage : public Storage {
   std::shared_ptr<const MmapStorage> map_;
   std::vector<size_t> chunks_;  // chunk indices (offset / 2 MiB) to move, ascending
   std::atomic<bool> stop_{false};
-  std::atomic<size_t> moved_{0};
+  std::atomic<size_t> moved_{0}, in_place_{0};
   mutable std::mutex mu_;
   mutable std::condition_variable done_cv_;
   bool done_ = false;

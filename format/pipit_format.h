@@ -125,6 +125,8 @@ class PipitWriter {
   Status write_raw(const void* p, size_t n);
   Status pad_to(uint64_t file_pos);
   std::string path_, tmp_path_;
+  static constexpr size_t kWriteBuffer = size_t(2) << 20;
+  std::unique_ptr<char[]> buffer_;  // f_'s stdio buffer; outlives it (f_ is closed in finish() or the destructor)
   std::FILE* f_ = nullptr;
   std::vector<PipitTensorEntry> entries_;
   std::vector<std::pair<uint64_t, std::string>> texts_;  // offset in the data section, bytes
