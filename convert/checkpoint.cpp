@@ -151,6 +151,10 @@ Result<Checkpoint> open_pipit(const std::string& path) {
       c.texts[key] = std::string(*t);
     }
   }
+  if (auto b = f.blob("tokenizer_compiled"); b && f.owner() && !c.tokenizer_json_view.empty()) {
+    c.tokenizer_compiled_view = *b;
+    c.text_mapping = f.owner();
+  }
   if (f.header().contains("quantization")) c.quantization = f.header()["quantization"];
   c.tensors = f.tensors();
   return c;

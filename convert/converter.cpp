@@ -15,6 +15,9 @@
 #include "core/threads.h"
 #include "format/pipit_format.h"
 #include "models/mapped_weights.h"
+#ifdef PIPIT_WITH_TOKENIZER
+#include "tokenizer/tokenizer.h"
+#endif
 
 namespace pipit {
 
@@ -247,6 +250,13 @@ Result<ConvertReport> convert_checkpoint(const Checkpoint& c, const ConvertOptio
     header["tokenizer"] = std::move(t.tokenizer_json);
     header["tokenizer_config"] = std::move(t.tokenizer_config_json);
   }
+#ifdef PIPIT_WITH_TOKENIZER
+  // Its compiled form beside it, read at load instead of the text (format/pipit_format.h "blobs"); a tokenizer.json
+  // pipit cannot read gets none, and its load fails on the text as it would have.
+  if (header.contains("tokenizer"))
+    if (auto compiled = Tokenizer::compile(header["tokenizer"].get_ref<const std::string&>()))
+      header["tokenizer_compiled"] = std::move(compiled).value();
+#endif
   PIPIT_ASSIGN_OR_RETURN(auto writer, PipitWriter::create(opt.output, header, specs));
 
   uint64_t total_in = 0;

@@ -32,6 +32,8 @@ struct Checkpoint {
   // texts["tokenizer"]: copying its ~11 MB (Qwen3's vocabulary) into fresh memory was ~15% of the file's tokenizer
   // load here, first touches of new pages being slow (on this VM as on phones). tokenizer_json() gives either.
   std::string_view tokenizer_json_view;
+  // A .pipit's compiled tokenizer (format/pipit_format.h "blobs"), empty when it has none; kept alive the same way.
+  std::string_view tokenizer_compiled_view;
   std::shared_ptr<const void> text_mapping;
   std::optional<std::string_view> tokenizer_json() const {
     if (auto t = texts.find("tokenizer"); t != texts.end()) return std::string_view(t->second);

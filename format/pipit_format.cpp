@@ -33,6 +33,7 @@ uint64_t read_u64(const uint8_t* p) {
 
 const char* const kTextKeys[] = {"tokenizer", "tokenizer_config", "preprocessor_config", "processor_config",
                                  "chat_template"};
+const char* const kBlobKeys[] = {"tokenizer_compiled"};
 
 // "generator" and "quantization" only describe the file (inspect prints them), but their types are checked here like
 // every other field, so no reader meets a string where it expects an object.
@@ -219,6 +220,25 @@ Result<PipitFile> PipitFile::parse(const uint8_t* data, size_t size, std::shared
       spans.push_back({off, n, "text '" + k + "'"});
     }
   }
+  // Binary sections (kBlobKeys); a key this reader does not know is skipped (a newer writer's), not refused.
+  if (f.version_ >= 2 && h.contains("blobs")) {
+    const auto& b = h["blobs"];
+    if (!b.is_object()) return Error::format("{}: 'blobs' must be an object, got {}", ctx, b.type_name());
+    for (const char* k : kBlobKeys) {
+      if (!b.contains(k)) continue;
+      const auto& v = b[k];
+      if (!v.is_object() || !v.contains("offset") || !v.contains("nbytes") || !v["offset"].is_number_unsigned() ||
+          !v["nbytes"].is_number_unsigned())
+        return Error::format("{}: blob '{}' must be an object of two non-negative integers, offset and nbytes", ctx,
+                             k);
+      const uint64_t off = v["offset"].get<uint64_t>(), n = v["nbytes"].get<uint64_t>();
+      if (off > data_bytes || n > data_bytes - off)
+        return Error::format("{}: blob '{}' [{}, {}) lies outside the data section of {} bytes (truncated file?)",
+                             ctx, k, off, off + n, data_bytes);
+      f.blobs_[k] = std::string_view(reinterpret_cast<const char*>(base + off), size_t(n));
+      spans.push_back({off, n, std::string("blob '") + k + "'"});
+    }
+  }
   std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.offset < b.offset; });
   for (size_t i = 1; i < spans.size(); ++i) {
     const Span& p = spans[i - 1];
@@ -226,6 +246,12 @@ Result<PipitFile> PipitFile::parse(const uint8_t* data, size_t size, std::shared
       return Error::format("{}: {} and {} overlap", ctx, p.what, spans[i].what);
   }
   return f;
+}
+
+std::optional<std::string_view> PipitFile::blob(const std::string& key) const {
+  auto it = blobs_.find(key);
+  if (it == blobs_.end()) return std::nullopt;
+  return it->second;
 }
 
 std::optional<std::string_view> PipitFile::text(const std::string& key) const {
@@ -270,6 +296,18 @@ Result<std::unique_ptr<PipitWriter>> PipitWriter::create(const std::string& path
     w->texts_.emplace_back(at, std::move(text));
   }
   if (!texts.empty()) header["texts"] = std::move(texts);
+  nlohmann::json blobs = nlohmann::json::object();
+  for (const char* k : kBlobKeys) {  // after the texts
+    if (!header.contains(k)) continue;
+    if (!header[k].is_string()) return Error::invalid_argument("[pipit] blob '{}' must be a string of bytes", k);
+    std::string bytes = header[k].get<std::string>();
+    header.erase(k);
+    const uint64_t at = align_up(w->data_bytes_, kAlign);
+    blobs[k] = {{"offset", at}, {"nbytes", uint64_t(bytes.size())}};
+    w->data_bytes_ = at + bytes.size();
+    w->texts_.emplace_back(at, std::move(bytes));
+  }
+  if (!blobs.empty()) header["blobs"] = std::move(blobs);
   header["format"] = "pipit";
   header["version"] = kPipitVersion;
   header["tensors"] = std::move(dir);

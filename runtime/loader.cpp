@@ -89,7 +89,11 @@ Status load_tokenizer(Checkpoint& c, LoadedModel& lm) {
       cfg = j.dump();
     }
   }
-  auto t = Tokenizer::load(*tj, cfg);
+  // The compiled form when the file has one (the text's vocabulary and merges as records: ~0.2 s less for Qwen3's);
+  // one that does not read back (damaged, or from another version) leaves the text, which is the reference.
+  Result<std::shared_ptr<Tokenizer>> t = Status::ok();
+  if (!c.tokenizer_compiled_view.empty()) t = Tokenizer::load_compiled(c.tokenizer_compiled_view, cfg);
+  if (c.tokenizer_compiled_view.empty() || !t) t = Tokenizer::load(*tj, cfg);
   if (!t) return t.status().with_context("[load] " + c.path);
   lm.tokenizer = std::move(t).value();
 #else

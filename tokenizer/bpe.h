@@ -17,6 +17,8 @@
 
 namespace pipit::tok {
 
+class JsonFields;
+
 struct StringHash {
   using is_transparent = void;
   size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
@@ -62,10 +64,24 @@ struct BpeMerge {
   std::string a, b;
   Form form = kOther;
 };
+// The vocabulary and merges as Bpe::parse resolved them, in the compiled form a .pipit stores beside tokenizer.json
+// (tokenizer/compiled_tokenizer.h): every token with its id in the order they were added (a repeated token once, with
+// the id it kept), every merge as the ids of its pair, its rank and the id of the merged token. Read in place from the
+// file, this skips the JSON lexing and the token lookups of each merge that are most of a 150k-vocab load.
+// Little-endian records: vocab n_vocab x {u32 offset, u32 length, i32 id} into `strings`; merges n_merges x
+// {i32 left, i32 right, u32 rank, i32 merged}.
+struct BpeResolved {
+  static constexpr size_t kVocabRecord = 12, kMergeRecord = 16;
+  const uint8_t* vocab = nullptr;
+  const uint8_t* merges = nullptr;
+  uint32_t n_vocab = 0, n_merges = 0;
+  std::string_view strings;
+};
 struct BpeTables {
   bool has_vocab = false, has_merges = false;
   std::vector<std::pair<std::string, nlohmann::json>> vocab;  // in file order
   std::vector<BpeMerge> merges;                                // in file order
+  std::optional<BpeResolved> resolved;  // when set, the tables come from here (the tree's are not read)
 };
 
 class Bpe {
@@ -76,6 +92,9 @@ class Bpe {
 
   // Appends the ids of one pre-tokenized word (non-empty, valid UTF-8).
   Status tokenize(std::string_view word, std::vector<int32_t>& out, BpeCache* cache) const;
+
+  // The resolved tables (BpeResolved's records), to be read back through BpeTables::resolved.
+  void export_resolved(std::string& vocab, std::string& merges, std::string& strings) const;
 
   std::optional<int32_t> token_to_id(std::string_view token) const;
   const std::string* id_to_token(int32_t id) const;  // nullptr when the id is not in the vocab
@@ -92,6 +111,7 @@ class Bpe {
   const MergeSlot* find_merge(int32_t a, int32_t b) const;
   void insert_merge(int32_t a, int32_t b, uint32_t rank, int32_t new_id);
   Status merge_word(std::string_view word, std::vector<int32_t>& ids) const;
+  Status read_resolved(const BpeResolved& r, JsonFields& f);
 
   TokenIndex vocab_;
   std::vector<const std::string*> vocab_r_;  // id -> token (points into vocab_'s strings)

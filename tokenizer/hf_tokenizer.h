@@ -24,11 +24,16 @@ Result<TokenizerConfig> parse_tokenizer_config(std::string_view text);
 // The same from its tree (kept as the config's raw JSON).
 Result<TokenizerConfig> tokenizer_config_from_json(nlohmann::json raw);
 
+// Parses tokenizer.json, moving the entries of model.vocab and model.merges into `tables` instead of the tree (which
+// keeps them empty).
+Result<nlohmann::json> parse_tokenizer_json(std::string_view text, tok::BpeTables& tables);
+
 class HfTokenizer final : public Tokenizer {
  public:
   // `tables`: model.vocab / model.merges already lifted out of `j` (see BpeTables), or nullptr.
   static Result<std::shared_ptr<HfTokenizer>> create(const nlohmann::json& j, tok::BpeTables* tables = nullptr);
   void set_config(TokenizerConfig c) { config_ = std::move(c); }
+  const tok::Bpe& model() const { return *model_; }
 
   // Invalid UTF-8 in `text` is first repaired like Rust's String::from_utf8_lossy (each maximal invalid subpart
   // becomes U+FFFD), which is what HF receives when a binding converts bytes to a string.

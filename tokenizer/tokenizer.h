@@ -37,6 +37,13 @@ class Tokenizer {
   // A tokenizer held as parts (format/tokenizer_parts.h: a GGUF vocabulary), consumed: the tokenizer that
   // load() gives for the texts of those parts (tokenizer_parts_texts), built without writing and parsing them.
   static Result<std::shared_ptr<Tokenizer>> load_parts(TokenizerParts&& parts);
+  // The compiled form of a tokenizer.json (tokenizer/compiled_tokenizer.cpp): its vocabulary and merges resolved to
+  // ids, the rest of it as JSON, in one byte string that a .pipit stores beside the text. load_compiled() reads it
+  // back (in place: `compiled` need not outlive the tokenizer) to the tokenizer load() gives for the text, without
+  // lexing the text's vocabulary or looking up the tokens of every merge. compile() fails for what load() refuses.
+  static Result<std::string> compile(std::string_view tokenizer_json);
+  static Result<std::shared_ptr<Tokenizer>> load_compiled(std::string_view compiled,
+                                                          std::string_view tokenizer_config_json);
   // A directory holding tokenizer.json and optionally tokenizer_config.json.
   static Result<std::shared_ptr<Tokenizer>> load_dir(const std::string& dir);
 

@@ -227,7 +227,8 @@ class TokenizerJsonSax {
   std::optional<Dom> sub_;
 };
 
-// Parses tokenizer.json, moving the entries of model.vocab and model.merges into `tables` instead of the tree.
+}  // namespace
+
 Result<json> parse_tokenizer_json(std::string_view text, tok::BpeTables& tables) {
   if (json_depth(text) > kMaxJsonDepth)
     return Error::format("[tokenizer.json] JSON nested deeper than {} levels", kMaxJsonDepth);
@@ -246,6 +247,8 @@ Result<json> parse_tokenizer_json(std::string_view text, tok::BpeTables& tables)
   }
   return root;
 }
+
+namespace {
 
 Result<std::shared_ptr<HfTokenizer>> load_hf(std::string_view tokenizer_json, std::string_view tokenizer_config_json) {
   tok::BpeTables tables;

@@ -37,17 +37,29 @@ TEST(TokenizerGolden, TestdataPresent) {
   }
 }
 
-class GoldenFolder : public ::testing::TestWithParam<std::string> {
+// Each folder twice: the tokenizer loaded from its tokenizer.json, and compiled (Tokenizer::compile, what a .pipit
+// stores beside the text) then loaded from that.
+struct GoldenParam {
+  std::string folder;
+  bool compiled;
+};
+
+class GoldenFolder : public ::testing::TestWithParam<GoldenParam> {
  protected:
-  std::string path(const char* file) const { return tokenizers_dir() + "/" + GetParam() + "/" + file; }
+  const std::string& folder() const { return GetParam().folder; }
+  std::string path(const char* file) const { return tokenizers_dir() + "/" + folder() + "/" + file; }
+  std::shared_ptr<Tokenizer> tokenizer() const {
+    return GetParam().compiled ? compiled_golden_tokenizer(folder()) : golden_tokenizer(folder());
+  }
+  std::string name() const { return folder() + (GetParam().compiled ? " (compiled)" : ""); }
 };
 
 TEST_P(GoldenFolder, Cases) {
-  auto tok = golden_tokenizer(GetParam());
+  auto tok = tokenizer();
   ASSERT_TRUE(tok);
   auto lines = read_jsonl(path("cases.jsonl"));
   ASSERT_FALSE(lines.empty());
-  Reporter rep(GetParam() + "/cases.jsonl");
+  Reporter rep(name() + " cases.jsonl");
   size_t checked = 0;
   for (auto& [n, j] : lines) {
     std::string text = j.at("text");
@@ -64,11 +76,11 @@ TEST_P(GoldenFolder, Cases) {
 }
 
 TEST_P(GoldenFolder, Decode) {
-  auto tok = golden_tokenizer(GetParam());
+  auto tok = tokenizer();
   ASSERT_TRUE(tok);
   auto lines = read_jsonl(path("decode.jsonl"));
   ASSERT_FALSE(lines.empty());
-  Reporter rep(GetParam() + "/decode.jsonl");
+  Reporter rep(name() + " decode.jsonl");
   for (auto& [n, j] : lines) {
     auto ids = ids_of(j.at("ids"));
     bool skip = j.at("skip_special_tokens");
@@ -78,14 +90,14 @@ TEST_P(GoldenFolder, Decode) {
 
 TEST_P(GoldenFolder, ChatIds) {
   if (!std::filesystem::exists(path("chat.jsonl"))) {
-    EXPECT_EQ(GetParam(), "mistral") << "only mistral ships without chat.jsonl (it has no chat template)";
+    EXPECT_EQ(folder(), "mistral") << "only mistral ships without chat.jsonl (it has no chat template)";
     return;
   }
-  auto tok = golden_tokenizer(GetParam());
+  auto tok = tokenizer();
   ASSERT_TRUE(tok);
   auto lines = read_jsonl(path("chat.jsonl"));
   ASSERT_FALSE(lines.empty());
-  Reporter rep(GetParam() + "/chat.jsonl");
+  Reporter rep(name() + " chat.jsonl");
   for (auto& [n, j] : lines) {
     auto ids = tok->encode(j.at("text").get<std::string>(), false);
     rep.check(n, "encode(text)", ids ? diff_ids(ids_of(j.at("ids")), *ids) : ids.status().message());
@@ -94,7 +106,7 @@ TEST_P(GoldenFolder, ChatIds) {
 
 // Streaming each golden id sequence one id at a time gives exactly the golden decode, in valid UTF-8 pieces.
 TEST_P(GoldenFolder, StreamDecoderMatchesDecode) {
-  auto tok = golden_tokenizer(GetParam());
+  auto tok = tokenizer();
   ASSERT_TRUE(tok);
   struct Seq { int line; std::string file; std::vector<int32_t> ids; bool skip; std::string want; };
   std::vector<Seq> seqs;
@@ -106,7 +118,7 @@ TEST_P(GoldenFolder, StreamDecoderMatchesDecode) {
   for (auto& [n, j] : read_jsonl(path("decode.jsonl")))
     seqs.push_back({n, "decode.jsonl", ids_of(j.at("ids")), j.at("skip_special_tokens"), j.at("decoded")});
   ASSERT_FALSE(seqs.empty());
-  Reporter rep(GetParam() + " stream");
+  Reporter rep(name() + " stream");
   StreamDecoder sd(*tok, false), sd_skip(*tok, true);
   for (auto& s : seqs) {
     StreamDecoder& d = s.skip ? sd_skip : sd;
@@ -124,9 +136,18 @@ TEST_P(GoldenFolder, StreamDecoderMatchesDecode) {
   }
 }
 
-std::string folder_name(const ::testing::TestParamInfo<std::string>& info) { return info.param; }
+std::vector<GoldenParam> golden_params() {
+  std::vector<GoldenParam> r;
+  for (const std::string& f : golden_folders())
+    for (bool compiled : {false, true}) r.push_back({f, compiled});
+  return r;
+}
 
-INSTANTIATE_TEST_SUITE_P(Tokenizers, GoldenFolder, ::testing::ValuesIn(golden_folders()), folder_name);
+std::string param_name(const ::testing::TestParamInfo<GoldenParam>& info) {
+  return info.param.folder + (info.param.compiled ? "_compiled" : "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Tokenizers, GoldenFolder, ::testing::ValuesIn(golden_params()), param_name);
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(GoldenFolder);  // TestdataPresent reports a missing folder
 
 TEST(TokenizerGolden, Stories260k) {

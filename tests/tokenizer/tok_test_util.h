@@ -4,7 +4,9 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <algorithm>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -56,6 +58,34 @@ inline std::shared_ptr<Tokenizer> cached_tokenizer(const std::string& dir) {
 
 inline std::shared_ptr<Tokenizer> golden_tokenizer(const std::string& folder) {
   return cached_tokenizer(tokenizers_dir() + "/" + folder);
+}
+
+inline std::string read_text(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+// The tokenizer of a golden folder compiled (Tokenizer::compile) and read back from that (load_compiled), once; the
+// compiled bytes are dropped before it is used, so nothing can point into them.
+inline std::shared_ptr<Tokenizer> compiled_golden_tokenizer(const std::string& folder) {
+  static std::map<std::string, std::shared_ptr<Tokenizer>> cache;
+  if (auto it = cache.find(folder); it != cache.end()) return it->second;
+  const std::string dir = tokenizers_dir() + "/" + folder;
+  const std::string cfg = std::filesystem::exists(dir + "/tokenizer_config.json")
+                              ? read_text(dir + "/tokenizer_config.json") : "";
+  auto compiled = Tokenizer::compile(read_text(dir + "/tokenizer.json"));
+  if (!compiled) {
+    ADD_FAILURE() << "compiling " << dir << ": " << compiled.status().message();
+    return nullptr;
+  }
+  std::string bytes = std::move(compiled).value();
+  auto r = Tokenizer::load_compiled(bytes, cfg);
+  std::fill(bytes.begin(), bytes.end(), '\0');
+  if (!r) {
+    ADD_FAILURE() << "loading the compiled " << dir << ": " << r.status().message();
+    return nullptr;
+  }
+  return cache[folder] = r.value();
 }
 
 struct JsonLine {
