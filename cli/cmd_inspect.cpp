@@ -80,6 +80,8 @@ int inspect_pipit(const std::string& path, bool all) {
   print_config(f->config());
   for (const char* k : {"tokenizer", "tokenizer_config", "chat_template", "preprocessor_config", "processor_config"})
     if (auto t = f->text(k)) std::printf("%s: %zu bytes\n", k, t->size());
+  if (auto b = f->blob("tokenizer_compiled"))
+    std::printf("tokenizer_compiled: %zu bytes (read at load in place of the tokenizer text)\n", b->size());
   if (h.contains("generation_config")) std::printf("generation_config: %s\n", h["generation_config"].dump().c_str());
   if (h.contains("quantization")) {
     const auto& q = h["quantization"];

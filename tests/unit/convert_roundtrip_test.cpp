@@ -537,3 +537,46 @@ INSTANTIATE_TEST_SUITE_P(Text, ConvertRoundTrip, ::testing::Values("llama", "qwe
 
 }  // namespace
 }  // namespace pipit
+
+#ifdef PIPIT_WITH_TOKENIZER
+#include "tokenizer/tokenizer.h"
+
+namespace pipit {
+namespace {
+
+// The converter stores the tokenizer compiled beside its text (Tokenizer::compile); a load reads it and gives the
+// ids the text gives, and a file whose compiled form is damaged still loads, from the text.
+TEST(ConvertTokenizer, CompiledBesideTheTextAndTheTextAsFallback) {
+  test::ScratchDir d("tokc");
+  const std::string path = d.path("s.pipit");
+  test::convert_or_fail(test::model_dir("stories260k"), path, "f32");
+  auto f = PipitFile::open(path);
+  ASSERT_TRUE(f.is_ok()) << f.status().message();
+  ASSERT_TRUE(f->blob("tokenizer_compiled").has_value());
+  ASSERT_TRUE(f->text("tokenizer").has_value());
+  const uint64_t at = f->data_offset() + f->header()["blobs"]["tokenizer_compiled"]["offset"].get<uint64_t>();
+  const std::string text = "Once upon a time, a little girl named Lily found a shiny ball in the park.";
+  auto want = Tokenizer::load_dir(test::model_dir("stories260k"));
+  ASSERT_TRUE(want.is_ok());
+  auto want_ids = (*want)->encode(text, true);
+  ASSERT_TRUE(want_ids.is_ok());
+
+  auto tok = load_tokenizer(path);
+  ASSERT_TRUE(tok.is_ok()) << tok.status().message();
+  EXPECT_EQ(*(*tok)->encode(text, true), *want_ids);
+  EXPECT_EQ((*tok)->config().bos_token, (*want)->config().bos_token);
+
+  std::string bytes = test::read_bytes(path);
+  bytes[at] = 'X';  // the compiled form's magic
+  test::write_bytes(d.path("damaged.pipit"), bytes);
+  auto fallback = load_tokenizer(d.path("damaged.pipit"));
+  ASSERT_TRUE(fallback.is_ok()) << fallback.status().message();
+  EXPECT_EQ(*(*fallback)->encode(text, true), *want_ids);
+  auto lm = load_model(d.path("damaged.pipit"));
+  ASSERT_TRUE(lm.is_ok()) << lm.status().message();
+  EXPECT_EQ(*lm->tokenizer->encode(text, true), *want_ids);
+}
+
+}  // namespace
+}  // namespace pipit
+#endif  // PIPIT_WITH_TOKENIZER

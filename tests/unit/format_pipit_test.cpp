@@ -173,6 +173,48 @@ TEST(PipitFormat, TextsAreRawBytesAfterTheTensors) {
   expect_error(f, "text 'tokenizer' is not valid UTF-8 (byte 2 of 8)");
 }
 
+// Binary sections ("blobs") come after the texts, any bytes, checked like the texts for bounds and overlaps; a blob
+// key this reader does not know is skipped (a newer writer's), and a file without blobs reads as before.
+TEST(PipitFormat, BlobsAreBytesAfterTheTexts) {
+  test::ScratchDir d("fmt");
+  const std::string path = d.path("blob.pipit");
+  const std::string bytes("\x00\xff\xc3 not text\x01", 13);
+  auto w = PipitWriter::create(path, {{"config", {{"model_type", "llama"}}}, {"tokenizer", "{\"x\": 1}"},
+                                      {"tokenizer_compiled", bytes}},
+                               {{"c", DType::I32, {4}}});
+  ASSERT_TRUE(w.is_ok()) << w.status().message();
+  int32_t c[4] = {1, -2, 3, -4};
+  ASSERT_TRUE((*w)->append(0, c, sizeof c).is_ok());
+  ASSERT_TRUE((*w)->finish().is_ok());
+  auto f = PipitFile::open(path);
+  ASSERT_TRUE(f.is_ok()) << f.status().message();
+  EXPECT_EQ(f->blob("tokenizer_compiled").value_or(""), bytes);
+  EXPECT_EQ(f->text("tokenizer").value_or(""), "{\"x\": 1}");
+  EXPECT_FALSE(f->blob("other").has_value());
+  const json& h = f->header();
+  EXPECT_FALSE(h.contains("tokenizer_compiled"));
+  EXPECT_GE(h["blobs"]["tokenizer_compiled"]["offset"].get<uint64_t>(),
+            h["texts"]["tokenizer"]["offset"].get<uint64_t>() + h["texts"]["tokenizer"]["nbytes"].get<uint64_t>());
+  EXPECT_EQ(h["blobs"]["tokenizer_compiled"]["offset"].get<uint64_t>() % kAlign, 0u);
+
+  const std::string good = test::read_bytes(path);
+  auto later = parse_with_header(good, [](json& h) {  // renamed, the same length (the header must still fit)
+    h["blobs"]["tokenizer_newform1"] = h["blobs"]["tokenizer_compiled"];
+    h["blobs"]["tokenizer_newform1"]["offset"] = 1u << 30;  // not even checked: nothing reads it
+    h["blobs"].erase("tokenizer_compiled");
+  });
+  ASSERT_TRUE(later.is_ok()) << later.status().message();
+  EXPECT_FALSE(later->blob("tokenizer_compiled").has_value());
+  auto none = parse_with_header(good, [](json& h) { h.erase("blobs"); });
+  ASSERT_TRUE(none.is_ok());
+  EXPECT_FALSE(none->blob("tokenizer_compiled").has_value());
+  expect_error(parse_with_header(good, [](json& h) { h["blobs"] = 5; }), "'blobs' must be an object");
+  expect_error(parse_with_header(good, [](json& h) { h["blobs"]["tokenizer_compiled"] = "x"; }), "offset and nbytes");
+  expect_error(parse_with_header(good, [](json& h) { h["blobs"]["tokenizer_compiled"]["offset"] = 1u << 20; }),
+               "outside the data");
+  expect_error(parse_with_header(good, [](json& h) { h["blobs"]["tokenizer_compiled"]["offset"] = 0; }), "overlap");
+}
+
 // Files written before version 2 (texts as JSON strings in the header) still read.
 TEST(PipitFormat, ReadsVersionOne) {
   test::ScratchDir d("fmt");
