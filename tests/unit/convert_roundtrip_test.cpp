@@ -481,14 +481,15 @@ TEST(ConvertRoundTripPipit, LargePanelMatricesLoadAsStored) {
     ASSERT_EQ(loaded->dtype(), stored.dtype()) << q;
     ASSERT_EQ(loaded->nbytes(), stored.nbytes()) << q;
     EXPECT_EQ(std::memcmp(loaded->data(), stored.data(), stored.nbytes()), 0) << q;
-    // by default read in place, its pages moved to anonymous huge pages in the background (core/page_migration.h):
-    // the logits below may be computed while they move
+    // by default read in place, its pages moved to anonymous huge pages in the background (core/page_migration.h),
+    // or left where they are when the page cache holds the file in 2 MiB pages (as the converter's 2 MiB writes
+    // leave it on Linux 6.x ext4): the logits below may be computed while they move
     auto* moving = dynamic_cast<const MigratingStorage*>(loaded->storage().get());
     ASSERT_NE(moving, nullptr) << q << ": moved to anonymous memory by default";
     EXPECT_GT(moving->chunks_planned(), 0u) << q;
     const auto want = test::all_logits(*lg.model, ids), got = test::all_logits(*lc.model, ids);
     moving->wait();
-    EXPECT_EQ(moving->chunks_moved(), moving->chunks_planned()) << q;
+    EXPECT_EQ(moving->chunks_moved() + moving->chunks_in_place(), moving->chunks_planned()) << q;
     EXPECT_EQ(std::memcmp(loaded->data(), stored.data(), stored.nbytes()), 0) << q << ": the same bytes once moved";
     const auto moved = test::all_logits(*lc.model, ids);
     EXPECT_EQ(test::max_abs_diff(moved.data(), got.data(), int64_t(got.size())).max_abs, 0.0) << q;
