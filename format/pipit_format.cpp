@@ -284,30 +284,25 @@ Result<std::unique_ptr<PipitWriter>> PipitWriter::create(const std::string& path
     w->entries_.push_back(std::move(e));
   }
   w->data_bytes_ = w->entries_.empty() ? 0 : w->entries_.back().offset + w->entries_.back().nbytes;
-  nlohmann::json texts = nlohmann::json::object();
-  for (const char* k : kTextKeys) {  // after the tensors, in this order
-    if (!header.contains(k)) continue;
-    if (!header[k].is_string()) return Error::invalid_argument("[pipit] text '{}' must be a string", k);
-    std::string text = header[k].get<std::string>();
-    header.erase(k);
-    const uint64_t at = align_up(w->data_bytes_, kAlign);
-    texts[k] = {{"offset", at}, {"nbytes", uint64_t(text.size())}};
-    w->data_bytes_ = at + text.size();
-    w->texts_.emplace_back(at, std::move(text));
-  }
-  if (!texts.empty()) header["texts"] = std::move(texts);
-  nlohmann::json blobs = nlohmann::json::object();
-  for (const char* k : kBlobKeys) {  // after the texts
-    if (!header.contains(k)) continue;
-    if (!header[k].is_string()) return Error::invalid_argument("[pipit] blob '{}' must be a string of bytes", k);
-    std::string bytes = header[k].get<std::string>();
-    header.erase(k);
-    const uint64_t at = align_up(w->data_bytes_, kAlign);
-    blobs[k] = {{"offset", at}, {"nbytes", uint64_t(bytes.size())}};
-    w->data_bytes_ = at + bytes.size();
-    w->texts_.emplace_back(at, std::move(bytes));
-  }
-  if (!blobs.empty()) header["blobs"] = std::move(blobs);
+  // Each text (kTextKeys), then each blob (kBlobKeys), moved out of the header to the data section after the tensors,
+  // each at a multiple of 64, and listed under `section` as {offset, nbytes}.
+  auto place = [&](const auto& keys, const char* section, const char* what) -> Status {
+    nlohmann::json placed = nlohmann::json::object();
+    for (const char* k : keys) {
+      if (!header.contains(k)) continue;
+      if (!header[k].is_string()) return Error::invalid_argument("[pipit] {} '{}' must be a string", what, k);
+      std::string bytes = header[k].get<std::string>();
+      header.erase(k);
+      const uint64_t at = align_up(w->data_bytes_, kAlign);
+      placed[k] = {{"offset", at}, {"nbytes", uint64_t(bytes.size())}};
+      w->data_bytes_ = at + bytes.size();
+      w->texts_.emplace_back(at, std::move(bytes));
+    }
+    if (!placed.empty()) header[section] = std::move(placed);
+    return Status::ok();
+  };
+  PIPIT_TRY(place(kTextKeys, "texts", "text"));
+  PIPIT_TRY(place(kBlobKeys, "blobs", "blob"));
   header["format"] = "pipit";
   header["version"] = kPipitVersion;
   header["tensors"] = std::move(dir);

@@ -137,7 +137,7 @@ class PipitWriter {
   std::unique_ptr<char[]> buffer_;  // f_'s stdio buffer; outlives it (f_ is closed in finish() or the destructor)
   std::FILE* f_ = nullptr;
   std::vector<PipitTensorEntry> entries_;
-  std::vector<std::pair<uint64_t, std::string>> texts_;  // offset in the data section, bytes
+  std::vector<std::pair<uint64_t, std::string>> texts_;  // texts and blobs: offset in the data section, bytes
   uint64_t data_offset_ = 0, data_bytes_ = 0, pos_ = 0;
   size_t cur_ = 0;
   uint64_t cur_written_ = 0;
