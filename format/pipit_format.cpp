@@ -194,6 +194,19 @@ Result<PipitFile> PipitFile::parse(const uint8_t* data, size_t size, std::shared
   };
   std::vector<Span> spans;
   for (auto& e : f.entries_) spans.push_back({e.offset, e.nbytes, "tensor '" + e.name + "'"});
+  // A text's or blob's {offset, nbytes}: checked to lie in the data section, its span noted for the overlap check.
+  auto placed_bytes = [&](const nlohmann::json& v, const char* what, const std::string& k) -> Result<std::string_view> {
+    if (!v.is_object() || !v.contains("offset") || !v.contains("nbytes") || !v["offset"].is_number_unsigned() ||
+        !v["nbytes"].is_number_unsigned())
+      return Error::format("{}: {} '{}' must be an object of two non-negative integers, offset and nbytes", ctx, what,
+                           k);
+    const uint64_t off = v["offset"].get<uint64_t>(), n = v["nbytes"].get<uint64_t>();
+    if (off > data_bytes || n > data_bytes - off)
+      return Error::format("{}: {} '{}' [{}, {}) lies outside the data section of {} bytes (truncated file?)", ctx,
+                           what, k, off, off + n, data_bytes);
+    spans.push_back({off, n, fmt("{} '{}'", what, k)});
+    return std::string_view(reinterpret_cast<const char*>(base + off), size_t(n));
+  };
   if (f.version_ >= 2 && h.contains("texts")) {
     const auto& t = h["texts"];
     if (!t.is_object()) return Error::format("{}: 'texts' must be an object, got {}", ctx, t.type_name());
@@ -203,21 +216,11 @@ Result<PipitFile> PipitFile::parse(const uint8_t* data, size_t size, std::shared
           std::end(kTextKeys))
         return Error::format("{}: unknown text '{}' (expected tokenizer, tokenizer_config, preprocessor_config, "
                              "processor_config or chat_template)", ctx, k.substr(0, 64));
-      const auto& v = it.value();
-      if (!v.is_object() || !v.contains("offset") || !v.contains("nbytes") || !v["offset"].is_number_unsigned() ||
-          !v["nbytes"].is_number_unsigned())
-        return Error::format("{}: text '{}' must be an object of two non-negative integers, offset and nbytes", ctx,
-                             k);
-      const uint64_t off = v["offset"].get<uint64_t>(), n = v["nbytes"].get<uint64_t>();
-      if (off > data_bytes || n > data_bytes - off)
-        return Error::format("{}: text '{}' [{}, {}) lies outside the data section of {} bytes (truncated file?)",
-                             ctx, k, off, off + n, data_bytes);
-      const std::string_view text(reinterpret_cast<const char*>(base + off), size_t(n));
+      PIPIT_ASSIGN_OR_RETURN(const std::string_view text, placed_bytes(it.value(), "text", k));
       // JSON strings were UTF-8 by construction; raw bytes are checked (the tokenizer and templates assume it)
       if (const size_t bad = utf8_error_offset(text); bad != std::string_view::npos)
-        return Error::format("{}: text '{}' is not valid UTF-8 (byte {} of {})", ctx, k, bad, n);
+        return Error::format("{}: text '{}' is not valid UTF-8 (byte {} of {})", ctx, k, bad, text.size());
       f.texts_[k] = text;
-      spans.push_back({off, n, "text '" + k + "'"});
     }
   }
   // Binary sections (kBlobKeys); a key this reader does not know is skipped (a newer writer's), not refused.
@@ -226,17 +229,7 @@ Result<PipitFile> PipitFile::parse(const uint8_t* data, size_t size, std::shared
     if (!b.is_object()) return Error::format("{}: 'blobs' must be an object, got {}", ctx, b.type_name());
     for (const char* k : kBlobKeys) {
       if (!b.contains(k)) continue;
-      const auto& v = b[k];
-      if (!v.is_object() || !v.contains("offset") || !v.contains("nbytes") || !v["offset"].is_number_unsigned() ||
-          !v["nbytes"].is_number_unsigned())
-        return Error::format("{}: blob '{}' must be an object of two non-negative integers, offset and nbytes", ctx,
-                             k);
-      const uint64_t off = v["offset"].get<uint64_t>(), n = v["nbytes"].get<uint64_t>();
-      if (off > data_bytes || n > data_bytes - off)
-        return Error::format("{}: blob '{}' [{}, {}) lies outside the data section of {} bytes (truncated file?)",
-                             ctx, k, off, off + n, data_bytes);
-      f.blobs_[k] = std::string_view(reinterpret_cast<const char*>(base + off), size_t(n));
-      spans.push_back({off, n, std::string("blob '") + k + "'"});
+      PIPIT_ASSIGN_OR_RETURN(f.blobs_[k], placed_bytes(b[k], "blob", k));
     }
   }
   std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.offset < b.offset; });
