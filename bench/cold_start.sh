@@ -10,6 +10,11 @@
 #   MODEL: a .pipit or .gguf file pipit runs; after `--`, a GGUF for llama.cpp's llama-simple (LLAMA_BIN, default
 #   /tmp/lc/src/build/bin). THREADS (default 2). PIPIT_ARGS: more `pipit run` options.
 # Each pipit run is `pipit run -m MODEL -p Hello -n 1 -t THREADS --no-template`; llama-simple's is `-n 1 Hello`.
+# How the page cache holds a file decides much of its start: in 2 MiB folios (a .pipit this pipit wrote, or any file
+# read from disk, on Linux 6.x ext4 / XFS) its weights are mapped with huge pages at once; in 4 KiB pages (a file
+# written 4 KiB at a time, or copied) the first token reads them slowly and a background thread moves them. The
+# "touch" column tells which (tens of ms: 2 MiB folios). REREAD=1 drops each file from the page cache and reads it
+# back before the rounds, so every file starts as a file read from disk does.
 set -euo pipefail
 BUILD=${1:?usage: $0 BUILD_DIR ROUNDS MODEL [MODEL...] [-- LLAMA_GGUF]}
 ROUNDS=${2:?rounds}
@@ -32,7 +37,12 @@ read -ra EXTRA <<< "${PIPIT_ARGS:-}"
 echo "# $(date -u +%FT%TZ) $(nproc) cpus, load: $(cut -d' ' -f1-3 /proc/loadavg), threads $THREADS"
 
 # the page cache holds every file before the first timed run
-for m in "${MODELS[@]}" $LLAMA_GGUF; do cat "$m" > /dev/null; done
+for m in "${MODELS[@]}" $LLAMA_GGUF; do
+  if [ "${REREAD:-0}" = 1 ]; then
+    /usr/bin/python3 -c 'import os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)' "$m"
+  fi
+  cat "$m" > /dev/null
+done
 
 touch_pages() {  # one byte of every 4 KiB page of a mapping of the file, in a fresh process
   /usr/bin/python3 -c '
