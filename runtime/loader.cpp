@@ -248,22 +248,19 @@ void rehome_weights(std::map<std::string, Tensor>& tensors, const RehomeOptions&
   // The matrices are independent (each its own tensor and its own part of the buffer), so they are split across
   // threads, every n-th to one: the rewrite and the first touches of the buffer's fresh pages are the whole of a
   // GGUF's load beside the tokenizer (a 0.6B Q4_0 file: ~1 s of CPU here, most of it in the kernel zeroing pages).
-  const int n_threads = int(std::clamp<unsigned>(std::thread::hardware_concurrency(), 1, 4));
+  const size_t n_threads =
+      total >= (size_t(16) << 20) ? std::clamp<unsigned>(std::thread::hardware_concurrency(), 1, 4) : 1;
+  std::vector<std::exception_ptr> failed(n_threads);  // a bad_alloc goes to load_model's handler
+  auto share = [&](size_t i) {  // matrices i, i + n_threads, ...
+    try {
+      for (size_t j = i; j < plan.size(); j += n_threads) move(plan[j]);
+    } catch (...) {
+      failed[i] = std::current_exception();
+    }
+  };
   std::vector<std::thread> helpers;
-  std::vector<std::exception_ptr> failed{size_t(n_threads)};  // a bad_alloc goes to load_model's handler
-  for (int i = 1; i < n_threads && total >= (size_t(16) << 20); ++i)
-    helpers.emplace_back([&, i] {
-      try {
-        for (size_t j = size_t(i); j < plan.size(); j += size_t(n_threads)) move(plan[j]);
-      } catch (...) {
-        failed[size_t(i)] = std::current_exception();
-      }
-    });
-  try {
-    for (size_t j = 0; j < plan.size(); j += helpers.size() + 1) move(plan[j]);
-  } catch (...) {
-    failed[0] = std::current_exception();
-  }
+  for (size_t i = 1; i < n_threads; ++i) helpers.emplace_back(share, i);
+  share(0);
   for (auto& h : helpers) h.join();
   for (auto& e : failed)
     if (e) std::rethrow_exception(e);

@@ -95,6 +95,13 @@ const Bpe::MergeSlot* Bpe::find_merge(int32_t a, int32_t b) const {
   }
 }
 
+void Bpe::size_merges(size_t n) {
+  size_t cap = 16;
+  while (cap < n * 2) cap <<= 1;
+  merges_.assign(cap, MergeSlot{kEmpty, 0, 0});
+  merges_mask_ = cap - 1;
+}
+
 void Bpe::insert_merge(int32_t a, int32_t b, uint32_t rank, int32_t new_id) {
   uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
   for (size_t i = mix64(key) & merges_mask_;; i = (i + 1) & merges_mask_) {
@@ -123,8 +130,7 @@ Result<std::unique_ptr<Bpe>> Bpe::parse(const json& j, const std::string& where,
     return Status::ok();
   };
   if (tables && tables->resolved) {
-    PIPIT_TRY(m->read_resolved(*tables->resolved, f));
-    max_id = m->max_id();
+    PIPIT_ASSIGN_OR_RETURN(max_id, m->read_resolved_vocab(*tables->resolved, f));
   } else if (tables && tables->has_vocab) {
     m->vocab_.reserve(tables->vocab.size());
     for (auto& [token, v] : tables->vocab) PIPIT_TRY(add_token(std::move(token), v));
@@ -133,10 +139,8 @@ Result<std::unique_ptr<Bpe>> Bpe::parse(const json& j, const std::string& where,
     m->vocab_.reserve(vocab->size());
     for (auto it = vocab->begin(); it != vocab->end(); ++it) PIPIT_TRY(add_token(it.key(), *it));
   }
-  if (!(tables && tables->resolved)) {
-    m->vocab_r_.assign(static_cast<size_t>(max_id + 1), nullptr);
-    for (size_t i = 0; i < m->vocab_.size(); ++i) m->vocab_r_[m->vocab_.id(i)] = &m->vocab_.token(i);
-  }
+  m->vocab_r_.assign(static_cast<size_t>(max_id + 1), nullptr);
+  for (size_t i = 0; i < m->vocab_.size(); ++i) m->vocab_r_[m->vocab_.id(i)] = &m->vocab_.token(i);
 
   PIPIT_ASSIGN_OR_RETURN(auto unk, f.opt_str("unk_token"));
   if (unk) {
@@ -162,7 +166,8 @@ Result<std::unique_ptr<Bpe>> Bpe::parse(const json& j, const std::string& where,
   }
 
   PIPIT_ASSIGN_OR_RETURN(const json* merges_json, f.array("merges"));
-  if (tables && tables->resolved) {  // read with the vocabulary
+  if (tables && tables->resolved) {
+    PIPIT_TRY(m->read_resolved_merges(*tables->resolved, f));
     PIPIT_TRY(f.finish());
     return m;
   }
@@ -179,10 +184,7 @@ Result<std::unique_ptr<Bpe>> Bpe::parse(const json& j, const std::string& where,
     }
   }
   std::vector<BpeMerge>& merges = tables && tables->has_merges ? tables->merges : from_tree;
-  size_t cap = 16;
-  while (cap < merges.size() * 2) cap <<= 1;
-  m->merges_.assign(cap, MergeSlot{kEmpty, 0, 0});
-  m->merges_mask_ = cap - 1;
+  m->size_merges(merges.size());
   uint32_t rank = 0;
   std::string merged;
   for (size_t i = 0; i < merges.size(); ++i) {
@@ -219,35 +221,25 @@ Result<std::unique_ptr<Bpe>> Bpe::parse(const json& j, const std::string& where,
 
 // ---- resolved tables (BpeResolved) ----
 
-namespace {
-
-uint32_t le32(const uint8_t* p) { return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24; }
-void put32(std::string& out, uint32_t v) {
-  const char b[4] = {char(v), char(v >> 8), char(v >> 16), char(v >> 24)};
-  out.append(b, 4);
-}
-
-}  // namespace
-
 void Bpe::export_resolved(std::string& vocab, std::string& merges, std::string& strings) const {
   for (size_t i = 0; i < vocab_.size(); ++i) {
-    put32(vocab, uint32_t(strings.size()));
-    put32(vocab, uint32_t(vocab_.token(i).size()));
-    put32(vocab, uint32_t(vocab_.id(i)));
+    append_le32(vocab, uint32_t(strings.size()));
+    append_le32(vocab, uint32_t(vocab_.token(i).size()));
+    append_le32(vocab, uint32_t(vocab_.id(i)));
     strings += vocab_.token(i);
   }
   for (const MergeSlot& s : merges_) {
     if (s.key == kEmpty) continue;
-    put32(merges, uint32_t(s.key >> 32));
-    put32(merges, uint32_t(s.key));
-    put32(merges, s.rank);
-    put32(merges, uint32_t(s.new_id));
+    append_le32(merges, uint32_t(s.key >> 32));
+    append_le32(merges, uint32_t(s.key));
+    append_le32(merges, s.rank);
+    append_le32(merges, uint32_t(s.new_id));
   }
 }
 
-// Every record is checked as it is read (the bytes come from a file): a string inside `strings`, ids non-negative,
-// each merge's three ids in the vocabulary, no pair twice.
-Status Bpe::read_resolved(const BpeResolved& r, JsonFields& f) {
+// Every record is checked as it is read (the bytes come from a file): a string inside `strings`, ids in range, each
+// merge's three ids in the vocabulary, no pair twice.
+Result<int32_t> Bpe::read_resolved_vocab(const BpeResolved& r, JsonFields& f) {
   vocab_.reserve(r.n_vocab);
   int32_t max_id = -1;
   // Ids are dense in every real vocabulary (up to Gemma's 262144); a damaged one far past the count would size the
@@ -255,22 +247,21 @@ Status Bpe::read_resolved(const BpeResolved& r, JsonFields& f) {
   const uint32_t id_limit = std::max<uint32_t>(2 * r.n_vocab, 1u << 20);
   for (uint32_t i = 0; i < r.n_vocab; ++i) {
     const uint8_t* e = r.vocab + size_t(i) * BpeResolved::kVocabRecord;
-    const uint32_t off = le32(e), len = le32(e + 4), id = le32(e + 8);
+    const uint32_t off = load_le32(e), len = load_le32(e + 4), id = load_le32(e + 8);
     if (off > r.strings.size() || len > r.strings.size() - off || id >= id_limit)
       return f.error(fmt("compiled vocab entry {} is out of range", i));
     vocab_.set(std::string(r.strings.substr(off, len)), int32_t(id));
     max_id = std::max(max_id, int32_t(id));
   }
-  vocab_r_.assign(static_cast<size_t>(max_id + 1), nullptr);
-  for (size_t i = 0; i < vocab_.size(); ++i) vocab_r_[vocab_.id(i)] = &vocab_.token(i);
-  size_t cap = 16;
-  while (cap < size_t(r.n_merges) * 2) cap <<= 1;
-  merges_.assign(cap, MergeSlot{kEmpty, 0, 0});
-  merges_mask_ = cap - 1;
+  return max_id;
+}
+
+Status Bpe::read_resolved_merges(const BpeResolved& r, JsonFields& f) {
+  size_merges(r.n_merges);
   auto known = [&](uint32_t id) { return id < vocab_r_.size() && vocab_r_[id]; };
   for (uint32_t i = 0; i < r.n_merges; ++i) {
     const uint8_t* e = r.merges + size_t(i) * BpeResolved::kMergeRecord;
-    const uint32_t a = le32(e), b = le32(e + 4), rank = le32(e + 8), merged = le32(e + 12);
+    const uint32_t a = load_le32(e), b = load_le32(e + 4), rank = load_le32(e + 8), merged = load_le32(e + 12);
     if (!known(a) || !known(b) || !known(merged) || find_merge(int32_t(a), int32_t(b)))
       return f.error(fmt("compiled merge {} is out of range or repeated", i));
     insert_merge(int32_t(a), int32_t(b), rank, int32_t(merged));

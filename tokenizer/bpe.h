@@ -70,6 +70,15 @@ struct BpeMerge {
 // file, this skips the JSON lexing and the token lookups of each merge that are most of a 150k-vocab load.
 // Little-endian records: vocab n_vocab x {u32 offset, u32 length, i32 id} into `strings`; merges n_merges x
 // {i32 left, i32 right, u32 rank, i32 merged}.
+// The records' integers (and the compiled tokenizer's header, tokenizer/compiled_tokenizer.cpp).
+inline uint32_t load_le32(const void* p) {
+  const auto* b = static_cast<const uint8_t*>(p);
+  return uint32_t(b[0]) | uint32_t(b[1]) << 8 | uint32_t(b[2]) << 16 | uint32_t(b[3]) << 24;
+}
+inline void append_le32(std::string& out, uint32_t v) {
+  const char b[4] = {char(v), char(v >> 8), char(v >> 16), char(v >> 24)};
+  out.append(b, 4);
+}
 struct BpeResolved {
   static constexpr size_t kVocabRecord = 12, kMergeRecord = 16;
   const uint8_t* vocab = nullptr;
@@ -111,7 +120,10 @@ class Bpe {
   const MergeSlot* find_merge(int32_t a, int32_t b) const;
   void insert_merge(int32_t a, int32_t b, uint32_t rank, int32_t new_id);
   Status merge_word(std::string_view word, std::vector<int32_t>& ids) const;
-  Status read_resolved(const BpeResolved& r, JsonFields& f);
+  void size_merges(size_t n);  // an empty merge table for n merges
+  // BpeResolved's records: the vocabulary (returns the highest id), then, once vocab_r_ is built, the merges
+  Result<int32_t> read_resolved_vocab(const BpeResolved& r, JsonFields& f);
+  Status read_resolved_merges(const BpeResolved& r, JsonFields& f);
 
   TokenIndex vocab_;
   std::vector<const std::string*> vocab_r_;  // id -> token (points into vocab_'s strings)

@@ -21,16 +21,6 @@ namespace {
 constexpr char kMagic[8] = {'P', 'I', 'P', 'I', 'T', 'O', 'K', '1'};
 constexpr size_t kHeaderBytes = 24;
 
-void put32(std::string& out, uint32_t v) {
-  const char b[4] = {char(v), char(v >> 8), char(v >> 16), char(v >> 24)};
-  out.append(b, 4);
-}
-uint32_t get32(const char* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;  // little-endian hosts only (as the .pipit format)
-}
-
 }  // namespace
 
 Result<std::string> Tokenizer::compile(std::string_view tokenizer_json) {
@@ -44,10 +34,10 @@ Result<std::string> Tokenizer::compile(std::string_view tokenizer_json) {
   const uint64_t total = kHeaderBytes + text.size() + vocab.size() + merges.size() + strings.size();
   if (total > UINT32_MAX) return Error::unsupported("[tokenizer] too large to compile ({} bytes)", total);
   std::string out(kMagic, sizeof(kMagic));
-  put32(out, uint32_t(text.size()));
-  put32(out, uint32_t(vocab.size() / tok::BpeResolved::kVocabRecord));
-  put32(out, uint32_t(merges.size() / tok::BpeResolved::kMergeRecord));
-  put32(out, uint32_t(strings.size()));
+  tok::append_le32(out, uint32_t(text.size()));
+  tok::append_le32(out, uint32_t(vocab.size() / tok::BpeResolved::kVocabRecord));
+  tok::append_le32(out, uint32_t(merges.size() / tok::BpeResolved::kMergeRecord));
+  tok::append_le32(out, uint32_t(strings.size()));
   out.reserve(size_t(total));
   out += text;
   out += vocab;
@@ -59,8 +49,8 @@ Result<std::string> Tokenizer::compile(std::string_view tokenizer_json) {
 Result<std::shared_ptr<Tokenizer>> Tokenizer::load_compiled(std::string_view c, std::string_view tokenizer_config_json) {
   if (c.size() < kHeaderBytes || std::memcmp(c.data(), kMagic, sizeof(kMagic)) != 0)
     return Error::format("[tokenizer] compiled tokenizer: unknown magic (written by another pipit version?)");
-  const uint64_t tree = get32(c.data() + 8), n_vocab = get32(c.data() + 12), n_merges = get32(c.data() + 16),
-                 strings = get32(c.data() + 20);
+  const uint64_t tree = tok::load_le32(c.data() + 8), n_vocab = tok::load_le32(c.data() + 12),
+                 n_merges = tok::load_le32(c.data() + 16), strings = tok::load_le32(c.data() + 20);
   const uint64_t need = kHeaderBytes + tree + n_vocab * tok::BpeResolved::kVocabRecord +
                         n_merges * tok::BpeResolved::kMergeRecord + strings;
   if (need != c.size())
