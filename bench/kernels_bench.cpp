@@ -243,7 +243,9 @@ void register_all() {
     // batched decode (the server's continuous batching: M sequences, one token each): weights from DRAM as in a
     // real step (N = a vocabulary: the whole matrix is far larger than the caches); M rows should cost little more
     // than one while the step stays memory-bound
-    for (DType t : {DType::Q4_0X16, DType::Q8_0X16, DType::Q4_KX16, DType::Q5_0X16, DType::Q5_1X16, DType::Q4_1X16})
+    // (q6_kx16: the output head of most GGUFs, llama-quantize keeps it at Q6_K)
+    for (DType t : {DType::Q4_0X16, DType::Q8_0X16, DType::Q4_KX16, DType::Q6_KX16, DType::Q5_0X16, DType::Q5_1X16,
+                    DType::Q4_1X16})
       for (int64_t M : {1, 2, 4, 8, 12, 16, 24}) {
         const std::string name =
             "batch/" + isa + "/" + std::string(dtype_name(t)) + "/K=1024/N=151936/M=" + std::to_string(M);
