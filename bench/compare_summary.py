@@ -6,7 +6,7 @@ import json, os, statistics, sys
 out, rounds, types = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
 rss_llama, rss_pipit = (sys.argv[4], sys.argv[5]) if len(sys.argv) > 5 else (None, None)
 def ms(v): return (statistics.mean(v), statistics.stdev(v) if len(v) > 1 else 0.0)
-rows, bw = [], {}
+rows, bw, frac = [], {}, {}  # frac: each round's decode / roofline as pipit bench gives it (K/V reads counted)
 for t in types:
     llama, ik, pipit = {}, {}, {}
     for r in range(1, rounds + 1):
@@ -18,6 +18,8 @@ for t in types:
         j = json.load(open(f"{out}/pipit_{t}_{r}.json"))
         for e in j["tests"]:
             pipit.setdefault((e["test"], e["threads"]), []).append(e["avg_ts"])
+            if "roofline" in e:
+                frac.setdefault((t, e["threads"]), []).append(e["roofline"]["fraction"])
         for b in j.get("bandwidth", []):
             bw.setdefault((t, b["threads"]), []).append((b["read_gb_s"], b["roofline_ts"], j["size_bytes"]))
     for key in sorted(pipit, key=lambda k: (k[0][:2] != "pp", k[1])):
@@ -31,12 +33,13 @@ print("| --- | --- | ---: | ---: | ---: | ---: |" + ik_rule)
 for t, name, th, pm, ps, lm, ls, k in rows:
     extra = (f" {k[0]:.1f} ± {k[1]:.1f} | {pm / k[0]:.2f} |" if k else " | |") if has_ik else ""
     print(f"| {t} | {name} | {th} | {pm:.1f} ± {ps:.1f} | {lm:.1f} ± {ls:.1f} | {pm / lm:.2f} |{extra}")
-print("\n| weights | threads | read GB/s (best of 5, per round) | roofline tok/s | pipit tg128 | fraction of roofline |")
+print("\n| weights | threads | read GB/s (best of 5, per round) | roofline tok/s (weights) | pipit tg128 | fraction of roofline (weights + K/V) |")
 print("| --- | ---: | ---: | ---: | ---: | ---: |")
 for (t, th), v in sorted(bw.items()):
     gbs = statistics.mean(x[0] for x in v); roof = statistics.mean(x[1] for x in v)
     tg = next((r[3] for r in rows if r[0] == t and r[1].startswith("tg") and r[2] == th), 0)
-    print(f"| {t} | {th} | {gbs:.1f} | {roof:.1f} | {tg:.1f} | {tg / roof:.2f} |")
+    f = statistics.mean(frac[(t, th)]) if (t, th) in frac else tg / roof
+    print(f"| {t} | {th} | {gbs:.1f} | {roof:.1f} | {tg:.1f} | {f:.2f} |")
 scale = {}
 for t in types:
     v = {r[2]: r[3] for r in rows if r[0] == t and r[1].startswith("pp")}
@@ -62,7 +65,8 @@ def roof(t):
     for th in threads:
         v = bw.get((t, th))
         tg = next((r[3] for r in rows if r[0] == t and r[1].startswith("tg") and r[2] == th), None)
-        out.append(f"{tg / statistics.mean(x[1] for x in v):.2f}" if v and tg else "-")
+        if (t, th) in frac: out.append(f"{statistics.mean(frac[(t, th)]):.2f}")
+        else: out.append(f"{tg / statistics.mean(x[1] for x in v):.2f}" if v and tg else "-")
     return " / ".join(out)
 tt = " / ".join(map(str, threads))
 print(f"\n| weights | pp512 tok/s, {tt} threads (pipit / peer) | tg128 tok/s, {tt} threads | decode / roofline, {tt} threads |")

@@ -47,6 +47,8 @@ struct TestResult {
   int threads;
   std::vector<double> tps;  // tok/s per repetition
   int64_t n_tokens = 0;     // tokens per repetition
+  bool decode = false;      // a tg test (its roofline: see BenchReport::decode_bytes)
+  int depth = 0;            // positions in the context before it
   double mean() const {
     double s = 0;
     for (double v : tps) s += v;
@@ -387,7 +389,7 @@ Status bench_session(Session& s, const BenchArgs& b, const std::optional<Multimo
     std::string name =
         multimodal ? "pp" + std::to_string(b.n_prompt) + "+img" : (prompt ? "pp" : "tg") + std::to_string(n);
     if (b.depth > 0 && !multimodal) name += " @ d" + std::to_string(b.depth);
-    TestResult r{name, nt, {}, n};
+    TestResult r{name, nt, {}, n, kind == 2, b.depth};
     auto once = [&]() { return multimodal ? run_multimodal(s, *mm) : run_once(s, prompt, n, rng, n_vocab, b.depth); };
     PIPIT_TRY(once().status());  // warm-up
     for (int i = 0; i < b.reps; ++i) {
@@ -458,11 +460,34 @@ struct BenchReport {
   int n_ctx = 0, depth = 0;
   size_t kv_bytes = 0;  // the session's KV cache (and recurrent state), as allocated
   KvCacheSpec kvi;
+  DType kv_dtype = DType::F16;
   std::string spec_kind, spec_label;  // "mtp" / "draft" / "lookup"; "MTP head" / "draft M" / "prompt lookup"
   int spec_guesses = 0;
   int64_t n_gen = 0;
   size_t spec_prompt = 0;
   double bpw() const { return params ? 8.0 * double(bytes) / double(params) : 0; }
+  // What one token of a tg test reads, for the decode roofline: every weight (an untied input embedding table, of
+  // which a token reads one row, counts whole, so such a model's fraction reads low) and, on average over the test,
+  // the K/V rows its attention layers see (a sliding window's at most) plus the recurrent layers' state.
+  std::pair<double, double> decode_bytes(const TestResult& r) const {
+    const double pos = double(r.depth) + double(r.n_tokens + 1) / 2;  // keys a token of the test sees, on average
+    const double row = 2.0 * double(kvi.n_head_kv) * double(dtype_row_bytes(kv_dtype, kvi.head_dim));  // K and V
+    double kv = 0;
+    for (int l = 0; l < kvi.n_layer; ++l) {
+      const auto st = size_t(l) < kvi.state.size() ? kvi.state[size_t(l)] : StateShapes{};
+      if (!st.empty()) {
+        for (const auto& shape : st) {
+          double n = 4;
+          for (int64_t d : shape) n *= double(d);
+          kv += n;
+        }
+        continue;
+      }
+      const int w = size_t(l) < kvi.window.size() ? kvi.window[size_t(l)] : 0;
+      kv += row * (w > 0 ? std::min(pos, double(w)) : pos);
+    }
+    return {double(bytes), kv};
+  }
 };
 
 void print_bench_json(const BenchReport& rep, const std::vector<TestResult>& results,
@@ -472,9 +497,17 @@ void print_bench_json(const BenchReport& rep, const std::vector<TestResult>& res
                       {"kv_type", rep.kv},           {"n_ctx", rep.n_ctx},       {"peak_rss_mib", peak_rss_mib()},
                       {"kv_bytes", rep.kv_bytes},    {"n_depth", rep.depth},
                       {"tests", nlohmann::json::array()}};
-  for (const auto& r : results)
-    j["tests"].push_back({{"test", r.name}, {"threads", r.threads}, {"n_tokens", r.n_tokens}, {"avg_ts", r.mean()},
-                          {"stddev_ts", r.stddev()}, {"samples_ts", r.tps}});
+  for (const auto& r : results) {
+    nlohmann::json t = {{"test", r.name}, {"threads", r.threads}, {"n_tokens", r.n_tokens}, {"avg_ts", r.mean()},
+                        {"stddev_ts", r.stddev()}, {"samples_ts", r.tps}};
+    for (const auto& [nt, gbs] : bandwidth)
+      if (r.decode && nt == r.threads) {
+        const auto [w, kv] = rep.decode_bytes(r);
+        t["roofline"] = {{"read_gb_s", gbs}, {"weight_bytes", w}, {"kv_bytes", kv},
+                         {"roofline_ts", gbs * 1e9 / (w + kv)}, {"fraction", r.mean() * (w + kv) / (gbs * 1e9)}};
+      }
+    j["tests"].push_back(std::move(t));
+  }
   for (const auto& r : spec_rows)
     j["speculative"].push_back({{"threads", r.threads}, {"kind", rep.spec_kind},
                                 {"n_gen", rep.n_gen}, {"n_prompt", rep.spec_prompt}, {"plain_ts", r.plain_ts},
@@ -521,6 +554,16 @@ void print_bench_table(const BenchReport& rep, const std::vector<TestResult>& re
   for (const auto& [nt, gbs] : bandwidth)
     std::printf("read bandwidth %d threads: %.1f GB/s -> decode roofline %.1f tok/s (%.0f MB of weights per token)\n",
                 nt, gbs, gbs * 1e9 / double(rep.bytes), double(rep.bytes) / 1e6);
+  for (const auto& r : results)
+    for (const auto& [nt, gbs] : bandwidth)
+      if (r.decode && nt == r.threads) {
+        const auto [w, kv] = rep.decode_bytes(r);
+        const bool state = std::any_of(rep.kvi.state.begin(), rep.kvi.state.end(), [](auto& s) { return !s.empty(); });
+        std::printf("%s, %d threads: %.2f t/s = %.2f of the roofline (%.0f MB of weights + %.1f MB of %s a token on "
+                    "average, at %.1f GB/s: %.1f t/s)\n",
+                    r.name.c_str(), nt, r.mean(), r.mean() * (w + kv) / (gbs * 1e9), w / 1e6, kv / 1e6,
+                    state ? "K/V and recurrent state" : "K/V", gbs, gbs * 1e9 / (w + kv));
+      }
   std::printf("KV cache %.2f MiB (%s, context %d: %lld layers x %lld KV heads x %lld dims, K and V)\n",
               double(rep.kv_bytes) / (1024.0 * 1024.0), rep.kv.c_str(), rep.n_ctx, (long long)rep.kvi.n_layer,
               (long long)rep.kvi.n_head_kv, (long long)rep.kvi.head_dim);
@@ -635,6 +678,7 @@ int cmd_bench(Args& a) {
   rep.depth = b.depth;
   rep.kv_bytes = kv_bytes;
   rep.kvi = lm->model->info().kv;
+  rep.kv_dtype = so.kv_dtype;
   rep.spec_kind = a.get_flag("--mtp") ? "mtp" : a.has("--draft") ? "draft" : "lookup";
   rep.spec_label = a.get_flag("--mtp") ? "MTP head" : a.has("--draft") ? "draft " + a.get("--draft") : "prompt lookup";
   rep.spec_guesses = a.get_flag("--mtp") ? int(*a.get_int("--mtp-n")) : int(*a.get_int("--draft-max"));

@@ -66,6 +66,31 @@ TEST_F(CliOptions, SamplingValuesOutOfRange) {
   EXPECT_EQ(ok.code, 0) << ok.out;
 }
 
+// `bench --bandwidth`: each tg test's fraction of the decode roofline, whose bytes a token are the weights plus the
+// K/V its attention reads on average over the test: stories260k (5 layers x 4 kv heads x head_dim 8, f16: 640 bytes
+// a position) at depth 8, 4 tokens: positions 9 .. 12 see 10.5 keys on average.
+TEST_F(CliOptions, BenchRooflineCountsKvReads) {
+  auto r = run_cli("bench -m " + stories() + " -p 0 -n 4 -d 8 -r 1 -t 1 --bandwidth --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out.substr(r.out.find('{')), nullptr, false);
+  ASSERT_TRUE(j.is_object()) << r.out;
+  ASSERT_EQ(j["tests"].size(), 1u) << r.out;
+  const auto& t = j["tests"][0];
+  ASSERT_TRUE(t.contains("roofline")) << r.out;
+  const auto& f = t["roofline"];
+  EXPECT_DOUBLE_EQ(f["kv_bytes"].get<double>(), 640.0 * 10.5);
+  EXPECT_DOUBLE_EQ(f["weight_bytes"].get<double>(), j["size_bytes"].get<double>());
+  const double gbs = f["read_gb_s"].get<double>(), bytes = f["weight_bytes"].get<double>() + 640.0 * 10.5;
+  ASSERT_GT(gbs, 0.0);
+  EXPECT_NEAR(f["roofline_ts"].get<double>(), gbs * 1e9 / bytes, 1e-6 * f["roofline_ts"].get<double>());
+  EXPECT_NEAR(f["fraction"].get<double>(), t["avg_ts"].get<double>() * bytes / (gbs * 1e9), 1e-9);
+  // the table says it in words
+  auto text = run_cli("bench -m " + stories() + " -p 0 -n 4 -r 1 -t 1 --bandwidth");
+  ASSERT_EQ(text.code, 0) << text.out;
+  EXPECT_TRUE(std::regex_search(text.out, std::regex(R"(tg4, 1 threads: [0-9.]+ t/s = [0-9.]+ of the roofline)")))
+      << text.out;
+}
+
 TEST_F(CliOptions, BenchRefusesNothingToMeasure) {
   expect_one_error_line(run_cli("bench -m " + stories() + " -p 0 -n 0"), "nothing to measure");
   for (const char* t : {",", "1,", "2x", "0", "1,,2"}) {
