@@ -474,9 +474,8 @@ struct BenchReport {
     const double row = 2.0 * double(kvi.n_head_kv) * double(dtype_row_bytes(kv_dtype, kvi.head_dim));  // K and V
     double kv = 0;
     for (int l = 0; l < kvi.n_layer; ++l) {
-      const auto st = size_t(l) < kvi.state.size() ? kvi.state[size_t(l)] : StateShapes{};
-      if (!st.empty()) {
-        for (const auto& shape : st) {
+      if (size_t(l) < kvi.state.size() && !kvi.state[size_t(l)].empty()) {
+        for (const auto& shape : kvi.state[size_t(l)]) {
           double n = 4;
           for (int64_t d : shape) n *= double(d);
           kv += n;
