@@ -487,6 +487,19 @@ struct BenchReport {
     }
     return {double(bytes), kv};
   }
+  struct Roofline {
+    double gbs, weight_bytes, kv_bytes, tps, fraction;
+  };
+  // A tg test's roofline at the bandwidth measured for its thread count (none for other tests or without one).
+  std::optional<Roofline> roofline(const TestResult& r, const std::vector<std::pair<int, double>>& bandwidth) const {
+    if (!r.decode) return std::nullopt;
+    for (const auto& [nt, gbs] : bandwidth)
+      if (nt == r.threads) {
+        const auto [w, kv] = decode_bytes(r);
+        return Roofline{gbs, w, kv, gbs * 1e9 / (w + kv), r.mean() * (w + kv) / (gbs * 1e9)};
+      }
+    return std::nullopt;
+  }
 };
 
 void print_bench_json(const BenchReport& rep, const std::vector<TestResult>& results,
@@ -499,12 +512,9 @@ void print_bench_json(const BenchReport& rep, const std::vector<TestResult>& res
   for (const auto& r : results) {
     nlohmann::json t = {{"test", r.name}, {"threads", r.threads}, {"n_tokens", r.n_tokens}, {"avg_ts", r.mean()},
                         {"stddev_ts", r.stddev()}, {"samples_ts", r.tps}};
-    for (const auto& [nt, gbs] : bandwidth)
-      if (r.decode && nt == r.threads) {
-        const auto [w, kv] = rep.decode_bytes(r);
-        t["roofline"] = {{"read_gb_s", gbs}, {"weight_bytes", w}, {"kv_bytes", kv},
-                         {"roofline_ts", gbs * 1e9 / (w + kv)}, {"fraction", r.mean() * (w + kv) / (gbs * 1e9)}};
-      }
+    if (const auto f = rep.roofline(r, bandwidth))
+      t["roofline"] = {{"read_gb_s", f->gbs}, {"weight_bytes", f->weight_bytes}, {"kv_bytes", f->kv_bytes},
+                       {"roofline_ts", f->tps}, {"fraction", f->fraction}};
     j["tests"].push_back(std::move(t));
   }
   for (const auto& r : spec_rows)
@@ -553,16 +563,13 @@ void print_bench_table(const BenchReport& rep, const std::vector<TestResult>& re
   for (const auto& [nt, gbs] : bandwidth)
     std::printf("read bandwidth %d threads: %.1f GB/s -> decode roofline %.1f tok/s (%.0f MB of weights per token)\n",
                 nt, gbs, gbs * 1e9 / double(rep.bytes), double(rep.bytes) / 1e6);
+  const bool state = std::any_of(rep.kvi.state.begin(), rep.kvi.state.end(), [](auto& s) { return !s.empty(); });
   for (const auto& r : results)
-    for (const auto& [nt, gbs] : bandwidth)
-      if (r.decode && nt == r.threads) {
-        const auto [w, kv] = rep.decode_bytes(r);
-        const bool state = std::any_of(rep.kvi.state.begin(), rep.kvi.state.end(), [](auto& s) { return !s.empty(); });
-        std::printf("%s, %d threads: %.2f t/s = %.2f of the roofline (%.0f MB of weights + %.1f MB of %s a token on "
-                    "average, at %.1f GB/s: %.1f t/s)\n",
-                    r.name.c_str(), nt, r.mean(), r.mean() * (w + kv) / (gbs * 1e9), w / 1e6, kv / 1e6,
-                    state ? "K/V and recurrent state" : "K/V", gbs, gbs * 1e9 / (w + kv));
-      }
+    if (const auto f = rep.roofline(r, bandwidth))
+      std::printf("%s, %d threads: %.2f t/s = %.2f of the roofline (%.0f MB of weights + %.1f MB of %s a token on "
+                  "average, at %.1f GB/s: %.1f t/s)\n",
+                  r.name.c_str(), r.threads, r.mean(), f->fraction, f->weight_bytes / 1e6, f->kv_bytes / 1e6,
+                  state ? "K/V and recurrent state" : "K/V", f->gbs, f->tps);
   std::printf("KV cache %.2f MiB (%s, context %d: %lld layers x %lld KV heads x %lld dims, K and V)\n",
               double(rep.kv_bytes) / (1024.0 * 1024.0), rep.kv.c_str(), rep.n_ctx, (long long)rep.kvi.n_layer,
               (long long)rep.kvi.n_head_kv, (long long)rep.kvi.head_dim);
