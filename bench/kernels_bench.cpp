@@ -5,6 +5,7 @@
 //   FFN shapes (K = 2560 / N = 9728 and K = 9728 / N = 2560: rows too long for L1, x too big for L2).
 //   Row kernels (rms_norm, swiglu, softmax, quantize_act at n = 4096) and attn_row (head_dim 128, 1024 keys);
 //   attn_decode: a decode step's attention in Qwen3-0.6B's cache layout, its K/V from DRAM or from L2 (GB/s).
+//   pack: repacking a GGUF's blocks into panels at load, per type (GB/s of the file's bytes).
 // Quantized matmuls take pre-quantized activations (quantize_act has its own case).
 // Run: build/kernels_bench --benchmark_filter=gemv   (names: <op>/<isa>/<dtype>/K=N=<n>[/M=<m>])
 #include <benchmark/benchmark.h>
@@ -189,7 +190,28 @@ void bm_attn_decode(benchmark::State& st, const Kernels* k, DType t, int64_t key
                                            benchmark::Counter::kIs1000);
 }
 
+// Repacking at load (core/panels.h): a GGUF's rows of each type into the kernels' 16-row panels, GB/s of the file's
+// bytes. Pure C++ (no ISA level); the buffers are touched before timing, so this is the rewrite alone, without the
+// first touches of fresh memory that a load also pays. 12288 rows (Qwen3-0.6B's gate + up) of 1024 weights.
+void bm_pack(benchmark::State& st, DType plain) {
+  const int64_t K = 1024, N = 12288, row = dtype_row_bytes(plain, K);
+  std::vector<uint8_t> src(size_t(row * N)), dst(size_t(dtype_row_bytes(panel_dtype_for(plain), K) * N));
+  std::mt19937 g(5);
+  for (auto& b : src) b = uint8_t(g());  // a permutation of bytes (and scale unpacking): any bytes time the same
+  for (auto _ : st) {
+    pack_panels(plain, src.data(), row, N, K, dst.data());
+    benchmark::DoNotOptimize(dst.data());
+    benchmark::ClobberMemory();
+  }
+  st.counters["GB/s"] = benchmark::Counter(double(src.size()), benchmark::Counter::kIsIterationInvariantRate,
+                                           benchmark::Counter::kIs1000);
+}
+
 void register_all() {
+  for (DType t : {DType::Q4_0, DType::Q8_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::IQ4_NL, DType::Q2_K,
+                  DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_XS})
+    benchmark::RegisterBenchmark(("pack/" + std::string(dtype_name(t)) + "/K=1024/N=12288").c_str(), bm_pack, t)
+        ->Unit(benchmark::kMillisecond);
   const DType dts[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q8_0X16, DType::Q4_0X16};
   for (auto& [isa, k] : tables()) {
     std::vector<DType> dts_prefill(std::begin(dts), std::end(dts));
