@@ -33,45 +33,69 @@ void BpeCache::put(std::string_view word, const int32_t* ids, size_t n) {
 void TokenIndex::reserve(size_t n) {
   tokens_.reserve(n);
   ids_.reserve(n);
-  hashes_.reserve(n);
   size_t want = 16;
   while (want < n * 2) want <<= 1;
   if (want > slots_.size()) rehash(want);
 }
 
 void TokenIndex::rehash(size_t n_slots) {
-  slots_.assign(n_slots, 0);
+  std::vector<uint64_t> old(n_slots, 0);
+  old.swap(slots_);
   mask_ = n_slots - 1;
-  for (size_t i = 0; i < tokens_.size(); ++i) {
-    size_t p = hashes_[i] & mask_;
+  for (uint64_t s : old) {
+    if (!s) continue;
+    size_t p = (s >> 32) & mask_;
     while (slots_[p]) p = (p + 1) & mask_;
-    slots_[p] = static_cast<uint32_t>(i + 1);
+    slots_[p] = s;
   }
 }
 
 void TokenIndex::set(std::string token, int32_t id) {
   if ((tokens_.size() + 1) * 2 > slots_.size()) rehash(std::max<size_t>(16, slots_.size() * 2));
-  uint32_t h = static_cast<uint32_t>(StringHash{}(token));
+  const uint32_t h = hash(token);
   size_t p = h & mask_;
   for (; slots_[p]; p = (p + 1) & mask_) {
-    size_t i = slots_[p] - 1;
-    if (hashes_[i] == h && tokens_[i] == token) {
+    if (uint32_t(slots_[p] >> 32) != h) continue;
+    const size_t i = uint32_t(slots_[p]) - 1;
+    if (tokens_[i] == token) {
       ids_[i] = id;
       return;
     }
   }
-  slots_[p] = static_cast<uint32_t>(tokens_.size() + 1);
+  slots_[p] = slot(h, tokens_.size());
   tokens_.push_back(std::move(token));
   ids_.push_back(id);
-  hashes_.push_back(h);
+}
+
+bool TokenIndex::adopt(std::vector<std::string>& tokens) {
+  if (!tokens_.empty() || tokens.size() > size_t(INT32_MAX)) return false;
+  size_t n_slots = 16;
+  while (n_slots < tokens.size() * 2) n_slots <<= 1;
+  std::vector<uint64_t> slots(n_slots, 0);
+  const size_t mask = n_slots - 1;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const uint32_t h = hash(tokens[i]);
+    size_t p = h & mask;
+    for (; slots[p]; p = (p + 1) & mask)
+      if (uint32_t(slots[p] >> 32) == h && tokens[uint32_t(slots[p]) - 1] == tokens[i]) return false;
+    slots[p] = slot(h, i);
+  }
+  slots_ = std::move(slots);
+  mask_ = mask;
+  tokens_ = std::move(tokens);
+  tokens = {};
+  ids_.resize(tokens_.size());
+  for (size_t i = 0; i < ids_.size(); ++i) ids_[i] = int32_t(i);
+  return true;
 }
 
 std::optional<int32_t> TokenIndex::find(std::string_view token) const {
   if (slots_.empty()) return std::nullopt;
-  uint32_t h = static_cast<uint32_t>(StringHash{}(token));
+  const uint32_t h = hash(token);
   for (size_t p = h & mask_; slots_[p]; p = (p + 1) & mask_) {
-    size_t i = slots_[p] - 1;
-    if (hashes_[i] == h && tokens_[i] == token) return ids_[i];
+    if (uint32_t(slots_[p] >> 32) != h) continue;
+    const size_t i = uint32_t(slots_[p]) - 1;
+    if (tokens_[i] == token) return ids_[i];
   }
   return std::nullopt;
 }
@@ -131,6 +155,15 @@ Result<std::unique_ptr<Bpe>> Bpe::parse(const json& j, const std::string& where,
   };
   if (tables && tables->resolved) {
     PIPIT_ASSIGN_OR_RETURN(max_id, m->read_resolved_vocab(*tables->resolved, f));
+  } else if (tables && tables->vocab_by_id) {
+    std::vector<std::string>& tokens = tables->tokens_by_id;
+    if (tokens.size() > size_t(INT32_MAX)) return f.error(fmt("{} tokens are too many", tokens.size()));
+    max_id = int32_t(tokens.size()) - 1;
+    if (!m->vocab_.adopt(tokens)) {  // a token repeats: each keeps its first id, as tokenizer.json's object would
+      m->vocab_.reserve(tokens.size());
+      for (size_t id = tokens.size(); id-- > 0;) m->vocab_.set(std::move(tokens[id]), int32_t(id));
+    }
+    tables->tokens_by_id = {};
   } else if (tables && tables->has_vocab) {
     m->vocab_.reserve(tables->vocab.size());
     for (auto& [token, v] : tables->vocab) PIPIT_TRY(add_token(std::move(token), v));
@@ -171,6 +204,35 @@ Result<std::unique_ptr<Bpe>> Bpe::parse(const json& j, const std::string& where,
     PIPIT_TRY(f.finish());
     return m;
   }
+  // merge i of pair (a, b): its rank is its place among the merges kept (a "#version" line is not one)
+  uint32_t rank = 0;
+  std::string merged;
+  auto add = [&](size_t i, std::string_view a, std::string_view b) -> Status {
+    auto ia = m->token_to_id(a), ib = m->token_to_id(b);
+    if (!ia) return f.error(fmt("merges[{}]: token '{}' is not in the vocab", i, a));
+    if (!ib) return f.error(fmt("merges[{}]: token '{}' is not in the vocab", i, b));
+    if (b.size() < m->prefix_.size()) return f.error(fmt("merges[{}]: token '{}' lacks the subword prefix", i, b));
+    merged.assign(a);
+    merged.append(b.substr(m->prefix_.size()));
+    auto inew = m->token_to_id(merged);
+    if (!inew) return f.error(fmt("merges[{}]: merged token '{}' is not in the vocab", i, merged));
+    m->insert_merge(*ia, *ib, rank++, *inew);
+    return Status::ok();
+  };
+  auto add_text = [&](size_t i, const std::string& s) -> Status {  // the legacy "a b"
+    if (s.rfind("#version", 0) == 0) return Status::ok();
+    const size_t sp = s.find(' ');
+    if (sp == std::string::npos || s.find(' ', sp + 1) != std::string::npos)
+      return f.error(fmt("merges[{}] is '{}', expected two tokens separated by one space", i, s));
+    return add(i, std::string_view(s).substr(0, sp), std::string_view(s).substr(sp + 1));
+  };
+  if (tables && tables->merges_as_text) {
+    m->size_merges(tables->merge_texts.size());
+    for (size_t i = 0; i < tables->merge_texts.size(); ++i) PIPIT_TRY(add_text(i, tables->merge_texts[i]));
+    tables->merge_texts = {};
+    PIPIT_TRY(f.finish());
+    return m;
+  }
   std::vector<BpeMerge> from_tree;  // the merges as the tree has them, when they were not lifted out while parsing
   if (!(tables && tables->has_merges)) {
     from_tree.reserve(merges_json->size());
@@ -185,34 +247,11 @@ Result<std::unique_ptr<Bpe>> Bpe::parse(const json& j, const std::string& where,
   }
   std::vector<BpeMerge>& merges = tables && tables->has_merges ? tables->merges : from_tree;
   m->size_merges(merges.size());
-  uint32_t rank = 0;
-  std::string merged;
   for (size_t i = 0; i < merges.size(); ++i) {
-    BpeMerge& e = merges[i];
-    std::string_view a, b;
-    if (e.form == BpeMerge::kString) {  // legacy "a b"
-      const std::string& s = e.a;
-      if (s.rfind("#version", 0) == 0) continue;
-      size_t sp = s.find(' ');
-      if (sp == std::string::npos || s.find(' ', sp + 1) != std::string::npos)
-        return f.error(fmt("merges[{}] is '{}', expected two tokens separated by one space", i, s));
-      a = std::string_view(s).substr(0, sp);
-      b = std::string_view(s).substr(sp + 1);
-    } else if (e.form == BpeMerge::kPair) {
-      a = e.a;
-      b = e.b;
-    } else {
-      return f.error(fmt("merges[{}] must be \"a b\" or [\"a\", \"b\"]", i));
-    }
-    auto ia = m->token_to_id(a), ib = m->token_to_id(b);
-    if (!ia) return f.error(fmt("merges[{}]: token '{}' is not in the vocab", i, a));
-    if (!ib) return f.error(fmt("merges[{}]: token '{}' is not in the vocab", i, b));
-    if (b.size() < m->prefix_.size()) return f.error(fmt("merges[{}]: token '{}' lacks the subword prefix", i, b));
-    merged.assign(a);
-    merged.append(b.substr(m->prefix_.size()));
-    auto inew = m->token_to_id(merged);
-    if (!inew) return f.error(fmt("merges[{}]: merged token '{}' is not in the vocab", i, merged));
-    m->insert_merge(*ia, *ib, rank++, *inew);
+    const BpeMerge& e = merges[i];
+    if (e.form == BpeMerge::kString) PIPIT_TRY(add_text(i, e.a));
+    else if (e.form == BpeMerge::kPair) PIPIT_TRY(add(i, e.a, e.b));
+    else return f.error(fmt("merges[{}] must be \"a b\" or [\"a\", \"b\"]", i));
   }
   if (tables) tables->merges = {};
   PIPIT_TRY(f.finish());

@@ -24,23 +24,28 @@ struct StringHash {
   size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
 };
 
-// Token -> id for a vocab: open addressing over 32-bit slots with the hashes kept, so a lookup touches one or two
-// cache lines. A repeated token keeps its last id (as reading the JSON object into a map does).
+// Token -> id for a vocab: open addressing over 64-bit slots that hold each token's hash beside its index, so a probe
+// reads only the slot until the hashes match. A repeated token keeps its last id (as reading the JSON object into a
+// map does).
 class TokenIndex {
  public:
   void reserve(size_t n);
   void set(std::string token, int32_t id);
+  // The whole vocabulary at once, token i with id i (a GGUF's list of tokens), into an empty index: moves `tokens` in
+  // without a copy of each. False, and nothing taken, when a token repeats (set() then decides which id it keeps).
+  bool adopt(std::vector<std::string>& tokens);
   std::optional<int32_t> find(std::string_view token) const;
   size_t size() const { return tokens_.size(); }
   const std::string& token(size_t i) const { return tokens_[i]; }
   int32_t id(size_t i) const { return ids_[i]; }
 
  private:
+  static uint32_t hash(std::string_view s) { return static_cast<uint32_t>(std::hash<std::string_view>{}(s)); }
+  static uint64_t slot(uint32_t h, size_t i) { return uint64_t(h) << 32 | uint64_t(i + 1); }
   void rehash(size_t n_slots);
   std::vector<std::string> tokens_;
   std::vector<int32_t> ids_;
-  std::vector<uint32_t> hashes_;
-  std::vector<uint32_t> slots_;  // 1 + index into tokens_, 0 when empty
+  std::vector<uint64_t> slots_;  // hash << 32 | (1 + index into tokens_), 0 when empty
   size_t mask_ = 0;
 };
 
@@ -90,6 +95,10 @@ struct BpeTables {
   bool has_vocab = false, has_merges = false;
   std::vector<std::pair<std::string, nlohmann::json>> vocab;  // in file order
   std::vector<BpeMerge> merges;                                // in file order
+  // A vocabulary held as its tokens in id order and merges all "a b" (a GGUF's, TokenizerParts), used instead of
+  // `vocab` / `merges` when set: taken whole, without a pair or a BpeMerge made for each of 150k entries.
+  bool vocab_by_id = false, merges_as_text = false;
+  std::vector<std::string> tokens_by_id, merge_texts;
   std::optional<BpeResolved> resolved;  // when set, the tables come from here (the tree's are not read)
 };
 

@@ -278,16 +278,18 @@ Result<std::shared_ptr<HfTokenizer>> load_hf_parts(TokenizerParts&& p) {
   tok::BpeTables tables;
   tables.has_vocab = true;
   std::vector<std::string>& tokens = p.tokens;
-  tables.vocab.reserve(tokens.size());
-  const bool valid = std::all_of(tokens.begin(), tokens.end(),
-                                 [](const std::string& t) { return utf8_error_offset(t) == std::string::npos; });
-  if (valid) {
-    // Backwards, so that a token that repeats ends with its first id, the one tokenizer.json's object keeps (the BPE
-    // keeps a repeated token's last id); for distinct tokens the order changes nothing.
-    for (size_t id = tokens.size(); id-- > 0;) tables.vocab.emplace_back(std::move(tokens[id]), json(uint64_t(id)));
+  auto valid = [](const std::vector<std::string>& v) {
+    return std::all_of(v.begin(), v.end(), [](const std::string& t) { return utf8_error_offset(t) == std::string::npos; });
+  };
+  if (valid(tokens)) {
+    // Taken whole, token i with id i; a token that repeats keeps its first id, the one tokenizer.json's object keeps
+    // (Bpe::parse sees to it)
+    tables.vocab_by_id = true;
+    tables.tokens_by_id = std::move(tokens);
   } else {
     // Replacing invalid UTF-8 can make two tokens one: the text has them in the order of its keys (the raw tokens,
     // sorted, each once with its first id) and the one read last wins; so here.
+    tables.vocab.reserve(tokens.size());
     std::vector<uint32_t> order(tokens.size());
     std::iota(order.begin(), order.end(), 0u);
     std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return tokens[a] < tokens[b]; });
@@ -298,8 +300,13 @@ Result<std::shared_ptr<HfTokenizer>> load_hf_parts(TokenizerParts&& p) {
   tokens = {};
   if (!p.merges_in_tree) {
     tables.has_merges = true;
-    tables.merges.reserve(p.merges.size());
-    for (std::string& m : p.merges) tables.merges.push_back({as_written(std::move(m)), {}, tok::BpeMerge::kString});
+    if (valid(p.merges)) {
+      tables.merges_as_text = true;
+      tables.merge_texts = std::move(p.merges);
+    } else {
+      tables.merges.reserve(p.merges.size());
+      for (std::string& m : p.merges) tables.merges.push_back({as_written(std::move(m)), {}, tok::BpeMerge::kString});
+    }
     p.merges = {};
   }
   PIPIT_ASSIGN_OR_RETURN(std::shared_ptr<HfTokenizer> t, HfTokenizer::create(j, &tables));
