@@ -17,7 +17,8 @@ OUT=$(cd "$OUT" && pwd)
 
 CXX=${CXX:-clang++-14}
 FLAGS=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-       -I"$ROOT" -I"$ROOT/include" -I/usr/include/stb -DPIPIT_VERSION=\"fuzz\" -DPIPIT_WITH_LIBJPEG=1)
+       -I"$ROOT" -I"$ROOT/include" -I/usr/include/stb -DPIPIT_VERSION=\"fuzz\" -DPIPIT_WITH_LIBJPEG=1
+       -DPIPIT_WITH_TOKENIZER=1)
 # the parsers and what they use; nothing else of the library is linked
 LIB=(core/dtype.cpp core/storage.cpp core/tensor.cpp core/output_file.cpp core/limits.cpp format/safetensors.cpp format/pipit_format.cpp format/gguf.cpp
      format/tokenizer_parts.cpp convert/checkpoint.cpp models/checkpoint_traits.cpp convert/gguf_mmproj.cpp
@@ -32,6 +33,8 @@ LIB+=(format/gguf_meta.cpp models/gguf_traits.cpp $(cd "$ROOT" && echo models/*_
 # what they call: file probes, and the reference kernels' dtype conversions (GGUF import widens small tensors through
 # ref_kernels(); dispatch.cpp built without PIPIT_HAVE_*_KERNELS links the reference table alone)
 LIB+=(core/file_probe.cpp core/cpu.cpp core/panels.cpp backends/cpu/dispatch.cpp $(cd "$ROOT" && echo backends/cpu/ref/*.cpp))
+# the tokenizer, which a GGUF's vocabulary is built into at load (Tokenizer::load_parts)
+LIB+=($(cd "$ROOT" && echo tokenizer/*.cpp))
 
 echo "[fuzz] building with $CXX into $OUT"
 objs=()
@@ -48,7 +51,7 @@ done
 
 status=0
 for t in $TARGETS; do
-  "$CXX" "${FLAGS[@]}" "$ROOT/tests/fuzz/fuzz_$t.cpp" "${objs[@]}" -ljpeg -lavformat -lavcodec -lswscale -lavutil -o "$OUT/fuzz_$t"
+  "$CXX" "${FLAGS[@]}" "$ROOT/tests/fuzz/fuzz_$t.cpp" "${objs[@]}" -lpcre2-8 -lutf8proc -ljpeg -lavformat -lavcodec -lswscale -lavutil -o "$OUT/fuzz_$t"
   corpus="$OUT/corpus_$t"
   mkdir -p "$corpus"
   echo "[fuzz] fuzz_$t: ${BUDGET}s"
