@@ -34,13 +34,19 @@ class TokenIndex {
   // The whole vocabulary at once, token i with id i (a GGUF's list of tokens), into an empty index: moves `tokens` in
   // without a copy of each. False, and nothing taken, when a token repeats (set() then decides which id it keeps).
   bool adopt(std::vector<std::string>& tokens);
-  std::optional<int32_t> find(std::string_view token) const;
+  std::optional<int32_t> find(std::string_view token) const { return find(token, hash(token)); }
+  // find() in two steps, for many lookups at once: fetch() the slot a hash probes first, find() once it has arrived
+  static uint32_t hash(std::string_view s) { return static_cast<uint32_t>(std::hash<std::string_view>{}(s)); }
+  void fetch(uint32_t h) const {
+    if (!slots_.empty()) __builtin_prefetch(&slots_[h & mask_]);
+  }
+
+  std::optional<int32_t> find(std::string_view token, uint32_t h) const;
   size_t size() const { return tokens_.size(); }
   const std::string& token(size_t i) const { return tokens_[i]; }
   int32_t id(size_t i) const { return ids_[i]; }
 
  private:
-  static uint32_t hash(std::string_view s) { return static_cast<uint32_t>(std::hash<std::string_view>{}(s)); }
   static uint64_t slot(uint32_t h, size_t i) { return uint64_t(h) << 32 | uint64_t(i + 1); }
   void rehash(size_t n_slots);
   std::vector<std::string> tokens_;
@@ -128,6 +134,7 @@ class Bpe {
   static constexpr uint64_t kEmpty = ~0ull;
   const MergeSlot* find_merge(int32_t a, int32_t b) const;
   void insert_merge(int32_t a, int32_t b, uint32_t rank, int32_t new_id);
+  void fetch_merge(int32_t a, int32_t b) const;  // the slot insert_merge(a, b, ...) probes first, into the cache
   Status merge_word(std::string_view word, std::vector<int32_t>& ids) const;
   void size_merges(size_t n);  // an empty merge table for n merges
   // BpeResolved's records: the vocabulary (returns the highest id), then, once vocab_r_ is built, the merges

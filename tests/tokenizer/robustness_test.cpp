@@ -73,6 +73,16 @@ TEST(TokenizerRobustness, MalformedTokenizerJsonNamesTheProblem) {
       {[](json& j) { j["model"]["merges"] = {"a c"}; }, {"merges[0]", "'c' is not in the vocab"}},
       {[](json& j) { j["model"]["merges"] = {"a b c"}; }, {"merges[0]"}},
       {[](json& j) { j["model"]["merges"] = {"b a"}; }, {"merged token 'ba'"}},
+      // merges are looked up a group at a time (Bpe::parse): the first bad one is still the one named, also when a
+      // later one in its group is malformed, and in a later group
+      {[](json& j) { j["model"]["merges"] = {"a b", "a c", "a b c"}; }, {"merges[1]", "'c' is not in the vocab"}},
+      {[](json& j) {
+         j["model"]["merges"] = json::array();
+         for (int i = 0; i < 17; ++i) j["model"]["merges"].push_back("a b");
+         j["model"]["merges"].push_back("b a");
+         j["model"]["merges"].push_back("x");
+       },
+       {"merges[17]", "merged token 'ba'"}},
       // every shape a merge or a vocab entry can take in JSON (tokenizer.json is read as SAX events: these are the
       // paths beside the usual "a b" / ["a", "b"] / "token": id)
       {[](json& j) { j["model"]["merges"] = json::parse(R"([["a"]])"); }, {"merges[0] must be"}},
