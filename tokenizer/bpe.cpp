@@ -102,6 +102,11 @@ std::optional<int32_t> TokenIndex::find(std::string_view token, uint32_t h) cons
 
 // ---- merge table ----
 
+// A merge's pair (left id, right id) as the table's key.
+static inline uint64_t merge_key(int32_t a, int32_t b) {
+  return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
+}
+
 static inline uint64_t mix64(uint64_t k) {
   k ^= k >> 33;
   k *= 0xff51afd7ed558ccdull;
@@ -111,7 +116,7 @@ static inline uint64_t mix64(uint64_t k) {
 
 const Bpe::MergeSlot* Bpe::find_merge(int32_t a, int32_t b) const {
   if (merges_.empty()) return nullptr;
-  uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
+  const uint64_t key = merge_key(a, b);
   for (size_t i = mix64(key) & merges_mask_;; i = (i + 1) & merges_mask_) {
     const MergeSlot& s = merges_[i];
     if (s.key == key) return &s;
@@ -127,12 +132,12 @@ void Bpe::size_merges(size_t n) {
 }
 
 void Bpe::fetch_merge(int32_t a, int32_t b) const {
-  const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
+  const uint64_t key = merge_key(a, b);
   __builtin_prefetch(&merges_[mix64(key) & merges_mask_], 1);
 }
 
 void Bpe::insert_merge(int32_t a, int32_t b, uint32_t rank, int32_t new_id) {
-  uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
+  const uint64_t key = merge_key(a, b);
   for (size_t i = mix64(key) & merges_mask_;; i = (i + 1) & merges_mask_) {
     MergeSlot& s = merges_[i];
     if (s.key == key || s.key == kEmpty) {  // a repeated pair keeps the later rank, as HF's map collect does
@@ -212,8 +217,8 @@ Result<std::unique_ptr<Bpe>> Bpe::parse(const json& j, const std::string& where,
   // The merges in order, a group at a time: each merge's pair is split out first (`get`), then the slots of the three
   // lookups of every merge of the group (left, right, merged token) are fetched before any is probed, and the merge
   // table's slots before any is written, so that their cache misses overlap; one at a time, the lookups were a third
-  // of loading a 150k-merge vocabulary. Ranks count the
-  // merges kept (a "#version" line is not one); the first bad merge is the error, as in a plain loop.
+  // of loading a 150k-merge vocabulary. Ranks count the merges kept (a "#version" line is not one); the first bad
+  // merge is the error, as in a plain loop.
   // get(i, &a, &b): false for a line to skip; an error for a merge that is not a pair.
   auto resolve = [&](size_t n, auto get) -> Status {
     constexpr size_t kGroup = 16;
@@ -281,32 +286,31 @@ Result<std::unique_ptr<Bpe>> Bpe::parse(const json& j, const std::string& where,
       return split_text(i, texts[i], a, b);
     }));
     tables->merge_texts = {};
-    PIPIT_TRY(f.finish());
-    return m;
-  }
-  std::vector<BpeMerge> from_tree;  // the merges as the tree has them, when they were not lifted out while parsing
-  if (!(tables && tables->has_merges)) {
-    from_tree.reserve(merges_json->size());
-    for (const json& e : *merges_json) {
-      if (e.is_string())
-        from_tree.push_back({e.get<std::string>(), {}, BpeMerge::kString});
-      else if (e.is_array() && e.size() == 2 && e[0].is_string() && e[1].is_string())
-        from_tree.push_back({e[0].get<std::string>(), e[1].get<std::string>(), BpeMerge::kPair});
-      else
-        from_tree.push_back({{}, {}, BpeMerge::kOther});
+  } else {
+    std::vector<BpeMerge> from_tree;  // the merges as the tree has them, when they were not lifted out while parsing
+    if (!(tables && tables->has_merges)) {
+      from_tree.reserve(merges_json->size());
+      for (const json& e : *merges_json) {
+        if (e.is_string())
+          from_tree.push_back({e.get<std::string>(), {}, BpeMerge::kString});
+        else if (e.is_array() && e.size() == 2 && e[0].is_string() && e[1].is_string())
+          from_tree.push_back({e[0].get<std::string>(), e[1].get<std::string>(), BpeMerge::kPair});
+        else
+          from_tree.push_back({{}, {}, BpeMerge::kOther});
+      }
     }
+    std::vector<BpeMerge>& merges = tables && tables->has_merges ? tables->merges : from_tree;
+    m->size_merges(merges.size());
+    PIPIT_TRY(resolve(merges.size(), [&](size_t i, std::string_view* a, std::string_view* b) -> Result<bool> {
+      const BpeMerge& e = merges[i];
+      if (e.form == BpeMerge::kString) return split_text(i, e.a, a, b);
+      if (e.form != BpeMerge::kPair) return f.error(fmt("merges[{}] must be \"a b\" or [\"a\", \"b\"]", i));
+      *a = e.a;
+      *b = e.b;
+      return true;
+    }));
+    if (tables) tables->merges = {};
   }
-  std::vector<BpeMerge>& merges = tables && tables->has_merges ? tables->merges : from_tree;
-  m->size_merges(merges.size());
-  PIPIT_TRY(resolve(merges.size(), [&](size_t i, std::string_view* a, std::string_view* b) -> Result<bool> {
-    const BpeMerge& e = merges[i];
-    if (e.form == BpeMerge::kString) return split_text(i, e.a, a, b);
-    if (e.form != BpeMerge::kPair) return f.error(fmt("merges[{}] must be \"a b\" or [\"a\", \"b\"]", i));
-    *a = e.a;
-    *b = e.b;
-    return true;
-  }));
-  if (tables) tables->merges = {};
   PIPIT_TRY(f.finish());
   return m;
 }
